@@ -1,0 +1,5 @@
+"""`python -m pddplan` runs the command line."""
+
+from pddplan.cli import main
+
+main()

@@ -1,0 +1,90 @@
+"""Summaries of catalog entries for `pddplan hardware|models|workloads` (plain dicts, SI units)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pddplan.perf.arithmetic import param_counts, weight_bytes
+from pddplan.perf.kv import kv_breakdown, kv_bytes_per_token, kv_formula
+from pddplan.specs.hardware import HardwareProfile
+from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.workload import Workload
+
+
+def hardware_summary(profile: HardwareProfile) -> dict[str, Any]:
+    """The four dimensions, power and price of one GPU, with every figure's source."""
+    figures = {
+        path: {"value": fig.value, "source": fig.source, "as_of": fig.as_of, "note": fig.note}
+        for path, fig in profile.figures().items()
+    }
+    rental = profile.price.rental_usd_per_gpu_hour
+    return {
+        "name": profile.name,
+        "description": profile.description,
+        "stands_for": profile.stands_for,
+        "figures": figures,
+        "rental_usd_per_gpu_hour": rental.value if rental else None,
+        "efficiency": profile.efficiency.model_dump() if profile.efficiency else None,
+        "sources": {key: src.model_dump() for key, src in profile.sources.items()},
+    }
+
+
+def model_summary(model: ModelArchitecture) -> dict[str, Any]:
+    """Parameter counts, weight bytes and KV bytes per token, with the per-layer-kind breakdown."""
+    counts = param_counts(model)
+    kv = kv_breakdown(model)
+    return {
+        "name": model.name,
+        "source": model.source,
+        "attention": model.attention_kind,
+        "layers": {kind: model.count(kind) for kind in ("full", "sliding", "linear") if model.count(kind)},
+        "moe": model.moe.model_dump() if model.moe else None,
+        "params_total": counts.total,
+        "params_active": counts.active,
+        "params_total_published": model.params_total_published,
+        "params_active_published": model.params_active_published,
+        "params_breakdown": {
+            "embedding": counts.embedding,
+            "lm_head": counts.lm_head,
+            "attention": counts.attention,
+            "norms": counts.norms,
+            "dense_ffn": counts.dense_ffn,
+            "routed_experts": counts.routed_experts_total,
+            "routed_experts_active": counts.routed_experts_active,
+            "shared_experts_and_routers": counts.shared_and_router,
+        },
+        "weight_dtype": model.weight_dtype,
+        "expert_weight_dtype": model.expert_dtype,
+        "weight_bytes": weight_bytes(model),
+        "kv_dtype": model.kv_dtype,
+        "kv_bytes_per_token": kv_bytes_per_token(model),
+        "kv_breakdown": {
+            "full_bytes_per_token": kv.full_bytes_per_token,
+            "sliding_bytes_per_token": kv.sliding_bytes_per_token,
+            "sliding_window_tokens": kv.sliding_window_tokens,
+            "linear_state_bytes_per_sequence": kv.linear_state_bytes,
+        },
+        "kv_formula": kv_formula(model),
+    }
+
+
+def workload_summary(workload: Workload) -> dict[str, Any]:
+    """The workload's traffic in numbers: means of its distributions, SLA, prices, options."""
+    return {
+        "name": workload.name,
+        "description": workload.description,
+        "model": workload.model,
+        "kv_dtype": workload.kv_dtype,
+        "rate_rps": workload.arrival.rate_rps,
+        "arrival_process": workload.arrival.process,
+        "arrival_cv": workload.arrival.cv,
+        "prompt_tokens_mean": workload.prompt_tokens.mean(),
+        "output_tokens_mean": workload.output_tokens.mean(),
+        "hit_rate_mean": workload.hit_rate.mean(),
+        "hit_buckets": [b.model_dump() for b in workload.hit_rate.resolved_buckets()],
+        "sla": workload.sla.model_dump(),
+        "prices": workload.prices.model_dump(),
+        "datacenters": [dc.model_dump() for dc in workload.deployment.datacenters],
+        "wan_lines": [line.model_dump() for line in workload.deployment.wan_lines],
+        "serving": workload.serving.model_dump(),
+    }

@@ -1,0 +1,103 @@
+"""Load the inputs a command needs, by catalog name or by file path, validated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pddplan import catalog
+from pddplan.errors import InputError
+from pddplan.hf_import import architecture_from_hf_config
+from pddplan.loading import load, read_data, validate
+from pddplan.specs.hardware import HardwareProfile
+from pddplan.specs.model import KvDtype, ModelArchitecture
+from pddplan.specs.workload import Workload
+
+
+def load_hardware(name_or_path: str) -> HardwareProfile:
+    """A hardware profile from the catalog (`h100-sxm`) or a YAML file."""
+    path = catalog.resolve("hardware_profiles", name_or_path, "GPU")
+    profile = load(HardwareProfile, path)
+    if path.parent == catalog.catalog_dir("hardware_profiles") and profile.name != path.stem:
+        raise InputError(f"{path}: name = {profile.name!r}: must equal the file name {path.stem!r}")
+    return profile
+
+
+def load_hardware_catalog() -> dict[str, HardwareProfile]:
+    """Every built-in hardware profile, by name."""
+    return {name: load_hardware(name) for name in catalog.entries("hardware_profiles")}
+
+
+def model_index() -> dict[str, dict[str, Any]]:
+    """The model catalog's index: name -> provenance and published totals."""
+    path = catalog.catalog_dir("model_catalog") / "index.yaml"
+    data = read_data(path)
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping of model names")
+    return data
+
+
+def load_model(name_or_path: str, kv_dtype: KvDtype | None = None) -> ModelArchitecture:
+    """A model architecture from the catalog, a Hugging Face config.json, or a YAML architecture.
+
+    `kv_dtype` overrides the catalog's default KV dtype (bf16 unless the index says otherwise).
+    """
+    index = model_index()
+    if name_or_path in index:
+        entry = index[name_or_path]
+        path = catalog.catalog_dir("model_catalog") / str(entry.get("file", f"{name_or_path}.json"))
+        if path.suffix in (".yaml", ".yml"):
+            model = load(ModelArchitecture, path)
+            return model.with_kv_dtype(kv_dtype) if kv_dtype else model
+        model = architecture_from_hf_config(
+            read_data(path),
+            name=name_or_path,
+            source=str(entry.get("source", path)),
+            kv_dtype=kv_dtype or entry.get("kv_dtype", "bf16"),
+            params_total_published=entry.get("params_total_published"),
+            params_active_published=entry.get("params_active_published"),
+        )
+        if "weight_dtype" in entry:  # for abridged configs that lost their quantization_config
+            model = model.model_copy(update={"weight_dtype": entry["weight_dtype"], "expert_weight_dtype": None})
+        return model
+    path = Path(name_or_path)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.exists():
+        if path.suffix or "/" in name_or_path:
+            raise InputError(f"{name_or_path}: file not found")
+        raise InputError(f"unknown model '{name_or_path}'{catalog.suggest(name_or_path, list(index))}")
+    data = read_data(path)
+    if isinstance(data, dict) and "layer_kinds" in data:
+        model = validate(ModelArchitecture, data, str(path))
+        return model.with_kv_dtype(kv_dtype) if kv_dtype else model
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object (a Hugging Face config.json)")
+    name = path.parent.name if path.name == "config.json" else path.stem
+    return architecture_from_hf_config(data, name=name or "model", source=str(path), kv_dtype=kv_dtype)
+
+
+def load_workload(name_or_path: str) -> Workload:
+    """A workload from the catalog (`pdd-agent-64k`) or a YAML file, with its names checked.
+
+    Beyond the schema, every GPU type must name a hardware profile and the model must load.
+    """
+    path = catalog.resolve("workloads", name_or_path, "workload")
+    workload = load(Workload, path)
+    known = catalog.entries("hardware_profiles")
+    for i, dc in enumerate(workload.deployment.datacenters):
+        for j, offer in enumerate(dc.gpus):
+            if offer.type in known:
+                continue
+            try:
+                load_hardware(offer.type)
+            except InputError:
+                hint = catalog.suggest(offer.type, list(known))
+                raise InputError(
+                    f"{path}: deployment.datacenters[{i}].gpus[{j}].type = {offer.type!r}: unknown GPU{hint}"
+                ) from None
+    try:
+        load_model(workload.model, workload.kv_dtype)
+    except InputError as exc:
+        raise InputError(f"{path}: model = {workload.model!r}: {exc}") from None
+    return workload

@@ -1,0 +1,190 @@
+"""Read input files into validated specs, and report what is wrong with them in one line.
+
+A file is parsed (YAML or JSON), then validated by a strict pydantic model. Every failure, from a
+missing file to an unknown key, becomes an :class:`~pddplan.errors.InputError` whose message names
+the file, the field path, the offending value and what was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from pddplan.errors import InputError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class _PlainLoader(yaml.SafeLoader):
+    """A safe YAML loader that leaves dates as strings, so `as_of: 2026-05-01` stays text."""
+
+
+_PlainLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def parse_text(text: str, source: str) -> Any:
+    """Parse YAML (a superset of JSON) text; `source` names it in error messages."""
+    try:
+        return yaml.load(text, Loader=_PlainLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{source}: not valid YAML{where}: {problem}") from None
+
+
+def read_data(path: Path) -> Any:
+    """Read and parse a YAML or JSON file into plain Python data."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
+    return parse_text(text, str(path))
+
+
+def validate(model: type[ModelT], data: Any, source: str) -> ModelT:
+    """Validate plain data against `model`; raise a one-line InputError naming `source`."""
+    if not isinstance(data, Mapping):
+        kind = "empty" if data is None else type(data).__name__
+        raise InputError(f"{source}: expected a mapping of fields at the top level, got {kind}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc, model, data, source)) from None
+
+
+def load(model: type[ModelT], path: Path) -> ModelT:
+    """Read `path` and validate it as `model`."""
+    return validate(model, read_data(path), str(path))
+
+
+def describe_validation_error(
+    exc: ValidationError, model: type[BaseModel], data: Any, source: str
+) -> str:
+    """One line for the first error: file, field path, offending value, what was expected."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = tuple(first["loc"])
+    path = _dotted(loc)
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    if first["type"] == "extra_forbidden":
+        key = str(loc[-1])
+        known = _fields_at(model, loc[:-1])
+        guess = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = f"; did you mean '{guess[0]}'?" if guess else (f"; expected one of: {', '.join(known)}" if known else "")
+        return f"{source}: {path}: unknown field{hint}{more}"
+    if first["type"] == "missing":
+        return f"{source}: {path}: required field is missing{more}"
+    value = _value_at(data, loc)
+    message = str(first["msg"])
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    where = f"{path} = {_show(value)}" if path else "top level"
+    return f"{source}: {where}: {message}{more}"
+
+
+def _dotted(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _value_at(data: Any, loc: Sequence[Any]) -> Any:
+    current = data
+    for part in loc:
+        try:
+            current = current[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return current
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _fields_at(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    """The field names a strict model accepts at `loc`, found by walking the annotations."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return []
+            current = field.annotation
+        elif isinstance(part, int) or not isinstance(current, type):
+            args = [a for a in typing.get_args(current) if a is not type(None)]
+            current = args[-1] if args else None
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip Optional/Annotated and pick the model out of a union of one model and None."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+        if len(models) == 1:
+            return models[0]
+        if len(args) == 1:
+            return _unwrap(args[0])
+    return annotation
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename, so no half file is left."""
+    write_atomic_bytes(path, text.encode("utf-8"))
+
+
+def write_atomic_bytes(path: Path, payload: bytes) -> None:
+    """Write `payload` to a temporary file beside `path`, then rename it over `path`.
+
+    A rename within one directory is atomic on POSIX and Windows, so a reader (or an interrupted
+    run) sees either the old file whole or the new one whole.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(payload)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write: {exc.strerror}") from None

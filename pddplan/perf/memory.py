@@ -1,0 +1,110 @@
+"""Memory capacity of an instance: weights, activations, and what is left for KV.
+
+Per GPU:  usable = HBM * hbm_utilization
+          weights = W / tp  under TP (every weight split across ranks);
+                    W_dense + W_experts / tp  under EP (non-expert weights replicated on each rank)
+          activations = T * (8 * d + 2 * f_tp) * 2 B,  T = tokens per step, f_tp = widest FFN per rank
+          kv_budget = usable - weights - activations   (must be > 0, else the model does not fit)
+An instance's KV budget is tp * kv_budget per GPU; a sequence of N tokens takes request_kv_bytes(N)
+times the replication factor of GQA heads (see `instance_kv_bytes_per_token`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pddplan.errors import InputError
+from pddplan.perf.arithmetic import weight_bytes
+from pddplan.perf.kv import instance_kv_bytes_per_token, kv_bytes_per_token, request_kv_bytes
+from pddplan.perf.roofline import ACTIVATION_BYTES, Instance
+
+ACTIVATION_WIDTH_FACTOR = 8  # residual, norms, q/k/v/o buffers: about eight d-wide bf16 tensors per token
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Per-GPU memory split of an instance, in bytes."""
+
+    usable_bytes: float
+    weight_bytes: float
+    activation_bytes: float
+
+    @property
+    def kv_bytes(self) -> float:
+        """Bytes left on one GPU for KV cache (running batch and cached prefixes)."""
+        return self.usable_bytes - self.weight_bytes - self.activation_bytes
+
+
+def activation_bytes(instance: Instance, step_tokens: int) -> float:
+    """Activation workspace per GPU for a step of `step_tokens` tokens: T * (8 d + 2 f / tp) * 2 B."""
+    model = instance.model
+    widest_ffn = model.intermediate_size
+    if model.moe is not None:
+        widest_ffn = max(widest_ffn, model.moe.expert_intermediate_size * model.moe.experts_per_token)
+    per_token = ACTIVATION_WIDTH_FACTOR * model.hidden_size + 2 * widest_ffn / instance.tp
+    return float(step_tokens * per_token * ACTIVATION_BYTES)
+
+
+def memory_budget(instance: Instance, hbm_utilization: float = 0.9, step_tokens: int = 8192) -> MemoryBudget:
+    """Split one GPU's memory; raise InputError when the weights and activations do not fit."""
+    hw = instance.hardware
+    total_weights = weight_bytes(instance.model)
+    if instance.uses_ep:
+        expert_total = instance.constants.expert_weight_bytes * instance.constants.moe_layers * (
+            instance.constants.num_experts
+        )
+        per_gpu_weights = total_weights - expert_total + expert_total / instance.tp
+    else:
+        per_gpu_weights = total_weights / instance.tp
+    budget = MemoryBudget(
+        usable_bytes=hw.hbm_bytes * hbm_utilization,
+        weight_bytes=per_gpu_weights,
+        activation_bytes=activation_bytes(instance, step_tokens),
+    )
+    if budget.kv_bytes <= 0:
+        need = (budget.weight_bytes + budget.activation_bytes) / 1e9
+        raise InputError(
+            f"model '{instance.model.name}' does not fit on {hw.name} at tp={instance.tp}: "
+            f"weights {budget.weight_bytes / 1e9:.1f} GB + activations {budget.activation_bytes / 1e9:.1f} GB "
+            f"= {need:.1f} GB per GPU, usable {budget.usable_bytes / 1e9:.1f} GB "
+            f"({hbm_utilization:.0%} of {hw.hbm_bytes / 1e9:.0f} GB); use a larger tp or another GPU"
+        )
+    return budget
+
+
+def fits(instance: Instance, hbm_utilization: float = 0.9, step_tokens: int = 8192) -> bool:
+    """Whether the model's weights and activations fit with some room for KV."""
+    try:
+        memory_budget(instance, hbm_utilization, step_tokens)
+    except InputError:
+        return False
+    return True
+
+
+def instance_kv_capacity_bytes(instance: Instance, hbm_utilization: float = 0.9, step_tokens: int = 8192) -> float:
+    """KV bytes an instance can hold, across its tp GPUs, in model-figure units.
+
+    GQA replication when tp exceeds the KV heads shrinks the capacity by the replication factor.
+    """
+    per_gpu = memory_budget(instance, hbm_utilization, step_tokens).kv_bytes
+    replication = instance_kv_bytes_per_token(instance.model, instance.tp) / kv_bytes_per_token(instance.model)
+    return per_gpu * instance.tp / replication
+
+
+def max_batch(
+    instance: Instance,
+    context_tokens: ArrayLike,
+    hbm_utilization: float = 0.9,
+    page_tokens: int = 64,
+    reserved_bytes: float = 0.0,
+) -> np.ndarray:
+    """Largest number of sequences of `context_tokens` tokens whose KV fits at once.
+
+    floor((capacity - reserved) / request_kv_bytes(context)), reserved being e.g. cached prefixes.
+    """
+    capacity = instance_kv_capacity_bytes(instance, hbm_utilization) - reserved_bytes
+    per_sequence = request_kv_bytes(instance.model, context_tokens, page_tokens)
+    return np.floor(np.maximum(capacity, 0.0) / np.maximum(per_sequence, 1.0))

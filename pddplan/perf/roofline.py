@@ -1,0 +1,360 @@
+"""Step-time roofline for one serving instance (one GPU type x a tensor-parallel degree).
+
+A step processes `batch` sequences, each adding `new_tokens` tokens on top of `context` tokens
+already in its KV cache. Its time is the sum over three parts, each max(compute, memory):
+
+  dense GEMMs   compute = 2 * P_dense * N / (tp * F(dtype) * eff(N)),  memory = W_dense / (tp * BW * mu)
+  MoE experts   compute = 2 * P_experts_active * N / (tp * F(dtype) * eff(N * t / E_hit)),
+                memory  = E_hit * L_moe * W_expert / (tp * BW * mu),  E_hit = E * (1 - (1 - t/E)^N)
+  attention     compute = attention FLOPs / (tp * F(bf16) * a),  memory = KV bytes read / (tp * BW * mu)
+
+plus communication and a fixed per-step overhead. Tensor parallelism (TP): two ring all-reduces per
+layer, added to the step. Expert parallelism (EP, DeepSeek-style: data-parallel attention, experts
+spread over the ranks, dispatch/combine all-to-all overlapped with compute by micro-batching): every
+rank reads its full replica of the non-expert weights (W_dense / (BW * mu), not divided by tp), and
+the step takes max(work, all-to-all) instead of their sum. N = batch * new_tokens,
+eff(n) = c_max * n / (n + n_half). F, BW: datasheet peaks; c_max, n_half, a, mu: the profile's
+efficiency factors. Every function accepts numpy arrays and broadcasts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pddplan.errors import InputError
+from pddplan.perf.arithmetic import expert_bytes, lm_head_flops, param_counts
+from pddplan.perf.efficiency import efficiency_of
+from pddplan.perf.kv import linear_state_bytes, per_token_layer_bytes
+from pddplan.specs.hardware import ComputeDtype, Efficiency, HardwareProfile
+from pddplan.specs.model import DTYPE_BYTES, ModelArchitecture
+
+ACTIVATION_BYTES = 2  # bf16 activations on the wire
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One serving instance: a model on `tp` GPUs of one type (experts split across the same GPUs).
+
+    `expert_parallel` None means: EP for an MoE model whose instance spans more than one scale-up
+    domain (where all-reducing every layer over the NIC would be prohibitive), TP otherwise.
+    """
+
+    model: ModelArchitecture
+    hardware: HardwareProfile
+    tp: int = 1
+    expert_parallel: bool | None = None
+    efficiency_override: Efficiency | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.tp < 1:
+            raise InputError(f"tp = {self.tp}: must be at least 1")
+
+    @property
+    def efficiency(self) -> Efficiency:
+        return self.efficiency_override or efficiency_of(self.hardware)
+
+    @property
+    def uses_ep(self) -> bool:
+        """Whether experts run expert-parallel (see the class docstring for the default)."""
+        if self.model.moe is None or self.tp == 1:
+            return False
+        if self.expert_parallel is not None:
+            return self.expert_parallel
+        return self.tp > self.hardware.scale_up_domain
+
+    @cached_property
+    def constants(self) -> _ModelConstants:
+        return _model_constants(self.model)
+
+
+@dataclass(frozen=True)
+class _ModelConstants:
+    """Per-model numbers the step model needs, computed once per instance."""
+
+    dense_flops_per_token: float
+    expert_flops_per_token: float
+    lm_head_flops: float
+    dense_weight_bytes: float
+    expert_weight_bytes: float
+    moe_layers: int
+    num_experts: int
+    experts_per_token: int
+    full_layers: int
+    sliding_layers: int
+    linear_layers: int
+    window: float
+    kv_layer_bytes: float
+    latent_read_bytes: float
+    indexer_read_bytes: float
+    attn_flops_absorbed: float
+    attn_flops_expanded: float
+    upproject_flops: float
+    indexer_flops: float
+    top_k: float
+    linear_flops_per_token: float
+    linear_state_bytes: float
+
+
+def _model_constants(model: ModelArchitecture) -> _ModelConstants:
+    counts = param_counts(model)
+    dense_bytes = DTYPE_BYTES[model.weight_dtype]
+    moe = model.moe
+    h = model.num_heads
+    if model.mla is not None:
+        mla = model.mla
+        absorbed = 2.0 * h * (mla.kv_lora_rank + mla.qk_rope_head_dim) + 2.0 * h * mla.kv_lora_rank
+        expanded = 2.0 * h * (mla.qk_nope_head_dim + mla.qk_rope_head_dim) + 2.0 * h * mla.v_head_dim
+        upproject = 2.0 * mla.kv_lora_rank * h * (mla.qk_nope_head_dim + mla.v_head_dim)
+    else:
+        absorbed = expanded = 4.0 * h * model.head_dim
+        upproject = 0.0
+    layer_bytes = per_token_layer_bytes(model)
+    indexer_read = 0.0
+    indexer_flops = 0.0
+    top_k = np.inf
+    if model.indexer is not None:
+        indexer_read = model.indexer.head_dim * DTYPE_BYTES["fp8"] + 4.0
+        indexer_flops = 2.0 * model.indexer.num_heads * model.indexer.head_dim
+        top_k = float(model.indexer.top_k)
+    linear_flops = 0.0
+    if model.linear is not None:
+        lin = model.linear
+        linear_flops = 6.0 * lin.num_value_heads * lin.key_head_dim * lin.value_head_dim
+    layers_linear = model.count("linear")
+    return _ModelConstants(
+        dense_flops_per_token=2.0 * (counts.active - counts.embedding - counts.lm_head - counts.routed_experts_active),
+        expert_flops_per_token=2.0 * counts.routed_experts_active,
+        lm_head_flops=lm_head_flops(model),
+        dense_weight_bytes=(counts.non_expert - counts.lm_head) * dense_bytes + counts.lm_head * DTYPE_BYTES["bf16"]
+        + (counts.embedding * DTYPE_BYTES["bf16"] if counts.lm_head == 0 else 0.0),
+        expert_weight_bytes=expert_bytes(model),
+        moe_layers=0 if moe is None else model.num_layers - moe.first_dense_layers,
+        num_experts=0 if moe is None else moe.num_experts,
+        experts_per_token=0 if moe is None else moe.experts_per_token,
+        full_layers=model.count("full"),
+        sliding_layers=model.count("sliding"),
+        linear_layers=layers_linear,
+        window=float(model.sliding_window or np.inf),
+        kv_layer_bytes=layer_bytes,
+        latent_read_bytes=layer_bytes - indexer_read,
+        indexer_read_bytes=indexer_read,
+        attn_flops_absorbed=absorbed,
+        attn_flops_expanded=expanded,
+        upproject_flops=upproject,
+        indexer_flops=indexer_flops,
+        top_k=top_k,
+        linear_flops_per_token=linear_flops * layers_linear,
+        linear_state_bytes=linear_state_bytes(model),
+    )
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """A step's time and where it goes (arrays broadcast like the inputs)."""
+
+    total_s: np.ndarray
+    dense_gemm_s: np.ndarray
+    expert_gemm_s: np.ndarray
+    attention_s: np.ndarray
+    communication_s: np.ndarray
+    overhead_s: np.ndarray
+    compute_bound_s: np.ndarray
+    memory_bound_s: np.ndarray
+
+    @property
+    def bound(self) -> np.ndarray:
+        """Which resource binds: the largest of compute-bound, memory-bound, comm and overhead time."""
+        stack = np.stack(
+            np.broadcast_arrays(self.compute_bound_s, self.memory_bound_s, self.communication_s, self.overhead_s)
+        )
+        names = np.array(["compute", "memory", "communication", "overhead"])
+        return names[np.argmax(stack, axis=0)]
+
+    def breakdown(self) -> dict[str, float]:
+        """Scalar breakdown in seconds (for a scalar step)."""
+        return {
+            "dense_gemm_s": float(self.dense_gemm_s),
+            "expert_gemm_s": float(self.expert_gemm_s),
+            "attention_s": float(self.attention_s),
+            "communication_s": float(self.communication_s),
+            "overhead_s": float(self.overhead_s),
+            "compute_bound_s": float(self.compute_bound_s),
+            "memory_bound_s": float(self.memory_bound_s),
+        }
+
+
+def gemm_efficiency(tokens: ArrayLike, eff: Efficiency) -> np.ndarray:
+    """Fraction of peak a GEMM with `tokens` rows reaches: c_max * n / (n + n_half)."""
+    n = np.maximum(np.asarray(tokens, dtype=np.float64), 1e-9)
+    return eff.compute_max_fraction * n / (n + eff.compute_half_tokens)
+
+
+def experts_touched(tokens: ArrayLike, num_experts: int, experts_per_token: int) -> np.ndarray:
+    """Expected distinct experts `tokens` tokens route to, uniformly: E * (1 - (1 - t/E)^N)."""
+    n = np.asarray(tokens, dtype=np.float64)
+    if num_experts == 0:
+        return np.zeros_like(n)
+    return num_experts * (1.0 - np.power(1.0 - experts_per_token / num_experts, n))
+
+
+def _gemm_dtype(dtype: str) -> ComputeDtype:
+    return "fp8" if dtype == "fp8" else ("fp4" if dtype == "fp4" else "bf16")
+
+
+def step_time(
+    instance: Instance,
+    new_tokens: ArrayLike,
+    context_tokens: ArrayLike,
+    batch: ArrayLike = 1,
+) -> StepTime:
+    """Time of one engine step: `batch` sequences each adding `new_tokens` on `context_tokens`."""
+    k = instance.constants
+    hw = instance.hardware
+    eff = instance.efficiency
+    tp = instance.tp
+    n = np.asarray(new_tokens, dtype=np.float64)
+    c = np.asarray(context_tokens, dtype=np.float64)
+    b = np.asarray(batch, dtype=np.float64)
+    tokens = n * b
+    bw = tp * hw.hbm_bytes_per_s * eff.memory_fraction
+
+    dense_peak = tp * hw.peak_flops_per_s(_gemm_dtype(instance.model.weight_dtype))
+    dense_compute = k.dense_flops_per_token * tokens / (dense_peak * gemm_efficiency(tokens, eff))
+    bf16_peak = tp * hw.peak_flops_per_s("bf16")
+    dense_compute = dense_compute + k.lm_head_flops * b / (bf16_peak * gemm_efficiency(b, eff))
+    replicas = tp if instance.uses_ep else 1
+    dense_memory = np.broadcast_to(k.dense_weight_bytes * replicas / bw, np.shape(dense_compute))
+    dense = np.maximum(dense_compute, dense_memory)
+
+    if k.moe_layers:
+        hit = experts_touched(tokens, k.num_experts, k.experts_per_token)
+        rows_per_expert = tokens * k.experts_per_token / np.maximum(hit, 1e-9)
+        expert_peak = tp * hw.peak_flops_per_s(_gemm_dtype(instance.model.expert_dtype))
+        expert_compute = k.expert_flops_per_token * tokens / (expert_peak * gemm_efficiency(rows_per_expert, eff))
+        expert_memory = hit * k.moe_layers * k.expert_weight_bytes / bw
+    else:
+        expert_compute = expert_memory = np.zeros_like(tokens)
+    experts = np.maximum(expert_compute, expert_memory)
+
+    attn_compute, attn_memory = _attention(instance, n, c, b)
+    attn_compute = attn_compute / (bf16_peak * eff.attention_compute_fraction)
+    attn_memory = attn_memory / bw
+    attention = np.maximum(attn_compute, attn_memory)
+
+    comm = _communication(instance, tokens)
+    overhead = np.broadcast_to(np.asarray(eff.step_overhead_s, dtype=np.float64), np.shape(tokens))
+    work = dense + experts + attention
+    total = (np.maximum(work, comm) if instance.uses_ep else work + comm) + overhead
+
+    compute_bound = (
+        np.where(dense_compute >= dense_memory, dense, 0.0)
+        + np.where(expert_compute >= expert_memory, experts, 0.0)
+        + np.where(attn_compute >= attn_memory, attention, 0.0)
+    )
+    memory_bound = dense + experts + attention - compute_bound
+    return StepTime(
+        total_s=total,
+        dense_gemm_s=dense,
+        expert_gemm_s=experts,
+        attention_s=attention,
+        communication_s=comm,
+        overhead_s=overhead,
+        compute_bound_s=compute_bound,
+        memory_bound_s=memory_bound,
+    )
+
+
+def _attention(instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(attention FLOPs, KV bytes read) of a step, before dividing by rates.
+
+    A query at position i of the new tokens sees c + i + 1 tokens (causal); the average query sees
+    c + (n + 1) / 2, capped at the window (sliding layers) or at top_k (sparse attention). MLA runs
+    in the cheaper of its absorbed form or its expanded form (which first up-projects the context).
+    KV is read once per step per sequence: c + n tokens per layer (capped the same way), and linear
+    layers read and write their state.
+    """
+    k = instance.constants
+    seen = c + (n + 1.0) / 2.0
+    total_ctx = c + n
+    full_seen = np.minimum(seen, k.top_k)
+    per_seq_absorbed = k.attn_flops_absorbed * n * full_seen
+    per_seq_expanded = k.attn_flops_expanded * n * full_seen + k.upproject_flops * np.minimum(total_ctx, k.top_k)
+    full_flops = k.full_layers * np.minimum(per_seq_absorbed, per_seq_expanded)
+    sliding_flops = k.sliding_layers * k.attn_flops_expanded * n * np.minimum(seen, k.window)
+    bf16_over_fp8 = instance.hardware.peak_flops_per_s("bf16") / instance.hardware.peak_flops_per_s("fp8")
+    indexer_flops = k.full_layers * k.indexer_flops * n * seen * bf16_over_fp8
+    flops = b * (full_flops + sliding_flops + indexer_flops + k.linear_flops_per_token * n)
+    full_read = k.full_layers * (
+        k.latent_read_bytes * np.minimum(total_ctx, k.top_k) + k.indexer_read_bytes * total_ctx
+    )
+    sliding_read = k.sliding_layers * k.kv_layer_bytes * np.minimum(total_ctx, k.window)
+    read = b * (full_read + sliding_read + 2.0 * k.linear_state_bytes)
+    return flops, read
+
+
+def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
+    """Collectives of a step.
+
+    TP: two ring all-reduces per layer of N * d bf16 activations,
+        L * 2 * (2 * (tp-1)/tp * N * d * 2 B / link + latency).
+    EP: per MoE layer, each rank dispatches (fp8, 1 B) and combines (bf16, 2 B) its N/tp tokens'
+        t routed copies, (tp-1)/tp of them remote: L_moe * ((N/tp) * t * d * 3 B * (tp-1)/tp / link
+        + 2 * latency).
+    The link is the scale-up fabric when the instance fits one domain, the NIC otherwise.
+    """
+    tp = instance.tp
+    if tp == 1:
+        return np.zeros_like(tokens)
+    hw = instance.hardware
+    eff = instance.efficiency
+    k = instance.constants
+    model = instance.model
+    link = hw.scale_up_bytes_per_s if tp <= hw.scale_up_domain else hw.nic_bytes_per_s
+    link *= eff.scale_up_fraction
+    if instance.uses_ep:
+        per_rank = tokens / tp * k.experts_per_token * model.hidden_size * 3.0 * (tp - 1) / tp
+        return k.moe_layers * (per_rank / link + 2.0 * eff.collective_latency_s)
+    message = tokens * model.hidden_size * ACTIVATION_BYTES
+    all_reduce = 2.0 * (tp - 1) / tp * message / link + eff.collective_latency_s
+    return 2.0 * model.num_layers * all_reduce
+
+
+def prefill_time(
+    instance: Instance,
+    new_tokens: ArrayLike,
+    cached_tokens: ArrayLike = 0,
+    chunk_tokens: int | None = None,
+) -> np.ndarray:
+    """Time to prefill `new_tokens` on top of `cached_tokens`, alone, in chunks of `chunk_tokens`.
+
+    Chunk j (0-based) holds min(C, n - j*C) tokens on a context of c + j*C; the last, the tail
+    chunk, is smaller and runs alone: it pays a whole step's weight reads and overhead for few
+    tokens. Without a chunk size the prefill is one step.
+    """
+    n = np.asarray(new_tokens, dtype=np.float64)
+    c = np.asarray(cached_tokens, dtype=np.float64)
+    n, c = np.broadcast_arrays(n, c)
+    if chunk_tokens is None:
+        return np.where(n > 0, step_time(instance, n, c).total_s, 0.0)
+    chunks = np.ceil(n / chunk_tokens)
+    total = np.zeros(n.shape)
+    for j in range(int(chunks.max(initial=0))):
+        size = np.clip(n - j * chunk_tokens, 0.0, chunk_tokens)
+        live = size > 0
+        step = step_time(instance, np.where(live, size, 1.0), c + j * chunk_tokens).total_s
+        total = total + np.where(live, step, 0.0)
+    return total
+
+
+def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
+    """Time of one decode step for `batch` sequences of mean context `context_tokens`."""
+    return step_time(instance, 1.0, context_tokens, batch).total_s
+
+
+def extend_time(instance: Instance, tokens: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
+    """Time of one extend step: recompute `tokens` tokens' KV on a context (token-ID handoff)."""
+    return step_time(instance, tokens, context_tokens, 1.0).total_s

@@ -1,0 +1,1 @@
+"""Input specs: strict, validated pydantic models for every file pddplan reads."""

@@ -1,0 +1,81 @@
+"""Shared building blocks of the input specs: the strict base model and sourced figures."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: Source tags that need no entry in a file's `sources` table.
+FREE_SOURCE_PREFIXES = ("assumption:", "derived:", "unknown:", "user:", "calibrated:")
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", min_length=1, max_length=64)]
+
+_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+
+
+class StrictModel(BaseModel):
+    """Base of every input spec: unknown keys rejected, no silent type coercion, immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Source(StrictModel):
+    """Where a figure comes from: a document and the date it was read."""
+
+    title: str
+    url: str | None = None
+    accessed: str = Field(description="date read, YYYY-MM or YYYY-MM-DD")
+
+    @model_validator(mode="after")
+    def _date_format(self) -> Source:
+        if not _DATE.match(self.accessed):
+            raise ValueError(f"accessed must look like 2026-05 or 2026-05-01, got {self.accessed!r}")
+        return self
+
+
+class Figure(StrictModel):
+    """A number with its provenance.
+
+    `source` is a key of the file's `sources` table, or a free tag starting with `assumption:`,
+    `derived:`, `unknown:` or `user:`. An unknown figure has `value: null` and an `unknown:` source:
+    pddplan refuses to use it until the user sets it.
+    """
+
+    value: float | None
+    source: str = Field(min_length=1)
+    as_of: str | None = Field(default=None, description="date the figure was valid, YYYY-MM[-DD]")
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Figure:
+        if self.value is None and not self.source.startswith("unknown:"):
+            raise ValueError("a figure with value null must have a source starting with 'unknown:'")
+        if self.value is not None and self.value < 0:
+            raise ValueError(f"must be >= 0, got {self.value}")
+        if self.as_of is not None and not _DATE.match(self.as_of):
+            raise ValueError(f"as_of must look like 2026-05 or 2026-05-01, got {self.as_of!r}")
+        return self
+
+    def cited_keys(self) -> list[str]:
+        """Source-table keys this figure cites (comma-separated keys are allowed)."""
+        if self.source.startswith(FREE_SOURCE_PREFIXES):
+            return []
+        return [key.strip() for key in self.source.split(",")]
+
+
+def check_sources_cited(figures: dict[str, Figure], sources: dict[str, Source]) -> None:
+    """Raise ValueError when a figure cites a key missing from the `sources` table."""
+    for path, figure in figures.items():
+        for key in figure.cited_keys():
+            if key not in sources:
+                known = ", ".join(sorted(sources)) or "none"
+                raise ValueError(
+                    f"{path} cites source '{key}', which is not in the sources table (known: {known})"
+                )

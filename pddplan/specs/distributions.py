@@ -1,0 +1,187 @@
+"""Distributions a workload file describes: token lengths and prefix hit rates.
+
+Each distribution can be sampled with a seeded numpy Generator and knows its mean in closed form,
+so the evaluator and the simulator read the same numbers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from pddplan.specs.common import Fraction, PositiveFloat, PositiveInt, StrictModel
+
+SHARE_TOLERANCE = 1e-6
+
+#: Bucket edges of the article's seven hit-rate buckets: [0,90%), [90,95%), [95,96%), ..., [99,100%].
+ARTICLE_BUCKET_EDGES = (0.0, 0.90, 0.95, 0.96, 0.97, 0.98, 0.99, 1.0)
+
+
+class FixedLength(StrictModel):
+    """Every request has the same length."""
+
+    kind: Literal["fixed"]
+    tokens: PositiveInt
+
+    def mean(self) -> float:
+        return float(self.tokens)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.full(n, self.tokens, dtype=np.int64)
+
+    def support(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values, probabilities) of a discrete approximation, for closed-form averages."""
+        return np.array([float(self.tokens)]), np.array([1.0])
+
+
+class LognormalLength(StrictModel):
+    """Lengths lognormally distributed around `median_tokens`, truncated to [min, max]."""
+
+    kind: Literal["lognormal"]
+    median_tokens: PositiveFloat
+    sigma: float = Field(gt=0, le=4)
+    min_tokens: PositiveInt = 1
+    max_tokens: PositiveInt
+
+    @model_validator(mode="after")
+    def _bounds(self) -> LognormalLength:
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(f"min_tokens ({self.min_tokens}) exceeds max_tokens ({self.max_tokens})")
+        return self
+
+    def support(self) -> tuple[np.ndarray, np.ndarray]:
+        """64 quantile midpoints of the truncated distribution, equally weighted."""
+        from scipy.stats import norm
+
+        lo = norm.cdf((math.log(self.min_tokens) - math.log(self.median_tokens)) / self.sigma)
+        hi = norm.cdf((math.log(self.max_tokens) - math.log(self.median_tokens)) / self.sigma)
+        probs = lo + (hi - lo) * (np.arange(64) + 0.5) / 64
+        values = np.exp(math.log(self.median_tokens) + self.sigma * norm.ppf(probs))
+        return np.clip(values, self.min_tokens, self.max_tokens), np.full(64, 1 / 64)
+
+    def mean(self) -> float:
+        values, probs = self.support()
+        return float(values @ probs)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        draws = rng.lognormal(math.log(self.median_tokens), self.sigma, size=n)
+        return np.clip(np.rint(draws), self.min_tokens, self.max_tokens).astype(np.int64)
+
+
+class LengthBin(StrictModel):
+    """Lengths in [low_tokens, high_tokens], uniformly, with probability `share`."""
+
+    low_tokens: PositiveInt
+    high_tokens: PositiveInt
+    share: Fraction
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LengthBin:
+        if self.low_tokens > self.high_tokens:
+            raise ValueError(f"low_tokens ({self.low_tokens}) exceeds high_tokens ({self.high_tokens})")
+        return self
+
+
+class HistogramLength(StrictModel):
+    """An empirical histogram of lengths; shares must sum to 1."""
+
+    kind: Literal["histogram"]
+    bins: list[LengthBin] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _shares(self) -> HistogramLength:
+        total = sum(b.share for b in self.bins)
+        if abs(total - 1.0) > SHARE_TOLERANCE:
+            raise ValueError(f"bin shares sum to {total:.6g}, expected 1")
+        return self
+
+    def support(self) -> tuple[np.ndarray, np.ndarray]:
+        values = np.array([(b.low_tokens + b.high_tokens) / 2 for b in self.bins])
+        return values, np.array([b.share for b in self.bins])
+
+    def mean(self) -> float:
+        values, probs = self.support()
+        return float(values @ probs)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        shares = np.array([b.share for b in self.bins])
+        index = rng.choice(len(self.bins), size=n, p=shares / shares.sum())
+        low = np.array([b.low_tokens for b in self.bins])[index]
+        high = np.array([b.high_tokens for b in self.bins])[index]
+        return rng.integers(low, high + 1).astype(np.int64)
+
+
+LengthDistribution = Annotated[FixedLength | LognormalLength | HistogramLength, Field(discriminator="kind")]
+
+
+class HitBucket(StrictModel):
+    """Requests whose prefix hit rate lies in [low, high), uniformly, with probability `share`."""
+
+    low: Fraction
+    high: Fraction
+    share: Fraction
+
+    @model_validator(mode="after")
+    def _ordered(self) -> HitBucket:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) exceeds high ({self.high})")
+        return self
+
+
+class HitRateDistribution(StrictModel):
+    """The prefix-cache hit rate of requests, as buckets.
+
+    Give either `buckets` (any edges), or `article_shares`: seven shares for the article's buckets
+    [0,90%), [90,95%), [95,96%), [96,97%), [97,98%), [98,99%), [99,100%].
+    """
+
+    buckets: list[HitBucket] | None = None
+    article_shares: list[Fraction] | None = Field(default=None, min_length=7, max_length=7)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> HitRateDistribution:
+        if (self.buckets is None) == (self.article_shares is None):
+            raise ValueError("give exactly one of `buckets` or `article_shares`")
+        buckets = self.resolved_buckets()
+        total = sum(b.share for b in buckets)
+        if abs(total - 1.0) > SHARE_TOLERANCE:
+            raise ValueError(f"bucket shares sum to {total:.6g}, expected 1")
+        ordered = sorted(buckets, key=lambda b: b.low)
+        for left, right in itertools.pairwise(ordered):
+            if right.low < left.high - 1e-12:
+                raise ValueError(f"buckets [{left.low}, {left.high}) and [{right.low}, {right.high}) overlap")
+        return self
+
+    def resolved_buckets(self) -> list[HitBucket]:
+        """The buckets, whichever form the file used."""
+        if self.buckets is not None:
+            return list(self.buckets)
+        shares = self.article_shares or []
+        edges = ARTICLE_BUCKET_EDGES
+        return [HitBucket(low=edges[i], high=edges[i + 1], share=s) for i, s in enumerate(shares)]
+
+    def support(self) -> tuple[np.ndarray, np.ndarray]:
+        """(hit values, probabilities): 8 points per bucket, for closed-form averages."""
+        values: list[float] = []
+        probs: list[float] = []
+        for bucket in self.resolved_buckets():
+            points = bucket.low + (bucket.high - bucket.low) * (np.arange(8) + 0.5) / 8
+            values.extend(points.tolist())
+            probs.extend([bucket.share / 8] * 8)
+        return np.array(values), np.array(probs)
+
+    def mean(self) -> float:
+        values, probs = self.support()
+        return float(values @ probs)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        buckets = self.resolved_buckets()
+        shares = np.array([b.share for b in buckets])
+        index = rng.choice(len(buckets), size=n, p=shares / shares.sum())
+        low = np.array([b.low for b in buckets])[index]
+        high = np.array([b.high for b in buckets])[index]
+        return low + (high - low) * rng.random(n)

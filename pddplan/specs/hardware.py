@@ -1,0 +1,169 @@
+"""Hardware profiles: one accelerator's four dimensions, power, prices and efficiency factors.
+
+Files keep human units in their field names (TFLOPS, GB, TB/s, Gbps); the `*_per_s`, `*_bytes`
+properties convert to SI once, here, so nothing downstream ever sees a non-SI number.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from pddplan.errors import InputError
+from pddplan.specs.common import (
+    Figure,
+    NonNegativeFloat,
+    Source,
+    StrictModel,
+    check_sources_cited,
+)
+
+ComputeDtype = Literal["bf16", "fp8", "fp4"]
+HOURS_PER_YEAR = 8760.0
+
+
+class ComputeSpec(StrictModel):
+    """Dense (no structured sparsity) peak matrix throughput per dtype, in TFLOPS (1e12 FLOP/s)."""
+
+    bf16_dense_tflops: Figure
+    fp8_dense_tflops: Figure | None = Field(default=None, description="omit when the chip has no FP8")
+    fp4_dense_tflops: Figure | None = Field(default=None, description="omit when the chip has no FP4")
+
+
+class MemorySpec(StrictModel):
+    """Device memory: capacity in GB (1e9 bytes) and bandwidth in TB/s (1e12 bytes/s)."""
+
+    hbm_gb: Figure
+    hbm_tb_per_s: Figure
+
+
+class InterconnectSpec(StrictModel):
+    """Scale-up (NVLink-class) bandwidth per GPU, one direction, and scale-out NIC per GPU."""
+
+    scale_up_gb_per_s: Figure = Field(description="per GPU, one direction, GB/s (1e9 bytes/s)")
+    scale_up_domain: Figure = Field(description="GPUs in one scale-up domain (node or rack)")
+    nic_gbps: Figure = Field(description="scale-out (RDMA) NIC bandwidth per GPU, Gbit/s")
+
+
+class PowerSpec(StrictModel):
+    """Board power."""
+
+    tdp_w: Figure
+
+
+class PriceSpec(StrictModel):
+    """What one GPU costs: rental per hour, or purchase amortized plus power (the alternative)."""
+
+    rental_usd_per_gpu_hour: Figure | None = None
+    purchase_usd_per_gpu: Figure | None = None
+    amortization_years: Figure | None = None
+    power_usd_per_kwh: Figure | None = None
+    pue: Figure | None = Field(default=None, description="datacenter power usage effectiveness")
+
+
+class Efficiency(StrictModel):
+    """How far real kernels fall short of the datasheet: the factors `pddplan calibrate` fits.
+
+    GEMM efficiency for a step of n tokens is `compute_max_fraction * n / (n + compute_half_tokens)`:
+    small GEMMs (decode) do not reach peak, large ones (prefill) approach `compute_max_fraction`.
+    """
+
+    compute_max_fraction: float = Field(gt=0, le=1)
+    compute_half_tokens: NonNegativeFloat
+    attention_compute_fraction: float = Field(gt=0, le=1)
+    memory_fraction: float = Field(gt=0, le=1)
+    scale_up_fraction: float = Field(gt=0, le=1)
+    collective_latency_s: NonNegativeFloat
+    step_overhead_s: NonNegativeFloat
+    source: str = Field(min_length=1, description="how these factors were obtained")
+
+
+class HardwareProfile(StrictModel):
+    """One accelerator type."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
+    description: str
+    stands_for: str | None = Field(default=None, description="for generic profiles: what it models and why")
+    compute: ComputeSpec
+    memory: MemorySpec
+    interconnect: InterconnectSpec
+    power: PowerSpec
+    price: PriceSpec
+    efficiency: Efficiency | None = Field(default=None, description="omit to use the shipped defaults")
+    sources: dict[str, Source] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sources_resolve(self) -> HardwareProfile:
+        check_sources_cited(self.figures(), self.sources)
+        return self
+
+    def figures(self) -> dict[str, Figure]:
+        """Every figure of the profile by its dotted field path."""
+        out: dict[str, Figure] = {}
+        for group_name in ("compute", "memory", "interconnect", "power", "price"):
+            group = getattr(self, group_name)
+            for field_name in type(group).model_fields:
+                value = getattr(group, field_name)
+                if isinstance(value, Figure):
+                    out[f"{group_name}.{field_name}"] = value
+        return out
+
+    def require(self, path: str) -> float:
+        """The value of a figure; a clear InputError when the profile leaves it unknown."""
+        figure = self.figures().get(path)
+        if figure is None or figure.value is None:
+            raise InputError(
+                f"hardware '{self.name}': {path} is unknown ({figure.source if figure else 'not set'}); "
+                "set it in the profile before using this GPU"
+            )
+        return figure.value
+
+    # SI accessors -----------------------------------------------------------------------------
+    def peak_flops_per_s(self, dtype: ComputeDtype) -> float:
+        """Dense peak FLOP/s for `dtype`; a dtype the chip lacks falls back to the next wider one."""
+        order: list[ComputeDtype] = ["fp4", "fp8", "bf16"]
+        for candidate in order[order.index(dtype) :]:
+            figure: Figure | None = getattr(self.compute, f"{candidate}_dense_tflops")
+            if figure is not None and figure.value is not None:
+                return figure.value * 1e12
+        return self.require("compute.bf16_dense_tflops") * 1e12
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.require("memory.hbm_gb") * 1e9
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        return self.require("memory.hbm_tb_per_s") * 1e12
+
+    @property
+    def scale_up_bytes_per_s(self) -> float:
+        return self.require("interconnect.scale_up_gb_per_s") * 1e9
+
+    @property
+    def scale_up_domain(self) -> int:
+        return int(self.require("interconnect.scale_up_domain"))
+
+    @property
+    def nic_bytes_per_s(self) -> float:
+        return self.require("interconnect.nic_gbps") * 1e9 / 8
+
+    @property
+    def tdp_w(self) -> float:
+        return self.require("power.tdp_w")
+
+    def cost_usd_per_gpu_hour(self, basis: Literal["rental", "purchase"] = "rental") -> float:
+        """Hourly cost of one GPU.
+
+        rental:   rental_usd_per_gpu_hour
+        purchase: purchase_usd_per_gpu / (amortization_years * 8760 h)
+                  + tdp_w / 1000 * pue * power_usd_per_kwh
+        """
+        if basis == "rental":
+            return self.require("price.rental_usd_per_gpu_hour")
+        capex = self.require("price.purchase_usd_per_gpu") / (
+            self.require("price.amortization_years") * HOURS_PER_YEAR
+        )
+        power = self.tdp_w / 1000.0 * self.require("price.pue") * self.require("price.power_usd_per_kwh")
+        return capex + power

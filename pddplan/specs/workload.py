@@ -1,0 +1,224 @@
+"""Workload files: traffic, SLA, token prices, and the deployment options to choose among.
+
+A workload file alone is enough to run every command: it names the model, describes the requests,
+and lists what may be bought (GPUs per datacenter, WAN line options). Fields with defaults are
+documented in `docs/inputs.md`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from pddplan.specs.common import (
+    Fraction,
+    Name,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    Source,
+    StrictModel,
+)
+from pddplan.specs.distributions import HitRateDistribution, LengthDistribution
+from pddplan.specs.model import KvDtype
+
+
+class Arrival(StrictModel):
+    """Request arrivals: a mean rate and the process that spaces them.
+
+    poisson: exponential inter-arrival times (coefficient of variation 1).
+    gamma:   Gamma inter-arrival times with the given coefficient of variation `cv` (> 1 is bursty).
+    """
+
+    rate_rps: PositiveFloat
+    process: Literal["poisson", "gamma"] = "poisson"
+    cv: float = Field(default=1.0, gt=0, le=20)
+
+    @model_validator(mode="after")
+    def _cv_matches(self) -> Arrival:
+        if self.process == "poisson" and self.cv != 1.0:
+            raise ValueError("a poisson process has cv 1; use process: gamma for another cv")
+        return self
+
+
+class Sla(StrictModel):
+    """Service-level targets on time to first token (P90 and P99) and time per output token."""
+
+    ttft_p90_s: PositiveFloat
+    ttft_p99_s: PositiveFloat
+    tpot_p90_s: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Sla:
+        if self.ttft_p99_s < self.ttft_p90_s:
+            raise ValueError(f"ttft_p99_s ({self.ttft_p99_s}) is below ttft_p90_s ({self.ttft_p90_s})")
+        return self
+
+
+class TokenPrices(StrictModel):
+    """What users pay per million tokens; cached input is billed at a discount."""
+
+    input_usd_per_mtok: NonNegativeFloat
+    cached_input_usd_per_mtok: NonNegativeFloat
+    output_usd_per_mtok: NonNegativeFloat
+    source: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _discount(self) -> TokenPrices:
+        if self.cached_input_usd_per_mtok > self.input_usd_per_mtok:
+            raise ValueError("cached_input_usd_per_mtok exceeds input_usd_per_mtok")
+        return self
+
+
+class GpuOffer(StrictModel):
+    """GPUs of one type a datacenter can provide, at most `max_count`."""
+
+    type: str = Field(min_length=1, description="hardware profile name or path")
+    max_count: NonNegativeInt
+    usd_per_gpu_hour: PositiveFloat | None = Field(default=None, description="overrides the profile's price")
+
+
+class Datacenter(StrictModel):
+    """A datacenter: its GPU offers; GPUs inside one datacenter talk over RDMA."""
+
+    name: Name
+    gpus: list[GpuOffer] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_types(self) -> Datacenter:
+        types = [offer.type for offer in self.gpus]
+        if len(set(types)) != len(types):
+            raise ValueError(f"a GPU type is listed twice: {types}")
+        return self
+
+
+class TcpSpec(StrictModel):
+    """How a KV transfer uses TCP: parallel streams, their window, congestion control."""
+
+    streams: PositiveInt = 8
+    window_bytes: PositiveFloat = Field(default=64 * 2**20, description="max in-flight bytes per stream")
+    mss_bytes: PositiveInt = 1460
+    congestion: Literal["cubic", "bbr"] = "cubic"
+
+
+class Fluctuation(StrictModel):
+    """Random variation of a line's available capacity.
+
+    none:  constant capacity.
+    ou:    capacity fraction = clip(1 + cv * X(t), min_fraction, 1) with X a stationary Ornstein-
+           Uhlenbeck process (mean 0, sd 1, correlation time `correlation_s`), sampled every
+           `step_s` and held constant in between.
+    trace: capacity fractions from a CSV file with columns `time_s,capacity_fraction`, repeated.
+    """
+
+    kind: Literal["none", "ou", "trace"] = "none"
+    cv: float = Field(default=0.0, ge=0, le=2)
+    correlation_s: PositiveFloat = 10.0
+    step_s: PositiveFloat = 1.0
+    min_fraction: float = Field(default=0.05, gt=0, le=1)
+    trace_file: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> Fluctuation:
+        if self.kind == "trace" and not self.trace_file:
+            raise ValueError("kind trace needs trace_file")
+        if self.kind != "trace" and self.trace_file:
+            raise ValueError("trace_file is only read with kind: trace")
+        return self
+
+
+class WanLineOption(StrictModel):
+    """A kind of WAN line that can be leased between two datacenters, up to `max_lines` of it."""
+
+    name: Name
+    between: tuple[str, str]
+    capacity_gbps: PositiveFloat
+    rtt_ms: PositiveFloat
+    loss_rate: float = Field(default=0.0, ge=0, lt=0.15)
+    usd_per_month: NonNegativeFloat
+    price_source: str = Field(min_length=1)
+    max_lines: PositiveInt = 4
+    tcp: TcpSpec = TcpSpec()
+    fluctuation: Fluctuation = Fluctuation()
+
+
+class Deployment(StrictModel):
+    """What the optimizer may choose among."""
+
+    price_basis: Literal["rental", "purchase"] = "rental"
+    datacenters: list[Datacenter] = Field(min_length=1)
+    wan_lines: list[WanLineOption] = Field(default_factory=list)
+    tp_options: list[PositiveInt] | None = Field(
+        default=None, description="TP degrees to consider; default: powers of two that fit, up to the domain"
+    )
+    rdma_gbps: PositiveFloat | None = Field(
+        default=None, description="P-to-RLD bandwidth per GPU; default: the GPU's NIC"
+    )
+
+    @model_validator(mode="after")
+    def _names(self) -> Deployment:
+        names = [dc.name for dc in self.datacenters]
+        if len(set(names)) != len(names):
+            raise ValueError(f"datacenter names repeat: {names}")
+        line_names = [line.name for line in self.wan_lines]
+        if len(set(line_names)) != len(line_names):
+            raise ValueError(f"wan line names repeat: {line_names}")
+        for index, line in enumerate(self.wan_lines):
+            for end in line.between:
+                if end not in names:
+                    raise ValueError(f"wan_lines[{index}].between names '{end}', not a datacenter ({', '.join(names)})")
+            if line.between[0] == line.between[1]:
+                raise ValueError(f"wan_lines[{index}] joins '{line.between[0]}' to itself")
+        return self
+
+    def datacenter(self, name: str) -> Datacenter:
+        return next(dc for dc in self.datacenters if dc.name == name)
+
+
+class ServingOptions(StrictModel):
+    """Serving-engine settings shared by every plan for this workload."""
+
+    chunk_tokens: PositiveInt = Field(default=8192, description="chunked-prefill token budget per step")
+    page_tokens: PositiveInt = Field(default=64, description="KV cache page (block) size")
+    max_decode_batch: PositiveInt = 256
+    hbm_utilization: float = Field(default=0.90, gt=0, le=1, description="share of HBM the engine may use")
+    drc_retention_s: NonNegativeFloat = Field(
+        default=60.0, description="how long the MD keeps a finished request's KV in its radix cache"
+    )
+    eager_token_margin: float = Field(default=1.5, ge=1, description="relay eager-window safety factor")
+
+
+class Workload(StrictModel):
+    """A traffic scenario with its SLA, prices and deployment options."""
+
+    name: Name
+    description: str = ""
+    model: str = Field(min_length=1, description="model catalog name, or a path to a config.json")
+    kv_dtype: KvDtype | None = None
+    arrival: Arrival
+    prompt_tokens: LengthDistribution
+    output_tokens: LengthDistribution
+    hit_rate: HitRateDistribution
+    sla: Sla
+    prices: TokenPrices
+    deployment: Deployment
+    serving: ServingOptions = ServingOptions()
+    sources: dict[str, Source] = Field(default_factory=dict)
+
+
+__all__ = [
+    "Arrival",
+    "Datacenter",
+    "Deployment",
+    "Fluctuation",
+    "Fraction",
+    "GpuOffer",
+    "ServingOptions",
+    "Sla",
+    "TcpSpec",
+    "TokenPrices",
+    "WanLineOption",
+    "Workload",
+]
