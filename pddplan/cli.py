@@ -157,7 +157,9 @@ def workloads_show(
 @app.command("schema")
 def schema(
     out: Annotated[Path | None, typer.Option("--out", help="Write one <kind>.schema.json per input kind here.")] = None,
-    kind: Annotated[str | None, typer.Argument(help="One kind to print: hardware, model, workload, plan, baseline.")] = None,
+    kind: Annotated[
+        str | None, typer.Argument(help="One kind to print: hardware, model, workload, plan, baseline.")
+    ] = None,
 ) -> None:
     """Write the JSON Schemas of every input file kind (for editors and CI)."""
     from pddplan.report import output

@@ -61,9 +61,7 @@ def read_data(path: Path) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError(
-                f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            ) from None
+            raise InputError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     return parse_text(text, str(path))
 
 
@@ -83,9 +81,7 @@ def load(model: type[ModelT], path: Path) -> ModelT:
     return validate(model, read_data(path), str(path))
 
 
-def describe_validation_error(
-    exc: ValidationError, model: type[BaseModel], data: Any, source: str
-) -> str:
+def describe_validation_error(exc: ValidationError, model: type[BaseModel], data: Any, source: str) -> str:
     """One line for the first error: file, field path, offending value, what was expected."""
     errors = exc.errors(include_url=False)
     first = errors[0]

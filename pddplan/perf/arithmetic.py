@@ -116,16 +116,26 @@ class ParamCounts:
     def total(self) -> int:
         """Every parameter, counting a tied embedding once."""
         return (
-            self.embedding + self.lm_head + self.attention + self.norms + self.dense_ffn
-            + self.routed_experts_total + self.shared_and_router
+            self.embedding
+            + self.lm_head
+            + self.attention
+            + self.norms
+            + self.dense_ffn
+            + self.routed_experts_total
+            + self.shared_and_router
         )
 
     @property
     def active(self) -> int:
         """Parameters one token touches, embedding table included."""
         return (
-            self.embedding + self.lm_head + self.attention + self.norms + self.dense_ffn
-            + self.routed_experts_active + self.shared_and_router
+            self.embedding
+            + self.lm_head
+            + self.attention
+            + self.norms
+            + self.dense_ffn
+            + self.routed_experts_active
+            + self.shared_and_router
         )
 
     @property

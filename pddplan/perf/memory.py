@@ -53,8 +53,8 @@ def memory_budget(instance: Instance, hbm_utilization: float = 0.9, step_tokens:
     hw = instance.hardware
     total_weights = weight_bytes(instance.model)
     if instance.uses_ep:
-        expert_total = instance.constants.expert_weight_bytes * instance.constants.moe_layers * (
-            instance.constants.num_experts
+        expert_total = (
+            instance.constants.expert_weight_bytes * instance.constants.moe_layers * (instance.constants.num_experts)
         )
         per_gpu_weights = total_weights - expert_total + expert_total / instance.tp
     else:

@@ -129,7 +129,8 @@ def _model_constants(model: ModelArchitecture) -> _ModelConstants:
         dense_flops_per_token=2.0 * (counts.active - counts.embedding - counts.lm_head - counts.routed_experts_active),
         expert_flops_per_token=2.0 * counts.routed_experts_active,
         lm_head_flops=lm_head_flops(model),
-        dense_weight_bytes=(counts.non_expert - counts.lm_head) * dense_bytes + counts.lm_head * DTYPE_BYTES["bf16"]
+        dense_weight_bytes=(counts.non_expert - counts.lm_head) * dense_bytes
+        + counts.lm_head * DTYPE_BYTES["bf16"]
         + (counts.embedding * DTYPE_BYTES["bf16"] if counts.lm_head == 0 else 0.0),
         expert_weight_bytes=expert_bytes(model),
         moe_layers=0 if moe is None else model.num_layers - moe.first_dense_layers,

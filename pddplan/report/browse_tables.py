@@ -20,8 +20,19 @@ def _fig(figures: dict[str, Any], path: str, fmt: str = ",.1f") -> str:
 def hardware_table(rows: list[dict[str, Any]]) -> Table:
     """One line per GPU: compute, memory, interconnect, price."""
     table = Table(title="Hardware profiles (dense peaks; scale-up one direction per GPU)")
-    for header in ("name", "BF16 TFLOPS", "FP8 TFLOPS", "FP4 TFLOPS", "HBM GB", "HBM TB/s", "scale-up GB/s",
-                   "domain", "NIC Gbps", "TDP W", "$/GPU-h"):
+    for header in (
+        "name",
+        "BF16 TFLOPS",
+        "FP8 TFLOPS",
+        "FP4 TFLOPS",
+        "HBM GB",
+        "HBM TB/s",
+        "scale-up GB/s",
+        "domain",
+        "NIC Gbps",
+        "TDP W",
+        "$/GPU-h",
+    ):
         table.add_column(header, justify="left" if header == "name" else "right")
     for row in rows:
         f = row["figures"]
@@ -67,8 +78,16 @@ def print_hardware(console: Console, summary: dict[str, Any]) -> None:
 def models_table(rows: list[dict[str, Any]]) -> Table:
     """One line per model: size, attention kind, KV per token."""
     table = Table(title="Model catalog (KV bytes per token of a long context)")
-    for header in ("name", "attention", "layers", "params total", "params active", "weights GB", "KV dtype",
-                   "KV B/token"):
+    for header in (
+        "name",
+        "attention",
+        "layers",
+        "params total",
+        "params active",
+        "weights GB",
+        "KV dtype",
+        "KV B/token",
+    ):
         table.add_column(header, justify="left" if header in ("name", "attention", "layers") else "right")
     for row in rows:
         layers = ", ".join(f"{n} {kind}" for kind, n in row["layers"].items())
@@ -93,30 +112,42 @@ def print_model(console: Console, summary: dict[str, Any]) -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_column("formula")
-    table.add_row("params_total", f"{summary['params_total']:,}",
-                  "embedding + lm_head + attention + norms + dense FFN + routed experts + shared/routers")
+    table.add_row(
+        "params_total",
+        f"{summary['params_total']:,}",
+        "embedding + lm_head + attention + norms + dense FFN + routed experts + shared/routers",
+    )
     table.add_row("", "", " + ".join(f"{k} {v:,}" for k, v in b.items() if k != "routed_experts_active" and v))
     published = summary["params_total_published"]
     if published:
         diff = summary["params_total"] / published - 1
         table.add_row("  published", f"{published:,.0f}", f"difference {diff:+.1%}")
-    table.add_row("params_active", f"{summary['params_active']:,}",
-                  "as params_total, with routed experts x experts_per_token / num_experts")
+    table.add_row(
+        "params_active",
+        f"{summary['params_active']:,}",
+        "as params_total, with routed experts x experts_per_token / num_experts",
+    )
     published = summary["params_active_published"]
     if published:
         diff = summary["params_active"] / published - 1
         table.add_row("  published", f"{published:,.0f}", f"difference {diff:+.1%}")
-    table.add_row("weight_bytes", f"{summary['weight_bytes'] / 1e9:,.1f} GB",
-                  f"experts at {summary['expert_weight_dtype']}, the rest at {summary['weight_dtype']}, "
-                  "embeddings bf16")
+    table.add_row(
+        "weight_bytes",
+        f"{summary['weight_bytes'] / 1e9:,.1f} GB",
+        f"experts at {summary['expert_weight_dtype']}, the rest at {summary['weight_dtype']}, embeddings bf16",
+    )
     table.add_row("kv_bytes_per_token", f"{summary['kv_bytes_per_token']:,.0f} B", summary["kv_formula"])
     kv = summary["kv_breakdown"]
     if kv["sliding_bytes_per_token"]:
-        table.add_row("  sliding layers", f"{kv['sliding_bytes_per_token']:,.0f} B/token",
-                      f"capped at {kv['sliding_window_tokens']} tokens per sequence")
+        table.add_row(
+            "  sliding layers",
+            f"{kv['sliding_bytes_per_token']:,.0f} B/token",
+            f"capped at {kv['sliding_window_tokens']} tokens per sequence",
+        )
     if kv["linear_state_bytes_per_sequence"]:
-        table.add_row("  linear layers", f"{kv['linear_state_bytes_per_sequence'] / 1e6:,.2f} MB",
-                      "fixed state per sequence")
+        table.add_row(
+            "  linear layers", f"{kv['linear_state_bytes_per_sequence'] / 1e6:,.2f} MB", "fixed state per sequence"
+        )
     console.print(table)
 
 
@@ -128,8 +159,12 @@ def workloads_table(rows: list[dict[str, Any]]) -> Table:
     for row in rows:
         sla = row["sla"]
         table.add_row(
-            row["name"], row["model"], f"{row['rate_rps']:g}", f"{row['prompt_tokens_mean']:,.0f}",
-            f"{row['output_tokens_mean']:,.0f}", f"{row['hit_rate_mean']:.1%}",
+            row["name"],
+            row["model"],
+            f"{row['rate_rps']:g}",
+            f"{row['prompt_tokens_mean']:,.0f}",
+            f"{row['output_tokens_mean']:,.0f}",
+            f"{row['hit_rate_mean']:.1%}",
             f"{sla['ttft_p90_s']:g} / {sla['ttft_p99_s']:g}",
         )
     return table

@@ -162,8 +162,6 @@ class HardwareProfile(StrictModel):
         """
         if basis == "rental":
             return self.require("price.rental_usd_per_gpu_hour")
-        capex = self.require("price.purchase_usd_per_gpu") / (
-            self.require("price.amortization_years") * HOURS_PER_YEAR
-        )
+        capex = self.require("price.purchase_usd_per_gpu") / (self.require("price.amortization_years") * HOURS_PER_YEAR)
         power = self.tdp_w / 1000.0 * self.require("price.pue") * self.require("price.power_usd_per_kwh")
         return capex + power

@@ -68,9 +68,7 @@ class MoeSpec(StrictModel):
     @model_validator(mode="after")
     def _topk_fits(self) -> MoeSpec:
         if self.experts_per_token > self.num_experts:
-            raise ValueError(
-                f"experts_per_token ({self.experts_per_token}) exceeds num_experts ({self.num_experts})"
-            )
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) exceeds num_experts ({self.num_experts})")
         return self
 
 
