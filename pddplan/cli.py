@@ -172,6 +172,105 @@ def schema(
         output.emit_json(schema_for(kind or "workload"))
 
 
+# -- performance core ---------------------------------------------------------------------------
+@app.command("estimate")
+def estimate(
+    model: Annotated[str, typer.Option("--model", help="Catalog model, config.json or model YAML.")],
+    gpu: Annotated[str, typer.Option("--gpu", help="Hardware profile name or YAML file.")],
+    tp: Annotated[int, typer.Option("--tp", help="GPUs per instance (tensor/expert parallel degree).")] = 1,
+    prefill: Annotated[int | None, typer.Option("--prefill", help="Prefill this many new tokens.")] = None,
+    cached: Annotated[int, typer.Option("--cached", help="...on top of this many cached tokens.")] = 0,
+    chunk: Annotated[int | None, typer.Option("--chunk", help="Chunked-prefill token budget.")] = None,
+    decode_batch: Annotated[int | None, typer.Option("--decode-batch", help="One decode step of B sequences.")] = None,
+    extend: Annotated[int | None, typer.Option("--extend", help="Recompute K tokens in one extend step.")] = None,
+    context: Annotated[int | None, typer.Option("--context", help="Context tokens for decode/extend.")] = None,
+    kv_dtype: KvDtypeOption = None,
+    ep: Annotated[bool | None, typer.Option("--ep/--no-ep", help="Force expert parallelism on or off.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Predict one prefill, decode step or extend step, with its breakdown and binding resource."""
+    from pddplan.perf.estimate import estimate as run
+    from pddplan.report import output, perf_tables
+
+    result = run(
+        model,
+        gpu,
+        tp,
+        prefill_tokens=prefill,
+        cached_tokens=cached,
+        chunk_tokens=chunk,
+        decode_batch=decode_batch,
+        extend_tokens=extend,
+        context_tokens=context,
+        kv_dtype=_kv_dtype(kv_dtype),
+        expert_parallel=ep,
+    )
+    if json_out:
+        output.emit_json(result)
+    else:
+        perf_tables.print_estimate(output.human(), result)
+
+
+@app.command("calibrate")
+def calibrate(
+    measurements: Annotated[Path, typer.Argument(help="CSV of measured step times (see docs/model.md).")],
+    gpu: Annotated[str | None, typer.Option("--gpu", help="Fit this GPU's factors to its rows.")] = None,
+    all_gpus: Annotated[bool, typer.Option("--all", help="Fit one set of default factors to every row.")] = False,
+    output_path: Annotated[Path | None, typer.Option("--output", help="Write the calibrated profile here.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Fit efficiency factors to measured step times; report the error before and after."""
+    from pddplan.errors import InputError
+    from pddplan.perf import calibrate as cal
+    from pddplan.report import output, perf_tables
+
+    if (gpu is None) == (not all_gpus):
+        raise InputError("give --gpu NAME to calibrate one profile, or --all for the shipped defaults")
+    if gpu is not None:
+        profile, result = cal.calibrate_profile(measurements, gpu)
+        if output_path is not None:
+            source_path = output_path if output_path.exists() else None
+            text = source_path.read_text() if source_path else _profile_text(gpu)
+            from pddplan.loading import write_atomic
+
+            write_atomic(output_path, cal.with_efficiency_block(text, result.efficiency))
+    else:
+        result = cal.fit_all(measurements)
+        if output_path is not None:
+            from pddplan.loading import write_atomic
+
+            write_atomic(output_path, cal.efficiency_yaml(result.efficiency))
+    summary = perf_tables.calibration_summary(result, gpu or "all GPUs", output_path)
+    if json_out:
+        output.emit_json(summary)
+    else:
+        perf_tables.print_calibration(output.human(), summary)
+
+
+def _profile_text(gpu: str) -> str:
+    from pddplan import catalog
+
+    return catalog.resolve("hardware_profiles", gpu, "GPU").read_text(encoding="utf-8")
+
+
+@app.command("accuracy")
+def accuracy(
+    measurements: Annotated[
+        Path | None, typer.Argument(help="Measured step times; default: the shipped public set.")
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Error of the shipped step-time model against measured points, held-out rows apart."""
+    from pddplan.perf.accuracy import accuracy_report
+    from pddplan.report import output, perf_tables
+
+    report = accuracy_report(measurements)
+    if json_out:
+        output.emit_json(report)
+    else:
+        perf_tables.print_accuracy(output.human(), report)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -5,20 +5,22 @@ already in its KV cache. Its time is the sum over three parts, each max(compute,
 
   dense GEMMs   compute = 2 * P_dense * N / (tp * F(dtype) * eff(N)),  memory = W_dense / (tp * BW * mu)
   MoE experts   compute = 2 * P_experts_active * N / (tp * F(dtype) * eff(N * t / E_hit)),
-                memory  = E_hit * L_moe * W_expert / (tp * BW * mu),  E_hit = E * (1 - (1 - t/E)^N)
+                memory  = E_hit * L_moe * W_expert / (tp * BW * mu_e),  E_hit = E * (1 - (1 - t/E)^N)
   attention     compute = attention FLOPs / (tp * F(bf16) * a),  memory = KV bytes read / (tp * BW * mu)
 
-plus communication and a fixed per-step overhead. Tensor parallelism (TP): two ring all-reduces per
+plus communication and a fixed overhead per step and per layer (kernel launches, scheduling). Tensor parallelism (TP): two ring all-reduces per
 layer, added to the step. Expert parallelism (EP, DeepSeek-style: data-parallel attention, experts
 spread over the ranks, dispatch/combine all-to-all overlapped with compute by micro-batching): every
 rank reads its full replica of the non-expert weights (W_dense / (BW * mu), not divided by tp), and
 the step takes max(work, all-to-all) instead of their sum. N = batch * new_tokens,
 eff(n) = c_max * n / (n + n_half). F, BW: datasheet peaks; c_max, n_half, a, mu: the profile's
-efficiency factors. Every function accepts numpy arrays and broadcasts.
+efficiency factors (mu_e: grouped expert GEMMs stream their many small weights less efficiently
+than dense GEMMs). Every function accepts numpy arrays and broadcasts.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -236,7 +238,8 @@ def step_time(
         rows_per_expert = tokens * k.experts_per_token / np.maximum(hit, 1e-9)
         expert_peak = tp * hw.peak_flops_per_s(_gemm_dtype(instance.model.expert_dtype))
         expert_compute = k.expert_flops_per_token * tokens / (expert_peak * gemm_efficiency(rows_per_expert, eff))
-        expert_memory = hit * k.moe_layers * k.expert_weight_bytes / bw
+        expert_bw = tp * hw.hbm_bytes_per_s * eff.expert_memory_fraction
+        expert_memory = hit * k.moe_layers * k.expert_weight_bytes / expert_bw
     else:
         expert_compute = expert_memory = np.zeros_like(tokens)
     experts = np.maximum(expert_compute, expert_memory)
@@ -247,7 +250,10 @@ def step_time(
     attention = np.maximum(attn_compute, attn_memory)
 
     comm = _communication(instance, tokens)
-    overhead = np.broadcast_to(np.asarray(eff.step_overhead_s, dtype=np.float64), np.shape(tokens))
+    per_step = (
+        eff.step_overhead_s + eff.layer_overhead_s * instance.model.num_layers + eff.moe_layer_overhead_s * k.moe_layers
+    )
+    overhead = np.broadcast_to(np.asarray(per_step, dtype=np.float64), np.shape(tokens))
     work = dense + experts + attention
     total = (np.maximum(work, comm) if instance.uses_ep else work + comm) + overhead
 
@@ -301,11 +307,13 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
     """Collectives of a step.
 
     TP: two ring all-reduces per layer of N * d bf16 activations,
-        L * 2 * (2 * (tp-1)/tp * N * d * 2 B / link + latency).
-    EP: per MoE layer, each rank dispatches (fp8, 1 B) and combines (bf16, 2 B) its N/tp tokens'
-        t routed copies, (tp-1)/tp of them remote: L_moe * ((N/tp) * t * d * 3 B * (tp-1)/tp / link
-        + 2 * latency).
-    The link is the scale-up fabric when the instance fits one domain, the NIC otherwise.
+        L * 2 * (2 * (tp-1)/tp * N * d * 2 B / link + latency),
+        the link being the scale-up fabric when the instance fits one domain, the NIC otherwise.
+    EP: per MoE layer each rank dispatches (fp8, 1 B) and combines (bf16, 2 B) its N/tp tokens.
+        Within one domain every one of the t routed copies moves over the scale-up fabric:
+        (N/tp) * t * d * 3 B * (tp-1)/tp / link. Across domains a token crosses the NIC once per
+        remote domain it touches (deduplicated, as DeepEP does), m * (1 - (1 - 1/m)^t) * (m-1)/m
+        domains on average for m domains: (N/tp) * that * d * 3 B / NIC.
     """
     tp = instance.tp
     if tp == 1:
@@ -314,11 +322,19 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
     eff = instance.efficiency
     k = instance.constants
     model = instance.model
-    link = hw.scale_up_bytes_per_s if tp <= hw.scale_up_domain else hw.nic_bytes_per_s
-    link *= eff.scale_up_fraction
+    domain = hw.scale_up_domain
+    scale_up = hw.scale_up_bytes_per_s * eff.scale_up_fraction
+    nic = hw.nic_bytes_per_s * eff.scale_up_fraction
     if instance.uses_ep:
-        per_rank = tokens / tp * k.experts_per_token * model.hidden_size * 3.0 * (tp - 1) / tp
-        return k.moe_layers * (per_rank / link + 2.0 * eff.collective_latency_s)
+        per_token = model.hidden_size * 3.0
+        if tp <= domain:
+            seconds = tokens / tp * k.experts_per_token * per_token * (tp - 1) / tp / scale_up
+        else:
+            m = math.ceil(tp / domain)
+            remote = m * (1.0 - (1.0 - 1.0 / m) ** k.experts_per_token) * (m - 1) / m
+            seconds = tokens / tp * remote * per_token / nic
+        return k.moe_layers * (seconds + 2.0 * eff.collective_latency_s)
+    link = scale_up if tp <= domain else nic
     message = tokens * model.hidden_size * ACTIVATION_BYTES
     all_reduce = 2.0 * (tp - 1) / tp * message / link + eff.collective_latency_s
     return 2.0 * model.num_layers * all_reduce
@@ -334,13 +350,15 @@ def prefill_time(
 
     Chunk j (0-based) holds min(C, n - j*C) tokens on a context of c + j*C; the last, the tail
     chunk, is smaller and runs alone: it pays a whole step's weight reads and overhead for few
-    tokens. Without a chunk size the prefill is one step.
+    tokens. Without a chunk size the prefill is one step. The request pays `request_overhead_s`
+    once (scheduling, tokenization, returning the first token).
     """
     n = np.asarray(new_tokens, dtype=np.float64)
     c = np.asarray(cached_tokens, dtype=np.float64)
     n, c = np.broadcast_arrays(n, c)
+    request = instance.efficiency.request_overhead_s
     if chunk_tokens is None:
-        return np.where(n > 0, step_time(instance, n, c).total_s, 0.0)
+        return np.where(n > 0, step_time(instance, n, c).total_s + request, 0.0)
     chunks = np.ceil(n / chunk_tokens)
     total = np.zeros(n.shape)
     for j in range(int(chunks.max(initial=0))):
@@ -348,7 +366,7 @@ def prefill_time(
         live = size > 0
         step = step_time(instance, np.where(live, size, 1.0), c + j * chunk_tokens).total_s
         total = total + np.where(live, step, 0.0)
-    return total
+    return np.where(n > 0, total + request, 0.0)
 
 
 def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:

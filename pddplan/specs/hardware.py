@@ -73,9 +73,19 @@ class Efficiency(StrictModel):
     compute_half_tokens: NonNegativeFloat
     attention_compute_fraction: float = Field(gt=0, le=1)
     memory_fraction: float = Field(gt=0, le=1)
+    expert_memory_fraction: float = Field(
+        default=0.8, gt=0, le=1, description="HBM efficiency of grouped MoE expert GEMMs (many small weights)"
+    )
     scale_up_fraction: float = Field(gt=0, le=1)
     collective_latency_s: NonNegativeFloat
     step_overhead_s: NonNegativeFloat
+    layer_overhead_s: NonNegativeFloat = Field(default=0.0, description="per layer per step: kernel launches")
+    moe_layer_overhead_s: NonNegativeFloat = Field(
+        default=0.0, description="extra per MoE layer per step: routing, token permutation, grouped GEMMs"
+    )
+    request_overhead_s: NonNegativeFloat = Field(
+        default=0.0, description="per prefilled request: scheduling, tokenization, first-token return"
+    )
     source: str = Field(min_length=1, description="how these factors were obtained")
 
 

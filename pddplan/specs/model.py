@@ -103,9 +103,13 @@ class ModelArchitecture(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _default_layer_kinds(cls, data: Any) -> Any:
-        """Omitted `layer_kinds` means every layer is full attention."""
-        if isinstance(data, dict) and "layer_kinds" not in data and isinstance(data.get("num_layers"), int):
+        """Omitted `layer_kinds` means every layer is full attention; a YAML list becomes a tuple."""
+        if not isinstance(data, dict):
+            return data
+        if "layer_kinds" not in data and isinstance(data.get("num_layers"), int):
             return {**data, "layer_kinds": tuple("full" for _ in range(data["num_layers"]))}
+        if isinstance(data.get("layer_kinds"), list):
+            return {**data, "layer_kinds": tuple(data["layer_kinds"])}
         return data
 
     @model_validator(mode="after")

@@ -133,7 +133,7 @@ class WanLineOption(StrictModel):
     """A kind of WAN line that can be leased between two datacenters, up to `max_lines` of it."""
 
     name: Name
-    between: tuple[str, str]
+    between: list[str] = Field(min_length=2, max_length=2, description="the two datacenters it joins")
     capacity_gbps: PositiveFloat
     rtt_ms: PositiveFloat
     loss_rate: float = Field(default=0.0, ge=0, lt=0.15)

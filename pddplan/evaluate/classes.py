@@ -1,0 +1,86 @@
+"""The workload as a finite set of request classes, for closed-form evaluation.
+
+Each distribution is replaced by its support points (see `support()` on the distributions); a
+class is one (prompt length, hit rate) pair, weighted by the product of probabilities, with the
+output-length distribution kept as a second axis. Per class the per-request quantities are
+computed once: new and cached tokens, incremental KV bytes, prefill service time, route.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
+from pddplan.perf.roofline import prefill_time
+from pddplan.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class RequestClasses:
+    """Input classes (axis 0) and output lengths (axis 1), with probabilities.
+
+    `prob` has shape (inputs, outputs) and sums to 1.
+    """
+
+    prompt_tokens: np.ndarray
+    hit: np.ndarray
+    new_tokens: np.ndarray
+    cached_tokens: np.ndarray
+    wan_bytes: np.ndarray
+    prefill_s: np.ndarray
+    relay: np.ndarray
+    output_tokens: np.ndarray
+    input_prob: np.ndarray
+    output_prob: np.ndarray
+    kv_bytes_at_end: np.ndarray
+
+    @property
+    def prob(self) -> np.ndarray:
+        return np.outer(self.input_prob, self.output_prob)
+
+    @property
+    def mean_output_tokens(self) -> float:
+        return float(self.output_tokens @ self.output_prob)
+
+    @property
+    def mean_context_tokens(self) -> float:
+        """Mean context of a decoding sequence: prompt + half the output."""
+        return float(self.prompt_tokens @ self.input_prob + self.mean_output_tokens / 2)
+
+
+def request_classes(scenario: Scenario) -> RequestClasses:
+    """Discretize the workload and compute per-class prefill time and WAN bytes."""
+    workload = scenario.workload
+    page = workload.serving.page_tokens
+    prompts, prompt_probs = workload.prompt_tokens.support()
+    hits, hit_probs = workload.hit_rate.support()
+    prompt = np.repeat(prompts, len(hits))
+    hit = np.tile(hits, len(prompts))
+    input_prob = np.repeat(prompt_probs, len(hits)) * np.tile(hit_probs, len(prompts))
+    fresh = new_tokens(prompt, hit, page)
+    cached = cached_tokens(prompt, hit, page)
+    wan_bytes = incremental_kv_bytes(scenario.model, prompt, hit, page)
+    prefill = prefill_time(scenario.prefill.instance, fresh, cached, scenario.chunk_tokens)
+    routing = scenario.plan.routing
+    if scenario.plan.architecture != "pdd":
+        relay = np.zeros(prompt.shape, dtype=bool)
+    elif routing.kind == "hit":
+        relay = hit < routing.hit_threshold
+    else:
+        relay = wan_bytes > routing.incremental_bytes_threshold
+    outputs, output_probs = workload.output_tokens.support()
+    return RequestClasses(
+        prompt_tokens=prompt,
+        hit=hit,
+        new_tokens=fresh,
+        cached_tokens=cached,
+        wan_bytes=wan_bytes,
+        prefill_s=prefill,
+        relay=relay,
+        output_tokens=outputs,
+        input_prob=input_prob,
+        output_prob=output_probs,
+        kv_bytes_at_end=request_kv_bytes(scenario.model, prompt[:, None] + outputs[None, :], page),
+    )

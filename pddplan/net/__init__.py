@@ -1,0 +1,1 @@
+"""Network models: RDMA inside a datacenter, TCP over WAN lines, line-capacity fluctuation."""

@@ -1,0 +1,105 @@
+"""Random variation of a WAN line's available capacity.
+
+The available fraction of nominal capacity is
+    f(t) = clip(1 + cv * X(t), min_fraction, 1),
+X a stationary Ornstein-Uhlenbeck process (mean 0, standard deviation 1, correlation time tau),
+sampled every `step_s` as the AR(1) recursion X_{k+1} = a X_k + sqrt(1 - a^2) e_k, a = exp(-step/tau),
+and held constant in between. Or f comes from a measured trace (`time_s,capacity_fraction`),
+repeated. The closed-form evaluator uses the stationary distribution of f; the simulator a path.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from pddplan.errors import InputError
+from pddplan.specs.workload import Fluctuation
+
+SUPPORT_POINTS = 16
+
+
+def read_trace(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(times_s, fractions) of a capacity trace CSV, validated."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise InputError(f"{path}: capacity trace file not found") from None
+    if not rows or not {"time_s", "capacity_fraction"} <= set(rows[0]):
+        raise InputError(f"{path}: expected CSV columns time_s,capacity_fraction")
+    times, fractions = [], []
+    for number, row in enumerate(rows, start=2):
+        try:
+            t, f = float(row["time_s"]), float(row["capacity_fraction"])
+        except ValueError:
+            raise InputError(f"{path}: line {number}: not a number: {row}") from None
+        if not 0 < f <= 1:
+            raise InputError(f"{path}: line {number}: capacity_fraction = {f}: expected 0 < f <= 1")
+        if times and t <= times[-1]:
+            raise InputError(f"{path}: line {number}: time_s = {t}: times must increase")
+        times.append(t)
+        fractions.append(f)
+    return np.array(times), np.array(fractions)
+
+
+def stationary_support(spec: Fluctuation, base_dir: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(capacity fractions, probabilities) of the stationary distribution, for closed forms."""
+    if spec.kind == "none" or (spec.kind == "ou" and spec.cv == 0):
+        return np.array([1.0]), np.array([1.0])
+    if spec.kind == "trace":
+        times, fractions = read_trace(_trace_path(spec, base_dir))
+        durations = np.diff(times, append=times[-1] + (times[-1] - times[0]) / max(len(times) - 1, 1))
+        return fractions, durations / durations.sum()
+    from scipy.stats import norm
+
+    probs = (np.arange(SUPPORT_POINTS) + 0.5) / SUPPORT_POINTS
+    fractions = np.clip(1.0 + spec.cv * norm.ppf(probs), spec.min_fraction, 1.0)
+    return fractions, np.full(SUPPORT_POINTS, 1.0 / SUPPORT_POINTS)
+
+
+def mean_fraction(spec: Fluctuation, base_dir: Path | None = None) -> float:
+    """Long-run mean available fraction E[f]."""
+    fractions, probs = stationary_support(spec, base_dir)
+    return float(fractions @ probs)
+
+
+class CapacityPath:
+    """A sampled path of f(t), piecewise constant on steps, drawn lazily from a seeded generator."""
+
+    def __init__(self, spec: Fluctuation, rng: np.random.Generator, base_dir: Path | None = None) -> None:
+        self.spec = spec
+        self.rng = rng
+        self._x = float(rng.standard_normal()) if spec.kind == "ou" else 0.0
+        self._a = math.exp(-spec.step_s / spec.correlation_s)
+        self._trace: tuple[np.ndarray, np.ndarray] | None = None
+        if spec.kind == "trace":
+            self._trace = read_trace(_trace_path(spec, base_dir))
+
+    @property
+    def constant(self) -> bool:
+        return self.spec.kind == "none" or (self.spec.kind == "ou" and self.spec.cv == 0)
+
+    def next_step(self, t: float) -> tuple[float, float]:
+        """(fraction holding from `t`, time of the next change)."""
+        if self.constant:
+            return 1.0, math.inf
+        if self._trace is not None:
+            times, fractions = self._trace
+            period = times[-1] - times[0] + (times[-1] - times[0]) / max(len(times) - 1, 1)
+            local = (t - times[0]) % period + times[0]
+            index = int(np.searchsorted(times, local, side="right") - 1)
+            following = times[index + 1] if index + 1 < len(times) else times[0] + period
+            return float(fractions[index]), t + float(following - local)
+        fraction = min(max(1.0 + self.spec.cv * self._x, self.spec.min_fraction), 1.0)
+        self._x = self._a * self._x + math.sqrt(1.0 - self._a**2) * float(self.rng.standard_normal())
+        return fraction, t + self.spec.step_s
+
+
+def _trace_path(spec: Fluctuation, base_dir: Path | None) -> Path:
+    assert spec.trace_file is not None
+    path = Path(spec.trace_file)
+    return path if path.is_absolute() or base_dir is None else base_dir / path

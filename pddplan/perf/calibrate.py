@@ -1,0 +1,333 @@
+"""Fit a hardware profile's efficiency factors to measured step times.
+
+Measurements are a CSV with columns
+    model, gpu, tp, kind (prefill | decode | extend), tokens, cached, batch, context, measured_s
+and optionally weight_dtype (bf16 | fp8; empty = the model's own), kv_dtype, split (fit | holdout).
+For each row the roofline predicts the step (prefill: `batch` sequences of `tokens` new tokens on
+`cached` cached ones, as one step; decode: one step of `batch` sequences at mean context `context`;
+extend: `tokens` tokens on `context`). The factors minimise the sum of squared log errors
+sum_i log(predicted_i / measured_i)^2 over the `fit` rows, within physical bounds.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from pddplan.errors import InputError
+from pddplan.inputs import load_hardware, load_model
+from pddplan.perf.efficiency import DEFAULT_EFFICIENCY
+from pddplan.perf.roofline import Instance, step_time
+from pddplan.specs.hardware import Efficiency, HardwareProfile
+from pddplan.specs.model import ModelArchitecture
+
+REQUIRED_COLUMNS = ("model", "gpu", "tp", "kind", "tokens", "cached", "batch", "context", "measured_s")
+KINDS = ("prefill", "decode", "extend")
+
+#: (name, lower bound, upper bound) of each fitted factor. The bounds are physical priors: real
+#: kernels reach 30-95% of peak FLOP/s and 50-95% of peak HBM bandwidth; a GEMM ramps to its
+#: plateau within a few hundred rows; launch and scheduling overheads are micro- to milliseconds.
+PARAMETERS: tuple[tuple[str, float, float], ...] = (
+    ("compute_max_fraction", 0.3, 0.95),
+    ("compute_half_tokens", 1.0, 256.0),
+    ("attention_compute_fraction", 0.2, 0.95),
+    ("memory_fraction", 0.5, 0.95),
+    ("expert_memory_fraction", 0.2, 0.95),
+    ("scale_up_fraction", 0.2, 0.95),
+    ("collective_latency_s", 1e-6, 1e-4),
+    ("step_overhead_s", 1e-4, 0.05),
+    ("layer_overhead_s", 1e-7, 2e-3),
+    ("moe_layer_overhead_s", 1e-7, 2e-3),
+    ("request_overhead_s", 1e-4, 0.5),
+)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured step."""
+
+    model: str
+    gpu: str
+    tp: int
+    kind: Literal["prefill", "decode", "extend"]
+    tokens: int
+    cached: int
+    batch: int
+    context: int
+    measured_s: float
+    weight_dtype: str
+    kv_dtype: str
+    split: str
+    line: int
+
+
+def read_measurements(path: Path) -> list[Measurement]:
+    """Parse and validate a measurements CSV; InputError naming the line and column on bad data."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            columns = reader.fieldnames or []
+            missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+            if missing:
+                raise InputError(f"{path}: missing column(s) {', '.join(missing)}; need {', '.join(REQUIRED_COLUMNS)}")
+            rows = list(reader)
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    out = []
+    for number, row in enumerate(rows, start=2):
+        kind = row["kind"].strip()
+        if kind not in KINDS:
+            raise InputError(f"{path}: line {number}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
+        values: dict[str, Any] = {}
+        for column in ("tp", "tokens", "cached", "batch", "context"):
+            text = (row[column] or "0").strip()
+            try:
+                values[column] = int(float(text))
+            except ValueError:
+                raise InputError(f"{path}: line {number}: {column} = {text!r}: expected a whole number") from None
+            if values[column] < 0:
+                raise InputError(f"{path}: line {number}: {column} = {text}: must be >= 0")
+        try:
+            measured = float(row["measured_s"])
+        except ValueError:
+            raise InputError(f"{path}: line {number}: measured_s = {row['measured_s']!r}: expected seconds") from None
+        if not measured > 0:
+            raise InputError(f"{path}: line {number}: measured_s = {measured}: must be > 0")
+        if values["tp"] < 1:
+            raise InputError(f"{path}: line {number}: tp = {values['tp']}: must be >= 1")
+        out.append(
+            Measurement(
+                model=row["model"].strip(),
+                gpu=row["gpu"].strip(),
+                tp=values["tp"],
+                kind=kind,  # type: ignore[arg-type]
+                tokens=max(values["tokens"], 1),
+                cached=values["cached"],
+                batch=max(values["batch"], 1),
+                context=values["context"],
+                measured_s=measured,
+                weight_dtype=(row.get("weight_dtype") or "").strip(),
+                kv_dtype=(row.get("kv_dtype") or "").strip(),
+                split=(row.get("split") or "fit").strip() or "fit",
+                line=number,
+            )
+        )
+    return out
+
+
+def _model_for(m: Measurement, cache: dict[tuple[str, str, str], ModelArchitecture]) -> ModelArchitecture:
+    key = (m.model, m.weight_dtype, m.kv_dtype)
+    if key not in cache:
+        model = load_model(m.model, m.kv_dtype or None)  # type: ignore[arg-type]
+        if m.weight_dtype:
+            if m.weight_dtype not in ("bf16", "fp8", "fp4"):
+                raise InputError(f"line {m.line}: weight_dtype = {m.weight_dtype!r}: expected bf16, fp8 or fp4")
+            model = model.model_copy(update={"weight_dtype": m.weight_dtype, "expert_weight_dtype": None})
+        cache[key] = model
+    return cache[key]
+
+
+def predict(
+    rows: Iterable[Measurement],
+    efficiency: Efficiency | None = None,
+    hardware: dict[str, HardwareProfile] | None = None,
+) -> np.ndarray:
+    """Predicted step seconds for each row (with `efficiency` for every GPU, or each GPU's own)."""
+    models: dict[tuple[str, str, str], ModelArchitecture] = {}
+    profiles = dict(hardware or {})
+    out = []
+    for m in rows:
+        if m.gpu not in profiles:
+            profiles[m.gpu] = load_hardware(m.gpu)
+        instance = Instance(_model_for(m, models), profiles[m.gpu], m.tp, None, efficiency)
+        if m.kind == "prefill":
+            seconds = step_time(instance, m.tokens, m.cached, m.batch).total_s + instance.efficiency.request_overhead_s
+        elif m.kind == "decode":
+            seconds = step_time(instance, 1.0, m.context, m.batch).total_s
+        else:
+            seconds = step_time(instance, m.tokens, m.context, 1.0).total_s
+        out.append(float(seconds))
+    return np.array(out)
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    """Absolute relative errors |predicted / measured - 1|."""
+
+    count: int
+    median: float
+    worst: float
+    mean: float
+
+    @staticmethod
+    def of(predicted: np.ndarray, measured: np.ndarray) -> ErrorSummary:
+        if len(measured) == 0:
+            return ErrorSummary(0, math.nan, math.nan, math.nan)
+        errors = np.abs(predicted / measured - 1.0)
+        return ErrorSummary(len(errors), float(np.median(errors)), float(errors.max()), float(errors.mean()))
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """Fitted factors and errors before and after, on the fit and holdout rows."""
+
+    efficiency: Efficiency
+    before_fit: ErrorSummary
+    after_fit: ErrorSummary
+    before_holdout: ErrorSummary
+    after_holdout: ErrorSummary
+    rows: list[Measurement]
+    predicted_before: np.ndarray
+    predicted_after: np.ndarray
+
+
+def fit_efficiency(
+    rows: list[Measurement],
+    start: Efficiency = DEFAULT_EFFICIENCY,
+    source: str = "calibrated",
+    fixed: Iterable[str] = (),
+    prior_weight: float = 0.0,
+) -> CalibrationResult:
+    """Least-squares fit of the efficiency factors on the rows whose split is `fit`.
+
+    With `prior_weight` > 0 each factor is also pulled towards its `start` value (a ridge term on
+    the encoded factor, scaled by its bounds), so a few rows cannot drag it to a bound.
+    """
+    from scipy.optimize import least_squares
+
+    rows = [m for m in rows if m.split in ("fit", "holdout")]
+    fit_rows = [m for m in rows if m.split == "fit"]
+    if len(fit_rows) < 3:
+        raise InputError(f"calibration needs at least 3 fit rows, got {len(fit_rows)}")
+    measured_fit = np.array([m.measured_s for m in fit_rows])
+    hardware = {gpu: load_hardware(gpu) for gpu in {m.gpu for m in rows}}
+    frozen = set(fixed)
+    free = [(name, low, high) for name, low, high in PARAMETERS if name not in frozen]
+    logs = {
+        "compute_half_tokens",
+        "collective_latency_s",
+        "step_overhead_s",
+        "layer_overhead_s",
+        "moe_layer_overhead_s",
+        "request_overhead_s",
+    }
+
+    def to_efficiency(vector: np.ndarray) -> Efficiency:
+        values = start.model_dump()
+        for (name, _, _), value in zip(free, vector, strict=True):
+            values[name] = float(math.exp(value)) if name in logs else float(value)
+        values["source"] = source
+        return Efficiency(**values)
+
+    def encode(name: str, value: float, low: float, high: float) -> float:
+        value = min(max(value, low), high)
+        return math.log(value) if name in logs else value
+
+    x0 = np.array([encode(name, getattr(start, name), low, high) for name, low, high in free])
+    lower = np.array([math.log(low) if name in logs else low for name, low, _ in free])
+    upper = np.array([math.log(high) if name in logs else high for name, _, high in free])
+
+    span = upper - lower
+
+    def residuals(vector: np.ndarray) -> np.ndarray:
+        predicted = predict(fit_rows, to_efficiency(vector), hardware)
+        errors = np.log(predicted / measured_fit)
+        if prior_weight <= 0:
+            return errors
+        return np.concatenate([errors, prior_weight * (vector - x0) / span])
+
+    solution = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", max_nfev=400)
+    fitted = to_efficiency(solution.x)
+    measured_all = np.array([m.measured_s for m in rows])
+    before = predict(rows, start, hardware)
+    after = predict(rows, fitted, hardware)
+    is_fit = np.array([m.split == "fit" for m in rows])
+    return CalibrationResult(
+        efficiency=fitted,
+        before_fit=ErrorSummary.of(before[is_fit], measured_all[is_fit]),
+        after_fit=ErrorSummary.of(after[is_fit], measured_all[is_fit]),
+        before_holdout=ErrorSummary.of(before[~is_fit], measured_all[~is_fit]),
+        after_holdout=ErrorSummary.of(after[~is_fit], measured_all[~is_fit]),
+        rows=rows,
+        predicted_before=before,
+        predicted_after=after,
+    )
+
+
+def calibrate_profile(
+    measurements: Path, gpu: str, start: Efficiency | None = None
+) -> tuple[HardwareProfile, CalibrationResult]:
+    """Fit `gpu`'s factors to its rows of `measurements`; return the calibrated profile and the fit.
+
+    The fit starts from the shipped defaults and is pulled towards them (prior weight 1), so a
+    GPU with few rows moves only as far as its rows demand.
+    """
+    profile = load_hardware(gpu)
+    rows = [m for m in read_measurements(measurements) if m.gpu in (gpu, profile.name)]
+    if not rows:
+        raise InputError(f"{measurements}: no rows for gpu '{profile.name}'")
+    rows = [Measurement(**{**m.__dict__, "gpu": profile.name}) if m.gpu != profile.name else m for m in rows]
+    source = (
+        f"calibrated: fitted by `pddplan calibrate` to {sum(m.split == 'fit' for m in rows)} rows of "
+        f"{measurements.name} on {date.today().isoformat()}"
+    )
+    result = fit_efficiency(rows, start or DEFAULT_EFFICIENCY, source, prior_weight=1.0)
+    calibrated = profile.model_copy(update={"efficiency": result.efficiency})
+    return calibrated, result
+
+
+def efficiency_yaml(efficiency: Efficiency) -> str:
+    """The `efficiency:` block of a hardware profile, as YAML text."""
+    lines = ["efficiency:"]
+    for name, value in efficiency.model_dump().items():
+        if name == "source":
+            lines.append(f"  source: {json.dumps(value)}")
+        else:
+            text = f"{float(value):.6g}"
+            if "e" in text and "." not in text.split("e")[0]:
+                text = text.replace("e", ".0e")  # YAML 1.1 reads 1e-06 as a string, 1.0e-06 as a float
+            lines.append(f"  {name}: {text}")
+    return "\n".join(lines) + "\n"
+
+
+def with_efficiency_block(profile_text: str, efficiency: Efficiency) -> str:
+    """Profile YAML text with its `efficiency:` block replaced (or added at the end), the rest kept."""
+    kept: list[str] = []
+    skipping = False
+    for line in profile_text.splitlines():
+        if line.startswith("efficiency:"):
+            skipping = True
+            continue
+        if skipping and line and not line[0].isspace() and not line.startswith("#"):
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    text = "\n".join(kept).rstrip() + "\n"
+    return text + efficiency_yaml(efficiency)
+
+
+def accuracy_rows(rows: list[Measurement]) -> tuple[np.ndarray, list[str]]:
+    """Predictions with the shipped factors (each GPU's own calibrated block, else the defaults),
+    and where each row's factors came from."""
+    hardware = {gpu: load_hardware(gpu) for gpu in {m.gpu for m in rows}}
+    predicted = predict(rows, None, hardware)
+    origin = ["profile" if hardware[m.gpu].efficiency is not None else "default" for m in rows]
+    return predicted, origin
+
+
+def fit_all(measurements: Path) -> CalibrationResult:
+    """One set of factors fitted to every GPU's `fit` rows (the shipped defaults)."""
+    rows = read_measurements(measurements)
+    source = (
+        f"calibrated: fitted by `pddplan calibrate --all` to {sum(m.split == 'fit' for m in rows)} rows of "
+        f"{measurements.name} on {date.today().isoformat()}"
+    )
+    return fit_efficiency(rows, DEFAULT_EFFICIENCY, source)

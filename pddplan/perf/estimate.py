@@ -1,0 +1,94 @@
+"""`pddplan estimate`: one step-time prediction with its breakdown, as a plain dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pddplan.errors import InputError
+from pddplan.inputs import load_hardware, load_model
+from pddplan.perf.memory import max_batch, memory_budget
+from pddplan.perf.roofline import Instance, prefill_time, step_time
+from pddplan.specs.model import KvDtype
+
+
+def estimate(
+    model_name: str,
+    gpu: str,
+    tp: int,
+    *,
+    prefill_tokens: int | None = None,
+    cached_tokens: int = 0,
+    chunk_tokens: int | None = None,
+    decode_batch: int | None = None,
+    extend_tokens: int | None = None,
+    context_tokens: int | None = None,
+    kv_dtype: KvDtype | None = None,
+    expert_parallel: bool | None = None,
+) -> dict[str, Any]:
+    """Predict a prefill, a decode step or an extend step; exactly one mode must be given.
+
+    prefill: `prefill_tokens` new tokens on `cached_tokens` cached ones (chunked by `chunk_tokens`);
+    decode:  one step of `decode_batch` sequences at `context_tokens`;
+    extend:  `extend_tokens` recomputed on `context_tokens` (the token-ID handoff).
+    """
+    modes = [m for m, v in (("prefill", prefill_tokens), ("decode", decode_batch), ("extend", extend_tokens)) if v]
+    if len(modes) != 1:
+        raise InputError("give exactly one of --prefill TOKENS, --decode-batch B or --extend K")
+    if modes[0] in ("decode", "extend") and context_tokens is None:
+        raise InputError(f"--{'decode-batch' if modes[0] == 'decode' else 'extend'} needs --context TOKENS")
+    if tp < 1:
+        raise InputError(f"--tp = {tp}: must be at least 1")
+    model = load_model(model_name, kv_dtype)
+    instance = Instance(model, load_hardware(gpu), tp, expert_parallel)
+    budget = memory_budget(instance, step_tokens=chunk_tokens or prefill_tokens or 8192)
+    result: dict[str, Any] = {
+        "model": model.name,
+        "gpu": instance.hardware.name,
+        "tp": tp,
+        "expert_parallel": instance.uses_ep,
+        "mode": modes[0],
+        "efficiency_source": instance.efficiency.source,
+        "memory_per_gpu": {
+            "weights_bytes": budget.weight_bytes,
+            "activations_bytes": budget.activation_bytes,
+            "kv_budget_bytes": budget.kv_bytes,
+        },
+    }
+    if modes[0] == "prefill":
+        assert prefill_tokens is not None
+        total = float(prefill_time(instance, prefill_tokens, cached_tokens, chunk_tokens))
+        first_chunk = min(prefill_tokens, chunk_tokens or prefill_tokens)
+        step = step_time(instance, first_chunk, cached_tokens)
+        chunks = -(-prefill_tokens // (chunk_tokens or prefill_tokens))
+        tail = prefill_tokens - (chunks - 1) * (chunk_tokens or prefill_tokens)
+        result.update(
+            prefill_s=total,
+            new_tokens=prefill_tokens,
+            cached_tokens=cached_tokens,
+            chunks=chunks,
+            tail_chunk_tokens=tail,
+            request_overhead_s=instance.efficiency.request_overhead_s,
+        )
+    elif modes[0] == "decode":
+        assert decode_batch is not None and context_tokens is not None
+        step = step_time(instance, 1, context_tokens, decode_batch)
+        result.update(
+            decode_step_s=float(step.total_s),
+            batch=decode_batch,
+            context_tokens=context_tokens,
+            tokens_per_s=decode_batch / float(step.total_s),
+            max_batch_by_memory=int(max_batch(instance, context_tokens)),
+        )
+    else:
+        assert extend_tokens is not None and context_tokens is not None
+        step = step_time(instance, extend_tokens, context_tokens, 1)
+        one = float(step_time(instance, 1, context_tokens, 1).total_s)
+        result.update(
+            extend_s=float(step.total_s),
+            extend_tokens=extend_tokens,
+            context_tokens=context_tokens,
+            equivalent_decode_steps=float(step.total_s) / one,
+        )
+    result["breakdown"] = step.breakdown()
+    result["bound"] = str(step.bound)
+    return result

@@ -1,0 +1,150 @@
+"""Terminal views of the performance core: estimate, calibration and accuracy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pddplan.perf.calibrate import CalibrationResult
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.2f} ms"
+
+
+def print_estimate(console: Console, result: dict[str, Any]) -> None:
+    """The headline time, then the breakdown and the binding resource."""
+    mode = result["mode"]
+    head = f"{result['model']} on {result['tp']} x {result['gpu']}"
+    head += " (expert parallel)" if result["expert_parallel"] else ""
+    if mode == "prefill":
+        console.print(
+            f"{head}: prefill of {result['new_tokens']:,} tokens on {result['cached_tokens']:,} cached "
+            f"= [bold]{_ms(result['prefill_s'])}[/bold] ({result['chunks']} chunk(s), tail "
+            f"{result['tail_chunk_tokens']:,} tokens, request overhead {_ms(result['request_overhead_s'])})"
+        )
+    elif mode == "decode":
+        console.print(
+            f"{head}: decode step, batch {result['batch']} at {result['context_tokens']:,} context "
+            f"= [bold]{_ms(result['decode_step_s'])}[/bold] ({result['tokens_per_s']:,.0f} tokens/s; "
+            f"memory holds up to {result['max_batch_by_memory']:,} such sequences)"
+        )
+    else:
+        console.print(
+            f"{head}: extend of {result['extend_tokens']} tokens at {result['context_tokens']:,} context "
+            f"= [bold]{_ms(result['extend_s'])}[/bold] (= {result['equivalent_decode_steps']:.2f} decode steps)"
+        )
+    table = Table(
+        title=f"breakdown of {'the first chunk' if mode == 'prefill' else 'the step'}; bound: {result['bound']}"
+    )
+    table.add_column("part")
+    table.add_column("time", justify="right")
+    for name, seconds in result["breakdown"].items():
+        table.add_row(name.removesuffix("_s").replace("_", " "), _ms(seconds))
+    console.print(table)
+    mem = result["memory_per_gpu"]
+    console.print(
+        f"per GPU: weights {mem['weights_bytes'] / 1e9:,.1f} GB, activations {mem['activations_bytes'] / 1e9:,.1f} GB, "
+        f"KV budget {mem['kv_budget_bytes'] / 1e9:,.1f} GB; factors: {result['efficiency_source']}"
+    )
+
+
+def calibration_summary(result: CalibrationResult, target: str, output: Path | None) -> dict[str, Any]:
+    """Plain-dict view of a calibration."""
+
+    def stats(s: Any) -> dict[str, float]:
+        return {"count": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst}
+
+    return {
+        "target": target,
+        "efficiency": result.efficiency.model_dump(),
+        "before": {"fit": stats(result.before_fit), "holdout": stats(result.before_holdout)},
+        "after": {"fit": stats(result.after_fit), "holdout": stats(result.after_holdout)},
+        "output": str(output) if output else None,
+    }
+
+
+def print_calibration(console: Console, summary: dict[str, Any]) -> None:
+    """Errors before and after, and the fitted factors."""
+    table = Table(title=f"calibration of {summary['target']}: |predicted / measured - 1|")
+    for header in ("rows", "count", "median before", "median after", "worst before", "worst after"):
+        table.add_column(header, justify="right")
+    for split in ("fit", "holdout"):
+        before, after = summary["before"][split], summary["after"][split]
+        table.add_row(
+            split,
+            str(after["count"]),
+            f"{before['median_abs_error']:.1%}",
+            f"{after['median_abs_error']:.1%}",
+            f"{before['worst_abs_error']:.1%}",
+            f"{after['worst_abs_error']:.1%}",
+        )
+    console.print(table)
+    factors = Table(title="fitted factors")
+    factors.add_column("factor")
+    factors.add_column("value", justify="right")
+    for name, value in summary["efficiency"].items():
+        factors.add_row(name, value if isinstance(value, str) else f"{value:.4g}")
+    console.print(factors)
+    if summary["output"]:
+        console.print(f"wrote {summary['output']}")
+
+
+def print_accuracy(console: Console, report: dict[str, Any]) -> None:
+    """The README's accuracy table: per split, per GPU, and every point."""
+    table = Table(
+        title=f"step-time model vs {report['rows'] - report['excluded']} measured points "
+        f"({report['excluded']} excluded, see tests/data/measurements.md)"
+    )
+    for header in ("rows", "count", "median |error|", "worst |error|", "mean |error|"):
+        table.add_column(header, justify="right")
+    for split, s in report["summary"].items():
+        table.add_row(
+            split,
+            str(s["count"]),
+            f"{s['median_abs_error']:.1%}",
+            f"{s['worst_abs_error']:.1%}",
+            f"{s['mean_abs_error']:.1%}",
+        )
+    console.print(table)
+    per_gpu = Table(title="held-out rows by GPU")
+    for header in ("gpu", "count", "median |error|", "worst |error|"):
+        per_gpu.add_column(header, justify="right")
+    for gpu, s in report["holdout_by_gpu"].items():
+        if s["holdout_count"]:
+            per_gpu.add_row(gpu, str(s["holdout_count"]), f"{s['median_abs_error']:.1%}", f"{s['worst_abs_error']:.1%}")
+    console.print(per_gpu)
+    points = Table(title="held-out points, worst first")
+    for header in (
+        "line",
+        "model",
+        "gpu",
+        "tp",
+        "kind",
+        "tokens",
+        "batch",
+        "context",
+        "measured",
+        "predicted",
+        "error",
+    ):
+        points.add_column(header, justify="right")
+    held = [p for p in report["points"] if p["split"] == "holdout"]
+    for p in sorted(held, key=lambda p: -abs(p["error"])):
+        points.add_row(
+            str(p["line"]),
+            p["model"],
+            p["gpu"],
+            str(p["tp"]),
+            p["kind"],
+            f"{p['tokens']:,}",
+            f"{p['batch']:,}",
+            f"{p['context']:,}",
+            _ms(p["measured_s"]),
+            _ms(p["predicted_s"]),
+            f"{p['error']:+.0%}",
+        )
+    console.print(points)

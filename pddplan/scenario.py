@@ -1,0 +1,224 @@
+"""A plan resolved against its workload: loaded model and GPUs, instances per role, pooled WAN lines.
+
+This is where a plan is checked for what a schema cannot see: a role on a GPU type its datacenter
+lacks, more GPUs than the datacenter offers, a model that does not fit, a WAN option that does not
+join the two datacenters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pddplan.errors import InputError
+from pddplan.inputs import load_hardware, load_model
+from pddplan.net.fluctuation import mean_fraction, stationary_support
+from pddplan.net.tcp import flow_cap_bytes_per_s
+from pddplan.perf.kv import request_kv_bytes
+from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget
+from pddplan.perf.roofline import Instance
+from pddplan.specs.hardware import HardwareProfile
+from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import Plan, RoleName, RoleSpec
+from pddplan.specs.workload import Fluctuation, WanLineOption, Workload
+
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class Role:
+    """The instances of one role, resolved."""
+
+    name: RoleName
+    spec: RoleSpec
+    instance: Instance
+    usd_per_gpu_hour: float
+    kv_capacity_bytes: float
+
+    @property
+    def count(self) -> int:
+        return self.spec.count
+
+    @property
+    def gpus(self) -> int:
+        return self.spec.gpus
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.gpus * self.usd_per_gpu_hour
+
+
+@dataclass(frozen=True)
+class Link:
+    """The WAN lines a plan leases between its two datacenters, pooled.
+
+    Capacities add up; RTT, loss, TCP settings and fluctuation are those of the option with the
+    largest leased capacity (lines of one pair usually share a route).
+    """
+
+    leases: tuple[tuple[WanLineOption, int], ...]
+    capacity_bytes_per_s: float
+    flow_cap_bytes_per_s: float
+    rtt_s: float
+    fluctuation: Fluctuation
+    usd_per_hour: float
+    base_dir: Path | None
+
+    @property
+    def gbps(self) -> float:
+        return self.capacity_bytes_per_s * 8 / 1e9
+
+    def capacity_support(self) -> tuple[np.ndarray, np.ndarray]:
+        """(available capacity in bytes/s, probability) of the stationary fluctuation."""
+        fractions, probs = stationary_support(self.fluctuation, self.base_dir)
+        return fractions * self.capacity_bytes_per_s, probs
+
+    def mean_capacity_bytes_per_s(self) -> float:
+        return self.capacity_bytes_per_s * mean_fraction(self.fluctuation, self.base_dir)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything evaluation and simulation need, in SI units."""
+
+    plan: Plan
+    workload: Workload
+    model: ModelArchitecture
+    roles: dict[RoleName, Role]
+    link: Link | None
+    chunk_tokens: int
+    max_decode_batch: int
+    base_dir: Path | None
+
+    @property
+    def prefill(self) -> Role:
+        return self.roles["prefill"]
+
+    @property
+    def decode(self) -> Role:
+        return self.roles["decode"]
+
+    @property
+    def relay(self) -> Role | None:
+        return self.roles.get("relay")
+
+    @property
+    def cost_per_hour(self) -> float:
+        """GPU rental (or amortized purchase) plus line leases, $ per hour."""
+        gpus = sum(role.usd_per_hour for role in self.roles.values())
+        return gpus + (self.link.usd_per_hour if self.link else 0.0)
+
+    def gpus_by_type(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for role in self.roles.values():
+            out[role.spec.gpu] = out.get(role.spec.gpu, 0) + role.gpus
+        return out
+
+    def drc_bytes_per_decode_instance(self) -> float:
+        """Memory the main decoder's radix cache holds, per instance.
+
+        Little's law: sessions kept = rate * drc_retention_s, each holding its prompt's KV, spread
+        over the decode instances.
+        """
+        workload = self.workload
+        values, probs = workload.prompt_tokens.support()
+        prompt_bytes = float(request_kv_bytes(self.model, values, workload.serving.page_tokens) @ probs)
+        sessions = workload.arrival.rate_rps * workload.serving.drc_retention_s
+        return sessions * prompt_bytes / self.decode.count
+
+
+def gpu_price(hardware: HardwareProfile, workload: Workload, datacenter: str) -> float:
+    """$ per GPU-hour of `hardware` in `datacenter`: the workload's override, else the profile's."""
+    dc = workload.deployment.datacenter(datacenter)
+    for offer in dc.gpus:
+        if offer.type == hardware.name and offer.usd_per_gpu_hour is not None:
+            return offer.usd_per_gpu_hour
+    return hardware.cost_usd_per_gpu_hour(workload.deployment.price_basis)
+
+
+def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None, source: str = "plan") -> Scenario:
+    """Resolve `plan` against `workload`; InputError naming the plan field when they disagree."""
+    model = load_model(workload.model, workload.kv_dtype)
+    chunk = plan.chunk_tokens or workload.serving.chunk_tokens
+    roles: dict[RoleName, Role] = {}
+    used: dict[tuple[str, str], int] = {}
+    dc_names = [dc.name for dc in workload.deployment.datacenters]
+    for name, spec in plan.roles().items():
+        if spec.datacenter not in dc_names:
+            raise InputError(
+                f"{source}: {name}.datacenter = {spec.datacenter!r}: not a datacenter of workload "
+                f"'{workload.name}' ({', '.join(dc_names)})"
+            )
+        offers = {offer.type: offer for offer in workload.deployment.datacenter(spec.datacenter).gpus}
+        if spec.gpu not in offers:
+            raise InputError(
+                f"{source}: {name}.gpu = {spec.gpu!r}: datacenter {spec.datacenter} offers only {', '.join(offers)}"
+            )
+        hardware = load_hardware(spec.gpu)
+        instance = Instance(model, hardware, spec.tp, spec.expert_parallel)
+        try:
+            memory_budget(instance, workload.serving.hbm_utilization, chunk)
+        except InputError as exc:
+            raise InputError(f"{source}: {name}: {exc}") from None
+        key = (spec.datacenter, spec.gpu)
+        used[key] = used.get(key, 0) + spec.gpus
+        if used[key] > offers[spec.gpu].max_count:
+            raise InputError(
+                f"{source}: {name}: {used[key]} x {spec.gpu} in {spec.datacenter} exceeds the "
+                f"{offers[spec.gpu].max_count} the datacenter offers"
+            )
+        roles[name] = Role(
+            name=name,
+            spec=spec,
+            instance=instance,
+            usd_per_gpu_hour=gpu_price(hardware, workload, spec.datacenter),
+            kv_capacity_bytes=instance_kv_capacity_bytes(instance, workload.serving.hbm_utilization, chunk),
+        )
+    link = _build_link(plan, workload, base_dir, source) if plan.architecture != "pd-intra" else None
+    return Scenario(
+        plan=plan,
+        workload=workload,
+        model=model,
+        roles=roles,
+        link=link,
+        chunk_tokens=chunk,
+        max_decode_batch=plan.max_decode_batch or workload.serving.max_decode_batch,
+        base_dir=base_dir,
+    )
+
+
+def _build_link(plan: Plan, workload: Workload, base_dir: Path | None, source: str) -> Link:
+    options = {option.name: option for option in workload.deployment.wan_lines}
+    ends = {plan.prefill.datacenter, plan.decode.datacenter}
+    leases: list[tuple[WanLineOption, int]] = []
+    for index, lease in enumerate(plan.wan):
+        if lease.option not in options:
+            known = ", ".join(options) or "none"
+            raise InputError(
+                f"{source}: wan[{index}].option = {lease.option!r}: not a WAN option of the workload ({known})"
+            )
+        option = options[lease.option]
+        if set(option.between) != ends:
+            raise InputError(
+                f"{source}: wan[{index}].option = {lease.option!r} joins {option.between[0]}-{option.between[1]}, "
+                f"not {plan.prefill.datacenter}-{plan.decode.datacenter}"
+            )
+        if lease.count > option.max_lines:
+            raise InputError(
+                f"{source}: wan[{index}].count = {lease.count}: option {lease.option} allows at most {option.max_lines}"
+            )
+        leases.append((option, lease.count))
+    main, _ = max(leases, key=lambda pair: pair[0].capacity_gbps * pair[1])
+    capacity = sum(option.capacity_gbps * count for option, count in leases) * 1e9 / 8
+    line_bytes = main.capacity_gbps * 1e9 / 8
+    return Link(
+        leases=tuple(leases),
+        capacity_bytes_per_s=capacity,
+        flow_cap_bytes_per_s=flow_cap_bytes_per_s(main.tcp, main.rtt_ms / 1e3, main.loss_rate, line_bytes),
+        rtt_s=main.rtt_ms / 1e3,
+        fluctuation=main.fluctuation,
+        usd_per_hour=sum(option.usd_per_month * count for option, count in leases) / HOURS_PER_MONTH,
+        base_dir=base_dir,
+    )

@@ -1,0 +1,119 @@
+"""Plan files: one concrete deployment to evaluate or simulate (what `optimize --output` writes).
+
+A plan names an architecture, the instances of each role (GPU type, TP degree, count, datacenter),
+the WAN lines leased, and the serving policies: routing threshold, singular-traffic filtering,
+handoff mode, chunk size and decode batch limit.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from pddplan.specs.common import Fraction, Name, NonNegativeInt, PositiveFloat, PositiveInt, StrictModel
+
+Architecture = Literal["pd-intra", "pd-cross", "pdd"]
+RoleName = Literal["prefill", "relay", "decode"]
+
+
+class RoleSpec(StrictModel):
+    """Instances of one role: `count` instances of `tp` GPUs of type `gpu` in `datacenter`."""
+
+    datacenter: Name
+    gpu: str = Field(min_length=1)
+    tp: PositiveInt
+    count: NonNegativeInt
+    expert_parallel: bool | None = Field(
+        default=None, description="None: EP for MoE models spanning more than one scale-up domain"
+    )
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.count
+
+
+class WanLease(StrictModel):
+    """Lines of one WAN option (named in the workload's `deployment.wan_lines`)."""
+
+    option: Name
+    count: PositiveInt
+
+
+class Routing(StrictModel):
+    """Which requests take P -> RLD -> MD instead of P -> MD (pdd only).
+
+    hit:   a request whose prefix hit rate is below `hit_threshold` goes through the relay.
+    bytes: a request whose incremental KV exceeds `incremental_bytes_threshold` goes through it.
+    """
+
+    kind: Literal["hit", "bytes"] = "hit"
+    hit_threshold: Fraction = 0.9
+    incremental_bytes_threshold: PositiveFloat = 1e9
+    singular_filter: bool = Field(
+        default=True, description="cancel the WAN transfer of a request the relay finishes first"
+    )
+
+
+class Handoff(StrictModel):
+    """How the relay hands a request to the main decoder, by token IDs.
+
+    one-shot: all eager tokens at once (RLD freed soonest, one bigger hiccup).
+    catch-up: chunks while the RLD keeps decoding, until fewer than `catchup_threshold_tokens`
+              remain (smaller hiccups, RLD busy longer).
+    adaptive: catch-up while relay utilization is below `adaptive_load_threshold`, else one-shot.
+    """
+
+    mode: Literal["one-shot", "catch-up", "adaptive"] = "adaptive"
+    catchup_threshold_tokens: PositiveInt = 64
+    adaptive_load_threshold: Fraction = 0.7
+    token_id_bytes: PositiveInt = Field(default=4, description="bytes per token ID on the wire")
+
+
+class Plan(StrictModel):
+    """One deployment of one workload."""
+
+    name: str = Field(default="plan", min_length=1)
+    architecture: Architecture
+    prefill: RoleSpec
+    relay: RoleSpec | None = None
+    decode: RoleSpec
+    wan: list[WanLease] = Field(default_factory=list)
+    routing: Routing = Routing()
+    handoff: Handoff = Handoff()
+    chunk_tokens: PositiveInt | None = Field(default=None, description="default: the workload's")
+    max_decode_batch: PositiveInt | None = Field(default=None, description="default: the workload's")
+
+    @model_validator(mode="after")
+    def _shape(self) -> Plan:
+        if self.architecture == "pdd":
+            if self.relay is None or self.relay.count == 0:
+                raise ValueError("architecture pdd needs relay instances (relay.count > 0)")
+            if self.relay.datacenter != self.prefill.datacenter:
+                raise ValueError(
+                    f"relay.datacenter = {self.relay.datacenter!r}: the relay must sit with prefill "
+                    f"in {self.prefill.datacenter!r} (it is fed over RDMA)"
+                )
+        elif self.relay is not None and self.relay.count > 0:
+            raise ValueError(f"architecture {self.architecture} has no relay; remove `relay`")
+        if self.decode.count == 0:
+            raise ValueError("decode.count = 0: a plan needs at least one (main) decode instance")
+        if self.prefill.count == 0:
+            raise ValueError("prefill.count = 0: a plan needs at least one prefill instance")
+        same_dc = self.decode.datacenter == self.prefill.datacenter
+        if self.architecture == "pd-intra" and not same_dc:
+            raise ValueError("architecture pd-intra keeps prefill and decode in one datacenter")
+        if self.architecture != "pd-intra":
+            if same_dc:
+                raise ValueError(f"architecture {self.architecture} puts decode in another datacenter than prefill")
+            if not self.wan:
+                raise ValueError(f"architecture {self.architecture} needs at least one WAN line (`wan`)")
+        return self
+
+    def roles(self) -> dict[RoleName, RoleSpec]:
+        """The roles present, by name."""
+        out: dict[RoleName, RoleSpec] = {"prefill": self.prefill}
+        if self.relay is not None and self.relay.count > 0:
+            out["relay"] = self.relay
+        out["decode"] = self.decode
+        return out
