@@ -74,7 +74,7 @@ class CapacityPath:
         self.spec = spec
         self.rng = rng
         self._x = float(rng.standard_normal()) if spec.kind == "ou" else 0.0
-        self._a = math.exp(-spec.step_s / spec.correlation_s)
+        self._last_t: float | None = None
         self._trace: tuple[np.ndarray, np.ndarray] | None = None
         if spec.kind == "trace":
             self._trace = read_trace(_trace_path(spec, base_dir))
@@ -94,8 +94,13 @@ class CapacityPath:
             index = int(np.searchsorted(times, local, side="right") - 1)
             following = times[index + 1] if index + 1 < len(times) else times[0] + period
             return float(fractions[index]), t + float(following - local)
+        if self._last_t is not None:
+            # Exact AR(1) jump over the steps since the last draw: a^k X + sqrt(1 - a^2k) e.
+            steps = max((t - self._last_t) / self.spec.step_s, 1.0)
+            a_k = math.exp(-steps * self.spec.step_s / self.spec.correlation_s)
+            self._x = a_k * self._x + math.sqrt(1.0 - a_k**2) * float(self.rng.standard_normal())
+        self._last_t = t
         fraction = min(max(1.0 + self.spec.cv * self._x, self.spec.min_fraction), 1.0)
-        self._x = self._a * self._x + math.sqrt(1.0 - self._a**2) * float(self.rng.standard_normal())
         return fraction, t + self.spec.step_s
 
 

@@ -1,0 +1,1 @@
+"""Request-level simulation of a deployment (see `engine`), and its summary."""

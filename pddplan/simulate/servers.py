@@ -1,0 +1,166 @@
+"""The simulator's servers: a continuous-batching decode instance and a processor-sharing WAN link.
+
+Both use a virtual clock so that a step-by-step (or byte-by-byte) process costs O(log n) per event:
+
+decode instance  every step advances each of its B sequences by one token and takes tau(B) seconds,
+                 so its token clock V grows at 1 / tau(B); a sequence joining at V0 that needs m
+                 tokens finishes when V = V0 + m. A stall (an extend step for a handoff) freezes V.
+link             n flows share capacity C(t), each at rate min(F, C(t) / n) (TCP cap F per flow);
+                 the per-flow byte clock S grows at that rate; a flow of x bytes joining at S0
+                 finishes when S = S0 + x.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pddplan.net.fluctuation import CapacityPath
+
+
+@dataclass
+class DecodeInstance:
+    """One decode instance (main decoder, relay or plain decoder) in the simulation."""
+
+    index: int
+    step_table: list[float]
+    max_batch: int
+    batch: int = 0
+    clock: float = 0.0
+    last_t: float = 0.0
+    stall_until: float = 0.0
+    heap: list[tuple[float, int]] = field(default_factory=list)
+    joined_at: dict[int, float] = field(default_factory=dict)
+    queue: deque[tuple[int, float, float]] = field(default_factory=deque)
+    version: int = 0
+    batch_time_integral: float = 0.0
+
+    def step_s(self, batch: int | None = None) -> float:
+        """Step time at `batch` sequences (default: the current batch)."""
+        b = self.batch if batch is None else batch
+        return self.step_table[min(max(b, 1), len(self.step_table) - 1)]
+
+    def advance(self, t: float) -> None:
+        """Move the token clock to time `t` (frozen while stalled)."""
+        if t <= self.last_t:
+            return
+        self.batch_time_integral += self.batch * (t - self.last_t)
+        if self.batch > 0:
+            running = t - max(self.last_t, self.stall_until)
+            if running > 0:
+                self.clock += running / self.step_s()
+        self.last_t = t
+
+    def next_finish(self) -> float:
+        """Time the next sequence finishes, if nothing changes (inf when idle)."""
+        while self.heap and self.heap[0][1] not in self.joined_at:
+            heapq.heappop(self.heap)
+        if not self.heap:
+            return math.inf
+        start = max(self.last_t, self.stall_until)
+        return start + max(self.heap[0][0] - self.clock, 0.0) * self.step_s()
+
+    def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
+        """Start decoding `tokens` tokens of `request` at `t` after a stall; return its first-token time."""
+        self.advance(t)
+        if stall_s > 0:
+            self.stall_until = max(self.stall_until, t) + stall_s
+        self.batch += 1
+        self.joined_at[request] = self.clock
+        heapq.heappush(self.heap, (self.clock + max(tokens, 1.0), request))
+        return max(self.stall_until, t) + self.step_s()
+
+    def tokens_done(self, request: int) -> float:
+        """Tokens `request` has produced here so far (call after `advance`)."""
+        return self.clock - self.joined_at[request]
+
+    def remove(self, request: int) -> None:
+        """Take `request` out (finished or handed off); its heap entry is dropped lazily."""
+        del self.joined_at[request]
+        self.batch -= 1
+
+
+class Link:
+    """A WAN link with processor sharing, a per-flow cap and a fluctuating capacity."""
+
+    def __init__(self, capacity_bytes_per_s: float, flow_cap_bytes_per_s: float, path: CapacityPath) -> None:
+        self.capacity = capacity_bytes_per_s
+        self.flow_cap = flow_cap_bytes_per_s
+        self.path = path
+        self.fraction = 1.0
+        self.next_change = math.inf
+        self.clock = 0.0
+        self.last_t = 0.0
+        self.flows: dict[int, float] = {}
+        self.heap: list[tuple[float, int]] = []
+        self.version = 0
+        self.bytes_delivered = 0.0
+        self.capacity_integral = 0.0
+        self._path_t = 0.0
+
+    def rate(self) -> float:
+        """Bytes/s each flow gets now: min(F, C f / n)."""
+        n = len(self.flows)
+        return 0.0 if n == 0 else min(self.flow_cap, self.capacity * self.fraction / n)
+
+    def advance(self, t: float) -> None:
+        """Move the byte clock to `t`, crossing capacity changes on the way."""
+        while t > self.last_t:
+            segment_end = min(t, self.next_change)
+            dt = segment_end - self.last_t
+            per_flow = self.rate()
+            self.clock += dt * per_flow
+            self.bytes_delivered += dt * per_flow * len(self.flows)
+            self.capacity_integral += dt * self.capacity * self.fraction
+            self.last_t = segment_end
+            if segment_end >= self.next_change:
+                self._step_capacity(segment_end)
+
+    def _step_capacity(self, t: float) -> None:
+        if self.flows or self.next_change == math.inf:
+            self.fraction, self.next_change = self.path.next_step(t)
+        else:
+            self.next_change = math.inf
+
+    def start(self, request: int, size_bytes: float, t: float) -> None:
+        """Begin a transfer of `size_bytes` at `t`."""
+        self.advance(t)
+        if not self.flows and not self.path.constant:
+            self.fraction, self.next_change = self.path.next_step(t)
+        self.flows[request] = self.clock
+        heapq.heappush(self.heap, (self.clock + size_bytes, request))
+
+    def sent(self, request: int) -> float:
+        """Bytes of `request`'s transfer sent so far."""
+        return self.clock - self.flows[request]
+
+    def stop(self, request: int) -> None:
+        """End a transfer (done or cancelled)."""
+        del self.flows[request]
+
+    def next_event(self) -> float:
+        """Time of the next flow completion or capacity change."""
+        while self.heap and self.heap[0][1] not in self.flows:
+            heapq.heappop(self.heap)
+        if not self.heap:
+            return math.inf
+        per_flow = self.rate()
+        finish = self.last_t + (self.heap[0][0] - self.clock) / per_flow if per_flow > 0 else math.inf
+        return min(finish, self.next_change)
+
+    def pop_finished(self, t: float, on_done: Callable[[int, float], None]) -> None:
+        """Complete every flow whose bytes are all sent by `t`."""
+        self.advance(t)
+        while self.heap:
+            size_clock, request = self.heap[0]
+            if request not in self.flows:
+                heapq.heappop(self.heap)
+                continue
+            if size_clock - self.clock > 1e-6 * max(size_clock, 1.0):
+                break
+            heapq.heappop(self.heap)
+            self.stop(request)
+            on_done(request, t)

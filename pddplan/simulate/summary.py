@@ -1,0 +1,143 @@
+"""`pddplan simulate`: run the simulation and summarize it in the evaluator's terms."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pddplan.evaluate.analytic import revenue_per_request
+from pddplan.evaluate.classes import request_classes
+from pddplan.loading import write_atomic
+from pddplan.scenario import Scenario
+from pddplan.simulate.engine import RequestTable, SimulationStats, simulate_requests
+
+WARMUP_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A finished simulation: the request table, server statistics and the summary."""
+
+    table: RequestTable
+    stats: SimulationStats
+    summary: dict[str, Any]
+
+
+def _percentiles(values: np.ndarray) -> dict[str, float]:
+    if len(values) == 0:
+        return {"p50_s": float("nan"), "p90_s": float("nan"), "p99_s": float("nan")}
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {"p50_s": float(p50), "p90_s": float(p90), "p99_s": float(p99)}
+
+
+def simulate(scenario: Scenario, requests: int = 20_000, seed: int = 0) -> Simulation:
+    """Simulate `requests` requests with `seed`; summarize all but the first 5% (warm-up)."""
+    table, stats = simulate_requests(scenario, requests, seed)
+    return Simulation(table=table, stats=stats, summary=summarize(scenario, table, stats))
+
+
+def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -> dict[str, Any]:
+    """TTFT/TPOT percentiles overall and per pipeline, utilizations, relay share, goodput, BCR."""
+    workload = scenario.workload
+    sla = workload.sla
+    count = len(table.arrival_s)
+    keep = np.arange(count) >= int(count * WARMUP_FRACTION)
+    ttft = table.ttft_s[keep]
+    tpot = table.tpot_s[keep]
+    span = float(table.arrival_s[keep][-1] - table.arrival_s[keep][0]) if keep.sum() > 1 else stats.span_s
+    ttft_pct = _percentiles(ttft)
+    tpot_pct = _percentiles(tpot[table.output_tokens[keep] > 1])
+    tpot_target = sla.tpot_p90_s if sla.tpot_p90_s is not None else float("inf")
+    meets = (ttft <= sla.ttft_p99_s) & (tpot <= tpot_target)
+    goodput = float(meets.sum()) / span if span > 0 else 0.0
+    violations = []
+    if ttft_pct["p90_s"] > sla.ttft_p90_s:
+        violations.append(f"TTFT P90 {ttft_pct['p90_s']:.2f} s > {sla.ttft_p90_s:g} s")
+    if ttft_pct["p99_s"] > sla.ttft_p99_s:
+        violations.append(f"TTFT P99 {ttft_pct['p99_s']:.2f} s > {sla.ttft_p99_s:g} s")
+    if sla.tpot_p90_s is not None and tpot_pct["p90_s"] > sla.tpot_p90_s:
+        violations.append(f"TPOT P90 {tpot_pct['p90_s'] * 1e3:.1f} ms > {sla.tpot_p90_s * 1e3:g} ms")
+    pipelines = {}
+    for name in sorted(set(table.pipeline[keep].tolist())):
+        mask = table.pipeline[keep] == name
+        pipelines[name] = {
+            "share": float(mask.mean()),
+            **{f"ttft_{k}": v for k, v in _percentiles(ttft[mask]).items()},
+            **{f"tpot_{k}": v for k, v in _percentiles(tpot[mask]).items()},
+        }
+    full_span = stats.span_s if stats.span_s > 0 else 1.0
+    utilization = {
+        "prefill": stats.prefill_busy_s / (stats.prefill_instances * full_span),
+        **{
+            name: integral / (stats.decoder_instances[name] * stats.decoder_max_batch[name] * full_span)
+            for name, integral in stats.decoder_batch_integral.items()
+        },
+    }
+    link_utilization = stats.link_bytes / stats.link_capacity_integral if stats.link_capacity_integral > 0 else 0.0
+    cost = scenario.cost_per_hour
+    revenue = goodput * revenue_per_request(scenario, request_classes(scenario)) * 3600
+    outputs = table.output_tokens.astype(np.float64)
+    return {
+        "architecture": scenario.plan.architecture,
+        "requests": count,
+        "requests_summarized": int(keep.sum()),
+        "rate_rps": workload.arrival.rate_rps,
+        "ttft_p50_s": ttft_pct["p50_s"],
+        "ttft_p90_s": ttft_pct["p90_s"],
+        "ttft_p99_s": ttft_pct["p99_s"],
+        "tpot_p50_s": tpot_pct["p50_s"],
+        "tpot_p90_s": tpot_pct["p90_s"],
+        "tpot_p99_s": tpot_pct["p99_s"],
+        "worst_gap_p99_s": float(np.percentile(table.worst_gap_s[keep], 99)),
+        "goodput_rps": goodput,
+        "sla_met": not violations,
+        "sla_violations": violations,
+        "cost_per_hour": cost,
+        "revenue_per_hour": revenue,
+        "bcr": goodput * 3600 / cost if cost > 0 else 0.0,
+        "rld_token_share": float(table.relay_tokens[keep].sum() / outputs[keep].sum()),
+        "singular_share": float((table.pipeline[keep] == "P-RLD").mean()),
+        "cancelled_transfers": int(table.cancelled[keep].sum()),
+        "link_utilization": link_utilization,
+        "wan_bytes_per_request": float(table.wan_bytes[keep].mean()),
+        "utilization": utilization,
+        "pipelines": pipelines,
+    }
+
+
+RECORD_FIELDS = (
+    "request", "arrival_s", "prompt_tokens", "hit", "new_tokens", "output_tokens", "pipeline", "ttft_s", "tpot_s",
+    "worst_gap_s", "relay_tokens", "wan_bytes", "cancelled", "finish_s",
+)
+
+
+def request_records(table: RequestTable) -> list[dict[str, Any]]:
+    """One plain dict per request."""
+    columns = {
+        "arrival_s": table.arrival_s, "prompt_tokens": table.prompt_tokens, "hit": table.hit,
+        "new_tokens": table.new_tokens, "output_tokens": table.output_tokens, "pipeline": table.pipeline,
+        "ttft_s": table.ttft_s, "tpot_s": table.tpot_s, "worst_gap_s": table.worst_gap_s,
+        "relay_tokens": table.relay_tokens, "wan_bytes": table.wan_bytes, "cancelled": table.cancelled,
+        "finish_s": table.finish_s,
+    }
+    lists = {name: values.tolist() for name, values in columns.items()}
+    return [{"request": i, **{name: lists[name][i] for name in columns}} for i in range(len(table.arrival_s))]
+
+
+def write_records(path: Path, table: RequestTable) -> None:
+    """Per-request records as CSV (.csv) or JSON lines (anything else), written atomically."""
+    records = request_records(table)
+    if path.suffix.lower() == ".csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=RECORD_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+        write_atomic(path, buffer.getvalue())
+    else:
+        write_atomic(path, "".join(json.dumps(r) + "\n" for r in records))
