@@ -271,6 +271,147 @@ def accuracy(
         perf_tables.print_accuracy(output.human(), report)
 
 
+# -- deployments ----------------------------------------------------------------------------------
+PlanArg = Annotated[str, typer.Argument(help="Plan file (YAML/JSON), e.g. written by `optimize --output`.")]
+WorkloadArg = Annotated[str, typer.Argument(help="Workload name (see `pddplan workloads list`) or YAML file.")]
+
+
+def _scenario(plan: str, workload: str) -> Any:
+    from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.scenario import build_scenario
+
+    return build_scenario(load_plan(plan), load_workload(workload), workload_dir(workload), source=plan)
+
+
+@app.command("evaluate")
+def evaluate(
+    plan: PlanArg,
+    workload: WorkloadArg,
+    rate: Annotated[float | None, typer.Option("--rate", help="Requests/s (default: the workload's).")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Closed-form TTFT/TPOT percentiles, goodput, cost and BCR of a plan (milliseconds)."""
+    from pddplan.errors import InputError
+    from pddplan.evaluate.analytic import evaluate as run
+    from pddplan.report import output, plan_tables
+
+    if rate is not None and not rate > 0:
+        raise InputError(f"--rate = {rate}: must be > 0")
+    scenario = _scenario(plan, workload)
+    result = run(scenario, rate).to_dict()
+    if json_out:
+        output.emit_json(result)
+    else:
+        plan_tables.print_figures(output.human(), scenario, result, "evaluate (closed form)")
+
+
+@app.command("simulate")
+def simulate(
+    plan: PlanArg,
+    workload: WorkloadArg,
+    requests: Annotated[int, typer.Option("--requests", help="Requests to simulate.")] = 20_000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
+    per_request: Annotated[
+        Path | None, typer.Option("--per-request", help="Write per-request records: .csv or JSON lines.")
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Request-level simulation: TTFT/TPOT tails per pipeline, utilizations, relay share, goodput."""
+    from pddplan.errors import InputError
+    from pddplan.report import output, plan_tables
+    from pddplan.simulate.summary import simulate as run
+    from pddplan.simulate.summary import write_records
+
+    if requests < 1:
+        raise InputError(f"--requests = {requests}: must be at least 1")
+    scenario = _scenario(plan, workload)
+    result = run(scenario, requests, seed)
+    if per_request is not None:
+        write_records(per_request, result.table)
+    if json_out:
+        output.emit_json(result.summary)
+    else:
+        plan_tables.print_figures(
+            output.human(), scenario, result.summary, f"simulate ({requests:,} requests, seed {seed})"
+        )
+
+
+# -- optimization -------------------------------------------------------------------------------
+@app.command("optimize")
+def optimize(
+    workload: WorkloadArg,
+    rate: Annotated[float | None, typer.Option("--rate", help="Cheapest plan serving exactly this req/s.")] = None,
+    budget: Annotated[float | None, typer.Option("--budget", help="Most goodput for this $/hour.")] = None,
+    architecture: Annotated[
+        list[str] | None, typer.Option("--architecture", "-a", help="pd-intra, pd-cross, pdd (repeatable).")
+    ] = None,
+    solver: Annotated[str, typer.Option("--solver", help="highs (default) or cbc.")] = "highs",
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds per MILP solve.")] = None,
+    mip_gap: Annotated[float, typer.Option("--mip-gap", help="Relative MIP gap.")] = 1e-6,
+    requests: Annotated[int, typer.Option("--requests", help="Requests simulated to verify each plan.")] = 20_000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the verification simulation.")] = 0,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Verify plans by simulation.")] = True,
+    output_plan: Annotated[Path | None, typer.Option("--output", help="Write the best plan here (YAML).")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Best deployment (GPU counts per role and datacenter, WAN lines) for BCR under the SLA, beside
+    the baselines; exit 3 with the binding constraint when nothing is feasible."""
+    from pddplan.errors import InfeasibleError, InputError
+    from pddplan.inputs import load_workload, workload_dir
+    from pddplan.optimize.run import ARCHITECTURES
+    from pddplan.optimize.run import optimize as run
+    from pddplan.optimize.search import OptimizeOptions
+    from pddplan.optimize.solver import SolverOptions
+    from pddplan.report import optimize_report, output
+
+    if rate is not None and budget is not None:
+        raise InputError("give --rate or --budget, not both")
+    if rate is not None and not rate > 0:
+        raise InputError(f"--rate = {rate}: must be > 0")
+    if budget is not None and not budget > 0:
+        raise InputError(f"--budget = {budget}: must be > 0")
+    if time_limit is not None and not time_limit > 0:
+        raise InputError(f"--time-limit = {time_limit}: must be > 0")
+    if not 0 <= mip_gap < 1:
+        raise InputError(f"--mip-gap = {mip_gap}: must be in [0, 1)")
+    if solver not in ("highs", "cbc"):
+        raise InputError(f"--solver = {solver!r}: expected highs or cbc")
+    names = architecture or list(ARCHITECTURES)
+    for name in names:
+        if name not in ARCHITECTURES:
+            raise InputError(f"--architecture = {name!r}: expected one of {', '.join(ARCHITECTURES)}")
+    if requests < 100:
+        raise InputError(f"--requests = {requests}: verify with at least 100 requests")
+    options = OptimizeOptions(
+        mode="rate" if rate else ("budget" if budget else "bcr"),
+        rate=rate,
+        budget_per_hour=budget,
+        solver=SolverOptions(name=solver, time_limit_s=time_limit, mip_gap=mip_gap),  # type: ignore[arg-type]
+        verify_requests=requests,
+        seed=seed,
+        verify=verify,
+    )
+    spec = load_workload(workload)
+    console = output.human()
+    with console.status("optimizing...") as status:
+        report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))  # type: ignore[arg-type]
+    best = report.best
+    if output_plan is not None and best is not None and best.plan is not None:
+        from pddplan.loading import write_atomic
+        from pddplan.report.plan_files import plan_yaml
+
+        write_atomic(output_plan, plan_yaml(best.plan, spec.name))
+    if json_out:
+        output.emit_json(report.to_dict())
+    else:
+        optimize_report.print_report(console, report, output_plan if best else None)
+    if best is None:
+        reasons = "; ".join(
+            f"{r.name}: " + "; ".join(item["message"] for item in r.infeasibility) for r in report.results
+        )
+        raise InfeasibleError(f"no architecture meets the constraints. {reasons}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

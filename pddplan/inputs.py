@@ -11,6 +11,7 @@ from pddplan.hf_import import architecture_from_hf_config
 from pddplan.loading import load, read_data, validate
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import KvDtype, ModelArchitecture
+from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 
 
@@ -77,6 +78,16 @@ def load_model(name_or_path: str, kv_dtype: KvDtype | None = None) -> ModelArchi
     return architecture_from_hf_config(data, name=name or "model", source=str(path), kv_dtype=kv_dtype)
 
 
+def workload_dir(name_or_path: str) -> Path:
+    """The folder a workload's relative paths (model file, capacity traces) are read from."""
+    return catalog.resolve("workloads", name_or_path, "workload").resolve().parent
+
+
+def load_plan(path: str) -> Plan:
+    """A plan file (YAML or JSON), validated."""
+    return load(Plan, Path(path))
+
+
 def load_workload(name_or_path: str) -> Workload:
     """A workload from the catalog (`pdd-agent-64k`) or a YAML file, with its names checked.
 
@@ -84,6 +95,9 @@ def load_workload(name_or_path: str) -> Workload:
     """
     path = catalog.resolve("workloads", name_or_path, "workload")
     workload = load(Workload, path)
+    model_path = Path(workload.model)
+    if workload.model not in model_index() and not model_path.is_absolute() and (path.parent / model_path).exists():
+        workload = workload.model_copy(update={"model": str(path.parent / model_path)})
     known = catalog.entries("hardware_profiles")
     for i, dc in enumerate(workload.deployment.datacenters):
         for j, offer in enumerate(dc.gpus):

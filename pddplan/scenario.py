@@ -10,21 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.net.fluctuation import mean_fraction, stationary_support
-from pddplan.net.tcp import flow_cap_bytes_per_s
+from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget
 from pddplan.perf.roofline import Instance
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Plan, RoleName, RoleSpec
-from pddplan.specs.workload import Fluctuation, WanLineOption, Workload
-
-HOURS_PER_MONTH = 730.0
+from pddplan.specs.workload import WanLineOption, Workload
 
 
 @dataclass(frozen=True)
@@ -51,35 +46,6 @@ class Role:
 
 
 @dataclass(frozen=True)
-class Link:
-    """The WAN lines a plan leases between its two datacenters, pooled.
-
-    Capacities add up; RTT, loss, TCP settings and fluctuation are those of the option with the
-    largest leased capacity (lines of one pair usually share a route).
-    """
-
-    leases: tuple[tuple[WanLineOption, int], ...]
-    capacity_bytes_per_s: float
-    flow_cap_bytes_per_s: float
-    rtt_s: float
-    fluctuation: Fluctuation
-    usd_per_hour: float
-    base_dir: Path | None
-
-    @property
-    def gbps(self) -> float:
-        return self.capacity_bytes_per_s * 8 / 1e9
-
-    def capacity_support(self) -> tuple[np.ndarray, np.ndarray]:
-        """(available capacity in bytes/s, probability) of the stationary fluctuation."""
-        fractions, probs = stationary_support(self.fluctuation, self.base_dir)
-        return fractions * self.capacity_bytes_per_s, probs
-
-    def mean_capacity_bytes_per_s(self) -> float:
-        return self.capacity_bytes_per_s * mean_fraction(self.fluctuation, self.base_dir)
-
-
-@dataclass(frozen=True)
 class Scenario:
     """Everything evaluation and simulation need, in SI units."""
 
@@ -87,7 +53,7 @@ class Scenario:
     workload: Workload
     model: ModelArchitecture
     roles: dict[RoleName, Role]
-    link: Link | None
+    link: LinePool | None
     chunk_tokens: int
     max_decode_batch: int
     base_dir: Path | None
@@ -103,6 +69,11 @@ class Scenario:
     @property
     def relay(self) -> Role | None:
         return self.roles.get("relay")
+
+    @property
+    def rate_rps(self) -> float:
+        """Requests/s the deployment serves: the plan's own rate, else the workload's."""
+        return self.plan.rate_rps or self.workload.arrival.rate_rps
 
     @property
     def cost_per_hour(self) -> float:
@@ -125,7 +96,7 @@ class Scenario:
         workload = self.workload
         values, probs = workload.prompt_tokens.support()
         prompt_bytes = float(request_kv_bytes(self.model, values, workload.serving.page_tokens) @ probs)
-        sessions = workload.arrival.rate_rps * workload.serving.drc_retention_s
+        sessions = self.rate_rps * workload.serving.drc_retention_s
         return sessions * prompt_bytes / self.decode.count
 
 
@@ -189,7 +160,7 @@ def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None,
     )
 
 
-def _build_link(plan: Plan, workload: Workload, base_dir: Path | None, source: str) -> Link:
+def _build_link(plan: Plan, workload: Workload, base_dir: Path | None, source: str) -> LinePool:
     options = {option.name: option for option in workload.deployment.wan_lines}
     ends = {plan.prefill.datacenter, plan.decode.datacenter}
     leases: list[tuple[WanLineOption, int]] = []
@@ -210,15 +181,4 @@ def _build_link(plan: Plan, workload: Workload, base_dir: Path | None, source: s
                 f"{source}: wan[{index}].count = {lease.count}: option {lease.option} allows at most {option.max_lines}"
             )
         leases.append((option, lease.count))
-    main, _ = max(leases, key=lambda pair: pair[0].capacity_gbps * pair[1])
-    capacity = sum(option.capacity_gbps * count for option, count in leases) * 1e9 / 8
-    line_bytes = main.capacity_gbps * 1e9 / 8
-    return Link(
-        leases=tuple(leases),
-        capacity_bytes_per_s=capacity,
-        flow_cap_bytes_per_s=flow_cap_bytes_per_s(main.tcp, main.rtt_ms / 1e3, main.loss_rate, line_bytes),
-        rtt_s=main.rtt_ms / 1e3,
-        fluctuation=main.fluctuation,
-        usd_per_hour=sum(option.usd_per_month * count for option, count in leases) / HOURS_PER_MONTH,
-        base_dir=base_dir,
-    )
+    return pool_lines(plan.prefill.datacenter, plan.decode.datacenter, leases, base_dir)

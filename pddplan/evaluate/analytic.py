@@ -4,9 +4,8 @@ The model, stage by stage (docs/model.md has the full derivation):
 
 prefill    G/G/c queue, c = prefill instances, service S = chunked-prefill time of the class;
            wait ~ 0 w.p. 1 - P_w, else exponential (Allen-Cunneen, see `queueing`).
-WAN        processor sharing with a per-flow TCP cap F: a transfer of x bytes when the line's
-           available capacity is C f takes RTT/2 + x / min(F, C f - L), L the offered bytes/s
-           (floored at 5% of C f); f ranges over the stationary fluctuation distribution.
+WAN        processor sharing with a per-flow TCP cap (see `pddplan.net.transfer`); the line's
+           available fraction f ranges over the stationary fluctuation distribution.
 RDMA       x / (tp * NIC) + 24.5 ms copy overhead (article's microbenchmark).
 decoders   continuous batching: each instance runs B sequences with step time tau(B); B solves
            B = (arrival rate per instance) * (tokens per request) * tau(B) (Little's law), and must
@@ -17,7 +16,8 @@ relay      a P-RLD-MD request decodes on the relay for the eager window: its WAN
            within the window is finished by the relay (singular traffic).
 TTFT       P-MD: wait + S + WAN + tau_MD.  P-RLD-MD: wait + S + RDMA + tau_RLD.
            pd-intra: wait + S + RDMA + tau_D.  pd-cross: wait + S + WAN + tau_D.
-goodput    rate * P(TTFT <= SLA P99 target and TPOT <= SLA TPOT target), 0 if a stage is unstable.
+goodput    the rate when every SLA percentile holds; otherwise rate * P(TTFT <= the P99 target and
+           TPOT <= the TPOT target), the share of requests that individually meet it; 0 if unstable.
 BCR        goodput requests per dollar: goodput_rps * 3600 / cost_per_hour.
 """
 
@@ -32,12 +32,12 @@ import numpy as np
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
 from pddplan.net.tcp import rdma_time_s
+from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenario import Role, Scenario
 
 QUANTILES = (0.5, 0.9, 0.99)
-SPARE_FLOOR = 0.05  # a saturated line still moves something: floor the spare capacity at 5% of C f
 MAX_CATCHUP_ROUNDS = 6
 
 
@@ -176,7 +176,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     """Evaluate `scenario` at `rate_rps` (default: the workload's rate)."""
     workload = scenario.workload
     plan = scenario.plan
-    lam = rate_rps if rate_rps is not None else workload.arrival.rate_rps
+    lam = rate_rps if rate_rps is not None else scenario.rate_rps
     classes = request_classes(scenario)
     p_in = classes.input_prob
     outputs = classes.output_tokens
@@ -218,9 +218,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         if link is not None:
             sent = classes.wan_bytes[:, None, None] * (1.0 - cancel_fraction)
             offered = lam * float(np.einsum("iof,i,o,f->", sent, p_in, p_out, prob_f))
-            spare = np.maximum(capacity_f - offered, SPARE_FLOOR * capacity_f)
-            rate = np.minimum(link.flow_cap_bytes_per_s, spare)
-            wan_time = link.rtt_s / 2 + classes.wan_bytes[:, None] / rate[None, :]
+            wan_time = wan_transfer_time(classes.wan_bytes, capacity_f, offered, link.flow_cap_bytes_per_s, link.rtt_s)
         if plan.architecture != "pdd" or relay_role is None:
             break
         assert link is not None
@@ -291,12 +289,15 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         rdma = rdma_time_s(full_kv, prefill.gpus // prefill.count, nic)
         first = np.where(relay[:, None], (rdma + decoder_relay.step_s)[:, None], wan_time + tau_m)
     delays = (classes.prefill_s[:, None] + first).ravel()
+    slot_p, slot_mean = _slot_waits(scenario, classes, lam, md_decoder, decoder_relay, finishes_on_relay, weights)
+    slot_p = np.broadcast_to(slot_p[:, None], first.shape).ravel()
+    slot_mean = np.broadcast_to(slot_mean[:, None], first.shape).ravel()
     ttft_weights = np.outer(p_in, prob_f).ravel()
     stable = rho_prefill < 1 and md_decoder.stable and (decoder_relay is None or decoder_relay.stable)
     link_utilization = offered / link.mean_capacity_bytes_per_s() if link is not None else 0.0
     stable = stable and link_utilization < 1
     if stable:
-        ttft_q = mixture_quantiles(QUANTILES, delays, ttft_weights, p_wait, wait_mean)
+        ttft_q = mixture_quantiles(QUANTILES, delays, ttft_weights, p_wait, wait_mean, slot_p, slot_mean)
     else:
         ttft_q = np.full(3, math.inf)
 
@@ -333,13 +334,13 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     if sla.tpot_p90_s is not None and tpot_q[1] > sla.tpot_p90_s:
         violations.append(f"TPOT P90 {tpot_q[1] * 1e3:.1f} ms > {sla.tpot_p90_s * 1e3:g} ms")
     if stable:
-        ttft_ok = 1.0 - wait_survival(sla.ttft_p99_s - delays, p_wait, wait_mean)
+        ttft_ok = 1.0 - wait_survival(sla.ttft_p99_s - delays, p_wait, wait_mean, slot_p, slot_mean)
         ttft_ok = ttft_ok.reshape(len(p_in), 1, len(prob_f))
         tpot_ok = tpot <= (sla.tpot_p90_s if sla.tpot_p90_s is not None else math.inf)
         attainment = float((ttft_ok * tpot_ok * weights).sum())
     else:
         attainment = 0.0
-    goodput = lam * attainment
+    goodput = lam if stable and not violations else lam * attainment
     cost = scenario.cost_per_hour
     revenue = lam * revenue_per_request(scenario, classes) * 3600 if stable else 0.0
 
@@ -367,7 +368,9 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
             step_s=decoder_relay.step_s,
             stable=decoder_relay.stable,
         )
-    pipelines = _pipelines(plan.architecture, relay, delays, p_in, prob_f, p_wait, wait_mean, stable)
+    pipelines = _pipelines(
+        plan.architecture, relay, delays, p_in, prob_f, (p_wait, wait_mean, slot_p, slot_mean), stable
+    )
     return Evaluation(
         architecture=plan.architecture,
         rate_rps=lam,
@@ -389,6 +392,48 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         stages=stages,
         pipelines=pipelines,
     )
+
+
+def _slot_waits(
+    scenario: Scenario,
+    classes: RequestClasses,
+    lam: float,
+    md: _Decoder,
+    relay: _Decoder | None,
+    finishes_on_relay: np.ndarray,
+    weights: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per input class, (P(wait), conditional mean) for a batch slot on the first decoder it meets.
+
+    Slots of a pool are servers of a G/G/c queue: c = instances * max batch, service = the time a
+    sequence holds its slot (Little: batch * instances / arrival rate), service cv^2 that of the
+    output lengths. P-RLD-MD requests wait for a relay slot, the others for a decode slot.
+    """
+    outputs, p_out = classes.output_tokens, classes.output_prob
+    mean_o = float(outputs @ p_out)
+    cv2_out = float((outputs**2) @ p_out) / mean_o**2 - 1.0
+    cv2_arrival = scenario.workload.arrival.cv**2
+    p = np.zeros(len(classes.input_prob))
+    mean = np.zeros(len(classes.input_prob))
+
+    def pool_wait(decoder: _Decoder, instances: int, arrivals: float) -> tuple[float, float]:
+        if not decoder.stable or not math.isfinite(decoder.batch):
+            return 1.0, math.inf
+        if arrivals <= 0 or decoder.batch <= 0:
+            return 0.0, 0.0
+        hold = decoder.batch * instances / arrivals
+        p_arr, m_arr = allen_cunneen(instances * decoder.max_batch, arrivals, hold, cv2_out, cv2_arrival)
+        return float(p_arr), float(m_arr)
+
+    md_arrivals = lam * float(((~finishes_on_relay) * weights).sum())
+    md_p, md_m = pool_wait(md, scenario.decode.count, md_arrivals)
+    direct = ~classes.relay
+    p[direct], mean[direct] = md_p, md_m
+    if relay is not None and scenario.relay is not None:
+        relay_arrivals = lam * float(classes.relay @ classes.input_prob)
+        r_p, r_m = pool_wait(relay, scenario.relay.count, relay_arrivals)
+        p[classes.relay], mean[classes.relay] = r_p, r_m
+    return p, mean
 
 
 def _catch_up(
@@ -444,8 +489,7 @@ def _pipelines(
     delays: np.ndarray,
     p_in: np.ndarray,
     prob_f: np.ndarray,
-    p_wait: float,
-    wait_mean: float,
+    waits: tuple[float, float, np.ndarray, np.ndarray],
     stable: bool,
 ) -> dict[str, dict[str, float]]:
     """TTFT percentiles per pipeline (P-MD and P-RLD-MD for pdd; one pipeline otherwise)."""
@@ -461,6 +505,6 @@ def _pipelines(
         if share <= 0:
             continue
         w = (np.where(mask, p_in, 0.0)[:, None] * prob_f[None, :]).ravel()
-        q = mixture_quantiles(QUANTILES, delays, w, p_wait, wait_mean) if stable else np.full(3, math.inf)
+        q = mixture_quantiles(QUANTILES, delays, w, *waits) if stable else np.full(3, math.inf)
         out[name] = {"share": share, "ttft_p50_s": float(q[0]), "ttft_p90_s": float(q[1]), "ttft_p99_s": float(q[2])}
     return out

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
-from pddplan.perf.roofline import prefill_time
+from pddplan.perf.roofline import Instance, prefill_time
 from pddplan.scenario import Scenario
+from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import Routing
+from pddplan.specs.workload import Workload
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,14 @@ class RequestClasses:
         return float(self.prompt_tokens @ self.input_prob + self.mean_output_tokens / 2)
 
 
-def request_classes(scenario: Scenario) -> RequestClasses:
-    """Discretize the workload and compute per-class prefill time and WAN bytes."""
-    workload = scenario.workload
+def workload_classes(
+    workload: Workload,
+    model: ModelArchitecture,
+    prefill: Instance,
+    chunk_tokens: int,
+    relay_rule: Routing | None,
+) -> RequestClasses:
+    """Discretize `workload`; prefill times on `prefill`; relay marks by `relay_rule` (None: no relay)."""
     page = workload.serving.page_tokens
     prompts, prompt_probs = workload.prompt_tokens.support()
     hits, hit_probs = workload.hit_rate.support()
@@ -61,15 +69,13 @@ def request_classes(scenario: Scenario) -> RequestClasses:
     input_prob = np.repeat(prompt_probs, len(hits)) * np.tile(hit_probs, len(prompts))
     fresh = new_tokens(prompt, hit, page)
     cached = cached_tokens(prompt, hit, page)
-    wan_bytes = incremental_kv_bytes(scenario.model, prompt, hit, page)
-    prefill = prefill_time(scenario.prefill.instance, fresh, cached, scenario.chunk_tokens)
-    routing = scenario.plan.routing
-    if scenario.plan.architecture != "pdd":
+    wan_bytes = incremental_kv_bytes(model, prompt, hit, page)
+    if relay_rule is None:
         relay = np.zeros(prompt.shape, dtype=bool)
-    elif routing.kind == "hit":
-        relay = hit < routing.hit_threshold
+    elif relay_rule.kind == "hit":
+        relay = hit < relay_rule.hit_threshold
     else:
-        relay = wan_bytes > routing.incremental_bytes_threshold
+        relay = wan_bytes > relay_rule.incremental_bytes_threshold
     outputs, output_probs = workload.output_tokens.support()
     return RequestClasses(
         prompt_tokens=prompt,
@@ -77,10 +83,22 @@ def request_classes(scenario: Scenario) -> RequestClasses:
         new_tokens=fresh,
         cached_tokens=cached,
         wan_bytes=wan_bytes,
-        prefill_s=prefill,
+        prefill_s=prefill_time(prefill, fresh, cached, chunk_tokens),
         relay=relay,
         output_tokens=outputs,
         input_prob=input_prob,
         output_prob=output_probs,
-        kv_bytes_at_end=request_kv_bytes(scenario.model, prompt[:, None] + outputs[None, :], page),
+        kv_bytes_at_end=request_kv_bytes(model, prompt[:, None] + outputs[None, :], page),
+    )
+
+
+def request_classes(scenario: Scenario) -> RequestClasses:
+    """The classes of a scenario's workload, with its prefill instance and routing."""
+    plan = scenario.plan
+    return workload_classes(
+        scenario.workload,
+        scenario.model,
+        scenario.prefill.instance,
+        scenario.chunk_tokens,
+        plan.routing if plan.architecture == "pdd" else None,
     )

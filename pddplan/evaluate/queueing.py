@@ -77,28 +77,68 @@ def ps_response(size: ArrayLike, capacity: float, load: float) -> np.ndarray:
     return x / (capacity * (1.0 - load))
 
 
-def wait_survival(slack: ArrayLike, p_wait: float, wait_mean: float) -> np.ndarray:
-    """P(W > slack) for the wait W: 1 below zero, else p_wait * exp(-slack / mean)."""
+def _exp_tail(y: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(mean > 0, np.exp(-y / np.where(mean > 0, mean, 1.0)), 0.0)
+
+
+def wait_survival(
+    slack: ArrayLike, p_wait: float, wait_mean: float, p_wait2: ArrayLike = 0.0, wait_mean2: ArrayLike = 0.0
+) -> np.ndarray:
+    """P(W1 + W2 > slack) for independent waits W = 0 w.p. 1 - p, else exponential with its mean.
+
+    One wait: p1 e^{-y/m1}. Two: p1(1-p2) e^{-y/m1} + (1-p1) p2 e^{-y/m2} + p1 p2 H(y), H the
+    survival of the sum of both exponentials, (m1 e^{-y/m1} - m2 e^{-y/m2}) / (m1 - m2)
+    ((1 + y/m) e^{-y/m} when m1 = m2). 1 for slack < 0; 1 everywhere if a mean is infinite.
+    """
     y = np.asarray(slack, dtype=np.float64)
+    p2 = np.broadcast_to(np.asarray(p_wait2, dtype=np.float64), y.shape)
+    m2 = np.broadcast_to(np.asarray(wait_mean2, dtype=np.float64), y.shape)
     if not math.isfinite(wait_mean):
-        tail = np.ones_like(y)
-    elif wait_mean <= 0 or p_wait <= 0:
-        tail = np.zeros_like(y)
-    else:
-        tail = p_wait * np.exp(-np.maximum(y, 0.0) / wait_mean)
+        return np.ones_like(y)
+    p1 = p_wait if wait_mean > 0 else 0.0
+    m1 = np.full(y.shape, wait_mean)
+    yy = np.maximum(y, 0.0)
+    e1 = _exp_tail(yy, m1)
+    e2 = _exp_tail(yy, m2)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        close = np.abs(m1 - m2) <= 1e-9 * np.maximum(m1, m2)
+        hypo = np.where(close, (1.0 + yy / np.where(m1 > 0, m1, 1.0)) * e1, (m1 * e1 - m2 * e2) / (m1 - m2))
+    hypo = np.where((m1 > 0) & (m2 > 0), hypo, np.where(m1 > 0, e1, e2))
+    tail = p1 * (1 - p2) * e1 + (1 - p1) * p2 * e2 + p1 * p2 * hypo
+    tail = np.where(np.isfinite(m2), tail, 1.0)
     return np.where(y < 0, 1.0, tail)
 
 
 def mixture_survival(
-    t: ArrayLike, delays: np.ndarray, weights: np.ndarray, p_wait: float, wait_mean: float
+    t: ArrayLike,
+    delays: np.ndarray,
+    weights: np.ndarray,
+    p_wait: float,
+    wait_mean: float,
+    p_wait2: ArrayLike = 0.0,
+    wait_mean2: ArrayLike = 0.0,
 ) -> np.ndarray:
-    """P(W + D > t) where D takes value delays[i] with weights[i] and W is the exponential-tail wait."""
+    """P(W + D > t): D takes delays[i] with weights[i]; W is the prefill wait plus, per point, an
+    optional second wait (a decoder's slot wait)."""
     t_arr = np.asarray(t, dtype=np.float64)
-    return wait_survival(t_arr[..., None] - delays, p_wait, wait_mean) @ weights
+    slack = t_arr[..., None] - delays
+    return (
+        wait_survival(
+            slack, p_wait, wait_mean, np.broadcast_to(p_wait2, delays.shape), np.broadcast_to(wait_mean2, delays.shape)
+        )
+        @ weights
+    )
 
 
 def mixture_quantiles(
-    quantiles: ArrayLike, delays: np.ndarray, weights: np.ndarray, p_wait: float, wait_mean: float
+    quantiles: ArrayLike,
+    delays: np.ndarray,
+    weights: np.ndarray,
+    p_wait: float,
+    wait_mean: float,
+    p_wait2: ArrayLike = 0.0,
+    wait_mean2: ArrayLike = 0.0,
 ) -> np.ndarray:
     """Quantiles of W + D (see `mixture_survival`), by bisection to 1 ms or 0.1%.
 
@@ -108,13 +148,15 @@ def mixture_quantiles(
     weights = weights / weights.sum()
     finite = np.isfinite(delays)
     inf_share = float(weights[~finite].sum())
-    if not math.isfinite(wait_mean):
+    mean2 = np.broadcast_to(np.asarray(wait_mean2, dtype=np.float64), delays.shape)
+    if not math.isfinite(wait_mean) or not np.all(np.isfinite(mean2)):
         return np.full(q.shape, np.inf)
     low = np.zeros(q.shape)
-    high = np.full(q.shape, float(delays[finite].max(initial=0.0)) + max(wait_mean, 0.0) * 50.0 + 1e-3)
+    spread = max(wait_mean, 0.0) + float(mean2.max(initial=0.0))
+    high = np.full(q.shape, float(delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3)
     for _ in range(60):
         mid = (low + high) / 2.0
-        above = mixture_survival(mid, delays, weights, p_wait, wait_mean) > 1.0 - q
+        above = mixture_survival(mid, delays, weights, p_wait, wait_mean, p_wait2, wait_mean2) > 1.0 - q
         low = np.where(above, mid, low)
         high = np.where(above, high, mid)
         if np.all(high - low <= np.maximum(1e-3, 1e-3 * high)):

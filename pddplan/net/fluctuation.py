@@ -54,10 +54,10 @@ def stationary_support(spec: Fluctuation, base_dir: Path | None = None) -> tuple
         times, fractions = read_trace(_trace_path(spec, base_dir))
         durations = np.diff(times, append=times[-1] + (times[-1] - times[0]) / max(len(times) - 1, 1))
         return fractions, durations / durations.sum()
-    from scipy.stats import norm
+    from scipy.special import ndtri
 
     probs = (np.arange(SUPPORT_POINTS) + 0.5) / SUPPORT_POINTS
-    fractions = np.clip(1.0 + spec.cv * norm.ppf(probs), spec.min_fraction, 1.0)
+    fractions = np.clip(1.0 + spec.cv * ndtri(probs), spec.min_fraction, 1.0)
     return fractions, np.full(SUPPORT_POINTS, 1.0 / SUPPORT_POINTS)
 
 

@@ -82,7 +82,7 @@ class SimulationStats:
 
 def _arrivals(scenario: Scenario, count: int, rng: np.random.Generator) -> np.ndarray:
     arrival = scenario.workload.arrival
-    mean_gap = 1.0 / arrival.rate_rps
+    mean_gap = 1.0 / scenario.rate_rps
     if arrival.process == "poisson":
         gaps = rng.exponential(mean_gap, count)
     else:
@@ -169,8 +169,15 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
 
     events: list[tuple[float, int, int, int, int]] = []  # (time, seq, kind, request or instance, version)
     seq = 0
-    kinds = {"decoder": 0, "link": 1, "join_decode": 2, "join_relay": 3, "kv_landed": 4, "relay_notice": 5,
-             "relay_final": 6}
+    kinds = {
+        "decoder": 0,
+        "link": 1,
+        "join_decode": 2,
+        "join_relay": 3,
+        "kv_landed": 4,
+        "relay_notice": 5,
+        "relay_final": 6,
+    }
 
     def push(t: float, kind: int, target: int, version: int = 0) -> None:
         nonlocal seq
@@ -347,9 +354,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         prefill_instances=scenario.prefill.count,
         link_bytes=link.bytes_delivered if link else 0.0,
         link_capacity_integral=link.capacity_integral if link else 0.0,
-        decoder_batch_integral={
-            name: sum(inst.batch_time_integral for inst in pool) for name, pool in pools.items()
-        },
+        decoder_batch_integral={name: sum(inst.batch_time_integral for inst in pool) for name, pool in pools.items()},
         decoder_max_batch={name: pool[0].max_batch for name, pool in pools.items()},
         decoder_instances={name: len(pool) for name, pool in pools.items()},
     )

@@ -55,12 +55,12 @@ class LognormalLength(StrictModel):
 
     def support(self) -> tuple[np.ndarray, np.ndarray]:
         """64 quantile midpoints of the truncated distribution, equally weighted."""
-        from scipy.stats import norm
+        from scipy.special import ndtr, ndtri
 
-        lo = norm.cdf((math.log(self.min_tokens) - math.log(self.median_tokens)) / self.sigma)
-        hi = norm.cdf((math.log(self.max_tokens) - math.log(self.median_tokens)) / self.sigma)
+        lo = ndtr((math.log(self.min_tokens) - math.log(self.median_tokens)) / self.sigma)
+        hi = ndtr((math.log(self.max_tokens) - math.log(self.median_tokens)) / self.sigma)
         probs = lo + (hi - lo) * (np.arange(64) + 0.5) / 64
-        values = np.exp(math.log(self.median_tokens) + self.sigma * norm.ppf(probs))
+        values = np.exp(math.log(self.median_tokens) + self.sigma * ndtri(probs))
         return np.clip(values, self.min_tokens, self.max_tokens), np.full(64, 1 / 64)
 
     def mean(self) -> float:

@@ -121,8 +121,9 @@ class HardwareProfile(StrictModel):
 
     def require(self, path: str) -> float:
         """The value of a figure; a clear InputError when the profile leaves it unknown."""
-        figure = self.figures().get(path)
-        if figure is None or figure.value is None:
+        group, _, name = path.partition(".")
+        figure = getattr(getattr(self, group, None), name, None)
+        if not isinstance(figure, Figure) or figure.value is None:
             raise InputError(
                 f"hardware '{self.name}': {path} is unknown ({figure.source if figure else 'not set'}); "
                 "set it in the profile before using this GPU"

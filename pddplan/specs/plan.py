@@ -81,6 +81,10 @@ class Plan(StrictModel):
     wan: list[WanLease] = Field(default_factory=list)
     routing: Routing = Routing()
     handoff: Handoff = Handoff()
+    rate_rps: PositiveFloat | None = Field(
+        default=None,
+        description="requests/s this plan serves; traffic beyond it is shed at admission. Default: the workload's rate",
+    )
     chunk_tokens: PositiveInt | None = Field(default=None, description="default: the workload's")
     max_decode_batch: PositiveInt | None = Field(default=None, description="default: the workload's")
 

@@ -153,8 +153,9 @@ class Deployment(StrictModel):
     tp_options: list[PositiveInt] | None = Field(
         default=None, description="TP degrees to consider; default: powers of two that fit, up to the domain"
     )
-    rdma_gbps: PositiveFloat | None = Field(
-        default=None, description="P-to-RLD bandwidth per GPU; default: the GPU's NIC"
+    home_datacenter: Name | None = Field(
+        default=None,
+        description="where prefill (and relay) run, and where pd-intra keeps everything; default: the first listed",
     )
 
     @model_validator(mode="after")
@@ -162,6 +163,8 @@ class Deployment(StrictModel):
         names = [dc.name for dc in self.datacenters]
         if len(set(names)) != len(names):
             raise ValueError(f"datacenter names repeat: {names}")
+        if self.home_datacenter is not None and self.home_datacenter not in names:
+            raise ValueError(f"home_datacenter {self.home_datacenter!r} is not a datacenter ({', '.join(names)})")
         line_names = [line.name for line in self.wan_lines]
         if len(set(line_names)) != len(line_names):
             raise ValueError(f"wan line names repeat: {line_names}")
@@ -175,6 +178,11 @@ class Deployment(StrictModel):
 
     def datacenter(self, name: str) -> Datacenter:
         return next(dc for dc in self.datacenters if dc.name == name)
+
+    @property
+    def home(self) -> str:
+        """The home datacenter: prefill and relay run here; pd-intra runs only here."""
+        return self.home_datacenter or self.datacenters[0].name
 
 
 class ServingOptions(StrictModel):

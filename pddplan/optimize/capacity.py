@@ -1,0 +1,244 @@
+"""Per-candidate capacities the integer program is built from, derived from the evaluator's model.
+
+decoders   an instance runs at most B* sequences: the largest batch whose step keeps TPOT within
+           the SLA, and that fits its memory. Its B* slots are servers of a queue, filled to the
+           utilization u* at which a request waits for a slot with probability <= 5% (Erlang C on
+           one instance's slots, so larger pools have margin). It serves
+           r = u* B* / (tau(B*) * E[O]) requests/s of full-length outputs; the main decoder's load per request is a fraction a <= 1 of a
+           full output (eager tokens done by the relay, plus the extend step as equivalent tokens).
+relay      an instance holds u* B*_R sequences at once; by Little's law it serves a request stream
+           of rate g if sum(n * u* B*_R) >= g * E[relay hold time].
+memory     the main decoders must hold their radix cache (rate * retention * prompt KV) beside a
+           full batch on every instance: sum(n * (M - B* * KV)) >= g * retention * E[prompt KV].
+prefill    for a pool of n instances and a WAN pool, the largest rate at which the TTFT mixture
+           (wait + prefill + transfer or RDMA + first decode step) meets the P90 and P99 targets:
+           P(TTFT > T90) <= 0.10 and P(TTFT > T99) <= 0.01, found by bisection on the rate.
+WAN        a pool carries g * E[incremental KV bytes] <= rho_max * E[available capacity].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pddplan.evaluate.classes import RequestClasses, workload_classes
+from pddplan.evaluate.queueing import allen_cunneen, erlang_c
+from pddplan.net.lines import LinePool
+from pddplan.net.tcp import rdma_time_s
+from pddplan.net.transfer import wan_transfer_time
+from pddplan.optimize.candidates import Candidate
+from pddplan.perf.kv import request_kv_bytes
+from pddplan.perf.roofline import decode_step_time, extend_time
+from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import Architecture, Handoff, Routing
+from pddplan.specs.workload import Workload
+
+WAN_MAX_UTILIZATION = 0.9
+BISECTION_STEPS = 30
+
+
+@dataclass(frozen=True)
+class DecoderCapacity:
+    """What one decode (or relay) instance candidate can carry."""
+
+    candidate: Candidate
+    batch: int
+    step_s: float
+    occupancy: float
+    requests_per_s: float
+    memory_bytes: float
+    batch_bytes: float
+
+    @property
+    def usable(self) -> bool:
+        return self.batch >= 1
+
+
+SLOT_WAIT_PROBABILITY = 0.05
+
+
+def slot_utilization(slots: int) -> float:
+    """Largest u with Erlang C(slots, u * slots) <= 5%: how full a decoder's batch may run."""
+    low, high = 0.0, 1.0
+    for _ in range(30):
+        mid = (low + high) / 2
+        if float(erlang_c(slots, mid * slots)) <= SLOT_WAIT_PROBABILITY:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def decoder_capacity(
+    candidate: Candidate, workload: Workload, model: ModelArchitecture, context: float, mean_output: float
+) -> DecoderCapacity:
+    """B*, tau(B*) and full-output request rate of one decode instance candidate."""
+    limit = workload.serving.max_decode_batch
+    per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
+    by_memory = int(candidate.kv_capacity_bytes // max(per_sequence, 1.0))
+    batches = np.arange(1, max(min(limit, by_memory), 1) + 1, dtype=np.float64)
+    steps = decode_step_time(candidate.instance, batches, context)
+    target = workload.sla.tpot_p90_s or math.inf
+    ok = steps <= target
+    if by_memory < 1 or not ok.any():
+        return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, candidate.kv_capacity_bytes, 0.0)
+    best = int(batches[ok].max())
+    step = float(steps[best - 1])
+    usable = slot_utilization(best)
+    return DecoderCapacity(
+        candidate=candidate,
+        batch=best,
+        step_s=step,
+        occupancy=usable * best,
+        requests_per_s=usable * best / (step * mean_output),
+        memory_bytes=candidate.kv_capacity_bytes,
+        batch_bytes=best * per_sequence,
+    )
+
+
+@dataclass(frozen=True)
+class PathLoad:
+    """Per-request demands of one architecture over one WAN pool (or none for pd-intra)."""
+
+    line: LinePool | None
+    wan_bytes_per_request: float
+    md_load_fraction: float
+    relay_hold_s: float
+    max_rate: float
+
+
+def path_load(
+    architecture: Architecture,
+    classes: RequestClasses,
+    line: LinePool | None,
+    rate: float,
+    relay_step_s: float,
+    md_candidates: list[Candidate],
+    md_step_s: float,
+    handoff: Handoff,
+    context: float,
+) -> PathLoad:
+    """Bytes over the WAN, the main decoder's share of output work and the relay hold time, per
+    request, at `rate` requests/s over pool `line` (transfer times at that load)."""
+    p_in, p_out, outputs = classes.input_prob, classes.output_prob, classes.output_tokens
+    if line is None:
+        return PathLoad(None, 0.0, 1.0, 0.0, math.inf)
+    wan_bytes = float(classes.wan_bytes @ p_in)
+    capacity_f, prob_f = line.capacity_support()
+    max_rate = WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / max(wan_bytes, 1.0)
+    if architecture != "pdd":
+        return PathLoad(line, wan_bytes, 1.0, 0.0, max_rate)
+    offered = min(rate, max_rate) * wan_bytes
+    transfer = wan_transfer_time(classes.wan_bytes, capacity_f, offered, line.flow_cap_bytes_per_s, line.rtt_s)
+    window = transfer + line.rtt_s / 2
+    eager = np.minimum(outputs[None, :, None], window[:, None, :] / relay_step_s)
+    relay = classes.relay[:, None, None]
+    weights = np.einsum("i,o,f->iof", p_in, p_out, prob_f)
+    finishes = relay & (outputs[None, :, None] <= eager)
+    hold = np.where(relay, np.minimum(window[:, None, :], outputs[None, :, None] * relay_step_s), 0.0)
+    slowest = max(md_candidates, key=lambda c: float(extend_time(c.instance, 64.0, context)))
+    grid = np.unique(np.geomspace(1.0, max(float(outputs.max()), 2.0), 48).round())
+    extend_grid = extend_time(slowest.instance, grid, context)
+    extend = np.where(relay & ~finishes, np.interp(np.maximum(eager, 1.0), grid, extend_grid), 0.0)
+    if handoff.mode != "one-shot":
+        hold = np.where(relay & ~finishes, hold + line.rtt_s, hold)
+    md_tokens = np.where(finishes, 0.0, outputs[None, :, None] - np.where(relay, eager, 0.0))
+    md_tokens = md_tokens + extend / md_step_s
+    mean_output = float(outputs @ p_out)
+    return PathLoad(
+        line=line,
+        wan_bytes_per_request=wan_bytes,
+        md_load_fraction=float((md_tokens * weights).sum()) / mean_output,
+        relay_hold_s=float((hold * weights).sum()),
+        max_rate=max_rate,
+    )
+
+
+def prefill_capacity(
+    candidate: Candidate,
+    classes: RequestClasses,
+    architecture: Architecture,
+    line: LinePool | None,
+    downstream_md_s: float,
+    downstream_relay_s: float,
+    workload: Workload,
+    pool_sizes: np.ndarray,
+    rate_ceiling: float,
+    sla_scale: float,
+) -> np.ndarray:
+    """Largest rate each pool size of `candidate` sustains within the TTFT SLA (0 if none).
+
+    TTFT = wait + prefill + (RDMA + relay step | WAN transfer + decode step), the wait from the
+    G/G/c approximation at that rate; feasible when P(TTFT > T90) <= 0.1 and P(TTFT > T99) <= 0.01
+    with the targets scaled by `sla_scale` (< 1 when verification asked for headroom).
+    """
+    sla = workload.sla
+    p_in = classes.input_prob
+    service = classes.prefill_s
+    mean_s = float(service @ p_in)
+    cv2_s = float((service**2) @ p_in) / mean_s**2 - 1.0
+    cv2_a = workload.arrival.cv**2
+    gpus = candidate.tp
+    full_kv = request_kv_bytes(candidate.instance.model, classes.prompt_tokens, workload.serving.page_tokens)
+    rdma = rdma_time_s(full_kv, gpus, candidate.instance.hardware.nic_bytes_per_s)
+    if line is not None:
+        capacity_f, prob_f = line.capacity_support()
+        wan_bytes = float(classes.wan_bytes @ p_in)
+    else:
+        capacity_f, prob_f, wan_bytes = np.array([math.inf]), np.array([1.0]), 0.0
+    weights = (p_in[:, None] * prob_f[None, :]).ravel()
+    targets = np.array([sla.ttft_p90_s, sla.ttft_p99_s]) * sla_scale
+    allowed = np.array([0.10, 0.01])
+    n = pool_sizes.astype(np.float64)
+
+    def feasible(rate: np.ndarray) -> np.ndarray:
+        p_wait, wait_mean = allen_cunneen(n, rate, mean_s, cv2_s, cv2_a)
+        if architecture == "pd-intra":
+            downstream = np.broadcast_to((rdma + downstream_md_s)[None, :, None], (len(n), len(p_in), len(prob_f)))
+        else:
+            assert line is not None
+            offered = (rate * wan_bytes)[:, None]
+            wan = wan_transfer_time(
+                classes.wan_bytes, capacity_f[None, :], offered, line.flow_cap_bytes_per_s, line.rtt_s
+            )
+            direct = wan + downstream_md_s
+            if architecture == "pdd":
+                relayed = (rdma + downstream_relay_s)[None, :, None]
+                downstream = np.where(classes.relay[None, :, None], relayed, direct)
+            else:
+                downstream = direct
+        delays = (service[None, :, None] + downstream).reshape(len(n), -1)
+        ok = np.ones(len(n), dtype=bool)
+        for target, share in zip(targets, allowed, strict=True):
+            slack = target - delays
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                tail = np.where(
+                    slack < 0,
+                    1.0,
+                    p_wait[:, None] * np.exp(-np.maximum(slack, 0.0) / np.maximum(wait_mean[:, None], 1e-300)),
+                )
+            tail = np.where(np.isfinite(wait_mean)[:, None], tail, 1.0)
+            ok &= tail @ weights <= share
+        return ok
+
+    low = np.zeros(len(n))
+    high = np.minimum(n / mean_s * 0.999, rate_ceiling)
+    if line is not None:
+        high = np.minimum(high, WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / max(wan_bytes, 1.0))
+    ceiling = high.copy()
+    top_ok = feasible(ceiling)
+    for _ in range(BISECTION_STEPS):
+        mid = (low + high) / 2
+        ok = feasible(mid)
+        low = np.where(ok, mid, low)
+        high = np.where(ok, high, mid)
+    return np.where(top_ok, ceiling, low)
+
+
+def classes_for(
+    workload: Workload, model: ModelArchitecture, candidate: Candidate, chunk: int, routing: Routing | None
+) -> RequestClasses:
+    """The workload's classes with prefill times on `candidate`."""
+    return workload_classes(workload, model, candidate.instance, chunk, routing)

@@ -1,0 +1,307 @@
+"""The integer program, built by named `define_*` functions (variables, constraints, objective).
+
+Sets: P prefill candidates c with pool sizes n; D decode and R relay candidates; K WAN line pools
+(directed datacenter pairs with line counts); for pd-intra, datacenters h instead of pools.
+Every constraint is named after what it means, so an infeasibility report points at its builder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pulp
+
+from pddplan.net.lines import LinePool
+from pddplan.optimize.candidates import Candidate
+from pddplan.optimize.capacity import DecoderCapacity, PathLoad
+from pddplan.specs.plan import Architecture
+
+Mode = Literal["bcr", "rate", "budget"]
+
+
+@dataclass
+class ProblemData:
+    """Numbers the program is built from (see `pddplan.optimize.capacity`)."""
+
+    architecture: Architecture
+    prefill: list[Candidate]
+    prefill_caps: dict[tuple[int, int], np.ndarray]  # (prefill candidate, pool) -> rate per pool size 1..N
+    decode: list[DecoderCapacity]
+    relay: list[DecoderCapacity]
+    pools: list[PathLoad]  # one per line pool; a single entry without a line for pd-intra
+    datacenters: list[str]
+    drc_bytes_per_rps: float
+    inventory: dict[tuple[str, str], int]
+    rate_ceiling: float
+    mode: Mode = "bcr"
+    target_rate: float | None = None
+    budget_per_hour: float | None = None
+    elastic: bool = False
+
+
+@dataclass
+class Variables:
+    """Decision variables by family."""
+
+    prefill: dict[tuple[int, int], pulp.LpVariable] = field(default_factory=dict)  # (c, n) binary
+    decode_count: dict[int, pulp.LpVariable] = field(default_factory=dict)
+    decode_pick: dict[int, pulp.LpVariable] = field(default_factory=dict)
+    relay_count: dict[int, pulp.LpVariable] = field(default_factory=dict)
+    relay_pick: dict[int, pulp.LpVariable] = field(default_factory=dict)
+    pool: dict[int, pulp.LpVariable] = field(default_factory=dict)  # line pool or datacenter chosen
+    pool_rate: dict[int, pulp.LpVariable] = field(default_factory=dict)
+    rate: pulp.LpVariable | None = None
+    slack: dict[str, pulp.LpVariable] = field(default_factory=dict)
+
+
+def _pool_location(data: ProblemData, k: int) -> tuple[str, str]:
+    """(prefill/relay datacenter, decode datacenter) of pool k."""
+    line = data.pools[k].line
+    if line is None:
+        return data.datacenters[k], data.datacenters[k]
+    return line.source, line.target
+
+
+def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
+    """Binaries for the prefill pool size, decode and relay type and the WAN pool; integers for
+    decode and relay counts; continuous served rates per pool."""
+    v = Variables()
+    for (c, k), caps in data.prefill_caps.items():
+        for n, cap in enumerate(caps, start=1):
+            if cap > 0 and (c, n) not in v.prefill:
+                v.prefill[(c, n)] = pulp.LpVariable(f"prefill_{c}_n{n}", cat="Binary")
+    for d, cap in enumerate(data.decode):
+        if cap.usable:
+            v.decode_pick[d] = pulp.LpVariable(f"decode_pick_{d}", cat="Binary")
+            v.decode_count[d] = pulp.LpVariable(f"decode_count_{d}", 0, cap.candidate.max_count, cat="Integer")
+    if data.architecture == "pdd":
+        for r, cap in enumerate(data.relay):
+            if cap.usable:
+                v.relay_pick[r] = pulp.LpVariable(f"relay_pick_{r}", cat="Binary")
+                v.relay_count[r] = pulp.LpVariable(f"relay_count_{r}", 0, cap.candidate.max_count, cat="Integer")
+    for k in range(len(data.pools)):
+        v.pool[k] = pulp.LpVariable(f"pool_{k}", cat="Binary")
+        v.pool_rate[k] = pulp.LpVariable(f"pool_rate_{k}", 0)
+    v.rate = pulp.LpVariable("served_rate", 0)
+    if data.elastic:
+        for name in (
+            "prefill-capacity",
+            "decode-capacity",
+            "decode-memory",
+            "relay-capacity",
+            "wan-bandwidth",
+            "inventory",
+            "budget",
+        ):
+            v.slack[name] = pulp.LpVariable(f"slack_{name.replace('-', '_')}", 0)
+    return v
+
+
+def _slack(v: Variables, name: str) -> Any:
+    return v.slack.get(name, 0)
+
+
+def define_served_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """One pool (line configuration, or datacenter for pd-intra) carries the whole served rate:
+    sum_k pool_k = 1;  rate = sum_k rate_k;  rate_k <= ceiling * pool_k."""
+    model += pulp.lpSum(v.pool.values()) == 1, "one-pool"
+    model += v.rate == pulp.lpSum(v.pool_rate.values()), "served-rate"
+    for k in v.pool:
+        model += v.pool_rate[k] <= data.rate_ceiling * v.pool[k], f"pool-rate-{k}"
+
+
+def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """Prefill within the TTFT SLA: for every pool k, sum_{c,n} cap(c, n, k) * z(c, n) >= rate_k,
+    one prefill kind and size (sum z = 1), placed at the pool's prefill datacenter."""
+    model += pulp.lpSum(v.prefill.values()) == 1, "one-prefill-pool"
+    for k in v.pool:
+        supply = pulp.lpSum(
+            float(data.prefill_caps[(c, k)][n - 1]) * z
+            for (c, n), z in v.prefill.items()
+            if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
+        )
+        model += supply + _slack(v, "prefill-capacity") >= v.pool_rate[k], f"prefill-capacity-{k}"
+    for (c, n), z in v.prefill.items():
+        home = [k for k in v.pool if _pool_location(data, k)[0] == data.prefill[c].datacenter]
+        model += z <= pulp.lpSum(v.pool[k] for k in home), f"prefill-location-{c}-{n}"
+
+
+def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """Main decode within the TPOT SLA: sum_d r_d * count_d >= sum_k a_k * rate_k, r_d the full-output
+    request rate of one instance at its TPOT-limited batch, a_k its share of the output work
+    (eager tokens done by the relay, extend steps counted as tokens); one decode type, placed at
+    the pool's decode datacenter; pd-intra keeps decode on the prefill GPU type (homogeneous)."""
+    model += pulp.lpSum(v.decode_pick.values()) == 1, "one-decode-kind"
+    supply = pulp.lpSum(data.decode[d].requests_per_s * count for d, count in v.decode_count.items())
+    demand = pulp.lpSum(data.pools[k].md_load_fraction * v.pool_rate[k] for k in v.pool)
+    model += supply + _slack(v, "decode-capacity") >= demand, "decode-capacity"
+    for d, count in v.decode_count.items():
+        candidate = data.decode[d].candidate
+        model += count <= candidate.max_count * v.decode_pick[d], f"decode-pick-{d}"
+        home = [k for k in v.pool if _pool_location(data, k)[1] == candidate.datacenter]
+        model += v.decode_pick[d] <= pulp.lpSum(v.pool[k] for k in home), f"decode-location-{d}"
+        if data.architecture == "pd-intra":
+            same_gpu = [z for (c, _), z in v.prefill.items() if data.prefill[c].gpu == candidate.gpu]
+            model += v.decode_pick[d] <= pulp.lpSum(same_gpu), f"homogeneous-{d}"
+
+
+def define_decode_memory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """The main decoders' radix cache fits beside a full batch on every instance:
+    sum_d count_d * (M_d - B*_d * KV) >= rate * retention * E[prompt KV]."""
+    if data.drc_bytes_per_rps <= 0:
+        return
+    spare = pulp.lpSum(
+        (data.decode[d].memory_bytes - data.decode[d].batch_bytes) / 1e9 * count for d, count in v.decode_count.items()
+    )
+    need = data.drc_bytes_per_rps / 1e9 * v.rate
+    model += spare + _slack(v, "decode-memory") >= need, "decode-memory"
+
+
+def define_relay_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """Relay concurrency by Little's law: sum_r u* B*_r * count_r >= sum_k E[hold_k] * rate_k; one relay
+    type, at the prefill datacenter (it is fed over RDMA)."""
+    if data.architecture != "pdd":
+        return
+    model += pulp.lpSum(v.relay_pick.values()) == 1, "one-relay-kind"
+    supply = pulp.lpSum(data.relay[r].occupancy * count for r, count in v.relay_count.items())
+    demand = pulp.lpSum(data.pools[k].relay_hold_s * v.pool_rate[k] for k in v.pool)
+    model += supply + _slack(v, "relay-capacity") >= demand, "relay-capacity"
+    for r, count in v.relay_count.items():
+        candidate = data.relay[r].candidate
+        model += count <= candidate.max_count * v.relay_pick[r], f"relay-pick-{r}"
+        model += count >= v.relay_pick[r], f"relay-nonempty-{r}"
+        home = [k for k in v.pool if _pool_location(data, k)[0] == candidate.datacenter]
+        model += v.relay_pick[r] <= pulp.lpSum(v.pool[k] for k in home), f"relay-location-{r}"
+
+
+def define_wan_bandwidth(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """WAN lines with headroom for the P-MD tail: rate_k * E[bytes] <= 0.9 * E[available capacity_k]."""
+    for k, load in enumerate(data.pools):
+        if load.line is None:
+            continue
+        model += v.pool_rate[k] <= load.max_rate * v.pool[k] + _slack(v, "wan-bandwidth"), f"wan-bandwidth-{k}"
+
+
+def define_inventory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """GPUs of each type per datacenter: sum over roles of tp * instances <= what the datacenter offers."""
+    for (dc, gpu), limit in data.inventory.items():
+        used = [
+            n * data.prefill[c].tp * z
+            for (c, n), z in v.prefill.items()
+            if (data.prefill[c].datacenter, data.prefill[c].gpu) == (dc, gpu)
+        ]
+        used += [
+            data.decode[d].candidate.tp * count
+            for d, count in v.decode_count.items()
+            if (data.decode[d].candidate.datacenter, data.decode[d].candidate.gpu) == (dc, gpu)
+        ]
+        used += [
+            data.relay[r].candidate.tp * count
+            for r, count in v.relay_count.items()
+            if (data.relay[r].candidate.datacenter, data.relay[r].candidate.gpu) == (dc, gpu)
+        ]
+        if used:
+            model += pulp.lpSum(used) <= limit + _slack(v, "inventory"), f"inventory-{dc}-{gpu}"
+
+
+def cost_expression(data: ProblemData, v: Variables) -> Any:
+    """$ per hour: instances of every role plus the chosen line pool."""
+    return (
+        pulp.lpSum(n * data.prefill[c].usd_per_hour * z for (c, n), z in v.prefill.items())
+        + pulp.lpSum(data.decode[d].candidate.usd_per_hour * count for d, count in v.decode_count.items())
+        + pulp.lpSum(data.relay[r].candidate.usd_per_hour * count for r, count in v.relay_count.items())
+        + pulp.lpSum(
+            (data.pools[k].line.usd_per_hour if data.pools[k].line is not None else 0.0) * v.pool[k] for k in v.pool
+        )
+    )
+
+
+def define_budget(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """Optional spending cap: cost <= budget."""
+    if data.budget_per_hour is not None:
+        model += cost_expression(data, v) <= data.budget_per_hour + _slack(v, "budget"), "budget"
+
+
+def define_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """Served rate: exactly the target (`--rate`), else at most the workload's offered rate."""
+    if data.mode == "rate":
+        assert data.target_rate is not None
+        model += v.rate == data.target_rate, "target-rate"
+    else:
+        model += v.rate <= data.rate_ceiling, "offered-rate"
+
+
+ELASTIC_PENALTY = 1e6
+
+
+def define_objective(model: pulp.LpProblem, data: ProblemData, v: Variables, bcr_price: float) -> None:
+    """bcr: maximize rate - q * cost (one Dinkelbach step at ratio q); rate: minimize cost;
+    budget: maximize rate (cost as a tie-breaker). Slack (elastic diagnosis) is penalized."""
+    cost = cost_expression(data, v)
+    penalty = ELASTIC_PENALTY * pulp.lpSum(v.slack.values())
+    if data.mode == "rate":
+        model.sense = pulp.LpMinimize
+        model.setObjective(cost + penalty)
+    elif data.mode == "budget":
+        model.sense = pulp.LpMaximize
+        model.setObjective(v.rate - 1e-6 * cost - penalty)
+    else:
+        model.sense = pulp.LpMaximize
+        model.setObjective(v.rate - bcr_price * cost - penalty)
+
+
+def build(data: ProblemData, bcr_price: float = 0.0) -> tuple[pulp.LpProblem, Variables]:
+    """The whole program: variables, then constraints by meaning, then the objective."""
+    model = pulp.LpProblem("pddplan", pulp.LpMaximize)
+    v = define_variables(model, data)
+    define_served_rate(model, data, v)
+    define_prefill_capacity(model, data, v)
+    define_decode_capacity(model, data, v)
+    define_decode_memory(model, data, v)
+    define_relay_capacity(model, data, v)
+    define_wan_bandwidth(model, data, v)
+    define_inventory(model, data, v)
+    define_budget(model, data, v)
+    define_rate(model, data, v)
+    define_objective(model, data, v, bcr_price)
+    return model, v
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The chosen integers, read back from a solved program."""
+
+    prefill: tuple[int, int]
+    decode: tuple[int, int]
+    relay: tuple[int, int] | None
+    pool: int
+    rate: float
+    cost_per_hour: float
+    slack: dict[str, float]
+
+
+def read_solution(data: ProblemData, v: Variables) -> Solution:
+    """Which candidate, how many, which pool; rounding guards against solver tolerances."""
+    prefill = max(v.prefill, key=lambda key: v.prefill[key].value() or 0.0)
+    decode = max(v.decode_pick, key=lambda d: v.decode_pick[d].value() or 0.0)
+    relay = None
+    if v.relay_pick:
+        r = max(v.relay_pick, key=lambda key: v.relay_pick[key].value() or 0.0)
+        relay = (r, round(v.relay_count[r].value() or 0))
+    pool = max(v.pool, key=lambda k: v.pool[k].value() or 0.0)
+    return Solution(
+        prefill=prefill,
+        decode=(decode, round(v.decode_count[decode].value() or 0)),
+        relay=relay,
+        pool=pool,
+        rate=float(v.rate.value() or 0.0) if v.rate is not None else 0.0,
+        cost_per_hour=float(pulp.value(cost_expression(data, v)) or 0.0),
+        slack={name: float(var.value() or 0.0) for name, var in v.slack.items()},
+    )
+
+
+def line_of(data: ProblemData, solution: Solution) -> LinePool | None:
+    """The line pool a solution leases."""
+    return data.pools[solution.pool].line

@@ -1,0 +1,134 @@
+"""`pddplan optimize`: the best plan per architecture, verified, side by side, and PDD's gains."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pddplan.optimize.search import ArchitectureResult, OptimizeOptions, optimize_architecture
+from pddplan.report.plan_tables import scenario_roles, scenario_wan
+from pddplan.specs.plan import Architecture
+from pddplan.specs.workload import Workload
+
+ARCHITECTURES: tuple[Architecture, ...] = ("pd-intra", "pd-cross", "pdd")
+
+
+@dataclass
+class OptimizeReport:
+    """Every architecture's result and the best one."""
+
+    workload: Workload
+    options: OptimizeOptions
+    results: list[ArchitectureResult]
+
+    @property
+    def feasible(self) -> list[ArchitectureResult]:
+        return [r for r in self.results if r.feasible]
+
+    @property
+    def best(self) -> ArchitectureResult | None:
+        """Highest BCR (or lowest cost for `--rate`, most goodput for `--budget`) among feasible ones."""
+        if not self.feasible:
+            return None
+        if self.options.mode == "rate":
+            return min(self.feasible, key=lambda r: architecture_figures(r)["cost_per_hour"])
+        if self.options.mode == "budget":
+            return max(self.feasible, key=lambda r: architecture_figures(r)["goodput_rps"])
+        return max(self.feasible, key=lambda r: architecture_figures(r)["bcr"])
+
+    def result(self, name: str) -> ArchitectureResult | None:
+        return next((r for r in self.results if r.name == name), None)
+
+    def gains(self) -> dict[str, dict[str, float]]:
+        """PDD against each feasible baseline: cost, BCR and TTFT P90/P99 changes (fractions)."""
+        pdd = self.result("pdd")
+        if pdd is None or not pdd.feasible:
+            return {}
+        mine = architecture_figures(pdd)
+        out = {}
+        for other in self.results:
+            if other.name == "pdd" or other.plan is None:
+                continue
+            theirs = architecture_figures(other)
+            out[other.name] = {
+                "cost_change": mine["cost_per_hour"] / theirs["cost_per_hour"] - 1,
+                "bcr_change": mine["bcr"] / theirs["bcr"] - 1 if theirs["bcr"] > 0 else float("inf"),
+                "ttft_p90_change": mine["ttft_p90_s"] / theirs["ttft_p90_s"] - 1,
+                "ttft_p99_change": mine["ttft_p99_s"] / theirs["ttft_p99_s"] - 1,
+                "baseline_feasible": other.feasible,
+            }
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            "workload": self.workload.name,
+            "mode": self.options.mode,
+            "rate_rps": self.options.rate if self.options.mode == "rate" else self.workload.arrival.rate_rps,
+            "budget_per_hour": self.options.budget_per_hour,
+            "best": best.name if best else None,
+            "architectures": [architecture_figures(r) for r in self.results],
+            "gains": self.gains(),
+        }
+
+
+def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:
+    """The JSON view of one architecture: GPUs, roles, lines, money and verified tails."""
+    out: dict[str, Any] = {"name": result.name, "feasible": result.feasible}
+    if result.scenario is None or result.evaluation is None:
+        out.update(
+            gpus={},
+            roles={},
+            wan_lines=[],
+            wan_gbps=0.0,
+            cost_per_hour=None,
+            goodput_rps=0.0,
+            bcr=0.0,
+            ttft_p50_s=None,
+            ttft_p90_s=None,
+            ttft_p99_s=None,
+            infeasibility=result.infeasibility,
+        )
+        return out
+    scenario, evaluation = result.scenario, result.evaluation
+    verified = result.simulation or {}
+    wan = scenario_wan(scenario)
+    out.update(
+        gpus=scenario.gpus_by_type(),
+        roles=scenario_roles(scenario),
+        wan_lines=[{"option": lease.option, "count": lease.count} for lease in scenario.plan.wan],
+        wan_gbps=wan["gbps"] if wan else 0.0,
+        cost_per_hour=evaluation.cost_per_hour,
+        goodput_rps=verified.get("goodput_rps", evaluation.goodput_rps),
+        bcr=verified.get("bcr", evaluation.bcr),
+        ttft_p50_s=verified.get("ttft_p50_s", evaluation.ttft.p50_s),
+        ttft_p90_s=verified.get("ttft_p90_s", evaluation.ttft.p90_s),
+        ttft_p99_s=verified.get("ttft_p99_s", evaluation.ttft.p99_s),
+        tpot_p90_s=verified.get("tpot_p90_s", evaluation.tpot.p90_s),
+        rld_token_share=verified.get("rld_token_share", evaluation.rld_token_share),
+        link_utilization=verified.get("link_utilization", evaluation.link_utilization),
+        routing_threshold=result.routing_threshold,
+        handoff_mode=result.handoff_mode,
+        verified=bool(verified),
+        verification_rounds=result.rounds,
+        solves=result.solves,
+        evaluated=evaluation.to_dict(),
+        simulated=verified or None,
+        infeasibility=result.infeasibility,
+        plan=scenario.plan.model_dump(mode="json", exclude_defaults=False),
+    )
+    return out
+
+
+def optimize(
+    workload: Workload,
+    base_dir: Path | None,
+    options: OptimizeOptions,
+    architectures: Sequence[Architecture] = ARCHITECTURES,
+    progress: Callable[[str], None] | None = None,
+) -> OptimizeReport:
+    """Optimize each architecture under the same SLA and prices."""
+    results = [optimize_architecture(workload, base_dir, name, options, progress) for name in architectures]
+    return OptimizeReport(workload=workload, options=options, results=results)

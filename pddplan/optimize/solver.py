@@ -1,0 +1,79 @@
+"""Run PuLP with HiGHS (default, in-process) or CBC, keeping stdout clean for `--json`.
+
+HiGHS prints a banner from C++ straight to file descriptor 1 when its first `Highs()` object is
+built, whatever `msg=False` says; Python-level redirection cannot catch it. During a solve, fd 1
+is therefore pointed at fd 2 and restored afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import pulp
+
+from pddplan.errors import InputError
+
+SolverName = Literal["highs", "cbc"]
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """Which solver, and how long / how exact."""
+
+    name: SolverName = "highs"
+    time_limit_s: float | None = None
+    mip_gap: float = 1e-6
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at descriptor 2 for the duration (C-level output included)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no real fd 1 (e.g. inside a test runner): nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def make_solver(options: SolverOptions) -> pulp.LpSolver:
+    """A configured PuLP solver; InputError when the requested one is not installed."""
+    if options.name == "highs":
+        solver = pulp.HiGHS(msg=False, timeLimit=options.time_limit_s, gapRel=options.mip_gap, threads=1)
+    elif options.name == "cbc":
+        solver = pulp.COIN_CMD(msg=False, timeLimit=options.time_limit_s, gapRel=options.mip_gap)
+        if not solver.available() and hasattr(pulp, "PULP_CBC_CMD"):
+            # PuLP 3.x bundles CBC but warns that the wrapper goes away in 4.0.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=options.time_limit_s, gapRel=options.mip_gap)
+    else:
+        raise InputError(f"--solver = {options.name!r}: expected highs or cbc")
+    if not solver.available():
+        raise InputError(f"solver {options.name} is not available on this machine; use --solver highs")
+    return solver
+
+
+def solve(model: pulp.LpProblem, options: SolverOptions) -> str:
+    """Solve in place; return 'optimal', 'feasible' (stopped early with a solution) or 'infeasible'."""
+    solver = make_solver(options)
+    with stdout_to_stderr():
+        model.solve(solver)
+    if model.sol_status in (pulp.LpSolutionOptimal,):
+        return "optimal"
+    if model.sol_status == pulp.LpSolutionIntegerFeasible:
+        return "feasible"
+    return "infeasible"

@@ -1,0 +1,121 @@
+"""The terminal view of `pddplan optimize`: the best plan at a glance, then every architecture."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from pddplan.optimize.run import OptimizeReport, architecture_figures
+from pddplan.report.plan_tables import drawing
+
+
+def _s(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "inf" if not math.isfinite(value) else f"{value:,.2f} s"
+
+
+def _pct(value: float) -> str:
+    return "n/a" if not math.isfinite(value) else f"{value:+.1%}"
+
+
+def print_report(console: Console, report: OptimizeReport, written: Path | None) -> None:
+    """Summary box with the drawing, side-by-side table, PDD's gains, and infeasibility reasons."""
+    figures = [architecture_figures(r) for r in report.results]
+    best = report.best
+    workload = report.workload
+    if best is not None and best.scenario is not None:
+        f = architecture_figures(best)
+        headline = (
+            f"best: [bold]{best.name}[/bold]  ${f['cost_per_hour']:,.2f}/h  BCR {f['bcr']:,.2f} req/$  "
+            f"goodput {f['goodput_rps']:,.3f} req/s  TTFT P90 {_s(f['ttft_p90_s'])} / P99 {_s(f['ttft_p99_s'])}"
+            f"{' (verified by simulation)' if f['verified'] else ''}"
+        )
+        picture = drawing(
+            f["roles"],
+            {
+                "gbps": f["wan_gbps"],
+                "lines": sum(x["count"] for x in f["wan_lines"]),
+                "rtt_ms": best.scenario.link.rtt_s * 1e3,
+            }
+            if best.scenario.link
+            else None,
+            best.name,
+        )
+        console.print(Panel(f"{headline}\n\n{picture}", title=f"pddplan optimize {workload.name}", expand=False))
+    else:
+        console.print(
+            Panel("[red]no architecture meets the constraints[/red]", title=f"pddplan optimize {workload.name}")
+        )
+    table = Table(
+        title=f"architectures under the same SLA (TTFT P90 {workload.sla.ttft_p90_s:g} s, "
+        f"P99 {workload.sla.ttft_p99_s:g} s) and prices"
+    )
+    for header in ("", *[f["name"] for f in figures]):
+        table.add_column(header, justify="right" if header else "left")
+
+    def row(label: str, render: Any) -> None:
+        table.add_row(label, *[render(f) for f in figures])
+
+    row("feasible", lambda f: "yes" if f["feasible"] else "[red]no[/red]")
+    row("GPUs", lambda f: ", ".join(f"{n} x {gpu}" for gpu, n in f["gpus"].items()) or "-")
+    for role, label in (("prefill", "P"), ("relay", "RLD"), ("decode", "D / MD")):
+        row(
+            label,
+            lambda f, role=role: (
+                f"{f['roles'][role]['count']} x {f['roles'][role]['gpu']} TP{f['roles'][role]['tp']} "
+                f"@{f['roles'][role]['datacenter']}"
+                if role in f["roles"]
+                else "-"
+            ),
+        )
+    row(
+        "WAN",
+        lambda f: (
+            f"{f['wan_gbps']:g} Gbps (" + ", ".join(f"{x['count']} x {x['option']}" for x in f["wan_lines"]) + ")"
+            if f["wan_lines"]
+            else "-"
+        ),
+    )
+    row("cost $/h", lambda f: f"{f['cost_per_hour']:,.2f}" if f["cost_per_hour"] is not None else "-")
+    row("goodput req/s", lambda f: f"{f['goodput_rps']:,.3f}")
+    row("BCR req/$", lambda f: f"{f['bcr']:,.2f}")
+    row("TTFT P50", lambda f: _s(f["ttft_p50_s"]))
+    row("TTFT P90", lambda f: _s(f["ttft_p90_s"]))
+    row("TTFT P99", lambda f: _s(f["ttft_p99_s"]))
+    row("relay token share", lambda f: f"{f['rld_token_share']:.1%}" if "rld_token_share" in f else "-")
+    row(
+        "routing / handoff",
+        lambda f: (
+            f"hit < {f['routing_threshold']:g} / {f['handoff_mode']}" if f.get("routing_threshold") is not None else "-"
+        ),
+    )
+    row(
+        "verified (rounds)",
+        lambda f: (
+            f"{'yes' if f.get('verified') else 'no'} ({f.get('verification_rounds', 0)})"
+            if f["cost_per_hour"] is not None
+            else "-"
+        ),
+    )
+    console.print(table)
+    gains = report.gains()
+    if gains:
+        lines = []
+        for name, g in gains.items():
+            note = "" if g["baseline_feasible"] else " (baseline misses the SLA)"
+            lines.append(
+                f"PDD vs {name}{note}: cost {_pct(g['cost_change'])}, BCR {_pct(g['bcr_change'])}, "
+                f"TTFT P90 {_pct(g['ttft_p90_change'])}, P99 {_pct(g['ttft_p99_change'])}"
+            )
+        console.print("\n".join(lines))
+    for result in report.results:
+        for item in result.infeasibility:
+            console.print(f"[yellow]{result.name}[/yellow]: {item['message']}")
+    if written is not None:
+        console.print(f"wrote the best plan to {written}")

@@ -1,0 +1,127 @@
+"""Terminal views of one deployment: a drawing of the datacenters and the figures that matter."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from pddplan.scenario import Scenario
+
+
+def _role_line(name: str, gpu: str, tp: int, count: int) -> str:
+    return f"{name} {count} x {gpu} (TP{tp}) = {count * tp} GPUs"
+
+
+def drawing(roles: dict[str, dict[str, Any]], wan: dict[str, Any] | None, architecture: str) -> str:
+    """A small picture: each datacenter as a box with its roles, and the line between them.
+
+    +- dc-a -----------------+            +- dc-b ------------------+
+    | prefill 2 x gpu-a x16  |==100 Gbps==| decode  4 x gpu-b x8    |
+    | relay   1 x gpu-a x16  |  30 ms RTT |                         |
+    +------------------------+            +-------------------------+
+    """
+    by_dc: dict[str, list[str]] = {}
+    for name, role in roles.items():
+        label = {"decode": "MD" if architecture == "pdd" else "D", "prefill": "P", "relay": "RLD"}[name]
+        label = f"{label:<3}"
+        by_dc.setdefault(role["datacenter"], []).append(_role_line(label, role["gpu"], role["tp"], role["count"]))
+    boxes = []
+    for dc, lines in by_dc.items():
+        width = max(max(len(line) for line in lines), len(dc) + 3) + 4
+        top = f"+- {dc} " + "-" * (width - len(dc) - 5) + "+"
+        body = [f"| {line:<{width - 4}} |" for line in lines]
+        bottom = "+" + "-" * (width - 2) + "+"
+        boxes.append([top, *body, bottom])
+    if len(boxes) == 1:
+        return "\n".join(boxes[0])
+    left, right = boxes[0], boxes[1]
+    height = max(len(left), len(right))
+    left += [" " * len(left[0])] * (height - len(left))
+    right += [" " * len(right[0])] * (height - len(right))
+    link_top = f"=={wan['gbps']:g} Gbps==" if wan else "   (no line)   "
+    link_mid = f"{wan['lines']} line(s), RTT {wan['rtt_ms']:g} ms" if wan else ""
+    span = max(len(link_top), len(link_mid)) + 2
+    rows = []
+    for i in range(height):
+        middle = link_top.center(span, "=") if i == 1 else (link_mid.center(span) if i == 2 else " " * span)
+        rows.append(left[i] + middle + right[i])
+    return "\n".join(rows)
+
+
+def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
+    """Roles of a scenario as plain dicts (for drawings and JSON)."""
+    return {
+        name: {"datacenter": role.spec.datacenter, "gpu": role.spec.gpu, "tp": role.spec.tp, "count": role.count}
+        for name, role in scenario.roles.items()
+    }
+
+
+def scenario_wan(scenario: Scenario) -> dict[str, Any] | None:
+    """The pooled WAN link of a scenario as a plain dict."""
+    if scenario.link is None:
+        return None
+    return {
+        "gbps": scenario.link.gbps,
+        "lines": sum(count for _, count in scenario.link.leases),
+        "rtt_ms": scenario.link.rtt_s * 1e3,
+    }
+
+
+def _s(value: float) -> str:
+    return "inf" if not math.isfinite(value) else f"{value:,.2f} s"
+
+
+def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any], title: str) -> None:
+    """Drawing, headline figures, pipelines and stage loads of one evaluated or simulated plan."""
+    console.print(
+        Panel(
+            drawing(scenario_roles(scenario), scenario_wan(scenario), scenario.plan.architecture),
+            title=f"{scenario.plan.name}: {scenario.plan.architecture}",
+            expand=False,
+        )
+    )
+    sla = scenario.workload.sla
+    verdict = (
+        "[green]SLA met[/green]"
+        if figures["sla_met"]
+        else "[red]SLA missed: " + "; ".join(figures["sla_violations"]) + "[/red]"
+    )
+    console.print(f"{title}: {verdict}")
+    table = Table(show_header=True)
+    for header in ("figure", "value", "target"):
+        table.add_column(header, justify="right" if header != "figure" else "left")
+    table.add_row("TTFT P50", _s(figures["ttft_p50_s"]), "")
+    table.add_row("TTFT P90", _s(figures["ttft_p90_s"]), f"{sla.ttft_p90_s:g} s")
+    table.add_row("TTFT P99", _s(figures["ttft_p99_s"]), f"{sla.ttft_p99_s:g} s")
+    table.add_row(
+        "TPOT P90", f"{figures['tpot_p90_s'] * 1e3:,.1f} ms", f"{sla.tpot_p90_s * 1e3:g} ms" if sla.tpot_p90_s else ""
+    )
+    table.add_row("worst inter-token gap P99", f"{figures['worst_gap_p99_s'] * 1e3:,.0f} ms", "")
+    table.add_row("goodput", f"{figures['goodput_rps']:,.3f} req/s", f"{figures['rate_rps']:g} offered")
+    table.add_row("cost", f"${figures['cost_per_hour']:,.2f} /h", "")
+    table.add_row("revenue", f"${figures['revenue_per_hour']:,.2f} /h", "")
+    table.add_row("BCR", f"{figures['bcr']:,.2f} req/$", "")
+    table.add_row("relay share of output tokens", f"{figures['rld_token_share']:.1%}", "")
+    table.add_row("singular traffic (finished by relay)", f"{figures['singular_share']:.1%}", "")
+    table.add_row("WAN utilization", f"{figures['link_utilization']:.1%}", "")
+    table.add_row("WAN bytes per request", f"{figures['wan_bytes_per_request'] / 1e6:,.1f} MB", "")
+    console.print(table)
+    pipelines = Table(title="per pipeline")
+    for header in ("pipeline", "share", "TTFT P50", "TTFT P90", "TTFT P99"):
+        pipelines.add_column(header, justify="right" if header != "pipeline" else "left")
+    for name, p in figures["pipelines"].items():
+        pipelines.add_row(name, f"{p['share']:.1%}", _s(p["ttft_p50_s"]), _s(p["ttft_p90_s"]), _s(p["ttft_p99_s"]))
+    console.print(pipelines)
+    stages = figures.get("stages") or figures.get("utilization")
+    if stages:
+        loads = Table(title="stage load")
+        loads.add_column("stage")
+        loads.add_column("utilization", justify="right")
+        for name, value in stages.items():
+            utilization = value["utilization"] if isinstance(value, dict) else value
+            loads.add_row(name, f"{utilization:.1%}")
+        console.print(loads)
