@@ -227,7 +227,7 @@ def calibrate(
     if (gpu is None) == (not all_gpus):
         raise InputError("give --gpu NAME to calibrate one profile, or --all for the shipped defaults")
     if gpu is not None:
-        profile, result = cal.calibrate_profile(measurements, gpu)
+        _, result = cal.calibrate_profile(measurements, gpu)
         if output_path is not None:
             source_path = output_path if output_path.exists() else None
             text = source_path.read_text() if source_path else _profile_text(gpu)

@@ -31,7 +31,8 @@ def read_trace(path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise InputError(f"{path}: capacity trace file not found") from None
     if not rows or not {"time_s", "capacity_fraction"} <= set(rows[0]):
         raise InputError(f"{path}: expected CSV columns time_s,capacity_fraction")
-    times, fractions = [], []
+    times: list[float] = []
+    fractions: list[float] = []
     for number, row in enumerate(rows, start=2):
         try:
             t, f = float(row["time_s"]), float(row["capacity_fraction"])

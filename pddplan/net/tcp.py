@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from pddplan.specs.workload import TcpSpec
 
 MATHIS_CONSTANT = math.sqrt(1.5)
@@ -43,9 +46,9 @@ def flow_cap_bytes_per_s(tcp: TcpSpec, rtt_s: float, loss_rate: float, line_byte
     return min(tcp.streams * per_stream, line_bytes_per_s)
 
 
-def rdma_time_s(payload_bytes: float, gpus: int, nic_bytes_per_s: float) -> float:
+def rdma_time_s(payload_bytes: ArrayLike, gpus: int, nic_bytes_per_s: float) -> np.ndarray:
     """RDMA copy of a KV payload from a prefill instance: bytes / (gpus * NIC) + copy overhead.
 
     Each GPU sends its own shard through its own NIC, so the instance's NICs add up.
     """
-    return payload_bytes / (gpus * nic_bytes_per_s) + RDMA_COPY_OVERHEAD_S
+    return np.asarray(payload_bytes, dtype=np.float64) / (gpus * nic_bytes_per_s) + RDMA_COPY_OVERHEAD_S

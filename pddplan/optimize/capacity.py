@@ -4,8 +4,9 @@ decoders   an instance runs at most B* sequences: the largest batch whose step k
            the SLA, and that fits its memory. Its B* slots are servers of a queue, filled to the
            utilization u* at which a request waits for a slot with probability <= 5% (Erlang C on
            one instance's slots, so larger pools have margin). It serves
-           r = u* B* / (tau(B*) * E[O]) requests/s of full-length outputs; the main decoder's load per request is a fraction a <= 1 of a
-           full output (eager tokens done by the relay, plus the extend step as equivalent tokens).
+           r = u* B* / (tau(B*) * E[O]) requests/s of full-length outputs; the main decoder's load
+           per request is a fraction a <= 1 of a full output (eager tokens done by the relay, plus
+           the extend step as equivalent tokens).
 relay      an instance holds u* B*_R sequences at once; by Little's law it serves a request stream
            of rate g if sum(n * u* B*_R) >= g * E[relay hold time].
 memory     the main decoders must hold their radix cache (rate * retention * prompt KV) beside a

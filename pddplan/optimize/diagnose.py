@@ -59,8 +59,8 @@ def diagnose(
             {
                 "constraint": "decode-capacity",
                 "shortfall": best - (sla.tpot_p90_s or 0.0),
-                "message": f"no decode candidate meets TPOT P90 {sla.tpot_p90_s * 1e3 if sla.tpot_p90_s else 0:g} ms even "
-                f"at batch 1 (best step {best * 1e3:.1f} ms); loosen the TPOT SLA or offer faster decode GPUs",
+                "message": f"no decode candidate meets TPOT P90 {(sla.tpot_p90_s or 0) * 1e3:g} ms even at batch "
+                f"1 (best step {best * 1e3:.1f} ms); loosen the TPOT SLA or offer faster decode GPUs",
             }
         )
         return findings
@@ -69,9 +69,9 @@ def diagnose(
             {
                 "constraint": "prefill-capacity",
                 "shortfall": setup.rate_ceiling,
-                "message": f"no prefill pool meets TTFT P90 {sla.ttft_p90_s:g} s / P99 {sla.ttft_p99_s:g} s at any rate "
-                f"(the prefill and transfer of the slowest requests alone exceed it); loosen the TTFT SLA, "
-                f"use faster prefill GPUs, a smaller chunk, or more WAN bandwidth",
+                "message": f"no prefill pool meets TTFT P90 {sla.ttft_p90_s:g} s / P99 {sla.ttft_p99_s:g} s at "
+                "any rate (the prefill and transfer of the slowest requests alone exceed it); loosen the TTFT "
+                "SLA, use faster prefill GPUs, a smaller chunk, or more WAN bandwidth",
             }
         )
         return findings

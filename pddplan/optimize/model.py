@@ -52,7 +52,7 @@ class Variables:
     relay_pick: dict[int, pulp.LpVariable] = field(default_factory=dict)
     pool: dict[int, pulp.LpVariable] = field(default_factory=dict)  # line pool or datacenter chosen
     pool_rate: dict[int, pulp.LpVariable] = field(default_factory=dict)
-    rate: pulp.LpVariable | None = None
+    rate: Any = None
     slack: dict[str, pulp.LpVariable] = field(default_factory=dict)
 
 
@@ -68,7 +68,7 @@ def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
     """Binaries for the prefill pool size, decode and relay type and the WAN pool; integers for
     decode and relay counts; continuous served rates per pool."""
     v = Variables()
-    for (c, k), caps in data.prefill_caps.items():
+    for (c, _pool), caps in data.prefill_caps.items():
         for n, cap in enumerate(caps, start=1):
             if cap > 0 and (c, n) not in v.prefill:
                 v.prefill[(c, n)] = pulp.LpVariable(f"prefill_{c}_n{n}", cat="Binary")
@@ -206,15 +206,17 @@ def define_inventory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> 
             model += pulp.lpSum(used) <= limit + _slack(v, "inventory"), f"inventory-{dc}-{gpu}"
 
 
+def _line_cost(load: PathLoad) -> float:
+    return load.line.usd_per_hour if load.line is not None else 0.0
+
+
 def cost_expression(data: ProblemData, v: Variables) -> Any:
     """$ per hour: instances of every role plus the chosen line pool."""
     return (
         pulp.lpSum(n * data.prefill[c].usd_per_hour * z for (c, n), z in v.prefill.items())
         + pulp.lpSum(data.decode[d].candidate.usd_per_hour * count for d, count in v.decode_count.items())
         + pulp.lpSum(data.relay[r].candidate.usd_per_hour * count for r, count in v.relay_count.items())
-        + pulp.lpSum(
-            (data.pools[k].line.usd_per_hour if data.pools[k].line is not None else 0.0) * v.pool[k] for k in v.pool
-        )
+        + pulp.lpSum(_line_cost(data.pools[k]) * v.pool[k] for k in v.pool)
     )
 
 
@@ -296,7 +298,7 @@ def read_solution(data: ProblemData, v: Variables) -> Solution:
         decode=(decode, round(v.decode_count[decode].value() or 0)),
         relay=relay,
         pool=pool,
-        rate=float(v.rate.value() or 0.0) if v.rate is not None else 0.0,
+        rate=float(v.rate.value() or 0.0),
         cost_per_hour=float(pulp.value(cost_expression(data, v)) or 0.0),
         slack={name: float(var.value() or 0.0) for name, var in v.slack.items()},
     )

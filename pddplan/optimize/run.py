@@ -47,7 +47,7 @@ class OptimizeReport:
         if pdd is None or not pdd.feasible:
             return {}
         mine = architecture_figures(pdd)
-        out = {}
+        out: dict[str, dict[str, float]] = {}
         for other in self.results:
             if other.name == "pdd" or other.plan is None:
                 continue

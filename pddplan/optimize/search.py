@@ -29,11 +29,11 @@ from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Architecture, Handoff, Plan, RoleSpec, Routing, WanLease
+from pddplan.specs.plan import Architecture, Handoff, HandoffMode, Plan, RoleSpec, Routing, WanLease
 from pddplan.specs.workload import Workload
 
 HIT_THRESHOLDS = (0.5, 0.8, 0.9, 0.95)
-HANDOFF_MODES = ("adaptive", "catch-up", "one-shot")  # tie-break order: smaller hiccups first
+HANDOFF_MODES: tuple[HandoffMode, ...] = ("adaptive", "catch-up", "one-shot")  # ties: smaller hiccups first
 TIGHTEN = 0.85
 MAX_ROUNDS = 4
 DINKELBACH_ITERATIONS = 12
@@ -46,7 +46,7 @@ class OptimizeOptions:
     mode: milp.Mode = "bcr"
     rate: float | None = None
     budget_per_hour: float | None = None
-    solver: SolverOptions = SolverOptions()
+    solver: SolverOptions = field(default_factory=SolverOptions)
     verify_requests: int = 20_000
     seed: int = 0
     verify: bool = True
@@ -343,7 +343,7 @@ def optimize_architecture(
     ratio = 0.0
     for round_number in range(1, MAX_ROUNDS + 1):
         result.rounds = round_number
-        best: tuple[tuple[float, ...], Plan, Evaluation, Scenario, Routing | None] | None = None
+        best: tuple[tuple[float, float, float], Plan, Evaluation, Scenario, Routing | None] | None = None
         for routing in chosen if chosen is not None else _routings(setup):
             if progress:
                 progress(f"{architecture}: routing {routing.hit_threshold if routing else '-'}, round {round_number}")

@@ -8,10 +8,11 @@ already in its KV cache. Its time is the sum over three parts, each max(compute,
                 memory  = E_hit * L_moe * W_expert / (tp * BW * mu_e),  E_hit = E * (1 - (1 - t/E)^N)
   attention     compute = attention FLOPs / (tp * F(bf16) * a),  memory = KV bytes read / (tp * BW * mu)
 
-plus communication and a fixed overhead per step and per layer (kernel launches, scheduling). Tensor parallelism (TP): two ring all-reduces per
-layer, added to the step. Expert parallelism (EP, DeepSeek-style: data-parallel attention, experts
-spread over the ranks, dispatch/combine all-to-all overlapped with compute by micro-batching): every
-rank reads its full replica of the non-expert weights (W_dense / (BW * mu), not divided by tp), and
+plus communication and a fixed overhead per step and per layer (kernel launches, scheduling).
+Tensor parallelism (TP): two ring all-reduces per layer, added to the step. Expert parallelism
+(EP, DeepSeek-style: data-parallel attention, experts spread over the ranks, dispatch/combine
+all-to-all overlapped with compute by micro-batching): every rank reads its full replica of the
+non-expert weights (W_dense / (BW * mu), not divided by tp), and
 the step takes max(work, all-to-all) instead of their sum. N = batch * new_tokens,
 eff(n) = c_max * n / (n + n_half). F, BW: datasheet peaks; c_max, n_half, a, mu: the profile's
 efficiency factors (mu_e: grouped expert GEMMs stream their many small weights less efficiently

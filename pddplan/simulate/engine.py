@@ -323,7 +323,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
             if target in relay_instance:
                 switch(target, t, chunk, earlier_stalls)
         else:  # a decoder instance's next completion
-            name, inst = instances[target]
+            _, inst = instances[target]
             if version != inst.version:
                 continue
             inst.advance(t)

@@ -15,6 +15,7 @@ from pddplan.specs.common import Fraction, Name, NonNegativeInt, PositiveFloat, 
 
 Architecture = Literal["pd-intra", "pd-cross", "pdd"]
 RoleName = Literal["prefill", "relay", "decode"]
+HandoffMode = Literal["one-shot", "catch-up", "adaptive"]
 
 
 class RoleSpec(StrictModel):
@@ -64,7 +65,7 @@ class Handoff(StrictModel):
     adaptive: catch-up while relay utilization is below `adaptive_load_threshold`, else one-shot.
     """
 
-    mode: Literal["one-shot", "catch-up", "adaptive"] = "adaptive"
+    mode: HandoffMode = "adaptive"
     catchup_threshold_tokens: PositiveInt = 64
     adaptive_load_threshold: Fraction = 0.7
     token_id_bytes: PositiveInt = Field(default=4, description="bytes per token ID on the wire")
