@@ -348,9 +348,12 @@ def optimize(
     solver: Annotated[str, typer.Option("--solver", help="highs (default) or cbc.")] = "highs",
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds per MILP solve.")] = None,
     mip_gap: Annotated[float, typer.Option("--mip-gap", help="Relative MIP gap.")] = 1e-6,
-    requests: Annotated[int, typer.Option("--requests", help="Requests simulated to verify each plan.")] = 20_000,
+    requests: Annotated[int, typer.Option("--requests", help="Requests simulated to verify each plan.")] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the verification simulation.")] = 0,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Verify plans by simulation.")] = True,
+    min_served: Annotated[
+        float, typer.Option("--min-served", help="BCR mode: serve at least this share of the offered rate.")
+    ] = 1.0,
     output_plan: Annotated[Path | None, typer.Option("--output", help="Write the best plan here (YAML).")] = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -380,12 +383,15 @@ def optimize(
     for name in names:
         if name not in ARCHITECTURES:
             raise InputError(f"--architecture = {name!r}: expected one of {', '.join(ARCHITECTURES)}")
+    if not 0 <= min_served <= 1:
+        raise InputError(f"--min-served = {min_served}: must be in [0, 1]")
     if requests < 100:
         raise InputError(f"--requests = {requests}: verify with at least 100 requests")
     options = OptimizeOptions(
         mode="rate" if rate else ("budget" if budget else "bcr"),
         rate=rate,
         budget_per_hour=budget,
+        min_served_fraction=min_served,
         solver=SolverOptions(name=solver, time_limit_s=time_limit, mip_gap=mip_gap),  # type: ignore[arg-type]
         verify_requests=requests,
         seed=seed,
@@ -410,6 +416,69 @@ def optimize(
             f"{r.name}: " + "; ".join(item["message"] for item in r.infeasibility) for r in report.results
         )
         raise InfeasibleError(f"no architecture meets the constraints. {reasons}")
+
+
+# -- CI gate -------------------------------------------------------------------------------------
+@app.command("gate")
+def gate(
+    baseline: Annotated[Path, typer.Argument(help="Baseline JSON with scenarios and committed results.")],
+    update: Annotated[bool, typer.Option("--update", help="Rewrite the baseline with the new results.")] = False,
+    init: Annotated[
+        list[str] | None, typer.Option("--init", help="Create BASELINE from these workloads (repeatable).")
+    ] = None,
+    rtol: Annotated[float | None, typer.Option("--rtol", help="Relative tolerance for every metric.")] = None,
+    tol: Annotated[
+        list[str] | None, typer.Option("--tol", help="Per-metric tolerance, e.g. cost_per_hour=0.02 (repeatable).")
+    ] = None,
+    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write a PR comment here.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Fail (exit 1) when a change makes a scenario's best deployment cost more, lose BCR, or miss its SLA."""
+    from pddplan import gate as gating
+    from pddplan.errors import GateFailed, InputError
+    from pddplan.loading import write_atomic
+    from pddplan.report import gate_report, output
+
+    overrides: dict[str, float] = {}
+    for item in tol or []:
+        metric, _, value = item.partition("=")
+        if metric not in ("cost_per_hour", "bcr", "goodput_rps"):
+            raise InputError(f"--tol {item!r}: metric must be cost_per_hour, bcr or goodput_rps")
+        try:
+            overrides[metric] = float(value)
+        except ValueError:
+            raise InputError(f"--tol {item!r}: expected METRIC=NUMBER") from None
+        if overrides[metric] < 0:
+            raise InputError(f"--tol {item!r}: tolerance must be >= 0")
+    if rtol is not None and rtol < 0:
+        raise InputError(f"--rtol = {rtol}: must be >= 0")
+    console = output.human()
+    if init:
+        if baseline.exists():
+            raise InputError(f"{baseline}: exists; --init creates a new baseline, use --update to refresh it")
+        with console.status("creating the baseline...") as status:
+            fresh = gating.init_baseline(baseline, init, progress=lambda text: status.update(text))
+        gating.write_baseline(baseline, fresh)
+        console.print(f"wrote {baseline} with {len(fresh.scenarios)} scenario(s)")
+        return
+    with console.status("gating...") as status:
+        spec, checks = gating.gate(baseline, progress=lambda text: status.update(text),
+                                   tolerances=overrides or None, rtol=rtol)  # type: ignore[arg-type]
+    if markdown_path is not None:
+        write_atomic(markdown_path, gating.markdown(checks))
+    if json_out:
+        output.emit_json(gating.checks_to_dict(checks))
+    else:
+        gate_report.print_checks(console, checks)
+    if update:
+        gating.write_baseline(baseline, gating.updated(spec, checks))
+        console.print(f"updated {baseline}")
+        return
+    failed = [c.name for c in checks if c.verdict == "regression"]
+    if failed:
+        raise GateFailed(f"cost gate failed for {', '.join(failed)}")
+    if any(c.verdict == "improvement" for c in checks):
+        console.print(f"results improved: refresh the baseline with `pddplan gate {baseline} --update`")
 
 
 def main() -> None:

@@ -24,7 +24,10 @@ from pddplan.errors import InputError
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-class _PlainLoader(yaml.SafeLoader):
+_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
+
+
+class _PlainLoader(_SafeBase):  # type: ignore[misc]
     """A safe YAML loader that leaves dates as strings, so `as_of: 2026-05-01` stays text."""
 
 

@@ -14,28 +14,19 @@ from pddplan.report.output import to_json
 
 def schema_kinds() -> dict[str, type[BaseModel]]:
     """Input kinds by name."""
+    from pddplan.specs.baseline import Baseline
     from pddplan.specs.hardware import HardwareProfile
     from pddplan.specs.model import ModelArchitecture
+    from pddplan.specs.plan import Plan
     from pddplan.specs.workload import Workload
 
-    kinds: dict[str, type[BaseModel]] = {
+    return {
         "hardware": HardwareProfile,
         "model": ModelArchitecture,
         "workload": Workload,
+        "plan": Plan,
+        "baseline": Baseline,
     }
-    try:
-        from pddplan.specs.plan import Plan
-
-        kinds["plan"] = Plan
-    except ImportError:
-        pass
-    try:
-        from pddplan.specs.baseline import Baseline
-
-        kinds["baseline"] = Baseline
-    except ImportError:
-        pass
-    return kinds
 
 
 def schema_for(kind: str) -> dict[str, Any]:

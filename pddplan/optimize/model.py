@@ -38,6 +38,7 @@ class ProblemData:
     mode: Mode = "bcr"
     target_rate: float | None = None
     budget_per_hour: float | None = None
+    min_served_fraction: float = 1.0
     elastic: bool = False
 
 
@@ -227,12 +228,15 @@ def define_budget(model: pulp.LpProblem, data: ProblemData, v: Variables) -> Non
 
 
 def define_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
-    """Served rate: exactly the target (`--rate`), else at most the workload's offered rate."""
+    """Served rate: exactly the target (`--rate`); else at most the offered rate and, for BCR, at
+    least `min_served_fraction` of it (1 by default: serve the whole workload)."""
     if data.mode == "rate":
         assert data.target_rate is not None
         model += v.rate == data.target_rate, "target-rate"
-    else:
-        model += v.rate <= data.rate_ceiling, "offered-rate"
+        return
+    model += v.rate <= data.rate_ceiling, "offered-rate"
+    if data.mode == "bcr" and data.min_served_fraction > 0:
+        model += v.rate >= data.min_served_fraction * data.rate_ceiling, "min-served-rate"
 
 
 ELASTIC_PENALTY = 1e6

@@ -46,8 +46,9 @@ class OptimizeOptions:
     mode: milp.Mode = "bcr"
     rate: float | None = None
     budget_per_hour: float | None = None
+    min_served_fraction: float = 1.0
     solver: SolverOptions = field(default_factory=SolverOptions)
-    verify_requests: int = 20_000
+    verify_requests: int = 10_000
     seed: int = 0
     verify: bool = True
 
@@ -218,6 +219,7 @@ def _problem(
         mode=options.mode,
         target_rate=options.rate,
         budget_per_hour=options.budget_per_hour,
+        min_served_fraction=options.min_served_fraction,
     )
     return data, prefill_classes
 

@@ -1,0 +1,218 @@
+"""`pddplan gate`: re-optimize committed scenarios and fail when the deployment got worse.
+
+Objective values are compared, not configurations (solvers break ties differently):
+  regression   cost_per_hour rose by more than its tolerance, BCR fell by more than its
+               tolerance, or the scenario no longer has a feasible plan that meets its SLA;
+  improvement  cost fell or BCR rose by more than the tolerance (passes; refresh the baseline);
+  unchanged    otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pddplan import catalog
+from pddplan.errors import InputError
+from pddplan.inputs import load_workload
+from pddplan.loading import load, write_atomic
+from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
+from pddplan.optimize.search import OptimizeOptions
+from pddplan.report.output import to_json
+from pddplan.specs.baseline import Baseline, GateScenario, Metric, ScenarioResult
+
+Verdict = Literal["regression", "improvement", "unchanged"]
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """One metric before and after."""
+
+    metric: Metric
+    before: float | None
+    after: float | None
+    change: float | None
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class ScenarioCheck:
+    """A scenario's re-run and verdict."""
+
+    name: str
+    before: ScenarioResult
+    after: ScenarioResult
+    metrics: list[MetricChange]
+    verdict: Verdict
+    reasons: list[str]
+
+
+def result_of(report: OptimizeReport) -> ScenarioResult:
+    """The baseline record of an optimize report: the best architecture's objective values."""
+    best = report.best
+    if best is None:
+        return ScenarioResult(best=None, feasible=False)
+    figures = architecture_figures(best)
+    return ScenarioResult(
+        best=best.name,
+        feasible=True,
+        cost_per_hour=round(float(figures["cost_per_hour"]), 6),
+        bcr=round(float(figures["bcr"]), 6),
+        goodput_rps=round(float(figures["goodput_rps"]), 6),
+        gpus={gpu: int(n) for gpu, n in figures["gpus"].items()},
+        wan_gbps=float(figures["wan_gbps"]),
+        ttft_p90_s=round(float(figures["ttft_p90_s"]), 6),
+        ttft_p99_s=round(float(figures["ttft_p99_s"]), 6),
+    )
+
+
+def run_scenario(scenario: GateScenario, base_dir: Path) -> OptimizeReport:
+    """Re-optimize one scenario with its committed options."""
+    workload_ref = scenario.workload
+    if workload_ref not in catalog.entries("workloads"):
+        path = Path(workload_ref)
+        workload_ref = str(path if path.is_absolute() else base_dir / path)
+    workload = load_workload(workload_ref)
+    opts = scenario.options
+    options = OptimizeOptions(
+        mode=opts.mode,
+        rate=opts.rate_rps,
+        budget_per_hour=opts.budget_per_hour,
+        min_served_fraction=opts.min_served_fraction,
+        verify_requests=opts.requests,
+        seed=opts.seed,
+    )
+    return optimize(workload, catalog.resolve("workloads", workload_ref, "workload").resolve().parent, options,
+                    opts.architectures)
+
+
+def compare(name: str, before: ScenarioResult, after: ScenarioResult, tolerances: Baseline) -> ScenarioCheck:
+    """Verdict per metric and for the scenario (a regression anywhere fails it)."""
+    tol = tolerances.tolerances
+    metrics: list[MetricChange] = []
+    reasons: list[str] = []
+    if before.feasible and not after.feasible:
+        reasons.append("no feasible plan meets the SLA any more")
+    for metric, worse_if_higher in (("cost_per_hour", True), ("bcr", False), ("goodput_rps", False)):
+        old = getattr(before, metric)
+        new = getattr(after, metric)
+        if old is None or new is None:
+            metrics.append(MetricChange(metric, old, new, None, "regression" if old is not None else "unchanged"))
+            continue
+        change = (new - old) / old if old else (0.0 if new == old else float("inf"))
+        limit = tol.of(metric)  # type: ignore[arg-type]
+        worse = change > limit if worse_if_higher else change < -limit
+        better = change < -limit if worse_if_higher else change > limit
+        verdict: Verdict = "regression" if worse else ("improvement" if better else "unchanged")
+        if worse and metric != "goodput_rps":
+            reasons.append(f"{metric} {old:,.4g} -> {new:,.4g} ({change:+.2%}, tolerance {limit:.2%})")
+        metrics.append(MetricChange(metric, old, new, change, verdict))  # type: ignore[arg-type]
+    gating = [m for m in metrics if m.metric != "goodput_rps"]
+    if reasons:
+        verdict_all: Verdict = "regression"
+    elif any(m.verdict == "improvement" for m in gating) or (not before.feasible and after.feasible):
+        verdict_all = "improvement"
+    else:
+        verdict_all = "unchanged"
+    return ScenarioCheck(name, before, after, metrics, verdict_all, reasons)
+
+
+def load_baseline(path: Path) -> Baseline:
+    """Read and validate a baseline; InputError (exit 2) when missing or corrupt."""
+    if not path.exists():
+        raise InputError(f"{path}: baseline not found (create one with `pddplan gate {path} --update --init WORKLOAD`)")
+    return load(Baseline, path)
+
+
+def gate(
+    path: Path, progress: Callable[[str], None] | None = None, tolerances: dict[Metric, float] | None = None,
+    rtol: float | None = None,
+) -> tuple[Baseline, list[ScenarioCheck]]:
+    """Re-run every scenario of the baseline at `path` and compare."""
+    baseline = load_baseline(path)
+    if rtol is not None or tolerances:
+        per_metric = {**baseline.tolerances.per_metric, **(tolerances or {})}
+        baseline = baseline.model_copy(update={"tolerances": baseline.tolerances.model_copy(
+            update={"rtol": baseline.tolerances.rtol if rtol is None else rtol, "per_metric": per_metric})})
+    checks = []
+    for scenario in baseline.scenarios:
+        if progress:
+            progress(f"gating {scenario.name}")
+        after = result_of(run_scenario(scenario, path.resolve().parent))
+        checks.append(compare(scenario.name, scenario.result, after, baseline))
+    return baseline, checks
+
+
+def updated(baseline: Baseline, checks: list[ScenarioCheck]) -> Baseline:
+    """The baseline with every scenario's result replaced by its re-run."""
+    fresh = {check.name: check.after for check in checks}
+    scenarios = [s.model_copy(update={"result": fresh.get(s.name, s.result)}) for s in baseline.scenarios]
+    return baseline.model_copy(update={"scenarios": scenarios})
+
+
+def write_baseline(path: Path, baseline: Baseline) -> None:
+    """Write a baseline atomically (a temporary file, then a rename)."""
+    write_atomic(path, to_json(baseline.model_dump(mode="json")) + "\n")
+
+
+def init_baseline(path: Path, workloads: list[str], progress: Callable[[str], None] | None = None) -> Baseline:
+    """A new baseline with one default scenario per workload, results from a fresh run."""
+    scenarios = []
+    for name in workloads:
+        placeholder = GateScenario(name=Path(name).stem, workload=name,
+                                   result=ScenarioResult(best=None, feasible=False))
+        if progress:
+            progress(f"running {placeholder.name}")
+        result = result_of(run_scenario(placeholder, path.resolve().parent))
+        scenarios.append(placeholder.model_copy(update={"result": result}))
+    return Baseline(scenarios=scenarios)
+
+
+def checks_to_dict(checks: list[ScenarioCheck]) -> dict[str, Any]:
+    """JSON view: per scenario, before/after/change/verdict, and the overall outcome."""
+    return {
+        "passed": all(c.verdict != "regression" for c in checks),
+        "improved": any(c.verdict == "improvement" for c in checks),
+        "scenarios": [
+            {
+                "name": c.name,
+                "verdict": c.verdict,
+                "reasons": c.reasons,
+                "best_before": c.before.best,
+                "best_after": c.after.best,
+                "metrics": {
+                    m.metric: {"before": m.before, "after": m.after, "change": m.change, "verdict": m.verdict}
+                    for m in c.metrics
+                },
+                "gpus_before": c.before.gpus,
+                "gpus_after": c.after.gpus,
+            }
+            for c in checks
+        ],
+    }
+
+
+def markdown(checks: list[ScenarioCheck]) -> str:
+    """A pull-request comment: one table row per scenario and metric."""
+    passed = all(c.verdict != "regression" for c in checks)
+    lines = [
+        "## pddplan cost gate: " + ("passed" if passed else "**failed**"),
+        "",
+        "| scenario | metric | before | after | change | verdict |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for c in checks:
+        for m in c.metrics:
+            before = "-" if m.before is None else f"{m.before:,.4g}"
+            after = "-" if m.after is None else f"{m.after:,.4g}"
+            change = "-" if m.change is None else f"{m.change:+.2%}"
+            mark = {"regression": "❌ worse", "improvement": "✅ better", "unchanged": "= same"}[m.verdict]
+            lines.append(f"| {c.name} | {m.metric} | {before} | {after} | {change} | {mark} |")
+    reasons = [f"- **{c.name}**: {r}" for c in checks for r in c.reasons]
+    if reasons:
+        lines += ["", "Regressions:", *reasons]
+    if any(c.verdict == "improvement" for c in checks):
+        lines += ["", "Some scenarios improved: refresh the baseline with `pddplan gate BASELINE --update`."]
+    return "\n".join(lines) + "\n"

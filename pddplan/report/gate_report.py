@@ -1,0 +1,32 @@
+"""Terminal view of `pddplan gate`."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from pddplan.gate import ScenarioCheck
+
+STYLE = {"regression": "[red]worse[/red]", "improvement": "[green]better[/green]", "unchanged": "same"}
+
+
+def print_checks(console: Console, checks: list[ScenarioCheck]) -> None:
+    """One row per scenario and metric: before, after, change, verdict."""
+    table = Table(title="pddplan cost gate")
+    for header in ("scenario", "best before -> after", "metric", "before", "after", "change", "verdict"):
+        table.add_column(header, justify="right" if header in ("before", "after", "change") else "left")
+    for check in checks:
+        for i, m in enumerate(check.metrics):
+            table.add_row(
+                check.name if i == 0 else "",
+                f"{check.before.best} -> {check.after.best}" if i == 0 else "",
+                m.metric,
+                "-" if m.before is None else f"{m.before:,.4g}",
+                "-" if m.after is None else f"{m.after:,.4g}",
+                "-" if m.change is None else f"{m.change:+.2%}",
+                STYLE[m.verdict],
+            )
+    console.print(table)
+    for check in checks:
+        for reason in check.reasons:
+            console.print(f"[red]{check.name}[/red]: {reason}")

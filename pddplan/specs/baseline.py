@@ -1,0 +1,81 @@
+"""Gate baseline files: named scenarios (a workload plus optimize options) with committed results."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from pddplan.specs.common import NonNegativeFloat, PositiveFloat, StrictModel
+
+Metric = Literal["cost_per_hour", "bcr", "goodput_rps"]
+
+
+class ScenarioOptions(StrictModel):
+    """How `pddplan gate` re-optimizes a scenario (the `optimize` options that matter)."""
+
+    mode: Literal["bcr", "rate", "budget"] = "bcr"
+    rate_rps: PositiveFloat | None = None
+    budget_per_hour: PositiveFloat | None = None
+    min_served_fraction: float = Field(default=1.0, ge=0, le=1)
+    architectures: list[Literal["pd-intra", "pd-cross", "pdd"]] = Field(
+        default_factory=lambda: ["pd-intra", "pd-cross", "pdd"], min_length=1
+    )
+    requests: int = Field(default=5000, ge=100, description="requests simulated to verify")
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _mode_inputs(self) -> ScenarioOptions:
+        if self.mode == "rate" and self.rate_rps is None:
+            raise ValueError("mode rate needs rate_rps")
+        if self.mode == "budget" and self.budget_per_hour is None:
+            raise ValueError("mode budget needs budget_per_hour")
+        return self
+
+
+class ScenarioResult(StrictModel):
+    """The committed outcome of a scenario: objective values, not the exact configuration."""
+
+    best: str | None
+    feasible: bool
+    cost_per_hour: NonNegativeFloat | None = None
+    bcr: NonNegativeFloat | None = None
+    goodput_rps: NonNegativeFloat | None = None
+    gpus: dict[str, int] = Field(default_factory=dict)
+    wan_gbps: NonNegativeFloat = 0.0
+    ttft_p90_s: NonNegativeFloat | None = None
+    ttft_p99_s: NonNegativeFloat | None = None
+
+
+class GateScenario(StrictModel):
+    """One scenario to gate."""
+
+    name: str = Field(min_length=1)
+    workload: str = Field(min_length=1, description="workload name or path (relative to the baseline file)")
+    options: ScenarioOptions = ScenarioOptions()
+    result: ScenarioResult
+
+
+class Tolerances(StrictModel):
+    """Relative tolerances before a change counts (default `rtol`, per-metric overrides)."""
+
+    rtol: NonNegativeFloat = 0.01
+    per_metric: dict[Metric, NonNegativeFloat] = Field(default_factory=dict)
+
+    def of(self, metric: Metric) -> float:
+        return self.per_metric.get(metric, self.rtol)
+
+
+class Baseline(StrictModel):
+    """A gate baseline file."""
+
+    version: Literal[1] = 1
+    tolerances: Tolerances = Tolerances()
+    scenarios: list[GateScenario] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Baseline:
+        names = [s.name for s in self.scenarios]
+        if len(set(names)) != len(names):
+            raise ValueError(f"scenario names repeat: {names}")
+        return self

@@ -1,0 +1,366 @@
+"""Step-time roofline: each part of the breakdown recomputed by hand from the module docstring.
+
+Instances use a hand-built GPU with round numbers (1000 TFLOPS bf16, 2000 fp8, 4 TB/s, 500 GB/s
+scale-up in domains of 8, 400 Gbps NIC) and an explicit Efficiency, so nothing depends on the
+shipped calibration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pddplan.errors import InputError
+from pddplan.inputs import load_hardware, load_model
+from pddplan.perf.arithmetic import param_counts
+from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
+from pddplan.perf.roofline import (
+    Instance,
+    decode_step_time,
+    experts_touched,
+    extend_time,
+    gemm_efficiency,
+    prefill_time,
+    step_time,
+)
+from pddplan.specs.hardware import Efficiency, HardwareProfile
+from pddplan.specs.model import ModelArchitecture
+
+
+def fig(value: float) -> dict[str, Any]:
+    return {"value": value, "source": "assumption: test"}
+
+
+def toy_gpu(**over: float) -> HardwareProfile:
+    v = {"bf16": 1000.0, "fp8": 2000.0, "hbm_gb": 100.0, "tb": 4.0, "su": 500.0, "domain": 8.0, "nic": 400.0, **over}
+    return HardwareProfile.model_validate(
+        {
+            "name": "toy-gpu",
+            "description": "round numbers",
+            "compute": {"bf16_dense_tflops": fig(v["bf16"]), "fp8_dense_tflops": fig(v["fp8"])},
+            "memory": {"hbm_gb": fig(v["hbm_gb"]), "hbm_tb_per_s": fig(v["tb"])},
+            "interconnect": {
+                "scale_up_gb_per_s": fig(v["su"]),
+                "scale_up_domain": fig(v["domain"]),
+                "nic_gbps": fig(v["nic"]),
+            },
+            "power": {"tdp_w": fig(700.0)},
+            "price": {"rental_usd_per_gpu_hour": fig(2.0)},
+        }
+    )
+
+
+EFF = Efficiency(
+    compute_max_fraction=0.8,
+    compute_half_tokens=100.0,
+    attention_compute_fraction=0.5,
+    memory_fraction=0.8,
+    expert_memory_fraction=0.5,
+    scale_up_fraction=0.5,
+    collective_latency_s=1e-5,
+    step_overhead_s=1e-3,
+    layer_overhead_s=1e-4,
+    moe_layer_overhead_s=2e-4,
+    request_overhead_s=0.01,
+    source="assumption: test factors",
+)
+
+F_BF16 = 1000e12
+F_FP8 = 2000e12
+BW = 4e12
+SCALE_UP = 500e9
+NIC = 400e9 / 8
+
+
+def eff(n: float) -> float:
+    return 0.8 * n / (n + 100.0)
+
+
+def arch(**fields: Any) -> ModelArchitecture:
+    return ModelArchitecture.model_validate({"name": "toy", "source": "test: hand-built", **fields})
+
+
+GQA = arch(num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128,
+           intermediate_size=4096)
+# per-layer parameter counts of GQA (see test_arithmetic): attention 2,621,440, FFN 12,582,912
+GQA_DENSE_PARAMS = 2 * 2_621_440 + (2 * 1024 * 2 + 1024) + 2 * 12_582_912  # attention + norms + FFN
+GQA_LM_HEAD = 1000 * 1024
+
+MOE = arch(
+    num_layers=3, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=8, head_dim=96,
+    intermediate_size=2048,
+    mla=dict(kv_lora_rank=128, qk_rope_head_dim=32, qk_nope_head_dim=64, v_head_dim=64, q_lora_rank=256),
+    indexer=dict(num_heads=4, head_dim=32, top_k=256),
+    moe=dict(num_experts=8, experts_per_token=2, expert_intermediate_size=256, shared_expert_intermediate_size=512,
+             first_dense_layers=1, router_bias=True, shared_expert_gate=True),
+    weight_dtype="fp8", expert_weight_dtype="fp4", kv_dtype="fp8",
+)
+SLIDING = arch(num_layers=4, hidden_size=512, vocab_size=1000, num_heads=4, num_kv_heads=2, head_dim=64,
+               intermediate_size=1024, layer_kinds=["sliding", "full", "sliding", "full"], sliding_window=128)
+
+
+def inst(model: ModelArchitecture, tp: int = 1, ep: bool | None = None, **gpu: float) -> Instance:
+    return Instance(model, toy_gpu(**gpu), tp, ep, EFF)
+
+
+# -- small formulas -------------------------------------------------------------------------------
+def test_gemm_efficiency() -> None:
+    assert float(gemm_efficiency(100, EFF)) == pytest.approx(0.8 * 100 / 200)
+    assert float(gemm_efficiency(1, EFF)) == pytest.approx(0.8 / 101)
+    assert float(gemm_efficiency(1e9, EFF)) == pytest.approx(0.8, rel=1e-6)
+    assert float(gemm_efficiency(0, EFF)) == pytest.approx(0.0, abs=1e-9)
+    assert np.allclose(gemm_efficiency([10, 1000], EFF), [0.8 * 10 / 110, 0.8 * 1000 / 1100])
+
+
+def test_experts_touched() -> None:
+    E, t = 8, 2
+    for n in (1, 2, 5, 100):
+        assert float(experts_touched(n, E, t)) == pytest.approx(E * (1 - (1 - t / E) ** n))
+    assert float(experts_touched(1, E, t)) == pytest.approx(t)  # one token touches exactly t experts
+    assert float(experts_touched(10_000, E, t)) == pytest.approx(E)  # many tokens touch them all
+    assert float(experts_touched(0, E, t)) == 0.0
+    assert np.array_equal(experts_touched([1, 2], 0, 0), [0.0, 0.0])  # dense model
+    assert float(experts_touched(3, 256, 8)) == pytest.approx(256 * (1 - (1 - 8 / 256) ** 3))
+
+
+def test_instance_validation_and_parallel_mode() -> None:
+    with pytest.raises(InputError, match="tp = 0"):
+        Instance(GQA, toy_gpu(), 0)
+    assert not inst(GQA, tp=16).uses_ep  # dense: never EP
+    assert not inst(MOE, tp=1, ep=True).uses_ep  # one GPU: nothing to split
+    assert not inst(MOE, tp=8).uses_ep  # fits one scale-up domain: TP
+    assert inst(MOE, tp=16).uses_ep  # spans two domains: EP
+    assert inst(MOE, tp=4, ep=True).uses_ep
+    assert not inst(MOE, tp=16, ep=False).uses_ep
+
+
+def test_efficiency_priority() -> None:
+    l40s = load_hardware("l40s")
+    h100 = load_hardware("h100-sxm")
+    assert l40s.efficiency is None and efficiency_of(l40s) is DEFAULT_EFFICIENCY
+    assert h100.efficiency is not None and efficiency_of(h100) == h100.efficiency
+    assert Instance(GQA, h100, 1, None, EFF).efficiency is EFF
+    assert Instance(GQA, l40s).efficiency is DEFAULT_EFFICIENCY
+    assert DEFAULT_EFFICIENCY.source.startswith("calibrated:")
+
+
+# -- dense GQA step, tp = 1 -----------------------------------------------------------------------
+@pytest.mark.parametrize(("n", "c", "b"), [(1000, 500, 1), (1, 2000, 64), (4096, 0, 2)])
+def test_dense_step_by_hand(n: int, c: int, b: int) -> None:
+    step = step_time(inst(GQA), n, c, b)
+    N = n * b
+    dense_compute = 2 * GQA_DENSE_PARAMS * N / (F_BF16 * eff(N)) + 2 * 1024 * 1000 * b / (F_BF16 * eff(b))
+    dense_weight_bytes = (GQA_DENSE_PARAMS + GQA_LM_HEAD) * 2
+    dense_memory = dense_weight_bytes / (BW * 0.8)
+    # attention: 4*h*k FLOPs per query-key pair, average query sees c + (n+1)/2; 2 full layers
+    attn_compute = b * 2 * 4 * 8 * 128 * n * (c + (n + 1) / 2) / (F_BF16 * 0.5)
+    # KV read: c + n tokens of 2*g*k*2 B per layer
+    attn_memory = b * 2 * (2 * 2 * 128 * 2) * (c + n) / (BW * 0.8)
+    overhead = 1e-3 + 2 * 1e-4
+    assert float(step.dense_gemm_s) == pytest.approx(max(dense_compute, dense_memory), rel=1e-12)
+    assert float(step.expert_gemm_s) == 0.0
+    assert float(step.attention_s) == pytest.approx(max(attn_compute, attn_memory), rel=1e-12)
+    assert float(step.communication_s) == 0.0
+    assert float(step.overhead_s) == pytest.approx(overhead)
+    expected = max(dense_compute, dense_memory) + max(attn_compute, attn_memory) + overhead
+    assert float(step.total_s) == pytest.approx(expected, rel=1e-12)
+    compute = (dense_compute >= dense_memory) * max(dense_compute, dense_memory) + (
+        attn_compute >= attn_memory
+    ) * max(attn_compute, attn_memory)
+    assert float(step.compute_bound_s) == pytest.approx(compute, rel=1e-12)
+    assert float(step.memory_bound_s) == pytest.approx(expected - overhead - compute, rel=1e-9, abs=1e-15)
+    parts = step.breakdown()
+    assert set(parts) == {
+        "dense_gemm_s", "expert_gemm_s", "attention_s", "communication_s", "overhead_s",
+        "compute_bound_s", "memory_bound_s",
+    }
+
+
+def test_bound_names_the_largest_part() -> None:
+    prefill = step_time(inst(GQA), 65_536, 0)
+    assert str(prefill.bound) == "compute"
+    decode = step_time(inst(GQA), 1, 100_000, 64)
+    assert str(decode.bound) == "memory"
+    tiny = step_time(inst(GQA), 1, 0)  # a tiny model's single-token step: launches dominate
+    assert str(tiny.bound) == "overhead"
+    slow_link = step_time(inst(GQA, tp=16, nic=0.001), 4096, 0)  # all-reduce over a crawling NIC
+    assert str(slow_link.bound) == "communication"
+
+
+# -- MLA + indexer + MoE step ---------------------------------------------------------------------
+@pytest.mark.parametrize(("n", "c", "b"), [(1, 1000, 32), (2000, 100, 1), (3, 50, 1)])
+def test_moe_mla_step_by_hand(n: int, c: int, b: int) -> None:
+    step = step_time(inst(MOE), n, c, b)
+    counts = param_counts(MOE)
+    N = n * b
+    per_expert = 3 * 1024 * 256
+    assert counts.routed_experts_active == 2 * 2 * per_expert
+    # dense GEMMs at fp8 (the weight dtype), the LM head at bf16
+    dense_flops = 2 * (counts.active - counts.embedding - counts.lm_head - counts.routed_experts_active)
+    dense_compute = dense_flops * N / (F_FP8 * eff(N)) + 2 * 1024 * 1000 * b / (F_BF16 * eff(b))
+    dense_bytes = (counts.non_expert - counts.lm_head) * 1 + counts.lm_head * 2
+    dense_memory = dense_bytes / (BW * 0.8)
+    # experts: fp4 falls back to the fp8 peak (the toy GPU has no fp4); E_hit = E (1 - (1 - t/E)^N)
+    hit = 8 * (1 - (1 - 2 / 8) ** N)
+    rows = N * 2 / hit
+    expert_compute = 2 * (2 * 2 * per_expert) * N / (F_FP8 * eff(rows))
+    expert_memory = hit * 2 * (per_expert * 0.5) / (BW * 0.5)
+    # MLA attention: cheaper of absorbed and expanded, capped at top_k = 256; indexer at fp8 rate
+    h, kv_lora, rope, nope, v = 8, 128, 32, 64, 64
+    absorbed = 2 * h * (kv_lora + rope) + 2 * h * kv_lora
+    expanded = 2 * h * (nope + rope) + 2 * h * v
+    upproject = 2 * kv_lora * h * (nope + v)
+    assert (absorbed, expanded, upproject) == (4608, 2560, 262_144)
+    seen = c + (n + 1) / 2
+    full = 3 * min(absorbed * n * min(seen, 256), expanded * n * min(seen, 256) + upproject * min(c + n, 256))
+    indexer = 3 * (2 * 4 * 32) * n * seen * (F_BF16 / F_FP8)
+    attn_compute = b * (full + indexer) / (F_BF16 * 0.5)
+    latent, index_key = 128 + 4 + 2 * 32, 32 + 4
+    attn_memory = b * 3 * (latent * min(c + n, 256) + index_key * (c + n)) / (BW * 0.8)
+    overhead = 1e-3 + 3 * 1e-4 + 2 * 2e-4
+    assert float(step.dense_gemm_s) == pytest.approx(max(dense_compute, dense_memory), rel=1e-12)
+    assert float(step.expert_gemm_s) == pytest.approx(max(expert_compute, expert_memory), rel=1e-12)
+    assert float(step.attention_s) == pytest.approx(max(attn_compute, attn_memory), rel=1e-12)
+    assert float(step.overhead_s) == pytest.approx(overhead)
+    expected = (
+        max(dense_compute, dense_memory) + max(expert_compute, expert_memory) + max(attn_compute, attn_memory)
+    ) + overhead
+    assert float(step.total_s) == pytest.approx(expected, rel=1e-12)
+
+
+def test_sliding_attention_capped_at_window() -> None:
+    n, c = 10, 5000
+    step = step_time(inst(SLIDING), n, c)
+    seen = c + (n + 1) / 2
+    flops = 2 * 4 * 4 * 64 * n * seen + 2 * 4 * 4 * 64 * n * min(seen, 128)  # 2 full + 2 sliding layers
+    layer_bytes = 2 * 2 * 64 * 2
+    read = 2 * layer_bytes * (c + n) + 2 * layer_bytes * min(c + n, 128)
+    expected = max(flops / (F_BF16 * 0.5), read / (BW * 0.8))
+    assert float(step.attention_s) == pytest.approx(expected, rel=1e-12)
+
+
+# -- communication --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("tp", "link"), [(2, SCALE_UP * 0.5), (8, SCALE_UP * 0.5), (16, NIC * 0.5)])
+def test_tp_ring_all_reduce(tp: int, link: float) -> None:
+    n = 1000
+    step = step_time(inst(GQA, tp=tp), n, 0)
+    message = n * 1024 * 2  # N * d bf16 activations
+    all_reduce = 2 * (tp - 1) / tp * message / link + 1e-5
+    assert float(step.communication_s) == pytest.approx(2 * 2 * all_reduce, rel=1e-12)  # 2 per layer, 2 layers
+    # TP splits compute and weight reads across tp GPUs, and adds communication to the step
+    dense_compute = 2 * GQA_DENSE_PARAMS * n / (tp * F_BF16 * eff(n)) + 2 * 1024 * 1000 / (tp * F_BF16 * eff(1))
+    dense_memory = (GQA_DENSE_PARAMS + GQA_LM_HEAD) * 2 / (tp * BW * 0.8)
+    assert float(step.dense_gemm_s) == pytest.approx(max(dense_compute, dense_memory), rel=1e-12)
+    expected = float(step.dense_gemm_s + step.attention_s) + float(step.communication_s) + 1e-3 + 2e-4
+    assert float(step.total_s) == pytest.approx(expected, rel=1e-12)
+
+
+def test_ep_across_domains() -> None:
+    n, tp = 4096, 16
+    instance = inst(MOE, tp=tp)
+    assert instance.uses_ep
+    step = step_time(instance, n, 0)
+    m = 2  # two scale-up domains of 8
+    remote = m * (1 - (1 - 1 / m) ** 2) * (m - 1) / m  # t = 2 routed experts per token
+    assert remote == 0.75
+    seconds = n / tp * remote * 1024 * 3 / (NIC * 0.5)
+    comm = 2 * (seconds + 2 * 1e-5)  # two MoE layers
+    assert float(step.communication_s) == pytest.approx(comm, rel=1e-12)
+    # every rank reads its whole replica of the non-expert weights
+    counts = param_counts(MOE)
+    dense_bytes = (counts.non_expert - counts.lm_head) * 1 + counts.lm_head * 2
+    assert float(step.dense_gemm_s) >= dense_bytes / (BW * 0.8) * (1 - 1e-12)
+    work = float(step.dense_gemm_s + step.expert_gemm_s + step.attention_s)
+    assert float(step.total_s) == pytest.approx(max(work, comm) + 1e-3 + 3e-4 + 4e-4, rel=1e-12)
+
+
+def test_ep_within_one_domain() -> None:
+    n, tp = 512, 4
+    step = step_time(inst(MOE, tp=tp, ep=True), n, 0)
+    seconds = n / tp * 2 * 1024 * 3 * (tp - 1) / tp / (SCALE_UP * 0.5)
+    assert float(step.communication_s) == pytest.approx(2 * (seconds + 2e-5), rel=1e-12)
+
+
+def test_ep_overlaps_communication_tp_adds_it() -> None:
+    n = 4096
+    ep = step_time(inst(MOE, tp=4, ep=True, su=0.01), n, 0)  # a crawling fabric: communication dominates
+    assert float(ep.total_s) == pytest.approx(float(ep.communication_s) + float(ep.overhead_s), rel=1e-12)
+    tp = step_time(inst(MOE, tp=4, ep=False), n, 0)
+    work = float(tp.dense_gemm_s + tp.expert_gemm_s + tp.attention_s)
+    assert float(tp.total_s) == pytest.approx(work + float(tp.communication_s) + float(tp.overhead_s), rel=1e-12)
+
+
+# -- prefill, decode, extend ----------------------------------------------------------------------
+def test_prefill_unchunked_pays_request_overhead_once() -> None:
+    instance = inst(GQA)
+    total = float(prefill_time(instance, 20_000, 1000))
+    assert total == pytest.approx(float(step_time(instance, 20_000, 1000).total_s) + 0.01, rel=1e-12)
+    assert float(prefill_time(instance, 0, 1000)) == 0.0
+
+
+def test_prefill_chunks_and_tail_chunk() -> None:
+    instance = inst(GQA)
+    c = 1000
+    # 20,000 new tokens in chunks of 8,192: 8192 + 8192 + 3616 on contexts c, c + 8192, c + 16384
+    assert 20_000 - 2 * 8192 == 3616
+    steps = [
+        step_time(instance, 8192, c).total_s,
+        step_time(instance, 8192, c + 8192).total_s,
+        step_time(instance, 3616, c + 16384).total_s,
+    ]
+    expected = float(sum(steps)) + 0.01
+    assert float(prefill_time(instance, 20_000, c, 8192)) == pytest.approx(expected, rel=1e-12)
+    # a prefill smaller than one chunk is one step
+    assert float(prefill_time(instance, 5000, c, 8192)) == pytest.approx(
+        float(step_time(instance, 5000, c).total_s) + 0.01, rel=1e-12
+    )
+    # an exact multiple has no tail chunk
+    exact = float(prefill_time(instance, 16384, c, 8192))
+    assert exact == pytest.approx(
+        float(step_time(instance, 8192, c).total_s + step_time(instance, 8192, c + 8192).total_s) + 0.01, rel=1e-12
+    )
+
+
+def test_tail_chunk_pays_a_whole_step() -> None:
+    """One token past a chunk boundary costs a whole extra step (weights + overhead)."""
+    instance = inst(GQA)
+    exact = float(prefill_time(instance, 8192, 0, 8192))
+    one_more = float(prefill_time(instance, 8193, 0, 8192))
+    assert one_more - exact == pytest.approx(float(step_time(instance, 1, 8192).total_s), rel=1e-12)
+    assert one_more - exact >= 1e-3 + 2e-4 + (GQA_DENSE_PARAMS + GQA_LM_HEAD) * 2 / (BW * 0.8)
+
+
+def test_prefill_chunked_vectorized() -> None:
+    instance = inst(MOE)
+    n = np.array([0, 100, 8192, 8193, 20_000, 30_000])
+    c = np.array([0, 50_000, 10, 0, 1000, 7])
+    vector = prefill_time(instance, n, c, 8192)
+    scalar = [float(prefill_time(instance, int(a), int(b), 8192)) for a, b in zip(n, c, strict=True)]
+    assert vector.shape == (6,)
+    assert np.allclose(vector, scalar, rtol=1e-12, atol=0)
+    assert vector[0] == 0.0
+
+
+def test_decode_and_extend_are_steps() -> None:
+    instance = inst(MOE)
+    assert float(decode_step_time(instance, 32, 4000)) == float(step_time(instance, 1, 4000, 32).total_s)
+    assert float(extend_time(instance, 100, 4000)) == float(step_time(instance, 100, 4000, 1).total_s)
+    # an extend of 100 tokens costs little more than one decode step (decode is memory-bound)
+    one = float(decode_step_time(instance, 1, 4000))
+    assert float(extend_time(instance, 100, 4000)) < 100 * one
+
+
+def test_step_time_vectorized_matches_scalar() -> None:
+    instance = Instance(load_model("qwen3-235b-a22b"), load_hardware("h200"), 8)
+    n = np.array([1.0, 1.0, 512.0, 8192.0])
+    c = np.array([0.0, 60_000.0, 4000.0, 100.0])
+    b = np.array([1.0, 128.0, 1.0, 2.0])
+    vector = step_time(instance, n, c, b)
+    for i in range(4):
+        scalar = step_time(instance, n[i], c[i], b[i])
+        for field in ("total_s", "dense_gemm_s", "expert_gemm_s", "attention_s", "communication_s",
+                      "overhead_s", "compute_bound_s", "memory_bound_s"):
+            assert float(getattr(vector, field)[i]) == pytest.approx(float(getattr(scalar, field)), rel=1e-12)
+        assert vector.bound[i] == str(scalar.bound)
