@@ -95,20 +95,21 @@ def compare(name: str, before: ScenarioResult, after: ScenarioResult, tolerances
     reasons: list[str] = []
     if before.feasible and not after.feasible:
         reasons.append("no feasible plan meets the SLA any more")
-    for metric, worse_if_higher in (("cost_per_hour", True), ("bcr", False), ("goodput_rps", False)):
+    directions: tuple[tuple[Metric, bool], ...] = (("cost_per_hour", True), ("bcr", False), ("goodput_rps", False))
+    for metric, worse_if_higher in directions:
         old = getattr(before, metric)
         new = getattr(after, metric)
         if old is None or new is None:
             metrics.append(MetricChange(metric, old, new, None, "regression" if old is not None else "unchanged"))
             continue
         change = (new - old) / old if old else (0.0 if new == old else float("inf"))
-        limit = tol.of(metric)  # type: ignore[arg-type]
+        limit = tol.of(metric)
         worse = change > limit if worse_if_higher else change < -limit
         better = change < -limit if worse_if_higher else change > limit
         verdict: Verdict = "regression" if worse else ("improvement" if better else "unchanged")
         if worse and metric != "goodput_rps":
             reasons.append(f"{metric} {old:,.4g} -> {new:,.4g} ({change:+.2%}, tolerance {limit:.2%})")
-        metrics.append(MetricChange(metric, old, new, change, verdict))  # type: ignore[arg-type]
+        metrics.append(MetricChange(metric, old, new, change, verdict))
     gating = [m for m in metrics if m.metric != "goodput_rps"]
     if reasons:
         verdict_all: Verdict = "regression"

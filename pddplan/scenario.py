@@ -37,6 +37,10 @@ class Role:
         return self.spec.count
 
     @property
+    def tp(self) -> int:
+        return self.spec.tp
+
+    @property
     def gpus(self) -> int:
         return self.spec.gpus
 

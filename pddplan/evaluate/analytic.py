@@ -146,30 +146,26 @@ def _operating_point(
     """Solve B = (arrivals per instance) * (steps per request) * tau(B) / (1 - stall) for B.
 
     `busy_s_per_step` is the mean number of decode steps a request stays (its tokens there).
+    tau is tabulated for every whole batch up to the limit and interpolated in between.
     """
-    per_instance = arrivals_per_s / role.count
-    demand = per_instance * busy_s_per_step
-
-    def residual(b: float) -> float:
-        return demand * float(decode_step_time(role.instance, max(b, 1.0), context_tokens)) / (1.0 - stall) - b
-
     if max_batch < 1 or stall >= 1:
         return _Decoder(batch=math.inf, max_batch=max_batch, step_s=math.inf, stable=False)
+    per_instance = arrivals_per_s / role.count
+    demand = per_instance * busy_s_per_step
+    batches = np.arange(1.0, max_batch + 1.0)
+    steps = decode_step_time(role.instance, batches, context_tokens) / (1.0 - stall)
     if demand <= 0:
-        step = float(decode_step_time(role.instance, 1.0, context_tokens)) / (1.0 - stall)
-        return _Decoder(batch=0.0, max_batch=max_batch, step_s=step, stable=True)
-    if residual(max_batch) > 0:
-        step = float(decode_step_time(role.instance, max_batch, context_tokens)) / (1.0 - stall)
-        return _Decoder(batch=demand * step, max_batch=max_batch, step_s=step, stable=False)
-    low, high = 0.0, max_batch
-    for _ in range(50):
-        mid = (low + high) / 2
-        if residual(mid) > 0:
-            low = mid
-        else:
-            high = mid
-    step = float(decode_step_time(role.instance, max(high, 1.0), context_tokens)) / (1.0 - stall)
-    return _Decoder(batch=high, max_batch=max_batch, step_s=step, stable=True)
+        return _Decoder(batch=0.0, max_batch=max_batch, step_s=float(steps[0]), stable=True)
+    residual = demand * steps - batches
+    if residual[-1] > 0:
+        return _Decoder(batch=demand * float(steps[-1]), max_batch=max_batch, step_s=float(steps[-1]), stable=False)
+    if residual[0] <= 0:  # less than one sequence on average: the step of a lone sequence
+        return _Decoder(batch=demand * float(steps[0]), max_batch=max_batch, step_s=float(steps[0]), stable=True)
+    index = int(np.argmax(residual <= 0))
+    r0, r1 = residual[index - 1], residual[index]
+    batch = float(batches[index - 1] + r0 / (r0 - r1))
+    step = float(np.interp(batch, batches, steps))
+    return _Decoder(batch=batch, max_batch=max_batch, step_s=step, stable=True)
 
 
 def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
@@ -214,6 +210,10 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     drc = scenario.drc_bytes_per_decode_instance() if plan.architecture != "pd-intra" else 0.0
     decode_max_batch = decoder_max_batch(scenario, scenario.decode, context, drc)
     relay_max_batch = decoder_max_batch(scenario, relay_role, context, 0.0) if relay_role else 0.0
+    relay_batches = np.arange(1.0, max(relay_max_batch, 1.0) + 1.0)
+    relay_steps = (
+        decode_step_time(relay_role.instance, relay_batches, context) if relay_role else np.ones_like(relay_batches)
+    )
     for _ in range(4 if plan.architecture == "pdd" else 1):
         if link is not None:
             sent = classes.wan_bytes[:, None, None] * (1.0 - cancel_fraction)
@@ -259,7 +259,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         decoder_relay = _Decoder(
             batch=relay_batch,
             max_batch=relay_max_batch,
-            step_s=float(decode_step_time(relay_role.instance, max(relay_batch, 1.0), context)),
+            step_s=float(np.interp(relay_batch, relay_batches, relay_steps)),
             stable=relay_batch <= relay_max_batch,
         )
         stall = lam / scenario.decode.count * float((extend_s * weights).sum())

@@ -13,9 +13,9 @@ from typing import Any, Literal
 import numpy as np
 import pulp
 
+from pddplan.evaluate.capacity import DecoderCapacity, PathLoad
 from pddplan.net.lines import LinePool
 from pddplan.optimize.candidates import Candidate
-from pddplan.optimize.capacity import DecoderCapacity, PathLoad
 from pddplan.specs.plan import Architecture
 
 Mode = Literal["bcr", "rate", "budget"]
@@ -23,13 +23,13 @@ Mode = Literal["bcr", "rate", "budget"]
 
 @dataclass
 class ProblemData:
-    """Numbers the program is built from (see `pddplan.optimize.capacity`)."""
+    """Numbers the program is built from (see `pddplan.evaluate.capacity`)."""
 
     architecture: Architecture
     prefill: list[Candidate]
     prefill_caps: dict[tuple[int, int], np.ndarray]  # (prefill candidate, pool) -> rate per pool size 1..N
-    decode: list[DecoderCapacity]
-    relay: list[DecoderCapacity]
+    decode: list[DecoderCapacity[Candidate]]
+    relay: list[DecoderCapacity[Candidate]]
     pools: list[PathLoad]  # one per line pool; a single entry without a line for pd-intra
     datacenters: list[str]
     drc_bytes_per_rps: float

@@ -9,10 +9,8 @@ from typing import Any
 
 from pddplan.optimize.search import ArchitectureResult, OptimizeOptions, optimize_architecture
 from pddplan.report.plan_tables import scenario_roles, scenario_wan
-from pddplan.specs.plan import Architecture
+from pddplan.specs.plan import ARCHITECTURES, Architecture
 from pddplan.specs.workload import Workload
-
-ARCHITECTURES: tuple[Architecture, ...] = ("pd-intra", "pd-cross", "pdd")
 
 
 @dataclass

@@ -13,17 +13,17 @@ import numpy as np
 
 from pddplan.errors import InfeasibleError
 from pddplan.evaluate.analytic import Evaluation, evaluate
-from pddplan.evaluate.classes import RequestClasses, workload_classes
-from pddplan.inputs import load_model
-from pddplan.net.lines import LinePool
-from pddplan.optimize import model as milp
-from pddplan.optimize.candidates import Candidate, instance_candidates, wan_configs
-from pddplan.optimize.capacity import (
+from pddplan.evaluate.capacity import (
     PathLoad,
     decoder_capacity,
     path_load,
     prefill_capacity,
 )
+from pddplan.evaluate.classes import RequestClasses, workload_classes
+from pddplan.inputs import load_model
+from pddplan.net.lines import LinePool
+from pddplan.optimize import model as milp
+from pddplan.optimize.candidates import Candidate, instance_candidates, wan_configs
 from pddplan.optimize.solver import SolverOptions, solve
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenario import Scenario, build_scenario
@@ -162,7 +162,7 @@ def _problem(
                 line,
                 setup.rate_ceiling,
                 relay_step,
-                setup.candidates,
+                [candidate.instance for candidate in setup.candidates],
                 md_step,
                 handoff,
                 setup.context,

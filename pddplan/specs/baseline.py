@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from pddplan.specs.common import NonNegativeFloat, PositiveFloat, StrictModel
+from pddplan.specs.plan import ARCHITECTURES, Architecture
 
 Metric = Literal["cost_per_hour", "bcr", "goodput_rps"]
 
@@ -18,9 +19,7 @@ class ScenarioOptions(StrictModel):
     rate_rps: PositiveFloat | None = None
     budget_per_hour: PositiveFloat | None = None
     min_served_fraction: float = Field(default=1.0, ge=0, le=1)
-    architectures: list[Literal["pd-intra", "pd-cross", "pdd"]] = Field(
-        default_factory=lambda: ["pd-intra", "pd-cross", "pdd"], min_length=1
-    )
+    architectures: list[Architecture] = Field(default_factory=lambda: list(ARCHITECTURES), min_length=1)
     requests: int = Field(default=5000, ge=100, description="requests simulated to verify")
     seed: int = 0
 

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from pddplan.specs.common import Fraction, Name, NonNegativeInt, PositiveFloat, PositiveInt, StrictModel
 
 Architecture = Literal["pd-intra", "pd-cross", "pdd"]
+ARCHITECTURES: tuple[Architecture, ...] = ("pd-intra", "pd-cross", "pdd")
 RoleName = Literal["prefill", "relay", "decode"]
 HandoffMode = Literal["one-shot", "catch-up", "adaptive"]
 

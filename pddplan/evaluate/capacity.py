@@ -1,4 +1,5 @@
-"""Per-candidate capacities the integer program is built from, derived from the evaluator's model.
+"""Capacities of instance kinds, from the evaluator's model: what the optimizer sizes with and what
+`evaluate` reports as a plan's capacity view (throughput per GPU-hour, cost per request).
 
 decoders   an instance runs at most B* sequences: the largest batch whose step keeps TPOT within
            the SLA, and that fits its memory. Its B* slots are servers of a queue, filled to the
@@ -21,30 +22,46 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
-from pddplan.evaluate.classes import RequestClasses, workload_classes
+from pddplan.evaluate.classes import RequestClasses
 from pddplan.evaluate.queueing import allen_cunneen, erlang_c
 from pddplan.net.lines import LinePool
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
-from pddplan.optimize.candidates import Candidate
 from pddplan.perf.kv import request_kv_bytes
-from pddplan.perf.roofline import decode_step_time, extend_time
+from pddplan.perf.roofline import Instance, decode_step_time, extend_time
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Architecture, Handoff, Routing
+from pddplan.specs.plan import Architecture, Handoff
 from pddplan.specs.workload import Workload
 
 WAN_MAX_UTILIZATION = 0.9
 BISECTION_STEPS = 30
 
 
-@dataclass(frozen=True)
-class DecoderCapacity:
-    """What one decode (or relay) instance candidate can carry."""
+class InstanceKind(Protocol):
+    """What capacities need of an instance kind (an optimizer candidate or a plan's role)."""
 
-    candidate: Candidate
+    @property
+    def instance(self) -> Instance: ...
+
+    @property
+    def kv_capacity_bytes(self) -> float: ...
+
+    @property
+    def tp(self) -> int: ...
+
+
+K = TypeVar("K", bound=InstanceKind)
+
+
+@dataclass(frozen=True)
+class DecoderCapacity(Generic[K]):
+    """What one decode (or relay) instance of kind `candidate` can carry."""
+
+    candidate: K
     batch: int
     step_s: float
     occupancy: float
@@ -73,8 +90,8 @@ def slot_utilization(slots: int) -> float:
 
 
 def decoder_capacity(
-    candidate: Candidate, workload: Workload, model: ModelArchitecture, context: float, mean_output: float
-) -> DecoderCapacity:
+    candidate: K, workload: Workload, model: ModelArchitecture, context: float, mean_output: float
+) -> DecoderCapacity[K]:
     """B*, tau(B*) and full-output request rate of one decode instance candidate."""
     limit = workload.serving.max_decode_batch
     per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
@@ -116,7 +133,7 @@ def path_load(
     line: LinePool | None,
     rate: float,
     relay_step_s: float,
-    md_candidates: list[Candidate],
+    md_candidates: list[Instance],
     md_step_s: float,
     handoff: Handoff,
     context: float,
@@ -139,9 +156,9 @@ def path_load(
     weights = np.einsum("i,o,f->iof", p_in, p_out, prob_f)
     finishes = relay & (outputs[None, :, None] <= eager)
     hold = np.where(relay, np.minimum(window[:, None, :], outputs[None, :, None] * relay_step_s), 0.0)
-    slowest = max(md_candidates, key=lambda c: float(extend_time(c.instance, 64.0, context)))
+    slowest = max(md_candidates, key=lambda instance: float(extend_time(instance, 64.0, context)))
     grid = np.unique(np.geomspace(1.0, max(float(outputs.max()), 2.0), 48).round())
-    extend_grid = extend_time(slowest.instance, grid, context)
+    extend_grid = extend_time(slowest, grid, context)
     extend = np.where(relay & ~finishes, np.interp(np.maximum(eager, 1.0), grid, extend_grid), 0.0)
     if handoff.mode != "one-shot":
         hold = np.where(relay & ~finishes, hold + line.rtt_s, hold)
@@ -158,7 +175,7 @@ def path_load(
 
 
 def prefill_capacity(
-    candidate: Candidate,
+    candidate: InstanceKind,
     classes: RequestClasses,
     architecture: Architecture,
     line: LinePool | None,
@@ -236,10 +253,3 @@ def prefill_capacity(
         low = np.where(ok, mid, low)
         high = np.where(ok, high, mid)
     return np.where(top_ok, ceiling, low)
-
-
-def classes_for(
-    workload: Workload, model: ModelArchitecture, candidate: Candidate, chunk: int, routing: Routing | None
-) -> RequestClasses:
-    """The workload's classes with prefill times on `candidate`."""
-    return workload_classes(workload, model, candidate.instance, chunk, routing)
