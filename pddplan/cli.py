@@ -361,11 +361,11 @@ def optimize(
     the baselines; exit 3 with the binding constraint when nothing is feasible."""
     from pddplan.errors import InfeasibleError, InputError
     from pddplan.inputs import load_workload, workload_dir
-    from pddplan.optimize.run import ARCHITECTURES
     from pddplan.optimize.run import optimize as run
     from pddplan.optimize.search import OptimizeOptions
     from pddplan.optimize.solver import SolverOptions
     from pddplan.report import optimize_report, output
+    from pddplan.specs.plan import ARCHITECTURES
 
     if rate is not None and budget is not None:
         raise InputError("give --rate or --budget, not both")
