@@ -462,8 +462,9 @@ def gate(
         console.print(f"wrote {baseline} with {len(fresh.scenarios)} scenario(s)")
         return
     with console.status("gating...") as status:
-        spec, checks = gating.gate(baseline, progress=lambda text: status.update(text),
-                                   tolerances=overrides or None, rtol=rtol)  # type: ignore[arg-type]
+        spec, checks = gating.gate(
+            baseline, progress=lambda text: status.update(text), tolerances=overrides or None, rtol=rtol
+        )  # type: ignore[arg-type]
     if markdown_path is not None:
         write_atomic(markdown_path, gating.markdown(checks))
     if json_out:

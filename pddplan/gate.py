@@ -84,8 +84,9 @@ def run_scenario(scenario: GateScenario, base_dir: Path) -> OptimizeReport:
         verify_requests=opts.requests,
         seed=opts.seed,
     )
-    return optimize(workload, catalog.resolve("workloads", workload_ref, "workload").resolve().parent, options,
-                    opts.architectures)
+    return optimize(
+        workload, catalog.resolve("workloads", workload_ref, "workload").resolve().parent, options, opts.architectures
+    )
 
 
 def compare(name: str, before: ScenarioResult, after: ScenarioResult, tolerances: Baseline) -> ScenarioCheck:
@@ -128,15 +129,22 @@ def load_baseline(path: Path) -> Baseline:
 
 
 def gate(
-    path: Path, progress: Callable[[str], None] | None = None, tolerances: dict[Metric, float] | None = None,
+    path: Path,
+    progress: Callable[[str], None] | None = None,
+    tolerances: dict[Metric, float] | None = None,
     rtol: float | None = None,
 ) -> tuple[Baseline, list[ScenarioCheck]]:
     """Re-run every scenario of the baseline at `path` and compare."""
     baseline = load_baseline(path)
     if rtol is not None or tolerances:
         per_metric = {**baseline.tolerances.per_metric, **(tolerances or {})}
-        baseline = baseline.model_copy(update={"tolerances": baseline.tolerances.model_copy(
-            update={"rtol": baseline.tolerances.rtol if rtol is None else rtol, "per_metric": per_metric})})
+        baseline = baseline.model_copy(
+            update={
+                "tolerances": baseline.tolerances.model_copy(
+                    update={"rtol": baseline.tolerances.rtol if rtol is None else rtol, "per_metric": per_metric}
+                )
+            }
+        )
     checks = []
     for scenario in baseline.scenarios:
         if progress:
@@ -162,8 +170,9 @@ def init_baseline(path: Path, workloads: list[str], progress: Callable[[str], No
     """A new baseline with one default scenario per workload, results from a fresh run."""
     scenarios = []
     for name in workloads:
-        placeholder = GateScenario(name=Path(name).stem, workload=name,
-                                   result=ScenarioResult(best=None, feasible=False))
+        placeholder = GateScenario(
+            name=Path(name).stem, workload=name, result=ScenarioResult(best=None, feasible=False)
+        )
         if progress:
             progress(f"running {placeholder.name}")
         result = result_of(run_scenario(placeholder, path.resolve().parent))

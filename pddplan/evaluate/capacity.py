@@ -10,8 +10,8 @@ decoders   an instance runs at most B* sequences: the largest batch whose step k
            the extend step as equivalent tokens).
 relay      an instance holds u* B*_R sequences at once; by Little's law it serves a request stream
            of rate g if sum(n * u* B*_R) >= g * E[relay hold time].
-memory     the main decoders must hold their radix cache (rate * retention * prompt KV) beside a
-           full batch on every instance: sum(n * (M - B* * KV)) >= g * retention * E[prompt KV].
+memory     the main decoders hold the running sequences and their radix cache: a request/s takes
+           E[tokens here] * tau(B*) * KV_seq (Little) plus retention * E[prompt KV] of memory M.
 prefill    for a pool of n instances and a WAN pool, the largest rate at which the TTFT mixture
            (wait + prefill + transfer or RDMA + first decode step) meets the P90 and P99 targets:
            P(TTFT > T90) <= 0.10 and P(TTFT > T99) <= 0.01, found by bisection on the rate.
@@ -67,11 +67,16 @@ class DecoderCapacity(Generic[K]):
     occupancy: float
     requests_per_s: float
     memory_bytes: float
-    batch_bytes: float
+    sequence_bytes: float
 
     @property
     def usable(self) -> bool:
         return self.batch >= 1
+
+    def memory_per_rps(self, output_tokens_here: float, drc_bytes_per_rps: float) -> float:
+        """Bytes one request/s occupies: its running KV (Little: tokens * step * KV per sequence)
+        plus the radix-cache share: tokens_here * tau(B*) * KV_seq + retention * E[prompt KV]."""
+        return output_tokens_here * self.step_s * self.sequence_bytes + drc_bytes_per_rps
 
 
 SLOT_WAIT_PROBABILITY = 0.05
@@ -101,7 +106,7 @@ def decoder_capacity(
     target = workload.sla.tpot_p90_s or math.inf
     ok = steps <= target
     if by_memory < 1 or not ok.any():
-        return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, candidate.kv_capacity_bytes, 0.0)
+        return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, candidate.kv_capacity_bytes, per_sequence)
     best = int(batches[ok].max())
     step = float(steps[best - 1])
     usable = slot_utilization(best)
@@ -112,7 +117,7 @@ def decoder_capacity(
         occupancy=usable * best,
         requests_per_s=usable * best / (step * mean_output),
         memory_bytes=candidate.kv_capacity_bytes,
-        batch_bytes=best * per_sequence,
+        sequence_bytes=per_sequence,
     )
 
 

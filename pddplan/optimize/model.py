@@ -33,6 +33,7 @@ class ProblemData:
     pools: list[PathLoad]  # one per line pool; a single entry without a line for pd-intra
     datacenters: list[str]
     drc_bytes_per_rps: float
+    mean_output_tokens: float
     inventory: dict[tuple[str, str], int]
     rate_ceiling: float
     mode: Mode = "bcr"
@@ -149,15 +150,21 @@ def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variable
 
 
 def define_decode_memory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
-    """The main decoders' radix cache fits beside a full batch on every instance:
-    sum_d count_d * (M_d - B*_d * KV) >= rate * retention * E[prompt KV]."""
-    if data.drc_bytes_per_rps <= 0:
-        return
-    spare = pulp.lpSum(
-        (data.decode[d].memory_bytes - data.decode[d].batch_bytes) / 1e9 * count for d, count in v.decode_count.items()
-    )
-    need = data.drc_bytes_per_rps / 1e9 * v.rate
-    model += spare + _slack(v, "decode-memory") >= need, "decode-memory"
+    """The chosen decode kind d holds its running sequences and the radix cache:
+    count_d * M_d >= sum_k rate_k * (a_k E[O] tau_d KV_seq + retention E[prompt KV]) when d is picked
+    (a big-M term relaxes it for the kinds not picked)."""
+    mean_output = data.mean_output_tokens
+    for d, count in v.decode_count.items():
+        cap = data.decode[d]
+        big = data.rate_ceiling * cap.memory_per_rps(mean_output, data.drc_bytes_per_rps) / 1e9
+        need = pulp.lpSum(
+            cap.memory_per_rps(data.pools[k].md_load_fraction * mean_output, data.drc_bytes_per_rps)
+            / 1e9
+            * v.pool_rate[k]
+            for k in v.pool
+        )
+        supply = cap.memory_bytes / 1e9 * count
+        model += (supply + _slack(v, "decode-memory") >= need - big * (1 - v.decode_pick[d]), f"decode-memory-{d}")
 
 
 def define_relay_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:

@@ -214,6 +214,7 @@ def _problem(
         pools=pools,
         datacenters=datacenters,
         drc_bytes_per_rps=drc,
+        mean_output_tokens=setup.mean_output,
         inventory=inventory,
         rate_ceiling=setup.rate_ceiling,
         mode=options.mode,

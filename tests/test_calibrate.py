@@ -1,0 +1,338 @@
+"""Calibration: reading measurements, predicting them, fitting factors, writing the efficiency block.
+
+The fits run on small synthetic CSVs in tmp_path whose "measurements" the model itself produced
+with known factors, so a correct fit must recover those factors.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pddplan.errors import InputError
+from pddplan.inputs import load_hardware, load_model
+from pddplan.loading import parse_text, validate
+from pddplan.perf.accuracy import accuracy_report
+from pddplan.perf.calibrate import (
+    PARAMETERS,
+    REQUIRED_COLUMNS,
+    ErrorSummary,
+    Measurement,
+    calibrate_profile,
+    efficiency_yaml,
+    fit_efficiency,
+    predict,
+    read_measurements,
+    with_efficiency_block,
+)
+from pddplan.perf.efficiency import DEFAULT_EFFICIENCY
+from pddplan.perf.roofline import Instance, step_time
+from pddplan.specs.hardware import Efficiency
+
+HEADER = "model,gpu,tp,kind,tokens,cached,batch,context,measured_s"
+
+TRUE = Efficiency(
+    compute_max_fraction=0.7,
+    compute_half_tokens=50.0,
+    attention_compute_fraction=0.4,
+    memory_fraction=0.75,
+    expert_memory_fraction=0.6,
+    scale_up_fraction=0.5,
+    collective_latency_s=1e-5,
+    step_overhead_s=2e-3,
+    layer_overhead_s=5e-5,
+    moe_layer_overhead_s=1e-4,
+    request_overhead_s=0.02,
+    source="assumption: the factors the synthetic data was made with",
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def row(kind: str, tokens: int = 1, cached: int = 0, batch: int = 1, context: int = 0, *, tp: int = 1,
+        gpu: str = "h100-sxm", model: str = "llama-3.1-8b", split: str = "fit", weight_dtype: str = "",
+        kv_dtype: str = "") -> Measurement:
+    return Measurement(model, gpu, tp, kind, tokens, cached, batch, context, 1.0,  # type: ignore[arg-type]
+                       weight_dtype, kv_dtype, split, 0)
+
+
+def synthetic_csv(path: Path, rows: list[Measurement], efficiency: Efficiency) -> Path:
+    """A measurements CSV whose measured_s are the model's own predictions with `efficiency`."""
+    measured = predict(rows, efficiency)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow([*REQUIRED_COLUMNS, "weight_dtype", "kv_dtype", "split"])
+        for m, seconds in zip(rows, measured, strict=True):
+            out.writerow([m.model, m.gpu, m.tp, m.kind, m.tokens, m.cached, m.batch, m.context, repr(float(seconds)),
+                          m.weight_dtype, m.kv_dtype, m.split])
+    return path
+
+
+# -- reading --------------------------------------------------------------------------------------
+def test_read_measurements_parses_and_defaults(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "m.csv",
+        HEADER + ",weight_dtype,kv_dtype,split\n"
+        "llama-3.1-8b, h100-sxm ,2,prefill,5000,100,1,5000,0.4,fp8,,holdout\n"
+        "llama-3.1-8b,h100-sxm,1,decode,0,,0,2000.0,0.01,,fp8,\n"
+        "llama-3.1-8b,h100-sxm,1,extend,64,0,1,3000,0.02,,,excluded\n",
+    )
+    first, second, third = read_measurements(path)
+    assert first == Measurement("llama-3.1-8b", "h100-sxm", 2, "prefill", 5000, 100, 1, 5000, 0.4, "fp8", "",
+                                "holdout", 2)
+    # tokens and batch are at least 1, an empty cell is 0, a float-looking whole number is accepted,
+    # an empty split means fit
+    assert (second.tokens, second.cached, second.batch, second.context) == (1, 0, 1, 2000)
+    assert (second.kv_dtype, second.split, second.line) == ("fp8", "fit", 3)
+    assert third.split == "excluded" and third.line == 4
+    # the optional columns may be absent altogether
+    bare = read_measurements(write(tmp_path / "bare.csv", HEADER + "\nllama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0.01\n"))
+    assert (bare[0].weight_dtype, bare[0].kv_dtype, bare[0].split) == ("", "", "fit")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("llama-3.1-8b,h100-sxm,1,train,1,0,1,10,0.01", "line 2: kind = 'train': expected one of prefill, decode, extend"),
+        ("llama-3.1-8b,h100-sxm,x,decode,1,0,1,10,0.01", "line 2: tp = 'x': expected a whole number"),
+        ("llama-3.1-8b,h100-sxm,1,decode,1,-5,1,10,0.01", "line 2: cached = -5: must be >= 0"),
+        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,fast", "line 2: measured_s = 'fast': expected seconds"),
+        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0", "line 2: measured_s = 0.0: must be > 0"),
+        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,nan", "line 2: measured_s = nan: must be > 0"),
+        ("llama-3.1-8b,h100-sxm,0,decode,1,0,1,10,0.01", "line 2: tp = 0: must be >= 1"),
+    ],
+)
+def test_read_measurements_rejects_bad_values(tmp_path: Path, line: str, message: str) -> None:
+    path = write(tmp_path / "bad.csv", f"{HEADER}\n{line}\n")
+    with pytest.raises(InputError) as info:
+        read_measurements(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_read_measurements_names_the_line(tmp_path: Path) -> None:
+    good = "llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0.01"
+    path = write(tmp_path / "m.csv", f"{HEADER}\n{good}\n{good}\n{good.replace('decode', 'Decode!')}\n")
+    with pytest.raises(InputError, match=r"line 4: kind = 'Decode!'"):
+        read_measurements(path)
+
+
+def test_read_measurements_missing_column_and_file(tmp_path: Path) -> None:
+    path = write(tmp_path / "m.csv", "model,gpu,tp,kind,tokens,batch,context\nx,y,1,decode,1,1,1\n")
+    with pytest.raises(InputError) as info:
+        read_measurements(path)
+    assert str(info.value) == (
+        f"{path}: missing column(s) cached, measured_s; need model, gpu, tp, kind, tokens, cached, batch, "
+        "context, measured_s"
+    )
+    with pytest.raises(InputError, match="file not found"):
+        read_measurements(tmp_path / "nowhere.csv")
+
+
+def test_read_measurements_short_row_is_an_input_error(tmp_path: Path) -> None:
+    """A row with fewer cells than the header must be reported with its line, not crash."""
+    path = write(tmp_path / "short.csv", f"{HEADER}\nllama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0.01\nllama-3.1-8b,h100-sxm,1\n")
+    with pytest.raises(InputError, match="line 3"):
+        read_measurements(path)
+    path = write(tmp_path / "short2.csv", f"{HEADER}\nllama-3.1-8b,h100-sxm,1,decode,1,0,1,100\n")
+    with pytest.raises(InputError, match="line 2"):
+        read_measurements(path)
+
+
+# -- predicting -----------------------------------------------------------------------------------
+def test_predict_each_kind_is_its_step() -> None:
+    model = load_model("llama-3.1-8b")
+    hw = load_hardware("h100-sxm")
+    inst = Instance(model, hw, 1, None, TRUE)
+    rows = [row("prefill", 4000, 1000, 2), row("decode", 7, 0, 32, 5000), row("extend", 64, 0, 1, 3000)]
+    out = predict(rows, TRUE)
+    assert out[0] == pytest.approx(float(step_time(inst, 4000, 1000, 2).total_s) + TRUE.request_overhead_s, rel=1e-12)
+    assert out[1] == pytest.approx(float(step_time(inst, 1, 5000, 32).total_s), rel=1e-12)  # tokens ignored
+    assert out[2] == pytest.approx(float(step_time(inst, 64, 3000, 1).total_s), rel=1e-12)
+    # without factors each GPU uses its own profile's
+    own = predict([row("decode", 1, 0, 1, 100)])
+    assert own[0] == pytest.approx(float(step_time(Instance(model, hw, 1), 1, 100, 1).total_s), rel=1e-12)
+
+
+def test_predict_dtype_columns() -> None:
+    model = load_model("llama-3.1-8b")
+    hw = load_hardware("h100-sxm")
+    fp8 = model.model_copy(update={"weight_dtype": "fp8", "expert_weight_dtype": None})
+    out = predict([row("prefill", 8000, weight_dtype="fp8"), row("decode", 1, 0, 8, 60_000, kv_dtype="fp8")], TRUE)
+    assert out[0] == pytest.approx(
+        float(step_time(Instance(fp8, hw, 1, None, TRUE), 8000, 0, 1).total_s) + TRUE.request_overhead_s, rel=1e-12
+    )
+    assert out[1] == pytest.approx(
+        float(step_time(Instance(model.with_kv_dtype("fp8"), hw, 1, None, TRUE), 1, 60_000, 8).total_s), rel=1e-12
+    )
+    with pytest.raises(InputError, match="weight_dtype = 'int4'"):
+        predict([row("decode", weight_dtype="int4")], TRUE)
+
+
+def test_error_summary() -> None:
+    s = ErrorSummary.of(np.array([1.1, 0.5, 2.0]), np.array([1.0, 1.0, 1.0]))
+    assert s.count == 3
+    assert s.median == pytest.approx(0.5)
+    assert s.worst == pytest.approx(1.0)
+    assert s.mean == pytest.approx((0.1 + 0.5 + 1.0) / 3)
+    empty = ErrorSummary.of(np.array([]), np.array([]))
+    assert empty.count == 0 and math.isnan(empty.median) and math.isnan(empty.worst)
+
+
+# -- fitting --------------------------------------------------------------------------------------
+SYNTHETIC_ROWS = [
+    row("prefill", 8000),
+    row("prefill", 500),
+    row("prefill", 2000, 10_000),
+    row("prefill", 16_000, tp=2),
+    row("decode", 1, 0, 1, 2000),
+    row("decode", 1, 0, 64, 4000),
+    row("decode", 1, 0, 256, 1000),
+    row("extend", 64, 0, 1, 3000),
+    row("decode", 1, 0, 16, 8000, split="holdout"),
+    row("prefill", 3000, split="holdout"),
+]
+FREE = ("compute_max_fraction", "memory_fraction", "layer_overhead_s", "request_overhead_s")
+
+
+def test_fit_recovers_known_factors(tmp_path: Path) -> None:
+    path = synthetic_csv(tmp_path / "synthetic.csv", SYNTHETIC_ROWS, TRUE)
+    rows = read_measurements(path)
+    start = TRUE.model_copy(
+        update={"compute_max_fraction": 0.5, "memory_fraction": 0.6, "layer_overhead_s": 2e-4,
+                "request_overhead_s": 0.005}
+    )
+    fixed = [name for name, _, _ in PARAMETERS if name not in FREE]
+    result = fit_efficiency(rows, start, "calibrated: synthetic", fixed=fixed)
+    for name in FREE:
+        assert getattr(result.efficiency, name) == pytest.approx(getattr(TRUE, name), rel=0.02), name
+    for name in fixed:
+        assert getattr(result.efficiency, name) == getattr(TRUE, name), name
+    assert result.efficiency.source == "calibrated: synthetic"
+    assert result.after_fit.count == 8 and result.after_holdout.count == 2
+    assert result.after_fit.worst < 1e-3
+    assert result.after_holdout.worst < 1e-3
+    assert result.before_fit.median > 0.05  # the start was really off
+    assert len(result.predicted_after) == len(result.rows) == 10
+
+
+def test_fit_needs_three_fit_rows_and_ignores_excluded(tmp_path: Path) -> None:
+    rows = [row("decode", 1, 0, 1, 1000), row("decode", 1, 0, 4, 1000), row("prefill", 100, split="excluded"),
+            row("prefill", 100, split="holdout")]
+    path = synthetic_csv(tmp_path / "few.csv", rows, TRUE)
+    with pytest.raises(InputError, match="calibration needs at least 3 fit rows, got 2"):
+        fit_efficiency(read_measurements(path))
+
+
+def test_calibrate_profile_on_small_csv(tmp_path: Path) -> None:
+    rows = [r for r in SYNTHETIC_ROWS if r.tp == 1] + [row("decode", 1, 0, 1, 2000, gpu="h200")]
+    path = synthetic_csv(tmp_path / "small.csv", rows, TRUE)
+    profile, result = calibrate_profile(path, "h100-sxm")
+    assert profile.name == "h100-sxm"
+    assert profile.efficiency == result.efficiency
+    assert profile.efficiency.source.startswith("calibrated: fitted by `pddplan calibrate` to 7 rows of small.csv")
+    assert {m.gpu for m in result.rows} == {"h100-sxm"}  # the h200 row is not this GPU's
+    assert result.after_fit.median < result.before_fit.median
+    catalog = load_hardware("h100-sxm")
+    assert profile.model_copy(update={"efficiency": None}) == catalog.model_copy(update={"efficiency": None})
+    with pytest.raises(InputError, match="no rows for gpu 'mi300x'"):
+        calibrate_profile(path, "mi300x")
+
+
+# -- writing the efficiency block -----------------------------------------------------------------
+def reload(text: str) -> Efficiency:
+    data = parse_text(text, "test")
+    return validate(Efficiency, data["efficiency"], "test")
+
+
+def test_efficiency_yaml_round_trips() -> None:
+    tiny = TRUE.model_copy(
+        update={"collective_latency_s": 1e-06, "layer_overhead_s": 5e-05, "moe_layer_overhead_s": 1.5e-05,
+                "compute_half_tokens": 256.0, "source": 'calibrated: "quoted", with: colons and `ticks` # not a comment'}
+    )
+    for efficiency in (tiny, DEFAULT_EFFICIENCY, load_hardware("mi300x").efficiency):
+        assert efficiency is not None
+        text = efficiency_yaml(efficiency)
+        assert text.startswith("efficiency:\n")
+        back = reload(text)
+        assert back.source == efficiency.source
+        for name, value in efficiency.model_dump().items():
+            if name != "source":
+                assert isinstance(getattr(back, name), float), name
+                assert getattr(back, name) == pytest.approx(value, rel=1e-5), name
+    assert "  collective_latency_s: 1.0e-06\n" in efficiency_yaml(tiny)  # YAML 1.1 would read 1e-06 as text
+
+
+def test_efficiency_yaml_loads_as_the_defaults_file() -> None:
+    # the shipped defaults file is exactly such a block
+    from pddplan.perf.efficiency import DEFAULT_EFFICIENCY_PATH
+
+    assert reload(DEFAULT_EFFICIENCY_PATH.read_text()) == DEFAULT_EFFICIENCY
+    assert reload(efficiency_yaml(DEFAULT_EFFICIENCY)) == DEFAULT_EFFICIENCY
+
+
+def test_with_efficiency_block_replaces_the_block_and_keeps_the_rest(root: Path, tmp_path: Path) -> None:
+    original = (root / "hardware_profiles" / "h100-sxm.yaml").read_text()
+    new = TRUE.model_copy(update={"source": "calibrated: test"})
+    text = with_efficiency_block(original, new)
+    before_block = original.split("\nefficiency:\n")[0]
+    assert text.startswith(before_block + "\n")
+    assert text.count("efficiency:") == 1
+    assert text.endswith(efficiency_yaml(new))
+    path = write(tmp_path / "h100-sxm.yaml", text)
+    profile = load_hardware(str(path))
+    assert profile.efficiency == reload(efficiency_yaml(new))
+    assert profile.model_copy(update={"efficiency": None}) == load_hardware("h100-sxm").model_copy(
+        update={"efficiency": None}
+    )
+
+
+def test_with_efficiency_block_in_the_middle_or_absent() -> None:
+    text = (
+        "name: x\n"
+        "efficiency:\n"
+        "  compute_max_fraction: 0.5\n"
+        "\n"
+        "  memory_fraction: 0.5\n"
+        "# a comment at column 0 inside the block\n"
+        "  source: old\n"
+        "sources:\n"
+        "  a: {title: t, accessed: 2026-01}\n"
+    )
+    out = with_efficiency_block(text, TRUE)
+    assert out == "name: x\nsources:\n  a: {title: t, accessed: 2026-01}\n" + efficiency_yaml(TRUE)
+    assert with_efficiency_block("name: x\n\n\n", TRUE) == "name: x\n" + efficiency_yaml(TRUE)
+
+
+# -- accuracy -------------------------------------------------------------------------------------
+def test_accuracy_report_on_a_small_csv(tmp_path: Path) -> None:
+    rows = [
+        row("decode", 1, 0, 1, 2000),
+        row("prefill", 4000, split="holdout"),
+        row("decode", 1, 0, 8, 1000, gpu="l40s"),
+        row("prefill", 100, split="excluded"),
+    ]
+    path = synthetic_csv(tmp_path / "acc.csv", rows, TRUE)
+    report = accuracy_report(path)
+    assert report["rows"] == 4 and report["excluded"] == 1
+    assert report["summary"]["fit"]["count"] == 2 and report["summary"]["holdout"]["count"] == 1
+    assert len(report["points"]) == 3
+    for point in report["points"]:
+        assert point["error"] == pytest.approx(point["predicted_s"] / point["measured_s"] - 1, rel=1e-12)
+    assert [p["factors"] for p in report["points"]] == ["profile", "profile", "default"]  # l40s has no block
+    expected = predict([rows[0]])[0]
+    assert report["points"][0]["predicted_s"] == pytest.approx(expected, rel=1e-12)
+    assert report["holdout_by_gpu"]["h100-sxm"]["holdout_count"] == 1
+    assert report["holdout_by_gpu"]["l40s"]["holdout_count"] == 0
+
+
+def test_accuracy_default_path_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="not found; run from a pddplan checkout"):
+        accuracy_report()

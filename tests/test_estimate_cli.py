@@ -1,0 +1,294 @@
+"""`pddplan estimate`, `pddplan calibrate` and `pddplan accuracy`: the library calls and the CLI.
+
+Bad input must give exit code 2 and exactly one "error:" line on stderr, nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pddplan.errors import InputError
+from pddplan.inputs import load_hardware, load_model
+from pddplan.loading import read_data, validate
+from pddplan.perf.estimate import estimate
+from pddplan.perf.memory import max_batch, memory_budget
+from pddplan.perf.roofline import Instance, prefill_time, step_time
+from pddplan.specs.hardware import Efficiency
+
+BREAKDOWN_KEYS = {
+    "dense_gemm_s", "expert_gemm_s", "attention_s", "communication_s", "overhead_s", "compute_bound_s",
+    "memory_bound_s",
+}
+BOUNDS = {"compute", "memory", "communication", "overhead"}
+
+SMALL_CSV = (
+    "model,gpu,tp,kind,tokens,cached,batch,context,measured_s,split\n"
+    "llama-3.1-8b,h100-sxm,1,prefill,8000,0,1,8000,0.45,fit\n"
+    "llama-3.1-8b,h100-sxm,1,prefill,500,0,1,500,0.05,fit\n"
+    "llama-3.1-8b,h100-sxm,1,decode,1,0,1,2000,0.008,fit\n"
+    "llama-3.1-8b,h100-sxm,1,decode,1,0,64,4000,0.02,fit\n"
+    "llama-3.1-8b,h100-sxm,1,extend,64,0,1,3000,0.009,holdout\n"
+    "llama-3.1-8b,h200,1,decode,1,0,1,2000,0.007,fit\n"
+)
+
+
+def ok_json(result: Any) -> dict[str, Any]:
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def one_error_line(result: Any, *fragments: str) -> str:
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+# -- estimate: the library ------------------------------------------------------------------------
+def test_estimate_prefill_matches_roofline() -> None:
+    out = estimate("llama-3.1-8b", "h100-sxm", 1, prefill_tokens=20_000, cached_tokens=1000, chunk_tokens=8192)
+    inst = Instance(load_model("llama-3.1-8b"), load_hardware("h100-sxm"), 1)
+    assert out["mode"] == "prefill"
+    assert out["prefill_s"] == pytest.approx(float(prefill_time(inst, 20_000, 1000, 8192)), rel=1e-12)
+    assert (out["chunks"], out["tail_chunk_tokens"]) == (3, 3616)  # 8192 + 8192 + 3616
+    assert out["request_overhead_s"] == inst.efficiency.request_overhead_s
+    assert out["breakdown"] == step_time(inst, 8192, 1000).breakdown()  # the first chunk
+    budget = memory_budget(inst, step_tokens=8192)
+    assert out["memory_per_gpu"] == {
+        "weights_bytes": budget.weight_bytes,
+        "activations_bytes": budget.activation_bytes,
+        "kv_budget_bytes": budget.kv_bytes,
+    }
+    assert out["efficiency_source"] == inst.efficiency.source
+    unchunked = estimate("llama-3.1-8b", "h100-sxm", 1, prefill_tokens=20_000)
+    assert (unchunked["chunks"], unchunked["tail_chunk_tokens"]) == (1, 20_000)
+    assert unchunked["memory_per_gpu"]["activations_bytes"] == memory_budget(inst, step_tokens=20_000).activation_bytes
+
+
+def test_estimate_decode_and_extend_match_roofline() -> None:
+    inst = Instance(load_model("qwen3-235b-a22b"), load_hardware("h200"), 8)
+    decode = estimate("qwen3-235b-a22b", "h200", 8, decode_batch=64, context_tokens=30_000)
+    step = float(step_time(inst, 1, 30_000, 64).total_s)
+    assert decode["decode_step_s"] == pytest.approx(step, rel=1e-12)
+    assert decode["tokens_per_s"] == pytest.approx(64 / step, rel=1e-12)
+    assert decode["max_batch_by_memory"] == int(max_batch(inst, 30_000))
+    assert decode["expert_parallel"] is False
+    extend = estimate("qwen3-235b-a22b", "h200", 8, extend_tokens=100, context_tokens=30_000)
+    ext = float(step_time(inst, 100, 30_000, 1).total_s)
+    assert extend["extend_s"] == pytest.approx(ext, rel=1e-12)
+    assert extend["equivalent_decode_steps"] == pytest.approx(ext / float(step_time(inst, 1, 30_000, 1).total_s))
+    assert 1.0 < extend["equivalent_decode_steps"] < 100.0
+
+
+def test_estimate_kv_dtype_and_ep_switches() -> None:
+    bf16 = estimate("deepseek-v3.2", "h200", 8, decode_batch=32, context_tokens=60_000, kv_dtype="bf16")
+    fp8 = estimate("deepseek-v3.2", "h200", 8, decode_batch=32, context_tokens=60_000)
+    assert bf16["max_batch_by_memory"] < fp8["max_batch_by_memory"]
+    # a GQA model reads its whole KV per decode step: fp8 KV halves the attention reads
+    gqa_bf16 = estimate("qwen3-235b-a22b", "h200", 8, decode_batch=32, context_tokens=60_000)
+    gqa_fp8 = estimate("qwen3-235b-a22b", "h200", 8, decode_batch=32, context_tokens=60_000, kv_dtype="fp8")
+    assert gqa_bf16["breakdown"]["attention_s"] > gqa_fp8["breakdown"]["attention_s"]
+    forced = estimate("deepseek-v3.2", "h200", 8, decode_batch=32, context_tokens=60_000, expert_parallel=True)
+    assert forced["expert_parallel"] is True and fp8["expert_parallel"] is False
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "give exactly one of --prefill TOKENS, --decode-batch B or --extend K"),
+        ({"prefill_tokens": 10, "extend_tokens": 5, "context_tokens": 10}, "give exactly one of"),
+        ({"decode_batch": 4}, "--decode-batch needs --context TOKENS"),
+        ({"extend_tokens": 4}, "--extend needs --context TOKENS"),
+    ],
+)
+def test_estimate_rejects_bad_modes(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        estimate("llama-3.1-8b", "h100-sxm", 1, **kwargs)
+
+
+# -- estimate: the CLI ----------------------------------------------------------------------------
+def test_cli_estimate_deepseek_prefill(cli: Any) -> None:
+    out = ok_json(
+        cli("estimate", "--model", "deepseek-v3.2", "--gpu", "gpu-a", "--tp", "16", "--prefill", "6400",
+            "--cached", "58000", "--chunk", "8192", "--json")
+    )
+    assert out["model"] == "deepseek-v3.2" and out["gpu"] == "gpu-a" and out["tp"] == 16
+    assert out["expert_parallel"] is True  # 16 GPUs span two 8-GPU domains
+    assert out["mode"] == "prefill"
+    assert set(out["breakdown"]) == BREAKDOWN_KEYS
+    assert out["bound"] in BOUNDS
+    assert (out["chunks"], out["tail_chunk_tokens"], out["new_tokens"], out["cached_tokens"]) == (1, 6400, 6400, 58000)
+    inst = Instance(load_model("deepseek-v3.2"), load_hardware("gpu-a"), 16)
+    assert out["prefill_s"] == pytest.approx(float(prefill_time(inst, 6400, 58000, 8192)), rel=1e-12)
+    # one chunk: the prefill is its step plus the request overhead
+    assert out["prefill_s"] == pytest.approx(
+        float(step_time(inst, 6400, 58000).total_s) + out["request_overhead_s"], rel=1e-12
+    )
+    assert out["memory_per_gpu"]["kv_budget_bytes"] > 0
+
+
+def test_cli_estimate_decode_and_extend(cli: Any) -> None:
+    decode = ok_json(cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--decode-batch", "32",
+                         "--context", "4000", "--json"))
+    assert decode["mode"] == "decode"
+    assert decode["decode_step_s"] > 0 and "prefill_s" not in decode
+    assert decode["tokens_per_s"] == pytest.approx(32 / decode["decode_step_s"])
+    assert set(decode["breakdown"]) == BREAKDOWN_KEYS and decode["bound"] in BOUNDS
+    extend = ok_json(cli("estimate", "--model", "gpt-oss-120b", "--gpu", "mi300x", "--tp", "2", "--extend", "100",
+                         "--context", "64000", "--kv-dtype", "fp8", "--json"))
+    assert extend["mode"] == "extend" and extend["extend_s"] > 0
+    assert extend["extend_tokens"] == 100 and extend["context_tokens"] == 64000
+    assert set(extend["breakdown"]) == BREAKDOWN_KEYS and extend["bound"] in BOUNDS
+    ep = ok_json(cli("estimate", "--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8",
+                     "--context", "1000", "--ep", "--json"))
+    assert ep["expert_parallel"] is True
+
+
+def test_cli_estimate_human_output_goes_to_stderr(cli: Any) -> None:
+    result = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill", "20000", "--chunk", "8192")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert "3 chunk(s), tail 3,616 tokens" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--prefill", "100", "--decode-batch", "4", "--context", "10"], ["give exactly one of"]),
+        (["--prefill", "100", "--extend", "4", "--context", "10"], ["give exactly one of"]),
+        ([], ["give exactly one of"]),
+        (["--decode-batch", "4"], ["--decode-batch needs --context"]),
+        (["--extend", "4"], ["--extend needs --context"]),
+        (["--prefill", "100", "--tp", "0"], ["--tp = 0"]),
+        (["--prefill", "100", "--kv-dtype", "int4"], ["--kv-dtype = 'int4'"]),
+    ],
+)
+def test_cli_estimate_bad_combinations(cli: Any, args: list[str], fragments: list[str]) -> None:
+    one_error_line(cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", *args), *fragments)
+
+
+def test_cli_estimate_unknown_names(cli: Any) -> None:
+    one_error_line(cli("estimate", "--model", "llama-9", "--gpu", "h100-sxm", "--prefill", "10"), "unknown model")
+    one_error_line(cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h1000", "--prefill", "10"), "h1000")
+
+
+def test_cli_estimate_model_that_does_not_fit(cli: Any) -> None:
+    one_error_line(
+        cli("estimate", "--model", "llama-3.1-405b", "--gpu", "l40s", "--tp", "1", "--prefill", "1000", "--json"),
+        "model 'llama-3.1-405b' does not fit on l40s at tp=1", "use a larger tp",
+    )
+
+
+# -- accuracy -------------------------------------------------------------------------------------
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_cli_accuracy_counts_match_the_csv(cli: Any, root: Path) -> None:
+    path = root / "tests" / "data" / "measurements.csv"
+    rows = csv_rows(path)
+    scored = [r for r in rows if r["split"].strip() != "excluded"]
+    report = ok_json(cli("accuracy", str(path), "--json"))
+    assert report["rows"] == len(rows)
+    assert report["excluded"] == len(rows) - len(scored)
+    fit, holdout = report["summary"]["fit"], report["summary"]["holdout"]
+    assert fit["count"] + holdout["count"] == len(scored)
+    assert fit["count"] == sum(r["split"].strip() in ("fit", "") for r in rows)
+    assert holdout["count"] == sum(r["split"].strip() == "holdout" for r in rows)
+    assert len(report["points"]) == len(scored)
+    for split in (fit, holdout):
+        assert 0 <= split["median_abs_error"] <= split["worst_abs_error"]
+    assert sum(g["holdout_count"] for g in report["holdout_by_gpu"].values()) == holdout["count"]
+
+
+def test_cli_accuracy_default_measurements(cli: Any, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(root)
+    report = ok_json(cli("accuracy", "--json"))
+    assert report["measurements"] == "tests/data/measurements.csv"
+    assert report["summary"]["fit"]["count"] + report["summary"]["holdout"]["count"] == len(report["points"])
+
+
+def test_cli_accuracy_bad_input(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    one_error_line(cli("accuracy", str(tmp_path / "none.csv")), "file not found")
+    monkeypatch.chdir(tmp_path)
+    one_error_line(cli("accuracy", "--json"), "not found")
+
+
+# -- calibrate ------------------------------------------------------------------------------------
+def test_cli_calibrate_full_measurements_smoke(cli: Any, root: Path, tmp_path: Path) -> None:
+    output = tmp_path / "h100-calibrated.yaml"
+    summary = ok_json(cli("calibrate", str(root / "tests" / "data" / "measurements.csv"), "--gpu", "h100-sxm",
+                          "--output", str(output), "--json"))
+    assert summary["target"] == "h100-sxm"
+    assert summary["output"] == str(output)
+    assert summary["after"]["fit"]["median_abs_error"] <= summary["before"]["fit"]["median_abs_error"]
+    profile = load_hardware(str(output))
+    assert profile.efficiency is not None
+    assert profile.efficiency.source.startswith("calibrated:")
+    assert profile.efficiency.source == summary["efficiency"]["source"]
+    catalog = load_hardware("h100-sxm")
+    assert profile.model_copy(update={"efficiency": None}) == catalog.model_copy(update={"efficiency": None})
+
+
+def test_cli_calibrate_gpu_into_an_existing_profile(cli: Any, root: Path, tmp_path: Path) -> None:
+    measurements = tmp_path / "small.csv"
+    measurements.write_text(SMALL_CSV)
+    output = tmp_path / "mine.yaml"
+    original = (root / "hardware_profiles" / "h100-sxm.yaml").read_text().replace(
+        "description: NVIDIA H100", "description: MY H100"
+    )
+    output.write_text(original)
+    summary = ok_json(cli("calibrate", str(measurements), "--gpu", "h100-sxm", "--output", str(output), "--json"))
+    assert summary["before"]["fit"]["count"] == summary["after"]["fit"]["count"] == 4
+    assert summary["after"]["holdout"]["count"] == 1
+    text = output.read_text()
+    assert text.startswith(original.split("\nefficiency:\n")[0])  # the user's own edits are kept
+    profile = load_hardware(str(output))
+    assert profile.description.startswith("MY H100")
+    assert profile.efficiency is not None
+    assert profile.efficiency.source.startswith("calibrated: fitted by `pddplan calibrate` to 4 rows of small.csv")
+
+
+def test_cli_calibrate_all_writes_an_efficiency_block(cli: Any, tmp_path: Path) -> None:
+    measurements = tmp_path / "small.csv"
+    measurements.write_text(SMALL_CSV)
+    output = tmp_path / "defaults.yaml"
+    summary = ok_json(cli("calibrate", str(measurements), "--all", "--output", str(output), "--json"))
+    assert summary["target"] == "all GPUs"
+    assert summary["after"]["fit"]["count"] == 5
+    data = read_data(output)
+    efficiency = validate(Efficiency, data["efficiency"], str(output))
+    assert efficiency.source.startswith("calibrated: fitted by `pddplan calibrate --all` to 5 rows of small.csv")
+    assert efficiency.compute_max_fraction == pytest.approx(summary["efficiency"]["compute_max_fraction"], rel=1e-5)
+
+
+def test_cli_calibrate_all_without_rows(cli: Any, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text(SMALL_CSV.splitlines()[0] + "\n")
+    one_error_line(cli("calibrate", str(empty), "--all"), "calibration needs at least 3 fit rows, got 0")
+
+
+def test_cli_calibrate_missing_column(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "nocol.csv"
+    path.write_text("\n".join(",".join(line.split(",")[:8]) for line in SMALL_CSV.splitlines()) + "\n")
+    one_error_line(cli("calibrate", str(path), "--all"), "missing column(s) measured_s", "need model, gpu")
+    one_error_line(cli("calibrate", str(path), "--gpu", "h100-sxm"), "missing column(s) measured_s")
+
+
+def test_cli_calibrate_needs_exactly_one_target(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "small.csv"
+    path.write_text(SMALL_CSV)
+    one_error_line(cli("calibrate", str(path)), "give --gpu NAME")
+    one_error_line(cli("calibrate", str(path), "--gpu", "h100-sxm", "--all"), "give --gpu NAME")
+    one_error_line(cli("calibrate", str(path), "--gpu", "mi300x"), "no rows for gpu 'mi300x'")
+    one_error_line(cli("calibrate", str(tmp_path / "none.csv"), "--all"), "file not found")
