@@ -438,12 +438,14 @@ def gate(
     from pddplan.errors import GateFailed, InputError
     from pddplan.loading import write_atomic
     from pddplan.report import gate_report, output
+    from pddplan.specs.baseline import Metric
 
-    overrides: dict[str, float] = {}
+    overrides: dict[Metric, float] = {}
     for item in tol or []:
-        metric, _, value = item.partition("=")
-        if metric not in ("cost_per_hour", "bcr", "goodput_rps"):
+        name, _, value = item.partition("=")
+        if name not in ("cost_per_hour", "bcr", "goodput_rps"):
             raise InputError(f"--tol {item!r}: metric must be cost_per_hour, bcr or goodput_rps")
+        metric: Metric = name  # type: ignore[assignment]
         try:
             overrides[metric] = float(value)
         except ValueError:
@@ -464,7 +466,7 @@ def gate(
     with console.status("gating...") as status:
         spec, checks = gating.gate(
             baseline, progress=lambda text: status.update(text), tolerances=overrides or None, rtol=rtol
-        )  # type: ignore[arg-type]
+        )
     if markdown_path is not None:
         write_atomic(markdown_path, gating.markdown(checks))
     if json_out:

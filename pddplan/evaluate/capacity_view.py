@@ -28,6 +28,7 @@ from pddplan.evaluate.capacity import decoder_capacity, path_load, prefill_capac
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenario import Scenario
+from pddplan.specs.plan import RoleName
 
 UNBOUNDED_RATE = 1e9
 
@@ -82,7 +83,7 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         plan.handoff,
         context,
     )
-    rates: dict[str, float] = {}
+    rates: dict[RoleName, float] = {}
     pool = prefill_capacity(
         scenario.prefill,
         classes,
@@ -106,16 +107,16 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     rates["decode"] = min(compute, memory)
     if relay is not None and scenario.relay is not None:
         rates["relay"] = relay.occupancy / load.relay_hold_s if load.relay_hold_s > 0 else math.inf
-    counts = {name: role.count for name, role in scenario.roles.items()}
-    totals = {name: counts[name] * rate for name, rate in rates.items()}
+    totals: dict[str, float] = {name: scenario.roles[name].count * rate for name, rate in rates.items()}
     if scenario.link is not None:
         totals["wan"] = load.max_rate
     bottleneck = min(totals, key=lambda name: totals[name])
-    gpus_per_rps = sum(scenario.roles[name].tp / rate if rate > 0 else math.inf for name, rate in rates.items())
-    cost_per_second = sum(
-        scenario.roles[name].usd_per_hour / scenario.roles[name].count / rate if rate > 0 else math.inf
-        for name, rate in rates.items()
-    )
+    gpus_per_rps = 0.0
+    cost_per_second = 0.0
+    for name, rate in rates.items():
+        role = scenario.roles[name]
+        gpus_per_rps += role.tp / rate if rate > 0 else math.inf
+        cost_per_second += role.usd_per_hour / role.count / rate if rate > 0 else math.inf
     if scenario.link is not None:
         cost_per_second += scenario.link.usd_per_hour / load.max_rate if load.max_rate > 0 else math.inf
     cost_per_request = cost_per_second / 3600.0
@@ -123,7 +124,7 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     return CapacityView(
         max_rate_rps=float(totals[bottleneck]),
         bottleneck=bottleneck,
-        per_instance_rps=rates,
+        per_instance_rps={str(name): rate for name, rate in rates.items()},
         throughput_per_gpu_hour=3600.0 / gpus_per_rps if gpus_per_rps > 0 else 0.0,
         cost_per_request_usd=cost_per_request,
         bcr=1.0 / cost_per_request if cost_per_request > 0 else 0.0,
