@@ -54,5 +54,7 @@ def resolve(kind: str, name_or_path: str, what: str) -> Path:
 def suggest(name: str, known: list[str]) -> str:
     """A "; did you mean 'x'?" hint (prefix matches first), or the list of known names."""
     prefixed = [k for k in known if k.startswith(name)]
-    guess = prefixed[:1] or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    folded = {k.lower().replace("-", "").replace("_", ""): k for k in known}
+    same = folded.get(name.lower().replace("-", "").replace("_", ""))
+    guess = ([same] if same else []) or prefixed[:1] or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
     return f"; did you mean '{guess[0]}'?" if guess else f"; known: {', '.join(known)}"

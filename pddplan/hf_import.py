@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from pddplan.errors import InputError
 from pddplan.specs.model import (
     IndexerSpec,
@@ -63,39 +65,48 @@ def architecture_from_hf_config(
     num_layers = cfg.int("num_hidden_layers", "n_layer", "num_layers")
     hidden = cfg.int("hidden_size", "d_model", "n_embd")
     heads = cfg.int("num_attention_heads", "n_head")
+    for key, value in (("num_hidden_layers", num_layers), ("hidden_size", hidden), ("num_attention_heads", heads)):
+        if value < 1:
+            raise InputError(f"{source}: {key} = {value}: must be at least 1")
     kv_heads = cfg.int("num_key_value_heads", default=heads)
     head_dim = cfg.int("head_dim", default=hidden // heads)
-    mla = _mla(cfg)
-    moe = _moe(cfg, num_layers)
-    layer_kinds = _layer_kinds(cfg, num_layers)
-    linear = _linear(cfg) if "linear" in layer_kinds else None
-    weight_dtype, expert_dtype = _weight_dtypes(cfg)
-    return ModelArchitecture(
-        name=name,
-        source=source,
-        num_layers=num_layers,
-        hidden_size=hidden,
-        vocab_size=cfg.int("vocab_size"),
-        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        num_heads=heads,
-        num_kv_heads=kv_heads if mla is None else heads,
-        head_dim=head_dim if mla is None else mla.qk_nope_head_dim + mla.qk_rope_head_dim,
-        attention_bias=bool(cfg.get("attention_bias", cfg.get("qkv_bias", False))),
-        attention_output_gate=cfg.get("model_type") == "qwen3_next" or bool(cfg.get("attn_output_gate", False)),
-        qk_norm=bool(cfg.get("use_qk_norm", False)) or str(cfg.get("model_type", "")).startswith("qwen3"),
-        intermediate_size=_dense_ffn(cfg, moe),
-        moe=moe,
-        layer_kinds=layer_kinds,
-        sliding_window=cfg.int("sliding_window") if "sliding" in layer_kinds else None,
-        mla=mla,
-        indexer=_indexer(cfg) if mla is not None else None,
-        linear=linear,
-        weight_dtype=weight_dtype,
-        expert_weight_dtype=expert_dtype if expert_dtype != weight_dtype else None,
-        kv_dtype=kv_dtype or "bf16",
-        params_total_published=params_total_published,
-        params_active_published=params_active_published,
-    )
+    try:
+        mla = _mla(cfg)
+        moe = _moe(cfg, num_layers)
+        layer_kinds = _layer_kinds(cfg, num_layers)
+        linear = _linear(cfg) if "linear" in layer_kinds else None
+        weight_dtype, expert_dtype = _weight_dtypes(cfg)
+        return ModelArchitecture(
+            name=name,
+            source=source,
+            num_layers=num_layers,
+            hidden_size=hidden,
+            vocab_size=cfg.int("vocab_size"),
+            tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+            num_heads=heads,
+            num_kv_heads=kv_heads if mla is None else heads,
+            head_dim=head_dim if mla is None else mla.qk_nope_head_dim + mla.qk_rope_head_dim,
+            attention_bias=bool(cfg.get("attention_bias", cfg.get("qkv_bias", False))),
+            attention_output_gate=cfg.get("model_type") == "qwen3_next" or bool(cfg.get("attn_output_gate", False)),
+            qk_norm=bool(cfg.get("use_qk_norm", False)) or str(cfg.get("model_type", "")).startswith("qwen3"),
+            intermediate_size=_dense_ffn(cfg, moe),
+            moe=moe,
+            layer_kinds=layer_kinds,
+            sliding_window=cfg.int("sliding_window") if "sliding" in layer_kinds else None,
+            mla=mla,
+            indexer=_indexer(cfg) if mla is not None else None,
+            linear=linear,
+            weight_dtype=weight_dtype,
+            expert_weight_dtype=expert_dtype if expert_dtype != weight_dtype else None,
+            kv_dtype=kv_dtype or "bf16",
+            params_total_published=params_total_published,
+            params_active_published=params_active_published,
+        )
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "config"
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        raise InputError(f"{source}: {where}: {message}") from None
 
 
 def _mla(cfg: _Config) -> MlaSpec | None:

@@ -14,13 +14,23 @@ from pddplan.specs.model import KvDtype, ModelArchitecture
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 
+_HARDWARE_FILES: dict[tuple[str, int], HardwareProfile] = {}
+
 
 def load_hardware(name_or_path: str) -> HardwareProfile:
-    """A hardware profile from the catalog (`h100-sxm`) or a YAML file."""
+    """A hardware profile from the catalog (`h100-sxm`) or a YAML file.
+
+    Parsed profiles are kept by (path, modification time): a plan is built many times during an
+    optimization, and an edited file is read again.
+    """
     path = catalog.resolve("hardware_profiles", name_or_path, "GPU")
+    key = (str(path.resolve()), path.stat().st_mtime_ns)
+    if key in _HARDWARE_FILES:
+        return _HARDWARE_FILES[key]
     profile = load(HardwareProfile, path)
     if path.parent == catalog.catalog_dir("hardware_profiles") and profile.name != path.stem:
         raise InputError(f"{path}: name = {profile.name!r}: must equal the file name {path.stem!r}")
+    _HARDWARE_FILES[key] = profile
     return profile
 
 
@@ -63,13 +73,15 @@ def load_model(name_or_path: str, kv_dtype: KvDtype | None = None) -> ModelArchi
         return model
     path = Path(name_or_path)
     if path.is_dir():
+        if not (path / "config.json").exists():
+            raise InputError(f"{name_or_path}: folder has no config.json")
         path = path / "config.json"
     if not path.exists():
-        if path.suffix or "/" in name_or_path:
+        if path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in name_or_path:
             raise InputError(f"{name_or_path}: file not found")
         raise InputError(f"unknown model '{name_or_path}'{catalog.suggest(name_or_path, list(index))}")
     data = read_data(path)
-    if isinstance(data, dict) and "layer_kinds" in data:
+    if isinstance(data, dict) and ("layer_kinds" in data or "num_layers" in data):
         model = validate(ModelArchitecture, data, str(path))
         return model.with_kv_dtype(kv_dtype) if kv_dtype else model
     if not isinstance(data, dict):

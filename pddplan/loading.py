@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -35,6 +36,10 @@ _PlainLoader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# YAML 1.1 wants a dot in an exponent float (1.0e-5); accept JSON's 1e-5 too.
+_PlainLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
 
 
 def parse_text(text: str, source: str) -> Any:
@@ -86,7 +91,9 @@ def load(model: type[ModelT], path: Path) -> ModelT:
 
 def describe_validation_error(exc: ValidationError, model: type[BaseModel], data: Any, source: str) -> str:
     """One line for the first error: file, field path, offending value, what was expected."""
-    errors = exc.errors(include_url=False)
+    # A misspelt key shows up twice: as an unknown key and as the missing one. The typo explains
+    # both, so unknown keys come first.
+    errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
     first = errors[0]
     loc = tuple(first["loc"])
     path = _dotted(loc)
@@ -144,13 +151,21 @@ def _fields_at(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
             current = field.annotation
         elif isinstance(part, int) or not isinstance(current, type):
             args = [a for a in typing.get_args(current) if a is not type(None)]
-            current = args[-1] if args else None
+            tagged = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel) and _tag_of(a) == part]
+            current = tagged[0] if tagged else (args[-1] if args else None)
         else:
             return []
     current = _unwrap(current)
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
     return []
+
+
+def _tag_of(model: type[BaseModel]) -> str | None:
+    """The `kind` literal of a member of a discriminated union (pydantic puts it in error paths)."""
+    field = model.model_fields.get("kind")
+    values = typing.get_args(field.annotation) if field is not None else ()
+    return str(values[0]) if len(values) == 1 else None
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -187,3 +202,6 @@ def write_atomic_bytes(path: Path, payload: bytes) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise InputError(f"{path}: cannot write: {exc.strerror}") from None
+    except BaseException:  # interrupted (Ctrl-C): leave the old file and no temporary behind
+        tmp.unlink(missing_ok=True)
+        raise

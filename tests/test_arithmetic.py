@@ -6,7 +6,7 @@ Every expected number below is written out from the formulas in the docstrings o
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import pytest
@@ -16,8 +16,8 @@ from pddplan.perf.arithmetic import (
     attention_params,
     expert_bytes,
     ffn_params,
-    lm_head_flops,
     linear_flops_per_token,
+    lm_head_flops,
     moe_fixed_params,
     param_counts,
     routed_expert_params,
@@ -32,26 +32,54 @@ def arch(**fields: Any) -> ModelArchitecture:
 
 
 # A 2-layer GQA model: d=1024, h=8 query heads, g=2 KV heads, k=128, f=4096, V=1000.
-GQA = dict(num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128,
-           intermediate_size=4096)
+GQA = {
+    "num_layers": 2,
+    "hidden_size": 1024,
+    "vocab_size": 1000,
+    "num_heads": 8,
+    "num_kv_heads": 2,
+    "head_dim": 128,
+    "intermediate_size": 4096,
+}
 
 # A 3-layer MLA + DSA-indexer + MoE model (first layer dense), fp8 weights, fp4 experts.
-MLA_MOE = dict(
-    num_layers=3, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=8, head_dim=96,
-    intermediate_size=2048,
-    mla=dict(kv_lora_rank=128, qk_rope_head_dim=32, qk_nope_head_dim=64, v_head_dim=64, q_lora_rank=256),
-    indexer=dict(num_heads=4, head_dim=32, top_k=256),
-    moe=dict(num_experts=8, experts_per_token=2, num_shared_experts=1, expert_intermediate_size=256,
-             shared_expert_intermediate_size=512, first_dense_layers=1, router_bias=True, shared_expert_gate=True),
-    weight_dtype="fp8", expert_weight_dtype="fp4", kv_dtype="fp8",
-)
+MLA_MOE = {
+    "num_layers": 3,
+    "hidden_size": 1024,
+    "vocab_size": 1000,
+    "num_heads": 8,
+    "num_kv_heads": 8,
+    "head_dim": 96,
+    "intermediate_size": 2048,
+    "mla": {"kv_lora_rank": 128, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64, "q_lora_rank": 256},
+    "indexer": {"num_heads": 4, "head_dim": 32, "top_k": 256},
+    "moe": {
+        "num_experts": 8,
+        "experts_per_token": 2,
+        "num_shared_experts": 1,
+        "expert_intermediate_size": 256,
+        "shared_expert_intermediate_size": 512,
+        "first_dense_layers": 1,
+        "router_bias": True,
+        "shared_expert_gate": True,
+    },
+    "weight_dtype": "fp8",
+    "expert_weight_dtype": "fp4",
+    "kv_dtype": "fp8",
+}
 
 # Three Gated-DeltaNet layers and one full-attention layer.
-LINEAR = dict(
-    num_layers=4, hidden_size=512, vocab_size=1000, num_heads=4, num_kv_heads=2, head_dim=64,
-    intermediate_size=1024, layer_kinds=["linear", "linear", "linear", "full"],
-    linear=dict(num_key_heads=2, num_value_heads=4, key_head_dim=32, value_head_dim=32, conv_kernel=4),
-)
+LINEAR = {
+    "num_layers": 4,
+    "hidden_size": 512,
+    "vocab_size": 1000,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim": 64,
+    "intermediate_size": 1024,
+    "layer_kinds": ["linear", "linear", "linear", "full"],
+    "linear": {"num_key_heads": 2, "num_value_heads": 4, "key_head_dim": 32, "value_head_dim": 32, "conv_kernel": 4},
+}
 
 
 # -- attention blocks ------------------------------------------------------------------------------
@@ -106,11 +134,7 @@ def test_linear_attention_params() -> None:
     d, nk, nv, dk, dv, kernel = 512, 2, 4, 32, 32, 4
     key_dim, value_dim = nk * dk, nv * dv
     expected = (
-        d * (2 * key_dim + 2 * value_dim + 2 * nv)
-        + (2 * key_dim + value_dim) * kernel
-        + 2 * nv
-        + dv
-        + value_dim * d
+        d * (2 * key_dim + 2 * value_dim + 2 * nv) + (2 * key_dim + value_dim) * kernel + 2 * nv + dv + value_dim * d
     )
     assert expected == 200_704 + 1_024 + 8 + 32 + 65_536
     assert attention_params(model, "linear") == expected
@@ -231,7 +255,7 @@ def test_flops_per_token() -> None:
 
 
 # -- the catalog ----------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def catalog(name: str) -> ModelArchitecture:
     return load_model(name)
 

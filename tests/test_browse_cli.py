@@ -253,7 +253,10 @@ def test_missing_files(cli: Any, tmp_path: Any) -> None:
     path = tmp_path / "nope.yaml"
     assert one_error_line(cli("hardware", "show", str(path))) == f"error: {path}: file not found"
     assert one_error_line(cli("workloads", "show", str(path))) == f"error: {path}: file not found"
-    assert one_error_line(cli("models", "show", str(tmp_path / "nope.json"))) == f"error: {tmp_path}/nope.json: file not found"
+    assert (
+        one_error_line(cli("models", "show", str(tmp_path / "nope.json")))
+        == f"error: {tmp_path}/nope.json: file not found"
+    )
 
 
 # -- schema command --------------------------------------------------------------------------------

@@ -56,11 +56,35 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def row(kind: str, tokens: int = 1, cached: int = 0, batch: int = 1, context: int = 0, *, tp: int = 1,
-        gpu: str = "h100-sxm", model: str = "llama-3.1-8b", split: str = "fit", weight_dtype: str = "",
-        kv_dtype: str = "") -> Measurement:
-    return Measurement(model, gpu, tp, kind, tokens, cached, batch, context, 1.0,  # type: ignore[arg-type]
-                       weight_dtype, kv_dtype, split, 0)
+def row(
+    kind: str,
+    tokens: int = 1,
+    cached: int = 0,
+    batch: int = 1,
+    context: int = 0,
+    *,
+    tp: int = 1,
+    gpu: str = "h100-sxm",
+    model: str = "llama-3.1-8b",
+    split: str = "fit",
+    weight_dtype: str = "",
+    kv_dtype: str = "",
+) -> Measurement:
+    return Measurement(
+        model,
+        gpu,
+        tp,
+        kind,
+        tokens,
+        cached,
+        batch,
+        context,
+        1.0,  # type: ignore[arg-type]
+        weight_dtype,
+        kv_dtype,
+        split,
+        0,
+    )
 
 
 def synthetic_csv(path: Path, rows: list[Measurement], efficiency: Efficiency) -> Path:
@@ -70,8 +94,22 @@ def synthetic_csv(path: Path, rows: list[Measurement], efficiency: Efficiency) -
         out = csv.writer(handle)
         out.writerow([*REQUIRED_COLUMNS, "weight_dtype", "kv_dtype", "split"])
         for m, seconds in zip(rows, measured, strict=True):
-            out.writerow([m.model, m.gpu, m.tp, m.kind, m.tokens, m.cached, m.batch, m.context, repr(float(seconds)),
-                          m.weight_dtype, m.kv_dtype, m.split])
+            out.writerow(
+                [
+                    m.model,
+                    m.gpu,
+                    m.tp,
+                    m.kind,
+                    m.tokens,
+                    m.cached,
+                    m.batch,
+                    m.context,
+                    repr(float(seconds)),
+                    m.weight_dtype,
+                    m.kv_dtype,
+                    m.split,
+                ]
+            )
     return path
 
 
@@ -85,8 +123,9 @@ def test_read_measurements_parses_and_defaults(tmp_path: Path) -> None:
         "llama-3.1-8b,h100-sxm,1,extend,64,0,1,3000,0.02,,,excluded\n",
     )
     first, second, third = read_measurements(path)
-    assert first == Measurement("llama-3.1-8b", "h100-sxm", 2, "prefill", 5000, 100, 1, 5000, 0.4, "fp8", "",
-                                "holdout", 2)
+    assert first == Measurement(
+        "llama-3.1-8b", "h100-sxm", 2, "prefill", 5000, 100, 1, 5000, 0.4, "fp8", "", "holdout", 2
+    )
     # tokens and batch are at least 1, an empty cell is 0, a float-looking whole number is accepted,
     # an empty split means fit
     assert (second.tokens, second.cached, second.batch, second.context) == (1, 0, 1, 2000)
@@ -100,7 +139,10 @@ def test_read_measurements_parses_and_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("llama-3.1-8b,h100-sxm,1,train,1,0,1,10,0.01", "line 2: kind = 'train': expected one of prefill, decode, extend"),
+        (
+            "llama-3.1-8b,h100-sxm,1,train,1,0,1,10,0.01",
+            "line 2: kind = 'train': expected one of prefill, decode, extend",
+        ),
         ("llama-3.1-8b,h100-sxm,x,decode,1,0,1,10,0.01", "line 2: tp = 'x': expected a whole number"),
         ("llama-3.1-8b,h100-sxm,1,decode,1,-5,1,10,0.01", "line 2: cached = -5: must be >= 0"),
         ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,fast", "line 2: measured_s = 'fast': expected seconds"),
@@ -137,7 +179,9 @@ def test_read_measurements_missing_column_and_file(tmp_path: Path) -> None:
 
 def test_read_measurements_short_row_is_an_input_error(tmp_path: Path) -> None:
     """A row with fewer cells than the header must be reported with its line, not crash."""
-    path = write(tmp_path / "short.csv", f"{HEADER}\nllama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0.01\nllama-3.1-8b,h100-sxm,1\n")
+    path = write(
+        tmp_path / "short.csv", f"{HEADER}\nllama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0.01\nllama-3.1-8b,h100-sxm,1\n"
+    )
     with pytest.raises(InputError, match="line 3"):
         read_measurements(path)
     path = write(tmp_path / "short2.csv", f"{HEADER}\nllama-3.1-8b,h100-sxm,1,decode,1,0,1,100\n")
@@ -205,8 +249,12 @@ def test_fit_recovers_known_factors(tmp_path: Path) -> None:
     path = synthetic_csv(tmp_path / "synthetic.csv", SYNTHETIC_ROWS, TRUE)
     rows = read_measurements(path)
     start = TRUE.model_copy(
-        update={"compute_max_fraction": 0.5, "memory_fraction": 0.6, "layer_overhead_s": 2e-4,
-                "request_overhead_s": 0.005}
+        update={
+            "compute_max_fraction": 0.5,
+            "memory_fraction": 0.6,
+            "layer_overhead_s": 2e-4,
+            "request_overhead_s": 0.005,
+        }
     )
     fixed = [name for name, _, _ in PARAMETERS if name not in FREE]
     result = fit_efficiency(rows, start, "calibrated: synthetic", fixed=fixed)
@@ -223,8 +271,12 @@ def test_fit_recovers_known_factors(tmp_path: Path) -> None:
 
 
 def test_fit_needs_three_fit_rows_and_ignores_excluded(tmp_path: Path) -> None:
-    rows = [row("decode", 1, 0, 1, 1000), row("decode", 1, 0, 4, 1000), row("prefill", 100, split="excluded"),
-            row("prefill", 100, split="holdout")]
+    rows = [
+        row("decode", 1, 0, 1, 1000),
+        row("decode", 1, 0, 4, 1000),
+        row("prefill", 100, split="excluded"),
+        row("prefill", 100, split="holdout"),
+    ]
     path = synthetic_csv(tmp_path / "few.csv", rows, TRUE)
     with pytest.raises(InputError, match="calibration needs at least 3 fit rows, got 2"):
         fit_efficiency(read_measurements(path))
@@ -253,8 +305,13 @@ def reload(text: str) -> Efficiency:
 
 def test_efficiency_yaml_round_trips() -> None:
     tiny = TRUE.model_copy(
-        update={"collective_latency_s": 1e-06, "layer_overhead_s": 5e-05, "moe_layer_overhead_s": 1.5e-05,
-                "compute_half_tokens": 256.0, "source": 'calibrated: "quoted", with: colons and `ticks` # not a comment'}
+        update={
+            "collective_latency_s": 1e-06,
+            "layer_overhead_s": 5e-05,
+            "moe_layer_overhead_s": 1.5e-05,
+            "compute_half_tokens": 256.0,
+            "source": 'calibrated: "quoted", with: colons and `ticks` # not a comment',
+        }
     )
     for efficiency in (tiny, DEFAULT_EFFICIENCY, load_hardware("mi300x").efficiency):
         assert efficiency is not None

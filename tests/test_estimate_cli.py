@@ -21,7 +21,12 @@ from pddplan.perf.roofline import Instance, prefill_time, step_time
 from pddplan.specs.hardware import Efficiency
 
 BREAKDOWN_KEYS = {
-    "dense_gemm_s", "expert_gemm_s", "attention_s", "communication_s", "overhead_s", "compute_bound_s",
+    "dense_gemm_s",
+    "expert_gemm_s",
+    "attention_s",
+    "communication_s",
+    "overhead_s",
+    "compute_bound_s",
     "memory_bound_s",
 }
 BOUNDS = {"compute", "memory", "communication", "overhead"}
@@ -118,8 +123,22 @@ def test_estimate_rejects_bad_modes(kwargs: dict[str, Any], message: str) -> Non
 # -- estimate: the CLI ----------------------------------------------------------------------------
 def test_cli_estimate_deepseek_prefill(cli: Any) -> None:
     out = ok_json(
-        cli("estimate", "--model", "deepseek-v3.2", "--gpu", "gpu-a", "--tp", "16", "--prefill", "6400",
-            "--cached", "58000", "--chunk", "8192", "--json")
+        cli(
+            "estimate",
+            "--model",
+            "deepseek-v3.2",
+            "--gpu",
+            "gpu-a",
+            "--tp",
+            "16",
+            "--prefill",
+            "6400",
+            "--cached",
+            "58000",
+            "--chunk",
+            "8192",
+            "--json",
+        )
     )
     assert out["model"] == "deepseek-v3.2" and out["gpu"] == "gpu-a" and out["tp"] == 16
     assert out["expert_parallel"] is True  # 16 GPUs span two 8-GPU domains
@@ -137,19 +156,62 @@ def test_cli_estimate_deepseek_prefill(cli: Any) -> None:
 
 
 def test_cli_estimate_decode_and_extend(cli: Any) -> None:
-    decode = ok_json(cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--decode-batch", "32",
-                         "--context", "4000", "--json"))
+    decode = ok_json(
+        cli(
+            "estimate",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--decode-batch",
+            "32",
+            "--context",
+            "4000",
+            "--json",
+        )
+    )
     assert decode["mode"] == "decode"
     assert decode["decode_step_s"] > 0 and "prefill_s" not in decode
     assert decode["tokens_per_s"] == pytest.approx(32 / decode["decode_step_s"])
     assert set(decode["breakdown"]) == BREAKDOWN_KEYS and decode["bound"] in BOUNDS
-    extend = ok_json(cli("estimate", "--model", "gpt-oss-120b", "--gpu", "mi300x", "--tp", "2", "--extend", "100",
-                         "--context", "64000", "--kv-dtype", "fp8", "--json"))
+    extend = ok_json(
+        cli(
+            "estimate",
+            "--model",
+            "gpt-oss-120b",
+            "--gpu",
+            "mi300x",
+            "--tp",
+            "2",
+            "--extend",
+            "100",
+            "--context",
+            "64000",
+            "--kv-dtype",
+            "fp8",
+            "--json",
+        )
+    )
     assert extend["mode"] == "extend" and extend["extend_s"] > 0
     assert extend["extend_tokens"] == 100 and extend["context_tokens"] == 64000
     assert set(extend["breakdown"]) == BREAKDOWN_KEYS and extend["bound"] in BOUNDS
-    ep = ok_json(cli("estimate", "--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8",
-                     "--context", "1000", "--ep", "--json"))
+    ep = ok_json(
+        cli(
+            "estimate",
+            "--model",
+            "qwen3-235b-a22b",
+            "--gpu",
+            "h200",
+            "--tp",
+            "8",
+            "--decode-batch",
+            "8",
+            "--context",
+            "1000",
+            "--ep",
+            "--json",
+        )
+    )
     assert ep["expert_parallel"] is True
 
 
@@ -184,7 +246,8 @@ def test_cli_estimate_unknown_names(cli: Any) -> None:
 def test_cli_estimate_model_that_does_not_fit(cli: Any) -> None:
     one_error_line(
         cli("estimate", "--model", "llama-3.1-405b", "--gpu", "l40s", "--tp", "1", "--prefill", "1000", "--json"),
-        "model 'llama-3.1-405b' does not fit on l40s at tp=1", "use a larger tp",
+        "model 'llama-3.1-405b' does not fit on l40s at tp=1",
+        "use a larger tp",
     )
 
 
@@ -227,8 +290,17 @@ def test_cli_accuracy_bad_input(cli: Any, tmp_path: Path, monkeypatch: pytest.Mo
 # -- calibrate ------------------------------------------------------------------------------------
 def test_cli_calibrate_full_measurements_smoke(cli: Any, root: Path, tmp_path: Path) -> None:
     output = tmp_path / "h100-calibrated.yaml"
-    summary = ok_json(cli("calibrate", str(root / "tests" / "data" / "measurements.csv"), "--gpu", "h100-sxm",
-                          "--output", str(output), "--json"))
+    summary = ok_json(
+        cli(
+            "calibrate",
+            str(root / "tests" / "data" / "measurements.csv"),
+            "--gpu",
+            "h100-sxm",
+            "--output",
+            str(output),
+            "--json",
+        )
+    )
     assert summary["target"] == "h100-sxm"
     assert summary["output"] == str(output)
     assert summary["after"]["fit"]["median_abs_error"] <= summary["before"]["fit"]["median_abs_error"]
@@ -244,8 +316,10 @@ def test_cli_calibrate_gpu_into_an_existing_profile(cli: Any, root: Path, tmp_pa
     measurements = tmp_path / "small.csv"
     measurements.write_text(SMALL_CSV)
     output = tmp_path / "mine.yaml"
-    original = (root / "hardware_profiles" / "h100-sxm.yaml").read_text().replace(
-        "description: NVIDIA H100", "description: MY H100"
+    original = (
+        (root / "hardware_profiles" / "h100-sxm.yaml")
+        .read_text()
+        .replace("description: NVIDIA H100", "description: MY H100")
     )
     output.write_text(original)
     summary = ok_json(cli("calibrate", str(measurements), "--gpu", "h100-sxm", "--output", str(output), "--json"))

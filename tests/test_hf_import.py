@@ -148,9 +148,7 @@ def test_invalid_model_yaml(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError) as info:
         load_model(str(path))
-    assert str(info.value) == (
-        f"{path}: top level: linear layers need the `linear` block"
-    )
+    assert str(info.value) == (f"{path}: top level: linear layers need the `linear` block")
 
 
 # -- family detection ----------------------------------------------------------------------------
@@ -233,7 +231,13 @@ def test_text_config_is_used() -> None:
 def test_alternative_key_names() -> None:
     data = {"n_layer": 2, "d_model": 64, "n_head": 4, "vocab_size": 100, "ffn_hidden_size": 256}
     model = architecture_from_hf_config(data, name="m", source="s")
-    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (2, 64, 4, 4, 16)
+    assert (model.num_layers, model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim) == (
+        2,
+        64,
+        4,
+        4,
+        16,
+    )
     assert model.intermediate_size == 256
     assert model.attention_kind == "mha"
 

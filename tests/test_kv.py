@@ -34,21 +34,48 @@ def arch(**fields: Any) -> ModelArchitecture:
     return ModelArchitecture.model_validate({"name": "toy", "source": "test: hand-built", **fields})
 
 
-GQA = dict(num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128,
-           intermediate_size=4096)
-MLA = dict(
-    num_layers=3, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=8, head_dim=96,
-    intermediate_size=2048,
-    mla=dict(kv_lora_rank=128, qk_rope_head_dim=32, qk_nope_head_dim=64, v_head_dim=64, q_lora_rank=256),
-    indexer=dict(num_heads=4, head_dim=32, top_k=256),
-)
-SLIDING = dict(num_layers=4, hidden_size=512, vocab_size=1000, num_heads=4, num_kv_heads=2, head_dim=64,
-               intermediate_size=1024, layer_kinds=["sliding", "full", "sliding", "full"], sliding_window=128)
-LINEAR = dict(
-    num_layers=4, hidden_size=512, vocab_size=1000, num_heads=4, num_kv_heads=2, head_dim=64,
-    intermediate_size=1024, layer_kinds=["linear", "linear", "linear", "full"],
-    linear=dict(num_key_heads=2, num_value_heads=4, key_head_dim=32, value_head_dim=32, conv_kernel=4),
-)
+GQA = {
+    "num_layers": 2,
+    "hidden_size": 1024,
+    "vocab_size": 1000,
+    "num_heads": 8,
+    "num_kv_heads": 2,
+    "head_dim": 128,
+    "intermediate_size": 4096,
+}
+MLA = {
+    "num_layers": 3,
+    "hidden_size": 1024,
+    "vocab_size": 1000,
+    "num_heads": 8,
+    "num_kv_heads": 8,
+    "head_dim": 96,
+    "intermediate_size": 2048,
+    "mla": {"kv_lora_rank": 128, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64, "q_lora_rank": 256},
+    "indexer": {"num_heads": 4, "head_dim": 32, "top_k": 256},
+}
+SLIDING = {
+    "num_layers": 4,
+    "hidden_size": 512,
+    "vocab_size": 1000,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim": 64,
+    "intermediate_size": 1024,
+    "layer_kinds": ["sliding", "full", "sliding", "full"],
+    "sliding_window": 128,
+}
+LINEAR = {
+    "num_layers": 4,
+    "hidden_size": 512,
+    "vocab_size": 1000,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim": 64,
+    "intermediate_size": 1024,
+    "layer_kinds": ["linear", "linear", "linear", "full"],
+    "linear": {"num_key_heads": 2, "num_value_heads": 4, "key_head_dim": 32, "value_head_dim": 32, "conv_kernel": 4},
+}
 
 
 # -- per token -------------------------------------------------------------------------------------
@@ -187,7 +214,8 @@ def test_incremental_kv_gqa() -> None:
     model = arch(**GQA)
     assert float(incremental_kv_bytes(model, 1000, 0.9, 64)) == 104 * 2048
     assert float(incremental_kv_bytes(model, 1000, 0.0)) == 1000 * 2048
-    assert float(incremental_kv_bytes(model, 1000, 1.0)) == 0.0
+    # the last prompt token is always recomputed (its logits give the first output token)
+    assert float(incremental_kv_bytes(model, 1000, 1.0)) == 1 * 2048
 
 
 def test_incremental_kv_deepseek_article_scenario() -> None:
@@ -201,13 +229,16 @@ def test_incremental_kv_sliding_sends_the_window() -> None:
     # full layers: 104 new tokens; sliding layers: the last min(1000, 128) tokens whatever the hit
     assert float(incremental_kv_bytes(model, 1000, 0.9, 64)) == 104 * 1024 + 128 * 1024
     assert float(incremental_kv_bytes(model, 100, 0.5)) == 50 * 1024 + 100 * 1024
-    assert float(incremental_kv_bytes(model, 1000, 1.0)) == 128 * 1024
+    # at a full hit the last prompt token is still recomputed, and the window is still sent
+    assert float(incremental_kv_bytes(model, 1000, 1.0)) == 1 * 1024 + 128 * 1024
 
 
 def test_incremental_kv_linear_state_when_anything_is_new() -> None:
     model = arch(**LINEAR)
     assert float(incremental_kv_bytes(model, 1000, 0.9)) == 100 * 512 + 53_760
-    assert float(incremental_kv_bytes(model, 1000, 1.0)) == 0.0
+    # the last prompt token is always recomputed (its logits give the first output token), so the
+    # state, changed by it, is sent too
+    assert float(incremental_kv_bytes(model, 1000, 1.0)) == 1 * 512 + 53_760
 
 
 def test_token_id_payload() -> None:

@@ -45,8 +45,14 @@ def toy_gpu(hbm_gb: float = 100.0, domain: float = 8.0) -> HardwareProfile:
 
 
 EFF = Efficiency(
-    compute_max_fraction=0.8, compute_half_tokens=100.0, attention_compute_fraction=0.5, memory_fraction=0.8,
-    scale_up_fraction=0.5, collective_latency_s=1e-5, step_overhead_s=1e-3, source="assumption: test",
+    compute_max_fraction=0.8,
+    compute_half_tokens=100.0,
+    attention_compute_fraction=0.5,
+    memory_fraction=0.8,
+    scale_up_fraction=0.5,
+    collective_latency_s=1e-5,
+    step_overhead_s=1e-3,
+    source="assumption: test",
 )
 
 
@@ -54,18 +60,31 @@ def arch(**fields: Any) -> ModelArchitecture:
     return ModelArchitecture.model_validate({"name": "toy", "source": "test: hand-built", **fields})
 
 
-GQA = arch(num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128,
-           intermediate_size=4096)
+GQA = arch(
+    num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128, intermediate_size=4096
+)
 GQA_WEIGHTS = 2 * 32_461_824  # bf16, see test_arithmetic
 GQA_KV_PER_TOKEN = 2 * (2 * 2 * 128 * 2)
 
 MOE = arch(
-    num_layers=3, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=8, head_dim=96,
+    num_layers=3,
+    hidden_size=1024,
+    vocab_size=1000,
+    num_heads=8,
+    num_kv_heads=8,
+    head_dim=96,
     intermediate_size=2048,
-    mla=dict(kv_lora_rank=128, qk_rope_head_dim=32, qk_nope_head_dim=64, v_head_dim=64, q_lora_rank=256),
-    moe=dict(num_experts=8, experts_per_token=2, expert_intermediate_size=256, shared_expert_intermediate_size=512,
-             first_dense_layers=1),
-    weight_dtype="fp8", expert_weight_dtype="fp4", kv_dtype="fp8",
+    mla={"kv_lora_rank": 128, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64, "q_lora_rank": 256},
+    moe={
+        "num_experts": 8,
+        "experts_per_token": 2,
+        "expert_intermediate_size": 256,
+        "shared_expert_intermediate_size": 512,
+        "first_dense_layers": 1,
+    },
+    weight_dtype="fp8",
+    expert_weight_dtype="fp4",
+    kv_dtype="fp8",
 )
 
 
@@ -160,9 +179,7 @@ def test_max_batch() -> None:
     per_sequence = 1024 * GQA_KV_PER_TOKEN  # 1000 tokens in 64-token pages
     assert float(max_batch(instance, 1000)) == math.floor(capacity / per_sequence)
     reserved = 10e9
-    assert float(max_batch(instance, 1000, reserved_bytes=reserved)) == math.floor(
-        (capacity - reserved) / per_sequence
-    )
+    assert float(max_batch(instance, 1000, reserved_bytes=reserved)) == math.floor((capacity - reserved) / per_sequence)
     assert float(max_batch(instance, 1000, page_tokens=1)) == math.floor(capacity / (1000 * GQA_KV_PER_TOKEN))
     out = max_batch(instance, np.array([1000, 64_000]))
     assert np.array_equal(out, [math.floor(capacity / per_sequence), math.floor(capacity / (64_000 * 2048))])
@@ -180,8 +197,17 @@ def test_max_batch_hbm_utilization() -> None:
 
 def test_capacity_of_a_model_without_full_attention_layers() -> None:
     """Every layer sliding (Mistral-7B-v0.1 style): the KV budget is still the budget."""
-    sliding = arch(num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128,
-                   intermediate_size=4096, layer_kinds=["sliding", "sliding"], sliding_window=4096)
+    sliding = arch(
+        num_layers=2,
+        hidden_size=1024,
+        vocab_size=1000,
+        num_heads=8,
+        num_kv_heads=2,
+        head_dim=128,
+        intermediate_size=4096,
+        layer_kinds=["sliding", "sliding"],
+        sliding_window=4096,
+    )
     instance = inst(sliding, tp=2)
     per_gpu = memory_budget(instance).kv_bytes
     assert instance_kv_capacity_bytes(instance) == pytest.approx(per_gpu * 2)

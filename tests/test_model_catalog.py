@@ -21,7 +21,9 @@ from pddplan.perf.kv import kv_breakdown, kv_bytes_per_token, linear_state_bytes
 
 
 # -- hand formulas, one per attention / FFN family ------------------------------------------------
-def gqa_attention(d: int, h: int, g: int, k: int, *, bias: bool = False, qk_norm: bool = False, gate: bool = False) -> int:
+def gqa_attention(
+    d: int, h: int, g: int, k: int, *, bias: bool = False, qk_norm: bool = False, gate: bool = False
+) -> int:
     """q: d x h*k (x2 when the query also yields an output gate), k and v: d x g*k each, o: h*k x d;
     biases on q, k, v and o; q_norm and k_norm of k each."""
     q_out = h * k * (2 if gate else 1)
@@ -49,14 +51,7 @@ def dsa_indexer(d: int, q_lora: int, heads: int, head_dim: int) -> int:
 def gated_deltanet(d: int, nk: int, nv: int, dk: int, dv: int, kernel: int) -> int:
     """in_proj_qkvz: d x (2*nk*dk + 2*nv*dv), in_proj_ba: d x 2*nv, conv1d (no bias) over q, k, v channels,
     A_log and dt_bias: nv each, gated norm: dv, out_proj: nv*dv x d."""
-    return (
-        d * (2 * nk * dk + 2 * nv * dv)
-        + d * 2 * nv
-        + (2 * nk * dk + nv * dv) * kernel
-        + 2 * nv
-        + dv
-        + nv * dv * d
-    )
+    return d * (2 * nk * dk + 2 * nv * dv) + d * 2 * nv + (2 * nk * dk + nv * dv) * kernel + 2 * nv + dv + nv * dv * d
 
 
 def swiglu(d: int, f: int) -> int:
@@ -101,7 +96,9 @@ def _qwen3_32b() -> tuple[int, int, int, int]:
     return total, total, 2 * L * g * k * 2, 2 * L * g * k * 1
 
 
-def _moe_gqa(L: int, d: int, h: int, g: int, k: int, V: int, E: int, top: int, w: int, qk_norm: bool) -> tuple[int, int, int, int]:
+def _moe_gqa(
+    L: int, d: int, h: int, g: int, k: int, V: int, E: int, top: int, w: int, qk_norm: bool
+) -> tuple[int, int, int, int]:
     """Every layer MoE, no shared expert: router d x E, E experts of swiglu(d, w)."""
     attn = gqa_attention(d, h, g, k, qk_norm=qk_norm)
     base = L * (attn + d * E) + norms(L, d) + embeddings(V, d)
@@ -294,7 +291,7 @@ def test_gpt_oss_active_without_the_embedding_table_is_the_published_5_13b() -> 
 
 #: |computed / published - 1| for params_total. The published figures are rounded (8.03B, "1T", "355B");
 #: Kimi K2's "1T" is the loosest: data.md [M1] computes about 1.03T.
-TOTAL_TOLERANCE = {name: 0.01 for name in HAND} | {"kimi-k2": 0.03}
+TOTAL_TOLERANCE = dict.fromkeys(HAND, 0.01) | {"kimi-k2": 0.03}
 
 
 @pytest.mark.parametrize("name", CATALOG)

@@ -82,23 +82,47 @@ def arch(**fields: Any) -> ModelArchitecture:
     return ModelArchitecture.model_validate({"name": "toy", "source": "test: hand-built", **fields})
 
 
-GQA = arch(num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128,
-           intermediate_size=4096)
+GQA = arch(
+    num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128, intermediate_size=4096
+)
 # per-layer parameter counts of GQA (see test_arithmetic): attention 2,621,440, FFN 12,582,912
 GQA_DENSE_PARAMS = 2 * 2_621_440 + (2 * 1024 * 2 + 1024) + 2 * 12_582_912  # attention + norms + FFN
 GQA_LM_HEAD = 1000 * 1024
 
 MOE = arch(
-    num_layers=3, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=8, head_dim=96,
+    num_layers=3,
+    hidden_size=1024,
+    vocab_size=1000,
+    num_heads=8,
+    num_kv_heads=8,
+    head_dim=96,
     intermediate_size=2048,
-    mla=dict(kv_lora_rank=128, qk_rope_head_dim=32, qk_nope_head_dim=64, v_head_dim=64, q_lora_rank=256),
-    indexer=dict(num_heads=4, head_dim=32, top_k=256),
-    moe=dict(num_experts=8, experts_per_token=2, expert_intermediate_size=256, shared_expert_intermediate_size=512,
-             first_dense_layers=1, router_bias=True, shared_expert_gate=True),
-    weight_dtype="fp8", expert_weight_dtype="fp4", kv_dtype="fp8",
+    mla={"kv_lora_rank": 128, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64, "q_lora_rank": 256},
+    indexer={"num_heads": 4, "head_dim": 32, "top_k": 256},
+    moe={
+        "num_experts": 8,
+        "experts_per_token": 2,
+        "expert_intermediate_size": 256,
+        "shared_expert_intermediate_size": 512,
+        "first_dense_layers": 1,
+        "router_bias": True,
+        "shared_expert_gate": True,
+    },
+    weight_dtype="fp8",
+    expert_weight_dtype="fp4",
+    kv_dtype="fp8",
 )
-SLIDING = arch(num_layers=4, hidden_size=512, vocab_size=1000, num_heads=4, num_kv_heads=2, head_dim=64,
-               intermediate_size=1024, layer_kinds=["sliding", "full", "sliding", "full"], sliding_window=128)
+SLIDING = arch(
+    num_layers=4,
+    hidden_size=512,
+    vocab_size=1000,
+    num_heads=4,
+    num_kv_heads=2,
+    head_dim=64,
+    intermediate_size=1024,
+    layer_kinds=["sliding", "full", "sliding", "full"],
+    sliding_window=128,
+)
 
 
 def inst(model: ModelArchitecture, tp: int = 1, ep: bool | None = None, **gpu: float) -> Instance:
@@ -166,15 +190,20 @@ def test_dense_step_by_hand(n: int, c: int, b: int) -> None:
     assert float(step.overhead_s) == pytest.approx(overhead)
     expected = max(dense_compute, dense_memory) + max(attn_compute, attn_memory) + overhead
     assert float(step.total_s) == pytest.approx(expected, rel=1e-12)
-    compute = (dense_compute >= dense_memory) * max(dense_compute, dense_memory) + (
-        attn_compute >= attn_memory
-    ) * max(attn_compute, attn_memory)
+    compute = (dense_compute >= dense_memory) * max(dense_compute, dense_memory) + (attn_compute >= attn_memory) * max(
+        attn_compute, attn_memory
+    )
     assert float(step.compute_bound_s) == pytest.approx(compute, rel=1e-12)
     assert float(step.memory_bound_s) == pytest.approx(expected - overhead - compute, rel=1e-9, abs=1e-15)
     parts = step.breakdown()
     assert set(parts) == {
-        "dense_gemm_s", "expert_gemm_s", "attention_s", "communication_s", "overhead_s",
-        "compute_bound_s", "memory_bound_s",
+        "dense_gemm_s",
+        "expert_gemm_s",
+        "attention_s",
+        "communication_s",
+        "overhead_s",
+        "compute_bound_s",
+        "memory_bound_s",
     }
 
 
@@ -360,7 +389,15 @@ def test_step_time_vectorized_matches_scalar() -> None:
     vector = step_time(instance, n, c, b)
     for i in range(4):
         scalar = step_time(instance, n[i], c[i], b[i])
-        for field in ("total_s", "dense_gemm_s", "expert_gemm_s", "attention_s", "communication_s",
-                      "overhead_s", "compute_bound_s", "memory_bound_s"):
+        for field in (
+            "total_s",
+            "dense_gemm_s",
+            "expert_gemm_s",
+            "attention_s",
+            "communication_s",
+            "overhead_s",
+            "compute_bound_s",
+            "memory_bound_s",
+        ):
             assert float(getattr(vector, field)[i]) == pytest.approx(float(getattr(scalar, field)), rel=1e-12)
         assert vector.bound[i] == str(scalar.bound)

@@ -218,7 +218,7 @@ def test_histogram_mean_in_closed_form() -> None:
 
 
 def test_histogram_shares_must_sum_to_one() -> None:
-    with pytest.raises(ValidationError, match="bin shares sum to 0.9, expected 1"):
+    with pytest.raises(ValidationError, match=r"bin shares sum to 0\.9, expected 1"):
         HistogramLength.model_validate(
             {"kind": "histogram", "bins": [{"low_tokens": 1, "high_tokens": 2, "share": 0.9}]}
         )
@@ -287,9 +287,7 @@ def test_article_shares_map_to_the_article_buckets() -> None:
         (0.99, 1.0),
     ]
     assert [b.share for b in buckets] == shares
-    expected = (
-        0.12 * 0.45 + 0.13 * 0.925 + 0.06 * 0.955 + 0.08 * 0.965 + 0.12 * 0.975 + 0.19 * 0.985 + 0.30 * 0.995
-    )
+    expected = 0.12 * 0.45 + 0.13 * 0.925 + 0.06 * 0.955 + 0.08 * 0.965 + 0.12 * 0.975 + 0.19 * 0.985 + 0.30 * 0.995
     assert d.mean() == pytest.approx(expected, rel=1e-12)
     assert d.mean() == pytest.approx(0.9114, abs=1e-12)  # the workload file's "mean 91.1%"
 
@@ -300,11 +298,11 @@ def test_article_shares_need_seven() -> None:
 
 
 def test_hit_buckets_must_sum_to_one() -> None:
-    with pytest.raises(ValidationError, match="bucket shares sum to 0.9, expected 1"):
+    with pytest.raises(ValidationError, match=r"bucket shares sum to 0\.9, expected 1"):
         HitRateDistribution.model_validate(
             {"buckets": [{"low": 0.0, "high": 0.5, "share": 0.5}, {"low": 0.5, "high": 1.0, "share": 0.4}]}
         )
-    with pytest.raises(ValidationError, match="bucket shares sum to 1.1, expected 1"):
+    with pytest.raises(ValidationError, match=r"bucket shares sum to 1\.1, expected 1"):
         HitRateDistribution.model_validate(
             {"buckets": [{"low": 0.0, "high": 0.5, "share": 0.5}, {"low": 0.5, "high": 1.0, "share": 0.6}]}
         )
@@ -373,7 +371,7 @@ def test_hit_distribution_properties(buckets: list[dict[str, float]], seed: int)
     assert lo - 1e-12 <= mean <= hi + 1e-12
     # uniform within each bucket: the mean is the share-weighted midpoint, exactly
     assert mean == pytest.approx(sum(b["share"] * (b["low"] + b["high"]) / 2 for b in buckets), abs=1e-12)
-    values, probs = d.support()
+    _, probs = d.support()
     assert probs.sum() == pytest.approx(1.0)
     samples = d.sample(np.random.default_rng(seed), 200)
     assert samples.shape == (200,)

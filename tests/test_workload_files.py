@@ -146,6 +146,14 @@ def test_unknown_model(cli: Any, tmp_path: Path) -> None:
     )
 
 
+def test_unknown_model_with_a_dot(cli: Any, tmp_path: Path) -> None:
+    """Catalog names carry dots (deepseek-v3.2); a misspelt one is still a name, not a file."""
+    path = edited(tmp_path, "model: deepseek-v3.2\n", "model: deepseek-v3.3\n")
+    assert shows_one_error(cli, path) == (
+        f"error: {path}: model = 'deepseek-v3.3': unknown model 'deepseek-v3.3'; did you mean 'deepseek-v3.2'?"
+    )
+
+
 def test_model_given_as_a_config_next_to_the_workload(tmp_path: Path) -> None:
     """A relative model path is read from the workload's folder, not the working directory."""
     (tmp_path / "models").mkdir()

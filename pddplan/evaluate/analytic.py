@@ -36,6 +36,7 @@ from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenario import Role, Scenario
+from pddplan.specs.workload import Workload
 
 QUANTILES = (0.5, 0.9, 0.99)
 MAX_CATCHUP_ROUNDS = 6
@@ -124,9 +125,9 @@ class _Decoder:
     stable: bool
 
 
-def revenue_per_request(scenario: Scenario, classes: RequestClasses) -> float:
+def revenue_per_request(workload: Workload, classes: RequestClasses) -> float:
     """Mean $ a request pays: uncached input, cached input (discounted) and output tokens."""
-    prices = scenario.workload.prices
+    prices = workload.prices
     input_usd = (
         classes.new_tokens * prices.input_usd_per_mtok + classes.cached_tokens * prices.cached_input_usd_per_mtok
     ) / 1e6
@@ -342,7 +343,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         attainment = 0.0
     goodput = lam if stable and not violations else lam * attainment
     cost = scenario.cost_per_hour
-    revenue = lam * revenue_per_request(scenario, classes) * 3600 if stable else 0.0
+    revenue = lam * revenue_per_request(workload, classes) * 3600 if stable else 0.0
 
     relay_prob = float(relay @ p_in)
     singular = float((finishes_on_relay * weights).sum())

@@ -83,15 +83,10 @@ SLOT_WAIT_PROBABILITY = 0.05
 
 
 def slot_utilization(slots: int) -> float:
-    """Largest u with Erlang C(slots, u * slots) <= 5%: how full a decoder's batch may run."""
-    low, high = 0.0, 1.0
-    for _ in range(30):
-        mid = (low + high) / 2
-        if float(erlang_c(slots, mid * slots)) <= SLOT_WAIT_PROBABILITY:
-            low = mid
-        else:
-            high = mid
-    return low
+    """Largest u with Erlang C(slots, u * slots) <= 5% (to 0.1%): how full a decoder's batch may run."""
+    grid = np.linspace(0.0, 1.0, 1001)[:-1]
+    ok = erlang_c(np.full(grid.shape, slots), grid * slots) <= SLOT_WAIT_PROBABILITY
+    return float(grid[ok].max(initial=0.0))
 
 
 def decoder_capacity(

@@ -4,13 +4,14 @@ role binds, and the fluid economics (what a request costs when every role runs a
 Per instance, within the SLA (see `pddplan.evaluate.capacity`):
   prefill   cap(n) / n, cap the largest rate a pool of the plan's n instances sustains with the
             TTFT targets met;
-  decode    min(r / a, M / (a E[O] tau KV_seq + retention E[prompt KV])): compute (r requests/s of full
-            outputs, a the share of output work done here) or radix-cache memory, whichever binds;
+  decode    min(r / a, M / (a E[O] tau KV_seq + retention E[prompt KV])): compute (r requests/s of
+            full outputs, a the share of output work done here) or memory (running KV and radix
+            cache), whichever binds;
   relay     u* B*_R / E[hold per request] (Little's law);
   WAN       0.9 * E[available capacity] / E[bytes per request] for the plan's lines.
 Plan capacity = min over roles of count * per-instance capacity. Fluid economics:
   gpus_per_rps = sum over roles of tp / per-instance capacity;
-  cost_per_request = sum over roles of ($/h per instance) / (3600 * capacity) + ($/h of lines) / (3600 * WAN capacity);
+  cost_per_request = (sum over roles of $/h per instance / capacity + $/h of lines / WAN capacity) / 3600;
   throughput per GPU-hour = 3600 / gpus_per_rps;  BCR = 1 / cost_per_request (requests per $);
   revenue per cost = revenue per request / cost per request.
 """
@@ -24,11 +25,13 @@ from typing import Any
 import numpy as np
 
 from pddplan.evaluate.analytic import revenue_per_request
-from pddplan.evaluate.capacity import decoder_capacity, path_load, prefill_capacity
+from pddplan.evaluate.capacity import DecoderCapacity, K, PathLoad, decoder_capacity, path_load, prefill_capacity
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenario import Scenario
-from pddplan.specs.plan import RoleName
+from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import Architecture
+from pddplan.specs.workload import Workload
 
 UNBOUNDED_RATE = 1e9
 
@@ -61,17 +64,74 @@ class CapacityView:
         }
 
 
+def drc_bytes_per_rps(workload: Workload, model: ModelArchitecture, architecture: Architecture) -> float:
+    """Radix-cache bytes one request/s keeps on the main decoders: retention * E[prompt KV] (0 for
+    pd-intra, whose decoders receive the whole KV over RDMA and keep nothing)."""
+    if architecture == "pd-intra":
+        return 0.0
+    prompts, probs = workload.prompt_tokens.support()
+    prompt_kv = float(request_kv_bytes(model, prompts, workload.serving.page_tokens) @ probs)
+    return workload.serving.drc_retention_s * prompt_kv
+
+
+def decoder_rate(cap: DecoderCapacity[K], load: PathLoad, mean_output: float, drc: float) -> float:
+    """Requests/s one decode instance carries: compute or memory, whichever binds (0 if unusable)."""
+    if not cap.usable:
+        return 0.0
+    compute = cap.requests_per_s / max(load.md_load_fraction, 1e-12)
+    memory = cap.memory_bytes / cap.memory_per_rps(load.md_load_fraction * mean_output, drc)
+    return min(compute, memory)
+
+
+def relay_rate(cap: DecoderCapacity[K], load: PathLoad) -> float:
+    """Requests/s (of all traffic) one relay instance carries: u* B*_R / E[hold per request]."""
+    return cap.occupancy / load.relay_hold_s if load.relay_hold_s > 0 else math.inf
+
+
+def fluid_view(
+    rates: dict[str, float],
+    counts: dict[str, int],
+    tp: dict[str, int],
+    usd_per_instance_hour: dict[str, float],
+    wan_rate: float | None,
+    wan_usd_per_hour: float,
+    revenue: float,
+) -> CapacityView:
+    """Bottleneck and fluid economics from per-instance capacities (the module docstring's formulas)."""
+    totals = {name: counts[name] * rate for name, rate in rates.items()}
+    if wan_rate is not None:
+        totals["wan"] = wan_rate
+    bottleneck = min(totals, key=lambda name: totals[name])
+    gpus_per_rps = 0.0
+    cost_per_second = 0.0
+    for name, rate in rates.items():
+        gpus_per_rps += tp[name] / rate if rate > 0 else math.inf
+        cost_per_second += usd_per_instance_hour[name] / rate if rate > 0 else math.inf
+    if wan_rate is not None:
+        cost_per_second += wan_usd_per_hour / wan_rate if wan_rate > 0 else math.inf
+    cost = cost_per_second / 3600.0
+    return CapacityView(
+        max_rate_rps=float(totals[bottleneck]),
+        bottleneck=bottleneck,
+        per_instance_rps=dict(rates),
+        throughput_per_gpu_hour=3600.0 / gpus_per_rps if gpus_per_rps > 0 else 0.0,
+        cost_per_request_usd=cost,
+        bcr=1.0 / cost if cost > 0 else 0.0,
+        revenue_per_request_usd=revenue,
+        revenue_per_cost=revenue / cost if cost > 0 else 0.0,
+        margin_per_request_usd=revenue - cost,
+    )
+
+
 def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> CapacityView:
     """The capacity view of `scenario` (see the module docstring)."""
     workload, model, plan = scenario.workload, scenario.model, scenario.plan
     classes = classes or request_classes(scenario)
-    outputs, p_out = classes.output_tokens, classes.output_prob
-    mean_output = float(outputs @ p_out)
+    mean_output = classes.mean_output_tokens
     context = classes.mean_context_tokens
     decode = decoder_capacity(scenario.decode, workload, model, context, mean_output)
     relay = decoder_capacity(scenario.relay, workload, model, context, mean_output) if scenario.relay else None
-    md_step = decode.step_s
-    relay_step = relay.step_s if relay is not None else md_step
+    relay_step = relay.step_s if relay is not None else decode.step_s
     load = path_load(
         plan.architecture,
         classes,
@@ -79,56 +139,35 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         scenario.rate_rps,
         relay_step,
         [scenario.decode.instance],
-        md_step,
+        decode.step_s,
         plan.handoff,
         context,
     )
-    rates: dict[RoleName, float] = {}
     pool = prefill_capacity(
         scenario.prefill,
         classes,
         plan.architecture,
         scenario.link,
-        md_step,
+        decode.step_s,
         relay_step,
         workload,
         np.array([scenario.prefill.count]),
         UNBOUNDED_RATE,
         1.0,
     )
-    rates["prefill"] = float(pool[0]) / scenario.prefill.count
-    compute = decode.requests_per_s / max(load.md_load_fraction, 1e-12) if decode.usable else 0.0
-    drc_per_rps = 0.0
-    if plan.architecture != "pd-intra":
-        prompts, probs = workload.prompt_tokens.support()
-        prompt_kv = float(request_kv_bytes(model, prompts, workload.serving.page_tokens) @ probs)
-        drc_per_rps = workload.serving.drc_retention_s * prompt_kv
-    memory = decode.memory_bytes / decode.memory_per_rps(load.md_load_fraction * mean_output, drc_per_rps)
-    rates["decode"] = min(compute, memory)
-    if relay is not None and scenario.relay is not None:
-        rates["relay"] = relay.occupancy / load.relay_hold_s if load.relay_hold_s > 0 else math.inf
-    totals: dict[str, float] = {name: scenario.roles[name].count * rate for name, rate in rates.items()}
-    if scenario.link is not None:
-        totals["wan"] = load.max_rate
-    bottleneck = min(totals, key=lambda name: totals[name])
-    gpus_per_rps = 0.0
-    cost_per_second = 0.0
-    for name, rate in rates.items():
-        role = scenario.roles[name]
-        gpus_per_rps += role.tp / rate if rate > 0 else math.inf
-        cost_per_second += role.usd_per_hour / role.count / rate if rate > 0 else math.inf
-    if scenario.link is not None:
-        cost_per_second += scenario.link.usd_per_hour / load.max_rate if load.max_rate > 0 else math.inf
-    cost_per_request = cost_per_second / 3600.0
-    revenue = revenue_per_request(scenario, classes)
-    return CapacityView(
-        max_rate_rps=float(totals[bottleneck]),
-        bottleneck=bottleneck,
-        per_instance_rps={str(name): rate for name, rate in rates.items()},
-        throughput_per_gpu_hour=3600.0 / gpus_per_rps if gpus_per_rps > 0 else 0.0,
-        cost_per_request_usd=cost_per_request,
-        bcr=1.0 / cost_per_request if cost_per_request > 0 else 0.0,
-        revenue_per_request_usd=revenue,
-        revenue_per_cost=revenue / cost_per_request if cost_per_request > 0 else 0.0,
-        margin_per_request_usd=revenue - cost_per_request,
+    rates = {
+        "prefill": float(pool[0]) / scenario.prefill.count,
+        "decode": decoder_rate(decode, load, mean_output, drc_bytes_per_rps(workload, model, plan.architecture)),
+    }
+    if relay is not None:
+        rates["relay"] = relay_rate(relay, load)
+    roles = scenario.roles
+    return fluid_view(
+        rates,
+        {name: roles[name].count for name in rates},  # type: ignore[index]
+        {name: roles[name].tp for name in rates},  # type: ignore[index]
+        {name: roles[name].usd_per_hour / roles[name].count for name in rates},  # type: ignore[index]
+        load.max_rate if scenario.link is not None else None,
+        scenario.link.usd_per_hour if scenario.link is not None else 0.0,
+        revenue_per_request(workload, classes),
     )

@@ -22,20 +22,30 @@ from numpy.typing import ArrayLike
 def erlang_c(servers: ArrayLike, offered_load: ArrayLike) -> np.ndarray:
     """P(wait > 0) in M/M/c with c servers and offered load a (Erlangs); 1 when a >= c.
 
-    Computed through the Erlang B recursion B(k) = a B(k-1) / (k + a B(k-1)), then
-    C = c B / (c - a (1 - B)); vectorized over arrays of c and a.
+    Erlang B in log space, B = (a^c / c!) / sum_{k<=c} a^k / k!, then C = c B / (c - a (1 - B));
+    vectorized over arrays of c and a (no loop over servers).
     """
+    from scipy.special import gammaln
+
     c = np.asarray(servers, dtype=np.float64)
     a = np.asarray(offered_load, dtype=np.float64)
     c, a = np.broadcast_arrays(c, a)
-    blocking = np.ones(c.shape)
-    top = int(np.max(c, initial=0))
-    for k in range(1, top + 1):
-        step = a * blocking / (k + a * blocking)
-        blocking = np.where(k <= c, step, blocking)
+    shape = c.shape
+    c_flat = np.rint(c.ravel())
+    a_flat = a.ravel()
+    top = int(c_flat.max(initial=0))
+    k = np.arange(top + 1, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        wait = c * blocking / (c - a * (1.0 - blocking))
-    return np.where(a >= c, 1.0, np.clip(wait, 0.0, 1.0))
+        log_terms = k[None, :] * np.log(np.maximum(a_flat, 1e-300))[:, None] - gammaln(k + 1)[None, :]
+    log_terms = np.where(k[None, :] <= c_flat[:, None], log_terms, -np.inf)
+    log_top = np.take_along_axis(log_terms, c_flat.astype(np.int64)[:, None], axis=1)[:, 0]
+    peak = log_terms.max(axis=1, keepdims=True)
+    log_total = peak[:, 0] + np.log(np.exp(log_terms - peak).sum(axis=1))
+    blocking = np.exp(log_top - log_total)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wait = c_flat * blocking / (c_flat - a_flat * (1.0 - blocking))
+    result = np.where(a_flat >= c_flat, 1.0, np.where(a_flat <= 0, 0.0, np.clip(wait, 0.0, 1.0)))
+    return result.reshape(shape)
 
 
 def allen_cunneen(

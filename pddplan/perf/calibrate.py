@@ -83,6 +83,9 @@ def read_measurements(path: Path) -> list[Measurement]:
         raise InputError(f"{path}: file not found") from None
     out = []
     for number, row in enumerate(rows, start=2):
+        short = [c for c in REQUIRED_COLUMNS if row.get(c) is None]
+        if short:
+            raise InputError(f"{path}: line {number}: missing value(s) for {', '.join(short)}")
         kind = row["kind"].strip()
         if kind not in KINDS:
             raise InputError(f"{path}: line {number}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
@@ -97,7 +100,7 @@ def read_measurements(path: Path) -> list[Measurement]:
                 raise InputError(f"{path}: line {number}: {column} = {text}: must be >= 0")
         try:
             measured = float(row["measured_s"])
-        except ValueError:
+        except (TypeError, ValueError):
             raise InputError(f"{path}: line {number}: measured_s = {row['measured_s']!r}: expected seconds") from None
         if not measured > 0:
             raise InputError(f"{path}: line {number}: measured_s = {measured}: must be > 0")

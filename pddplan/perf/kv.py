@@ -128,16 +128,18 @@ def instance_kv_bytes_per_token(model: ModelArchitecture, tp: int) -> float:
 
 
 def cached_tokens(prompt_tokens: ArrayLike, hit: ArrayLike, page_tokens: int = 1) -> np.ndarray:
-    """Prompt tokens served from the prefix cache: floor(hit * prompt / page) * page.
+    """Prompt tokens served from the prefix cache: min(floor(hit * prompt / page) * page, prompt - 1).
 
-    Prefix caches match whole pages, so a partial page is recomputed.
+    Prefix caches match whole pages, so a partial page is recomputed; and the last prompt token is
+    always computed, because its logits give the first output token.
     """
     prompt = np.asarray(prompt_tokens, dtype=np.float64)
-    return np.floor(np.asarray(hit, dtype=np.float64) * prompt / page_tokens) * page_tokens
+    matched = np.floor(np.asarray(hit, dtype=np.float64) * prompt / page_tokens) * page_tokens
+    return np.minimum(matched, np.maximum(prompt - 1.0, 0.0))
 
 
 def new_tokens(prompt_tokens: ArrayLike, hit: ArrayLike, page_tokens: int = 1) -> np.ndarray:
-    """Prompt tokens that must be prefilled: prompt - cached."""
+    """Prompt tokens that must be prefilled: prompt - cached (at least one)."""
     prompt = np.asarray(prompt_tokens, dtype=np.float64)
     return prompt - cached_tokens(prompt, hit, page_tokens)
 

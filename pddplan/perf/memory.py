@@ -6,11 +6,12 @@ Per GPU:  usable = HBM * hbm_utilization
           activations = T * (8 * d + 2 * f_tp) * 2 B,  T = tokens per step, f_tp = widest FFN per rank
           kv_budget = usable - weights - activations   (must be > 0, else the model does not fit)
 An instance's KV budget is tp * kv_budget per GPU; a sequence of N tokens takes request_kv_bytes(N)
-times the replication factor of GQA heads (see `instance_kv_bytes_per_token`).
+times the replication factor of GQA heads (see `kv_replication`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from pddplan.errors import InputError
 from pddplan.perf.arithmetic import weight_bytes
-from pddplan.perf.kv import instance_kv_bytes_per_token, kv_bytes_per_token, request_kv_bytes
+from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import ACTIVATION_BYTES, Instance
 
 ACTIVATION_WIDTH_FACTOR = 8  # residual, norms, q/k/v/o buffers: about eight d-wide bf16 tensors per token
@@ -90,8 +91,17 @@ def instance_kv_capacity_bytes(instance: Instance, hbm_utilization: float = 0.9,
     GQA replication when tp exceeds the KV heads shrinks the capacity by the replication factor.
     """
     per_gpu = memory_budget(instance, hbm_utilization, step_tokens).kv_bytes
-    replication = instance_kv_bytes_per_token(instance.model, instance.tp) / kv_bytes_per_token(instance.model)
-    return per_gpu * instance.tp / replication
+    return per_gpu * instance.tp / kv_replication(instance)
+
+
+def kv_replication(instance: Instance) -> float:
+    """How many copies of each KV head an instance stores: tp * ceil(g / tp) / g for GQA (1 when tp
+    divides g), 1 for MLA (data-parallel attention)."""
+    model = instance.model
+    if model.mla is not None:
+        return 1.0
+    tp = instance.tp
+    return tp * math.ceil(model.num_kv_heads / tp) / model.num_kv_heads
 
 
 def max_batch(

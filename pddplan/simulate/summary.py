@@ -86,7 +86,7 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
     }
     link_utilization = stats.link_bytes / stats.link_capacity_integral if stats.link_capacity_integral > 0 else 0.0
     cost = scenario.cost_per_hour
-    revenue = goodput * revenue_per_request(scenario, request_classes(scenario)) * 3600
+    revenue = goodput * revenue_per_request(scenario.workload, request_classes(scenario)) * 3600
     outputs = table.output_tokens.astype(np.float64)
     return {
         "architecture": scenario.plan.architecture,

@@ -1,0 +1,265 @@
+"""`pddplan bathtub`: benefit against prefix-hit rate, per architecture, with what the curve says.
+
+At each hit rate h the workload's hit distribution is replaced (`fixed`: every request hits h;
+`shift`: the whole distribution is moved so its mean is h, shape kept: hits x -> x + (1 - x) s above
+the original mean, x -> x h / mean below), each architecture's plan is sized for the workload's rate
+(`pddplan.optimize.sizing`, instance kinds chosen once at the workload's own hit rate), and the plan's
+capacity view (`pddplan.evaluate.capacity_view`) gives throughput per GPU-hour, BCR, revenue per cost
+and margin. Nothing is shaped by hand: dips come from the step-time model with the chunk size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from pddplan.errors import InfeasibleError, InputError
+from pddplan.optimize.sizing import Shape, choose_shape, size_plan
+from pddplan.specs.distributions import HitBucket, HitRateDistribution
+from pddplan.specs.plan import ARCHITECTURES, Architecture
+from pddplan.specs.workload import Workload
+
+HitMode = Literal["shift", "fixed"]
+DIP_MIN_DROP = 0.005  # a local minimum counts as a dip when it is >= 0.5% below both neighbours
+
+
+def hit_distribution(workload: Workload, hit: float, mode: HitMode) -> HitRateDistribution:
+    """The hit-rate distribution at sweep point `hit` (see the module docstring)."""
+    if mode == "fixed":
+        return HitRateDistribution(buckets=[HitBucket(low=hit, high=hit, share=1.0)])
+    mean = workload.hit_rate.mean()
+    buckets = workload.hit_rate.resolved_buckets()
+
+    def move(x: float) -> float:
+        if hit >= mean:
+            s = (hit - mean) / (1.0 - mean) if mean < 1 else 0.0
+            return min(x + (1.0 - x) * s, 1.0)
+        return x * hit / mean if mean > 0 else hit
+
+    return HitRateDistribution(buckets=[HitBucket(low=move(b.low), high=move(b.high), share=b.share) for b in buckets])
+
+
+def at_hit(workload: Workload, hit: float, mode: HitMode, chunk_tokens: int | None = None) -> Workload:
+    """The workload at sweep point `hit` (and chunk size, if given)."""
+    update: dict[str, Any] = {"hit_rate": hit_distribution(workload, hit, mode)}
+    if chunk_tokens is not None:
+        update["serving"] = workload.serving.model_copy(update={"chunk_tokens": chunk_tokens})
+    return workload.model_copy(update=update)
+
+
+def tail_chunk_tokens(prompt_tokens: float, hit: float, chunk_tokens: int, page_tokens: int) -> int:
+    """Size of the last prefill chunk: new tokens mod chunk (a full chunk when it divides evenly)."""
+    cached = min(math.floor(hit * prompt_tokens / page_tokens) * page_tokens, prompt_tokens - 1)
+    new = int(prompt_tokens - cached)
+    if new <= 0:
+        return 0
+    tail = new % chunk_tokens
+    return tail if tail else chunk_tokens
+
+
+def predicted_dips(prompt_tokens: float, chunk_tokens: int, page_tokens: int) -> list[float]:
+    """Hit rates just past which a new, nearly empty tail chunk appears: new tokens = k * chunk,
+    i.e. h_k = 1 - k * C / P for k = 1, 2, ... (the arithmetic a chunk size predicts)."""
+    out = []
+    k = 1
+    while k * chunk_tokens < prompt_tokens:
+        out.append(1.0 - k * chunk_tokens / prompt_tokens)
+        k += 1
+    return sorted(out)
+
+
+@dataclass
+class BathtubResult:
+    """Per hit point and architecture: figures and the sized plan; findings."""
+
+    workload: Workload
+    mode: HitMode
+    hits: np.ndarray
+    architectures: list[Architecture]
+    figures: dict[Architecture, dict[str, np.ndarray]]
+    plans: dict[Architecture, list[dict[str, Any] | None]]
+    tail_chunks: np.ndarray
+    chunk_tokens: int
+    findings: dict[str, Any] = field(default_factory=dict)
+
+    def points(self) -> list[dict[str, Any]]:
+        """The `points` of the JSON view: hit, tail chunk, and per architecture the figures."""
+        out = []
+        for i, hit in enumerate(self.hits):
+            point: dict[str, Any] = {"hit": float(hit), "tail_chunk_tokens": int(self.tail_chunks[i])}
+            for arch in self.architectures:
+                values: dict[str, Any] = {name: _finite(series[i]) for name, series in self.figures[arch].items()}
+                values["plan"] = self.plans[arch][i]
+                point[arch] = values
+            out.append(point)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload.name,
+            "mode": self.mode,
+            "chunk_tokens": self.chunk_tokens,
+            "rate_rps": self.workload.arrival.rate_rps,
+            "architectures": list(self.architectures),
+            "points": self.points(),
+            "findings": self.findings,
+        }
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+FIGURES = ("throughput_per_gpu_hour", "bcr", "revenue_per_cost", "margin_per_hour", "cost_per_hour")
+
+
+def bathtub(
+    workload: Workload,
+    base_dir: Path | None,
+    architectures: Sequence[Architecture] = ARCHITECTURES,
+    mode: HitMode = "shift",
+    points: int = 101,
+    chunk_tokens: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> BathtubResult:
+    """Sweep the hit rate from 0 to 1 in `points` steps; see the module docstring."""
+    if points < 3:
+        raise InputError(f"--points = {points}: need at least 3")
+    if chunk_tokens is not None and chunk_tokens < 1:
+        raise InputError(f"--chunk = {chunk_tokens}: must be at least 1")
+    chunk = chunk_tokens or workload.serving.chunk_tokens
+    nominal = at_hit(workload, workload.hit_rate.mean(), "shift", chunk_tokens) if chunk_tokens else workload
+    hits = np.linspace(0.0, 1.0, points)
+    shapes: dict[Architecture, Shape | None] = {}
+    for arch in architectures:
+        try:
+            shapes[arch] = choose_shape(nominal, base_dir, arch)
+        except InfeasibleError:
+            shapes[arch] = None
+    figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
+    plans: dict[Architecture, list[dict[str, Any] | None]] = {arch: [None] * points for arch in architectures}
+    rate = workload.arrival.rate_rps
+    for i, hit in enumerate(hits):
+        point = at_hit(workload, float(hit), mode, chunk_tokens)
+        for arch in architectures:
+            shape = shapes[arch]
+            if shape is None:
+                continue
+            try:
+                sized = size_plan(point, shape)
+            except InfeasibleError:
+                continue
+            view = sized.view
+            figures[arch]["throughput_per_gpu_hour"][i] = view.throughput_per_gpu_hour
+            figures[arch]["bcr"][i] = view.bcr
+            figures[arch]["revenue_per_cost"][i] = view.revenue_per_cost
+            figures[arch]["margin_per_hour"][i] = view.margin_per_request_usd * rate * 3600
+            figures[arch]["cost_per_hour"][i] = view.cost_per_request_usd * rate * 3600
+            plans[arch][i] = sized.plan.model_dump(mode="json", exclude_defaults=True)
+        if progress:
+            progress(i + 1, points)
+    prompts, probs = workload.prompt_tokens.support()
+    mean_prompt = float(prompts @ probs)
+    tails = np.array([tail_chunk_tokens(mean_prompt, float(h), chunk, workload.serving.page_tokens) for h in hits])
+    result = BathtubResult(
+        workload=workload,
+        mode=mode,
+        hits=hits,
+        architectures=list(architectures),
+        figures=figures,
+        plans=plans,
+        tail_chunks=tails,
+        chunk_tokens=chunk,
+    )
+    result.findings = findings(result, mean_prompt)
+    return result
+
+
+def local_dips(values: np.ndarray) -> list[int]:
+    """Indices of local minima at least 0.5% below both neighbours."""
+    out = []
+    for i in range(1, len(values) - 1):
+        left, mid, right = values[i - 1], values[i], values[i + 1]
+        if not (np.isfinite(left) and np.isfinite(mid) and np.isfinite(right)):
+            continue
+        if mid < left * (1 - DIP_MIN_DROP) and mid < right * (1 - DIP_MIN_DROP):
+            out.append(i)
+    return out
+
+
+def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
+    """What the curve says: valley, singular points, crossovers, the workload's position, climb-out."""
+    hits = result.hits
+    workload = result.workload
+    mean_hit = workload.hit_rate.mean()
+    out: dict[str, Any] = {"workload_mean_hit": mean_hit, "architectures": {}}
+    for arch in result.architectures:
+        benefit = result.figures[arch]["revenue_per_cost"]
+        throughput = result.figures[arch]["throughput_per_gpu_hour"]
+        finite = np.isfinite(benefit)
+        if not finite.any():
+            out["architectures"][arch] = {"feasible_points": 0}
+            continue
+        index = int(np.nanargmin(np.where(finite, benefit, np.nan)))
+        left, right = benefit[finite][0], benefit[finite][-1]
+        has_valley = bool(0 < index < len(hits) - 1 and benefit[index] < min(left, right) * 0.99)
+        at_mean = float(np.interp(mean_hit, hits[finite], benefit[finite]))
+        dips = [
+            {
+                "hit": float(hits[i]),
+                "tail_chunk_tokens": int(result.tail_chunks[i]),
+                "drop": float(1 - throughput[i] / max(throughput[i - 1], throughput[i + 1])),
+            }
+            for i in local_dips(throughput)
+        ]
+        entry: dict[str, Any] = {
+            "feasible_points": int(finite.sum()),
+            "valley": has_valley,
+            "valley_min_hit": float(hits[index]),
+            "valley_min_revenue_per_cost": float(benefit[index]),
+            "left_rim_revenue_per_cost": float(left),
+            "right_rim_revenue_per_cost": float(right),
+            "revenue_per_cost_at_mean_hit": at_mean,
+            "singular_points": dips,
+        }
+        if has_valley:
+            climb = [i for i in range(index, len(hits)) if np.isfinite(benefit[i]) and benefit[i] >= left]
+            if climb and mean_hit < hits[climb[0]]:
+                target = float(hits[climb[0]])
+                entry["climb_out_hit"] = target
+                entry["climb_out_cache_factor"] = target / mean_hit if mean_hit > 0 else None
+        out["architectures"][arch] = entry
+    out["predicted_dips"] = predicted_dips(mean_prompt, result.chunk_tokens, workload.serving.page_tokens)
+    out["pdd_vs_baselines"] = _crossovers(result)
+    out["no_valley_note"] = None
+    if not any(e.get("valley") for e in out["architectures"].values()):
+        out["no_valley_note"] = (
+            "no valley for these inputs: revenue per cost moves one way with the hit rate. A valley needs "
+            "the cost per request to fall more slowly than revenue per request as hits rise (decode-bound "
+            "plans) while low hits still pay full price: try a lower cached-token price ratio "
+            "(prices.cached_input_usd_per_mtok), cheaper prefill GPUs, or a different chunk size "
+            "(`pddplan sweep` over those fields shows where one appears)."
+        )
+    return out
+
+
+def _crossovers(result: BathtubResult) -> list[dict[str, Any]]:
+    """Hit rates where PDD's BCR crosses the best baseline's."""
+    if "pdd" not in result.architectures:
+        return []
+    baselines = [a for a in result.architectures if a != "pdd"]
+    if not baselines:
+        return []
+    pdd = result.figures["pdd"]["bcr"]
+    best = np.nanmax(np.vstack([result.figures[a]["bcr"] for a in baselines]), axis=0)
+    sign = np.sign(np.where(np.isfinite(pdd) & np.isfinite(best), pdd - best, np.nan))
+    return [
+        {"hit": float(result.hits[i]), "pdd_wins_above": bool(sign[i] > 0)}
+        for i in range(1, len(sign))
+        if np.isfinite(sign[i - 1]) and np.isfinite(sign[i]) and sign[i] != sign[i - 1] and sign[i] != 0
+    ]

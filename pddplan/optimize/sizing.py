@@ -1,0 +1,213 @@
+"""Fast sizing of a plan without the integer program: pick each role's instance kind by its cost per
+request/s, then the smallest counts that carry the rate within the SLA.
+
+It applies the same capacity functions as the program (`pddplan.evaluate.capacity`) one role at a
+time, so it is quick enough for curves of hundreds of points (`bathtub`, `sweep`) and gives the
+program's answer whenever one instance kind per role is optimal and roles do not share inventory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pddplan.errors import InfeasibleError
+from pddplan.evaluate.analytic import revenue_per_request
+from pddplan.evaluate.capacity import DecoderCapacity, PathLoad, decoder_capacity, path_load, prefill_capacity
+from pddplan.evaluate.capacity_view import (
+    UNBOUNDED_RATE,
+    CapacityView,
+    decoder_rate,
+    drc_bytes_per_rps,
+    fluid_view,
+    relay_rate,
+)
+from pddplan.evaluate.classes import workload_classes
+from pddplan.inputs import load_model
+from pddplan.net.lines import LinePool
+from pddplan.optimize.candidates import Candidate, instance_candidates, wan_configs
+from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import Architecture, Handoff, Plan, RoleSpec, Routing, WanLease
+from pddplan.specs.workload import Workload
+
+MAX_POOL = 4096
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Instance kinds per role and the WAN lines: what sizing keeps fixed while counts change.
+
+    The decoders' capacities depend on the context length and the TPOT target, not on the hit
+    rate, so a shape computed for a workload is reused across a hit-rate sweep of it.
+    """
+
+    architecture: Architecture
+    model: ModelArchitecture
+    prefill: Candidate
+    decode: DecoderCapacity[Candidate]
+    relay: DecoderCapacity[Candidate] | None
+    line: LinePool | None
+    routing: Routing | None
+
+
+@dataclass(frozen=True)
+class SizedPlan:
+    """A sized plan and its capacity view (equal to `capacity_view` of the plan's scenario)."""
+
+    plan: Plan
+    view: CapacityView
+
+
+def _context(workload: Workload) -> tuple[float, float]:
+    prompts, prompt_probs = workload.prompt_tokens.support()
+    outputs, output_probs = workload.output_tokens.support()
+    mean_output = float(outputs @ output_probs)
+    return float(prompts @ prompt_probs) + mean_output / 2, mean_output
+
+
+def choose_shape(
+    workload: Workload, base_dir: Path | None, architecture: Architecture, routing: Routing | None = None
+) -> Shape:
+    """The cheapest instance kind per role (dollars per request/s) and the cheapest sufficient line pool."""
+    model = load_model(workload.model, workload.kv_dtype)
+    chunk = workload.serving.chunk_tokens
+    rate = workload.arrival.rate_rps
+    context, mean_output = _context(workload)
+    home = workload.deployment.home
+    candidates = instance_candidates(workload, model, chunk)
+    at_home = [c for c in candidates if c.datacenter == home]
+    if not at_home:
+        raise InfeasibleError(f"model '{model.name}' fits no GPU offered in the home datacenter {home}")
+    if architecture == "pdd" and routing is None:
+        routing = Routing(kind="hit", hit_threshold=0.9)
+    relay_rule = routing if architecture == "pdd" else None
+    classes = {id(c): workload_classes(workload, model, c.instance, chunk, relay_rule) for c in at_home}
+    prefill = min(at_home, key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob))
+    line: LinePool | None = None
+    drc = drc_bytes_per_rps(workload, model, architecture)
+    decoders = [decoder_capacity(c, workload, model, context, mean_output) for c in candidates]
+    usable = [d for d in decoders if d.usable]
+    if not usable:
+        raise InfeasibleError("no decode instance kind meets the TPOT SLA at batch 1")
+    step = max(d.step_s for d in usable)
+    handoff = Handoff(mode="adaptive")
+    any_classes = classes[id(prefill)]
+    if architecture == "pd-intra":
+        options = [d for d in usable if d.candidate.datacenter == home and d.candidate.gpu == prefill.gpu]
+        load = PathLoad(None, 0.0, 1.0, 0.0, math.inf)
+    else:
+        lines = [pool for pool in wan_configs(workload, base_dir) if pool.source == home]
+        if not lines:
+            raise InfeasibleError(f"no WAN line option leaves the home datacenter {home}")
+        loads = [
+            path_load(
+                architecture,
+                any_classes,
+                pool,
+                rate,
+                step,
+                [d.candidate.instance for d in usable],
+                step,
+                handoff,
+                context,
+            )
+            for pool in lines
+        ]
+        enough = [(pool, ld) for pool, ld in zip(lines, loads, strict=True) if ld.max_rate >= rate]
+        line, load = (
+            min(enough, key=lambda pair: pair[0].usd_per_hour)
+            if enough
+            else max(zip(lines, loads, strict=True), key=lambda pair: pair[1].max_rate)
+        )
+        options = [d for d in usable if d.candidate.datacenter == line.target]
+    if not options:
+        raise InfeasibleError("no decode instance kind is offered where decode must run")
+    decode = min(options, key=lambda d: d.candidate.usd_per_hour / max(decoder_rate(d, load, mean_output, drc), 1e-12))
+    relay = None
+    if architecture == "pdd":
+        relays = [d for d in usable if d.candidate.datacenter == home]
+        if not relays:
+            raise InfeasibleError(f"no relay instance kind fits in the home datacenter {home}")
+        relay = min(relays, key=lambda d: d.candidate.usd_per_hour / max(d.occupancy, 1e-12))
+    return Shape(architecture, model, prefill, decode, relay, line, routing)
+
+
+def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> SizedPlan:
+    """The smallest instance counts of `shape` that carry the workload's rate within the SLA.
+
+    decode: ceil(rate / per-instance rate); relay: ceil(rate / per-instance rate);
+    prefill: the smallest pool whose TTFT-limited capacity reaches the rate.
+    """
+    model = shape.model
+    rate = workload.arrival.rate_rps
+    arch = shape.architecture
+    classes = workload_classes(
+        workload, model, shape.prefill.instance, workload.serving.chunk_tokens, shape.routing if arch == "pdd" else None
+    )
+    mean_output = classes.mean_output_tokens
+    decode, relay = shape.decode, shape.relay
+    handoff = Handoff(mode="adaptive")
+    relay_step = relay.step_s if relay is not None else decode.step_s
+    load = path_load(
+        arch,
+        classes,
+        shape.line,
+        rate,
+        relay_step,
+        [decode.candidate.instance],
+        decode.step_s,
+        handoff,
+        classes.mean_context_tokens,
+    )
+    rates = {"decode": decoder_rate(decode, load, mean_output, drc_bytes_per_rps(workload, model, arch))}
+    if rates["decode"] <= 0:
+        raise InfeasibleError(f"{decode.candidate.key} cannot decode within the TPOT SLA")
+    if relay is not None:
+        rates["relay"] = relay_rate(relay, load)
+    mean_s = float(classes.prefill_s @ classes.input_prob)
+    top = min(MAX_POOL, max(math.ceil(rate * mean_s * 2) + 8, 8))
+    sizes = np.arange(1, top + 1)
+    caps = prefill_capacity(
+        shape.prefill, classes, arch, shape.line, decode.step_s, relay_step, workload, sizes, UNBOUNDED_RATE, 1.0
+    )
+    enough = np.nonzero(caps >= rate * (1 - 1e-9))[0]
+    if len(enough) == 0:
+        raise InfeasibleError(f"no pool of up to {top} x {shape.prefill.key} meets the TTFT SLA at {rate:g} req/s")
+    counts = {
+        "prefill": int(sizes[enough[0]]),
+        "decode": max(math.ceil(rate / rates["decode"] - 1e-9), 1),
+    }
+    rates["prefill"] = float(caps[enough[0]]) / counts["prefill"]
+    kinds = {"prefill": shape.prefill, "decode": decode.candidate}
+    if relay is not None:
+        counts["relay"] = max(math.ceil(rate / rates["relay"] - 1e-9), 1)
+        kinds["relay"] = relay.candidate
+    wan = [WanLease(option=option.name, count=count) for option, count in shape.line.leases] if shape.line else []
+
+    def role(key: str) -> RoleSpec:
+        kind = kinds[key]
+        return RoleSpec(datacenter=kind.datacenter, gpu=kind.gpu, tp=kind.tp, count=counts[key])
+
+    plan = Plan(
+        name=name or f"{workload.name}-{arch}-sized",
+        architecture=arch,
+        prefill=role("prefill"),
+        relay=role("relay") if relay is not None else None,
+        decode=role("decode"),
+        wan=wan,
+        routing=shape.routing or Routing(),
+        handoff=handoff,
+    )
+    view = fluid_view(
+        {key: rates[key] for key in ("prefill", "decode", "relay") if key in rates},
+        counts,
+        {key: kinds[key].tp for key in kinds},
+        {key: kinds[key].usd_per_hour for key in kinds},
+        load.max_rate if shape.line is not None else None,
+        shape.line.usd_per_hour if shape.line is not None else 0.0,
+        revenue_per_request(workload, classes),
+    )
+    return SizedPlan(plan, view)
