@@ -3,9 +3,11 @@
 At each hit rate h the workload's hit distribution is replaced (`fixed`: every request hits h;
 `shift`: the whole distribution is moved so its mean is h, shape kept: hits x -> x + (1 - x) s above
 the original mean, x -> x h / mean below), each architecture's plan is sized for the workload's rate
-(`pddplan.optimize.sizing`, instance kinds chosen once at the workload's own hit rate), and the plan's
-capacity view (`pddplan.evaluate.capacity_view`) gives throughput per GPU-hour, BCR, revenue per cost
-and margin. Nothing is shaped by hand: dips come from the step-time model with the chunk size.
+(`pddplan.optimize.sizing`, instance kinds chosen once at the workload's own hit rate; PDD relays by
+incremental bytes so the rule means the same at every h), and the plan's capacity view
+(`pddplan.evaluate.capacity_view`) gives throughput per GPU-hour, prefill throughput per GPU-hour,
+BCR, revenue per cost and margin. Nothing is shaped by hand: dips come from the step-time model with
+the chunk size (a small tail chunk pays a whole step for few tokens).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import numpy as np
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.optimize.sizing import Shape, choose_shape, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
-from pddplan.specs.plan import ARCHITECTURES, Architecture
+from pddplan.net.lines import pool_lines
+from pddplan.specs.plan import ARCHITECTURES, Architecture, Routing
 from pddplan.specs.workload import Workload
 
 HitMode = Literal["shift", "fixed"]
 DIP_MIN_DROP = 0.005  # a local minimum counts as a dip when it is >= 0.5% below both neighbours
+VALLEY_DEPTH = 0.05  # a valley: an interior minimum at least 5% below both rims
 
 
 def hit_distribution(workload: Workload, hit: float, mode: HitMode) -> HitRateDistribution:
@@ -115,14 +119,21 @@ def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-FIGURES = ("throughput_per_gpu_hour", "bcr", "revenue_per_cost", "margin_per_hour", "cost_per_hour")
+FIGURES = (
+    "throughput_per_gpu_hour",
+    "prefill_tokens_per_gpu_s",
+    "bcr",
+    "revenue_per_cost",
+    "margin_per_hour",
+    "cost_per_hour",
+)
 
 
 def bathtub(
     workload: Workload,
     base_dir: Path | None,
     architectures: Sequence[Architecture] = ARCHITECTURES,
-    mode: HitMode = "shift",
+    mode: HitMode = "fixed",
     points: int = 101,
     chunk_tokens: int | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -138,7 +149,7 @@ def bathtub(
     shapes: dict[Architecture, Shape | None] = {}
     for arch in architectures:
         try:
-            shapes[arch] = choose_shape(nominal, base_dir, arch)
+            shapes[arch] = choose_shape(nominal, base_dir, arch, relay_by_bytes(nominal, base_dir))
         except InfeasibleError:
             shapes[arch] = None
     figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
@@ -156,6 +167,7 @@ def bathtub(
                 continue
             view = sized.view
             figures[arch]["throughput_per_gpu_hour"][i] = view.throughput_per_gpu_hour
+            figures[arch]["prefill_tokens_per_gpu_s"][i] = view.prefill_tokens_per_gpu_s
             figures[arch]["bcr"][i] = view.bcr
             figures[arch]["revenue_per_cost"][i] = view.revenue_per_cost
             figures[arch]["margin_per_hour"][i] = view.margin_per_request_usd * rate * 3600
@@ -180,6 +192,21 @@ def bathtub(
     return result
 
 
+RELAY_TRANSFER_BUDGET = 0.25  # relay a request whose transfer alone would take a quarter of the P90 target
+
+
+def relay_by_bytes(workload: Workload, base_dir: Path | None) -> Routing | None:
+    """Routing for a hit-rate sweep: relay by incremental bytes, not by hit, so the rule means the
+    same at every hit rate: relay when the transfer at one flow's TCP cap would take more than a
+    quarter of the TTFT P90 target (None when the workload has no WAN option)."""
+    options = workload.deployment.wan_lines
+    if not options:
+        return None
+    pool = pool_lines(options[0].between[0], options[0].between[1], [(options[0], 1)], base_dir)
+    threshold = pool.flow_cap_bytes_per_s * RELAY_TRANSFER_BUDGET * workload.sla.ttft_p90_s
+    return Routing(kind="bytes", incremental_bytes_threshold=threshold)
+
+
 def local_dips(values: np.ndarray) -> list[int]:
     """Indices of local minima at least 0.5% below both neighbours."""
     out = []
@@ -200,14 +227,14 @@ def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
     out: dict[str, Any] = {"workload_mean_hit": mean_hit, "architectures": {}}
     for arch in result.architectures:
         benefit = result.figures[arch]["revenue_per_cost"]
-        throughput = result.figures[arch]["throughput_per_gpu_hour"]
+        throughput = result.figures[arch]["prefill_tokens_per_gpu_s"]
         finite = np.isfinite(benefit)
         if not finite.any():
             out["architectures"][arch] = {"feasible_points": 0}
             continue
         index = int(np.nanargmin(np.where(finite, benefit, np.nan)))
         left, right = benefit[finite][0], benefit[finite][-1]
-        has_valley = bool(0 < index < len(hits) - 1 and benefit[index] < min(left, right) * 0.99)
+        has_valley = bool(0 < index < len(hits) - 1 and benefit[index] < min(left, right) * (1 - VALLEY_DEPTH))
         at_mean = float(np.interp(mean_hit, hits[finite], benefit[finite]))
         dips = [
             {

@@ -484,6 +484,86 @@ def gate(
         console.print(f"results improved: refresh the baseline with `pddplan gate {baseline} --update`")
 
 
+# -- curves ---------------------------------------------------------------------------------------
+def _write_charts(
+    charts: Any, title: str, notes: list[str], png: Path | None, svg: Path | None, html: Path | None
+) -> None:
+    from pddplan.loading import write_atomic, write_atomic_bytes
+    from pddplan.report import charts as drawing
+
+    if png is not None:
+        write_atomic_bytes(png, drawing.image(charts, title, "png"))
+    if svg is not None:
+        write_atomic_bytes(svg, drawing.image(charts, title, "svg"))
+    if html is not None:
+        write_atomic(html, drawing.html_page(title, charts, notes))
+
+
+@app.command("bathtub")
+def bathtub(
+    workload: Annotated[str, typer.Argument(help="Workload name or YAML file.")] = "pdd-agent-64k",
+    mode: Annotated[
+        str, typer.Option("--mode", help="fixed: every request at the hit rate; shift: move the whole distribution.")
+    ] = "fixed",
+    points: Annotated[int, typer.Option("--points", help="Hit rates from 0 to 100%.")] = 101,
+    chunk: Annotated[
+        int | None, typer.Option("--chunk", help="Chunked-prefill size (default: the workload's).")
+    ] = None,
+    architecture: Annotated[
+        list[str] | None, typer.Option("--architecture", "-a", help="pd-intra, pd-cross, pdd (repeatable).")
+    ] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
+    svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the points as CSV.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Benefit against prefix-hit rate per architecture (the bathtub), with its valley, tail-chunk
+    dips, crossovers and what it takes to climb out."""
+    from pddplan import bathtub as tub
+    from pddplan.errors import InputError
+    from pddplan.inputs import load_workload, workload_dir
+    from pddplan.loading import write_atomic
+    from pddplan.report import bathtub_report, output
+    from pddplan.report.charts import terminal
+    from pddplan.specs.plan import ARCHITECTURES
+
+    if mode not in ("fixed", "shift"):
+        raise InputError(f"--mode = {mode!r}: expected fixed or shift")
+    names = architecture or list(ARCHITECTURES)
+    for name in names:
+        if name not in ARCHITECTURES:
+            raise InputError(f"--architecture = {name!r}: expected one of {', '.join(ARCHITECTURES)}")
+    spec = load_workload(workload)
+    console = output.human()
+    from rich.progress import Progress
+
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("hit-rate sweep", total=points)
+        result = tub.bathtub(
+            spec,
+            workload_dir(workload),
+            names,
+            mode,
+            points,
+            chunk,  # type: ignore[arg-type]
+            progress=lambda done, total: progress.update(task, completed=done),
+        )
+    charts = bathtub_report.charts(result)
+    notes = bathtub_report.findings_text(result)
+    _write_charts(charts, f"pddplan bathtub: {spec.name}", notes, png, svg, html)
+    if csv_path is not None:
+        write_atomic(csv_path, bathtub_report.csv_text(result))
+    if json_out:
+        output.emit_json(result.to_dict())
+        return
+    for chart in charts:
+        console.print(terminal(chart), markup=False)
+        console.print()
+    for note in notes:
+        console.print(f"- {note}", markup=False)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -13,7 +13,8 @@ Plan capacity = min over roles of count * per-instance capacity. Fluid economics
   gpus_per_rps = sum over roles of tp / per-instance capacity;
   cost_per_request = (sum over roles of $/h per instance / capacity + $/h of lines / WAN capacity) / 3600;
   throughput per GPU-hour = 3600 / gpus_per_rps;  BCR = 1 / cost_per_request (requests per $);
-  revenue per cost = revenue per request / cost per request.
+  revenue per cost = revenue per request / cost per request;
+  prefill tokens per GPU-second = E[new tokens] / E[prefill time] / tp (service physics, no queue).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class CapacityView:
     max_rate_rps: float
     bottleneck: str
     per_instance_rps: dict[str, float]
+    prefill_tokens_per_gpu_s: float
     throughput_per_gpu_hour: float
     cost_per_request_usd: float
     bcr: float
@@ -55,6 +57,7 @@ class CapacityView:
             "max_rate_rps": self.max_rate_rps,
             "bottleneck": self.bottleneck,
             "per_instance_rps": self.per_instance_rps,
+            "prefill_tokens_per_gpu_s": self.prefill_tokens_per_gpu_s,
             "throughput_per_gpu_hour": self.throughput_per_gpu_hour,
             "cost_per_request_usd": self.cost_per_request_usd,
             "bcr": self.bcr,
@@ -96,6 +99,7 @@ def fluid_view(
     wan_rate: float | None,
     wan_usd_per_hour: float,
     revenue: float,
+    prefill_tokens_per_gpu_s: float,
 ) -> CapacityView:
     """Bottleneck and fluid economics from per-instance capacities (the module docstring's formulas)."""
     totals = {name: counts[name] * rate for name, rate in rates.items()}
@@ -114,6 +118,7 @@ def fluid_view(
         max_rate_rps=float(totals[bottleneck]),
         bottleneck=bottleneck,
         per_instance_rps=dict(rates),
+        prefill_tokens_per_gpu_s=prefill_tokens_per_gpu_s,
         throughput_per_gpu_hour=3600.0 / gpus_per_rps if gpus_per_rps > 0 else 0.0,
         cost_per_request_usd=cost,
         bcr=1.0 / cost if cost > 0 else 0.0,
@@ -170,4 +175,15 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         load.max_rate if scenario.link is not None else None,
         scenario.link.usd_per_hour if scenario.link is not None else 0.0,
         revenue_per_request(workload, classes),
+        prefill_token_throughput(classes, scenario.prefill.tp),
     )
+
+
+def prefill_token_throughput(classes: RequestClasses, tp: int) -> float:
+    """New tokens a prefill GPU processes per second when busy: E[new tokens] / E[prefill time] / tp.
+
+    The step-time physics alone, before queueing: a small tail chunk pays a whole step (weights,
+    overheads) for few tokens, which shows here as a dip just before each hit rate where the
+    tail chunk vanishes."""
+    mean_s = float(classes.prefill_s @ classes.input_prob)
+    return float(classes.new_tokens @ classes.input_prob) / mean_s / tp if mean_s > 0 else 0.0

@@ -16,16 +16,24 @@ import numpy as np
 
 from pddplan.errors import InfeasibleError
 from pddplan.evaluate.analytic import revenue_per_request
-from pddplan.evaluate.capacity import DecoderCapacity, PathLoad, decoder_capacity, path_load, prefill_capacity
+from pddplan.evaluate.capacity import (
+    WAN_MAX_UTILIZATION,
+    DecoderCapacity,
+    PathLoad,
+    decoder_capacity,
+    path_load,
+    prefill_capacity,
+)
 from pddplan.evaluate.capacity_view import (
     UNBOUNDED_RATE,
     CapacityView,
     decoder_rate,
     drc_bytes_per_rps,
     fluid_view,
+    prefill_token_throughput,
     relay_rate,
 )
-from pddplan.evaluate.classes import workload_classes
+from pddplan.evaluate.classes import RequestClasses, workload_classes
 from pddplan.inputs import load_model
 from pddplan.net.lines import LinePool
 from pddplan.optimize.candidates import Candidate, instance_candidates, wan_configs
@@ -51,6 +59,7 @@ class Shape:
     relay: DecoderCapacity[Candidate] | None
     line: LinePool | None
     routing: Routing | None
+    line_options: tuple[LinePool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,7 @@ def choose_shape(
     if architecture == "pd-intra":
         options = [d for d in usable if d.candidate.datacenter == home and d.candidate.gpu == prefill.gpu]
         load = PathLoad(None, 0.0, 1.0, 0.0, math.inf)
+        line_options: tuple[LinePool, ...] = ()
     else:
         lines = [pool for pool in wan_configs(workload, base_dir) if pool.source == home]
         if not lines:
@@ -123,6 +133,7 @@ def choose_shape(
             else max(zip(lines, loads, strict=True), key=lambda pair: pair[1].max_rate)
         )
         options = [d for d in usable if d.candidate.datacenter == line.target]
+        line_options = tuple(pool for pool in lines if pool.target == line.target)
     if not options:
         raise InfeasibleError("no decode instance kind is offered where decode must run")
     decode = min(options, key=lambda d: d.candidate.usd_per_hour / max(decoder_rate(d, load, mean_output, drc), 1e-12))
@@ -132,7 +143,20 @@ def choose_shape(
         if not relays:
             raise InfeasibleError(f"no relay instance kind fits in the home datacenter {home}")
         relay = min(relays, key=lambda d: d.candidate.usd_per_hour / max(d.occupancy, 1e-12))
-    return Shape(architecture, model, prefill, decode, relay, line, routing)
+    return Shape(architecture, model, prefill, decode, relay, line, routing, line_options)
+
+
+def _cheapest_line(shape: Shape, classes: RequestClasses, rate: float) -> LinePool | None:
+    """The cheapest line pool of the shape's direction whose capacity carries the rate's bytes
+    (0.9 * E[available capacity] >= rate * E[bytes]); the largest when none does."""
+    if shape.line is None:
+        return None
+    options = shape.line_options or (shape.line,)
+    need = rate * float(classes.wan_bytes @ classes.input_prob)
+    enough = [pool for pool in options if WAN_MAX_UTILIZATION * pool.mean_capacity_bytes_per_s() >= need]
+    if enough:
+        return min(enough, key=lambda pool: (pool.usd_per_hour, -pool.capacity_bytes_per_s))
+    return max(options, key=lambda pool: pool.capacity_bytes_per_s)
 
 
 def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> SizedPlan:
@@ -151,10 +175,11 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     decode, relay = shape.decode, shape.relay
     handoff = Handoff(mode="adaptive")
     relay_step = relay.step_s if relay is not None else decode.step_s
+    line = _cheapest_line(shape, classes, rate)
     load = path_load(
         arch,
         classes,
-        shape.line,
+        line,
         rate,
         relay_step,
         [decode.candidate.instance],
@@ -171,7 +196,7 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     top = min(MAX_POOL, max(math.ceil(rate * mean_s * 2) + 8, 8))
     sizes = np.arange(1, top + 1)
     caps = prefill_capacity(
-        shape.prefill, classes, arch, shape.line, decode.step_s, relay_step, workload, sizes, UNBOUNDED_RATE, 1.0
+        shape.prefill, classes, arch, line, decode.step_s, relay_step, workload, sizes, UNBOUNDED_RATE, 1.0
     )
     enough = np.nonzero(caps >= rate * (1 - 1e-9))[0]
     if len(enough) == 0:
@@ -185,7 +210,7 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     if relay is not None:
         counts["relay"] = max(math.ceil(rate / rates["relay"] - 1e-9), 1)
         kinds["relay"] = relay.candidate
-    wan = [WanLease(option=option.name, count=count) for option, count in shape.line.leases] if shape.line else []
+    wan = [WanLease(option=option.name, count=count) for option, count in line.leases] if line else []
 
     def role(key: str) -> RoleSpec:
         kind = kinds[key]
@@ -206,8 +231,9 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
         counts,
         {key: kinds[key].tp for key in kinds},
         {key: kinds[key].usd_per_hour for key in kinds},
-        load.max_rate if shape.line is not None else None,
-        shape.line.usd_per_hour if shape.line is not None else 0.0,
+        load.max_rate if line is not None else None,
+        line.usd_per_hour if line is not None else 0.0,
         revenue_per_request(workload, classes),
+        prefill_token_throughput(classes, shape.prefill.tp),
     )
     return SizedPlan(plan, view)

@@ -1,0 +1,102 @@
+"""Views of a hit-rate sweep: charts, findings in words, CSV rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from pddplan.bathtub import FIGURES, BathtubResult
+from pddplan.report.charts import Chart, Series
+
+LABELS = {
+    "revenue_per_cost": ("Revenue per cost", "revenue / cost"),
+    "prefill_tokens_per_gpu_s": ("Prefill throughput (tail-chunk dips)", "new tokens / GPU-second"),
+    "bcr": ("BCR", "requests per $"),
+    "throughput_per_gpu_hour": ("Throughput per GPU-hour", "requests / GPU-hour"),
+}
+
+
+def charts(
+    result: BathtubResult, names: tuple[str, ...] = ("revenue_per_cost", "prefill_tokens_per_gpu_s")
+) -> list[Chart]:
+    """One chart per figure, a line per architecture, the workload's mean hit marked."""
+    mean = result.findings.get("workload_mean_hit")
+    markers = [(float(mean), "workload mean hit")] if mean is not None else []
+    out = []
+    for name in names:
+        title, unit = LABELS[name]
+        out.append(
+            Chart(
+                title=f"{title} vs prefix hit rate ({result.workload.name}, {result.mode})",
+                x=result.hits,
+                series=[Series(arch, result.figures[arch][name]) for arch in result.architectures],
+                x_label="prefix hit rate",
+                y_label=unit,
+                markers=markers,
+                x_percent=True,
+            )
+        )
+    return out
+
+
+def findings_text(result: BathtubResult) -> list[str]:
+    """The findings as sentences."""
+    f = result.findings
+    lines = []
+    for arch, entry in f["architectures"].items():
+        if not entry.get("feasible_points"):
+            lines.append(
+                f"{arch}: no hit rate has a plan that meets the SLA at {result.workload.arrival.rate_rps:g} req/s"
+            )
+            continue
+        head = (
+            f"{arch}: revenue/cost {entry['left_rim_revenue_per_cost']:.3g} at the low end, "
+            f"{entry['right_rim_revenue_per_cost']:.3g} at the high end"
+        )
+        if entry["valley"]:
+            head += f"; valley bottom {entry['valley_min_revenue_per_cost']:.3g} at {entry['valley_min_hit']:.0%} hit"
+            if "climb_out_hit" in entry:
+                head += (
+                    f"; to climb back to the low-end level the hit rate must reach "
+                    f"{entry['climb_out_hit']:.0%} (about {entry['climb_out_cache_factor']:.2f}x the "
+                    f"prefix-cache capacity of today's mean hit, a linear estimate)"
+                )
+        else:
+            head += f"; no valley (feasible at {entry['feasible_points']} of {len(result.hits)} points)"
+        lines.append(head)
+        dips = entry.get("singular_points", [])
+        if dips:
+            spots = ", ".join(f"{d['hit']:.0%} (tail {d['tail_chunk_tokens']} tokens, -{d['drop']:.1%})" for d in dips)
+            lines.append(f"{arch}: prefill throughput dips where the tail chunk is small: {spots}")
+    predicted = ", ".join(f"{h:.1%}" for h in f["predicted_dips"])
+    lines.append(f"chunk {result.chunk_tokens} tokens predicts tail-chunk dips just below: {predicted}")
+    mean = f["workload_mean_hit"]
+    at_mean = ", ".join(
+        f"{arch} {e['revenue_per_cost_at_mean_hit']:.3g}"
+        for arch, e in f["architectures"].items()
+        if e.get("feasible_points")
+    )
+    lines.append(f"the workload's mean hit {mean:.1%} sits at revenue/cost: {at_mean}")
+    for cross in f["pdd_vs_baselines"]:
+        side = "above" if cross["pdd_wins_above"] else "below"
+        lines.append(f"PDD's BCR crosses the best baseline's at {cross['hit']:.0%}: PDD wins {side} it")
+    if f.get("no_valley_note"):
+        lines.append(f["no_valley_note"])
+    return lines
+
+
+def csv_text(result: BathtubResult) -> str:
+    """One row per hit rate: tail chunk and every figure of every architecture."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    columns = [f"{arch}.{name}" for arch in result.architectures for name in FIGURES]
+    writer.writerow(["hit", "tail_chunk_tokens", *columns])
+    for i, hit in enumerate(result.hits):
+        row = [f"{hit:.6g}", int(result.tail_chunks[i])]
+        for arch in result.architectures:
+            for name in FIGURES:
+                value = float(result.figures[arch][name][i])
+                row.append("" if not math.isfinite(value) else f"{value:.8g}")
+        writer.writerow(row)
+    return buffer.getvalue()
