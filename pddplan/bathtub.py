@@ -21,9 +21,9 @@ from typing import Any, Literal
 import numpy as np
 
 from pddplan.errors import InfeasibleError, InputError
+from pddplan.net.lines import pool_lines
 from pddplan.optimize.sizing import Shape, choose_shape, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
-from pddplan.net.lines import pool_lines
 from pddplan.specs.plan import ARCHITECTURES, Architecture, Routing
 from pddplan.specs.workload import Workload
 

@@ -543,10 +543,10 @@ def bathtub(
         result = tub.bathtub(
             spec,
             workload_dir(workload),
-            names,
-            mode,
+            names,  # type: ignore[arg-type]
+            mode,  # type: ignore[arg-type]
             points,
-            chunk,  # type: ignore[arg-type]
+            chunk,
             progress=lambda done, total: progress.update(task, completed=done),
         )
     charts = bathtub_report.charts(result)

@@ -139,9 +139,11 @@ def svg(chart: Chart, width: int = 760, height: int = 340) -> str:
                 segments[-1].append(f"{px(x):.1f},{py(y):.1f}")
             elif segments[-1]:
                 segments.append([])
-        for points in segments:
-            if points:
-                out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(points)}"/>')
+        out.extend(
+            f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(points)}"/>'
+            for points in segments
+            if points
+        )
         ly = pad_top + 14 + index * 18
         out.append(
             f'<line x1="{pad_left + plot_w + 12}" x2="{pad_left + plot_w + 32}" y1="{ly - 4}" y2="{ly - 4}" '
