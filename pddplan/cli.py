@@ -297,8 +297,11 @@ def evaluate(
 
     if rate is not None and not rate > 0:
         raise InputError(f"--rate = {rate}: must be > 0")
+    from pddplan.evaluate.capacity_view import capacity_view
+
     scenario = _scenario(plan, workload)
     result = run(scenario, rate).to_dict()
+    result["capacity"] = capacity_view(scenario).to_dict()
     if json_out:
         output.emit_json(result)
     else:
@@ -562,6 +565,67 @@ def bathtub(
         console.print()
     for note in notes:
         console.print(f"- {note}", markup=False)
+
+
+@app.command("sweep")
+def sweep(
+    workload: Annotated[str, typer.Argument(help="Workload name or YAML file.")],
+    param: Annotated[str, typer.Option("--param", help="Field path, e.g. deployment.wan_lines[0].capacity_gbps.")],
+    values: Annotated[str | None, typer.Option("--values", help="Comma-separated values.")] = None,
+    span: Annotated[str | None, typer.Option("--range", help="START:STOP:NUM evenly spaced values.")] = None,
+    architecture: Annotated[
+        list[str] | None, typer.Option("--architecture", "-a", help="pd-intra, pd-cross, pdd (repeatable).")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
+    backend: Annotated[str, typer.Option("--backend", help="loky (default), threading, dask or ray.")] = "loky",
+    exact: Annotated[bool, typer.Option("--optimize", help="Run the integer program at each point (slower).")] = False,
+    png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
+    svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the points as CSV.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Cost, BCR and GPUs of each architecture as one numeric input of the workload varies."""
+    from rich.progress import Progress
+
+    from pddplan import catalog
+    from pddplan import sweep as sweeping
+    from pddplan.errors import InputError
+    from pddplan.loading import write_atomic
+    from pddplan.report import output, sweep_report
+    from pddplan.report.charts import terminal
+    from pddplan.specs.plan import ARCHITECTURES
+
+    names = architecture or list(ARCHITECTURES)
+    for name in names:
+        if name not in ARCHITECTURES:
+            raise InputError(f"--architecture = {name!r}: expected one of {', '.join(ARCHITECTURES)}")
+    if jobs < 1:
+        raise InputError(f"--jobs = {jobs}: must be at least 1")
+    points_values = sweeping.parse_values(values, span)
+    path = catalog.resolve("workloads", workload, "workload")
+    console = output.human()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"sweeping {param}", total=len(points_values))
+        points = sweeping.sweep(
+            path,
+            param,
+            points_values,
+            names,  # type: ignore[arg-type]
+            jobs,
+            backend,
+            exact,
+            progress=lambda done, total: progress.update(task, completed=done),
+        )
+    chart = sweep_report.chart(param, points, names)
+    _write_charts([chart], f"pddplan sweep {param}", sweep_report.notes(param, points, names), png, svg, html)
+    if csv_path is not None:
+        write_atomic(csv_path, sweep_report.csv_text(points, names))
+    if json_out:
+        output.emit_json({"workload": workload, "param": param, "architectures": names, "points": points})
+        return
+    console.print(sweep_report.table(param, points, names))
+    console.print(terminal(chart), markup=False)
 
 
 def main() -> None:

@@ -101,12 +101,16 @@ def load_plan(path: str) -> Plan:
 
 
 def load_workload(name_or_path: str) -> Workload:
-    """A workload from the catalog (`pdd-agent-64k`) or a YAML file, with its names checked.
-
-    Beyond the schema, every GPU type must name a hardware profile and the model must load.
-    """
+    """A workload from the catalog (`pdd-agent-64k`) or a YAML file, with its names checked."""
     path = catalog.resolve("workloads", name_or_path, "workload")
-    workload = load(Workload, path)
+    return check_workload(load(Workload, path), path)
+
+
+def check_workload(workload: Workload, path: Path) -> Workload:
+    """What the schema cannot see: every GPU type names a hardware profile and the model loads.
+
+    A relative model path is read from the workload file's folder.
+    """
     model_path = Path(workload.model)
     if workload.model not in model_index() and not model_path.is_absolute() and (path.parent / model_path).exists():
         workload = workload.model_copy(update={"model": str(path.parent / model_path)})

@@ -116,6 +116,13 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
     for name, p in figures["pipelines"].items():
         pipelines.add_row(name, f"{p['share']:.1%}", _s(p["ttft_p50_s"]), _s(p["ttft_p90_s"]), _s(p["ttft_p99_s"]))
     console.print(pipelines)
+    capacity = figures.get("capacity")
+    if capacity:
+        console.print(
+            f"capacity within the SLA: {capacity['max_rate_rps']:,.3f} req/s (bottleneck: {capacity['bottleneck']}); "
+            f"fluid economics: {capacity['throughput_per_gpu_hour']:,.1f} req per GPU-hour, "
+            f"${capacity['cost_per_request_usd']:.5f} per request, revenue/cost {capacity['revenue_per_cost']:.3f}"
+        )
     stages = figures.get("stages") or figures.get("utilization")
     if stages:
         loads = Table(title="stage load")

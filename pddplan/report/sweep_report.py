@@ -1,0 +1,79 @@
+"""Views of a parameter sweep: table, chart, notes, CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from pddplan.report.charts import Chart, Series
+from pddplan.sweep import best_of
+
+
+def _value(point: dict[str, Any], arch: str, key: str) -> float:
+    entry = point.get(arch, {})
+    return float(entry[key]) if entry.get("feasible") else float("nan")
+
+
+def chart(param: str, points: list[dict[str, Any]], architectures: Sequence[str]) -> Chart:
+    """BCR of each architecture's sized plan against the parameter."""
+    x = np.array([p["value"] for p in points], dtype=np.float64)
+    return Chart(
+        title=f"BCR vs {param}",
+        x=x,
+        series=[Series(a, np.array([_value(p, a, "bcr_of_plan") for p in points])) for a in architectures],
+        x_label=param,
+        y_label="requests per $",
+    )
+
+
+def table(param: str, points: list[dict[str, Any]], architectures: Sequence[str]) -> Table:
+    """One row per value: per architecture cost, BCR and GPUs; the best one."""
+    out = Table(title=f"sweep of {param}")
+    out.add_column(param, justify="right")
+    for arch in architectures:
+        out.add_column(f"{arch} $/h", justify="right")
+        out.add_column(f"{arch} BCR", justify="right")
+    out.add_column("best")
+    for point in points:
+        row = [f"{point['value']:g}"]
+        for arch in architectures:
+            entry = point.get(arch, {})
+            if entry.get("feasible"):
+                row += [f"{entry['cost_per_hour']:,.2f}", f"{entry['bcr_of_plan']:,.2f}"]
+            else:
+                row += ["-", "infeasible"]
+        row.append(best_of(point, architectures) or "-")
+        out.add_row(*row)
+    return out
+
+
+def notes(param: str, points: list[dict[str, Any]], architectures: Sequence[str]) -> list[str]:
+    """Where the best architecture changes along the sweep."""
+    out = []
+    previous = None
+    for point in points:
+        best = best_of(point, architectures)
+        if best != previous:
+            out.append(f"from {param} = {point['value']:g}: best is {best or 'none (infeasible)'}")
+            previous = best
+    return out
+
+
+def csv_text(points: list[dict[str, Any]], architectures: Sequence[str]) -> str:
+    """One row per value: per architecture feasibility, cost, BCR, throughput per GPU-hour."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    keys = ("feasible", "cost_per_hour", "bcr_of_plan", "throughput_per_gpu_hour", "revenue_per_cost", "wan_gbps")
+    writer.writerow(["value", *[f"{a}.{k}" for a in architectures for k in keys]])
+    for point in points:
+        row: list[Any] = [point["value"]]
+        for arch in architectures:
+            entry = point.get(arch, {})
+            row += [entry.get(k, "") for k in keys]
+        writer.writerow(row)
+    return buffer.getvalue()

@@ -1,0 +1,210 @@
+"""`pddplan sweep`: the bathtub's machinery over any numeric input of a workload file.
+
+A parameter is a path into the workload file, dots between keys and [i] for list items, e.g.
+`arrival.rate_rps`, `deployment.wan_lines[0].capacity_gbps`, `deployment.wan_lines[0].rtt_ms`,
+`deployment.datacenters[1].gpus[0].usd_per_gpu_hour`, `serving.chunk_tokens`, `sla.ttft_p99_s`.
+At each value the workload is re-validated, and each architecture is sized (fast greedy sizing,
+`--optimize` for the integer program without verification) and read through its capacity view.
+Points run in parallel through joblib; `backend` picks loky (local processes), dask or ray.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pddplan.errors import InfeasibleError, InputError, PddplanError
+from pddplan.loading import read_data, validate
+from pddplan.specs.plan import ARCHITECTURES, Architecture
+from pddplan.specs.workload import Workload
+
+_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
+
+
+def set_path(data: dict[str, Any], path: str, value: float) -> dict[str, Any]:
+    """A deep copy of `data` with the field at `path` set to `value` (ints stay ints)."""
+    out = copy.deepcopy(data)
+    current: Any = out
+    parts = path.split(".")
+    for depth, part in enumerate(parts):
+        match = _PART.match(part)
+        if not match:
+            raise InputError(f"--param {path!r}: cannot read {part!r} (use keys and [index], e.g. wan_lines[0])")
+        key, indexes = match.group(1), [int(i) for i in re.findall(r"\[(\d+)\]", match.group(2))]
+        last = depth == len(parts) - 1 and not indexes
+        if not isinstance(current, dict) or (key not in current and not last):
+            raise InputError(f"--param {path!r}: no field {key!r} at {'.'.join(parts[:depth]) or 'the top'}")
+        if last:
+            old = current.get(key)
+            current[key] = int(value) if isinstance(old, int) and float(value).is_integer() else value
+            return out
+        current = current[key]
+        for position, index in enumerate(indexes):
+            if not isinstance(current, list) or index >= len(current):
+                raise InputError(f"--param {path!r}: {key} has no item [{index}]")
+            if depth == len(parts) - 1 and position == len(indexes) - 1:
+                old = current[index]
+                current[index] = int(value) if isinstance(old, int) and float(value).is_integer() else value
+                return out
+            current = current[index]
+    return out
+
+
+def parse_values(values: str | None, span: str | None) -> list[float]:
+    """`--values 1,2,4` or `--range START:STOP:NUM` (NUM evenly spaced values, both ends included)."""
+    if (values is None) == (span is None):
+        raise InputError("give --values V1,V2,... or --range START:STOP:NUM")
+    if values is not None:
+        try:
+            out = [float(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            raise InputError(f"--values {values!r}: expected numbers separated by commas") from None
+        if not out:
+            raise InputError("--values: no values")
+        return out
+    assert span is not None
+    try:
+        start, stop, num = span.split(":")
+        count = int(num)
+        first, last = float(start), float(stop)
+    except ValueError:
+        raise InputError(f"--range {span!r}: expected START:STOP:NUM, e.g. 10:100:10") from None
+    if count < 1:
+        raise InputError(f"--range {span!r}: NUM must be at least 1")
+    if count == 1:
+        return [first]
+    return [first + (last - first) * i / (count - 1) for i in range(count)]
+
+
+@dataclass(frozen=True)
+class SweepTask:
+    """One point: the raw workload data with the parameter set, and what to compute."""
+
+    data: dict[str, Any]
+    source: str
+    base_dir: str | None
+    architectures: tuple[Architecture, ...]
+    optimize: bool
+
+
+def run_point(task: SweepTask) -> dict[str, Any]:
+    """Figures of every architecture at one parameter value (runs in a worker)."""
+    from pddplan.inputs import check_workload
+
+    workload = check_workload(validate(Workload, task.data, task.source), Path(task.source))
+    base = Path(task.base_dir) if task.base_dir else None
+    out: dict[str, Any] = {}
+    for arch in task.architectures:
+        try:
+            out[arch] = _optimized(workload, base, arch) if task.optimize else _sized(workload, base, arch)
+        except PddplanError as exc:
+            out[arch] = {"feasible": False, "reason": str(exc)}
+    return out
+
+
+def _sized(workload: Workload, base: Path | None, arch: Architecture) -> dict[str, Any]:
+    from pddplan.optimize.sizing import choose_shape, size_plan
+    from pddplan.scenario import build_scenario
+
+    sized = size_plan(workload, choose_shape(workload, base, arch))
+    scenario = build_scenario(sized.plan, workload, base, source="sized plan")
+    view = sized.view
+    return {
+        "feasible": True,
+        "cost_per_hour": scenario.cost_per_hour,
+        "bcr": view.bcr,
+        "bcr_of_plan": workload.arrival.rate_rps * 3600 / scenario.cost_per_hour,
+        "throughput_per_gpu_hour": view.throughput_per_gpu_hour,
+        "revenue_per_cost": view.revenue_per_cost,
+        "gpus": scenario.gpus_by_type(),
+        "wan_gbps": scenario.link.gbps if scenario.link else 0.0,
+    }
+
+
+def _optimized(workload: Workload, base: Path | None, arch: Architecture) -> dict[str, Any]:
+    from pddplan.optimize.search import OptimizeOptions, optimize_architecture
+
+    result = optimize_architecture(workload, base, arch, OptimizeOptions(verify=False))
+    if not result.feasible or result.evaluation is None or result.scenario is None:
+        raise InfeasibleError("; ".join(item["message"] for item in result.infeasibility) or "infeasible")
+    scenario = result.scenario
+    return {
+        "feasible": True,
+        "cost_per_hour": scenario.cost_per_hour,
+        "bcr": result.evaluation.bcr,
+        "bcr_of_plan": result.evaluation.bcr,
+        "throughput_per_gpu_hour": result.evaluation.goodput_rps * 3600 / sum(scenario.gpus_by_type().values()),
+        "revenue_per_cost": result.evaluation.revenue_per_hour / scenario.cost_per_hour,
+        "gpus": scenario.gpus_by_type(),
+        "wan_gbps": scenario.link.gbps if scenario.link else 0.0,
+    }
+
+
+def sweep(
+    workload_path: Path,
+    param: str,
+    values: Sequence[float],
+    architectures: Sequence[Architecture] = ARCHITECTURES,
+    jobs: int = 1,
+    backend: str = "loky",
+    optimize: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every point; `jobs` workers on `backend` (loky, threading, dask or ray)."""
+    raw = read_data(workload_path)
+    if not isinstance(raw, dict):
+        raise InputError(f"{workload_path}: expected a mapping at the top level")
+    tasks = []
+    for value in values:
+        data = set_path(raw, param, value)
+        validate(Workload, data, f"{workload_path} with {param} = {value:g}")
+        tasks.append(
+            SweepTask(data, str(workload_path), str(workload_path.resolve().parent), tuple(architectures), optimize)
+        )
+    results = _run(tasks, jobs, backend, progress)
+    return [{"value": value, **point} for value, point in zip(values, results, strict=True)]
+
+
+def _run(
+    tasks: list[SweepTask], jobs: int, backend: str, progress: Callable[[int, int], None] | None
+) -> list[dict[str, Any]]:
+    if jobs == 1 and backend == "loky":
+        out = []
+        for done, task in enumerate(tasks, start=1):
+            out.append(run_point(task))
+            if progress:
+                progress(done, len(tasks))
+        return out
+    import joblib
+
+    if backend == "dask":
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise InputError("--backend dask needs dask[distributed]: pip install 'pddplan[dask]'") from None
+    elif backend == "ray":
+        try:
+            from ray.util.joblib import register_ray
+        except ImportError:
+            raise InputError("--backend ray needs ray: pip install 'pddplan[ray]'") from None
+        register_ray()
+    elif backend not in ("loky", "threading"):
+        raise InputError(f"--backend = {backend!r}: expected loky, threading, dask or ray")
+    with joblib.parallel_config(backend=backend, n_jobs=jobs):
+        generator = joblib.Parallel(return_as="generator")(joblib.delayed(run_point)(task) for task in tasks)
+        out = []
+        for done, point in enumerate(generator, start=1):
+            out.append(point)
+            if progress:
+                progress(done, len(tasks))
+    return out
+
+
+def best_of(point: dict[str, Any], architectures: Sequence[str]) -> str | None:
+    """The architecture with the highest plan BCR at a point."""
+    feasible = [a for a in architectures if point.get(a, {}).get("feasible")]
+    return max(feasible, key=lambda a: point[a]["bcr_of_plan"]) if feasible else None
