@@ -628,6 +628,75 @@ def sweep(
     console.print(terminal(chart), markup=False)
 
 
+@app.command("paper")
+def paper(
+    requests: Annotated[int, typer.Option("--requests", help="Requests simulated per plan.")] = 20_000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulations.")] = 0,
+    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the table as Markdown.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """The PDD article's figures next to pddplan's for its scenario, with why each differs."""
+    from rich.table import Table
+
+    from pddplan import paper as comparison
+    from pddplan.errors import InputError
+    from pddplan.report import output
+
+    if requests < 1000:
+        raise InputError(f"--requests = {requests}: use at least 1000 for stable tails")
+    console = output.human()
+    with console.status("running the paper scenario...") as status:
+        result = comparison.compare(requests, seed, progress=lambda text: status.update(text))
+    if markdown_path is not None:
+        comparison.write_markdown(markdown_path, result)
+    if json_out:
+        output.emit_json(result)
+        return
+    table = Table(title="PDD article vs pddplan (pdd-agent-64k)", show_lines=True)
+    for header in ("figure", "article", "pddplan", "why they differ"):
+        table.add_column(header)
+    for row in result["rows"]:
+        table.add_row(row["metric"], row["article"], row["pddplan"], row["why"])
+    console.print(table)
+
+
+@app.command("agreement")
+def agreement(
+    requests: Annotated[int, typer.Option("--requests", help="Requests simulated per plan.")] = 20_000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulations.")] = 0,
+    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the table as Markdown.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Where the closed-form evaluator and the simulation disagree on the shipped workloads."""
+    from rich.table import Table
+
+    from pddplan import agreement as check
+    from pddplan.loading import write_atomic
+    from pddplan.report import output
+
+    console = output.human()
+    with console.status("comparing...") as status:
+        rows = check.agreement(requests, seed, progress=lambda text: status.update(text))
+    if markdown_path is not None:
+        write_atomic(markdown_path, check.markdown(rows, requests))
+    if json_out:
+        output.emit_json(rows)
+        return
+    table = Table(title="evaluate vs simulate")
+    for header in ("workload", "architecture", "figure", "evaluate", "simulate", "gap"):
+        table.add_column(header, justify="right" if header in ("evaluate", "simulate", "gap") else "left")
+    for r in rows:
+        table.add_row(
+            r["workload"],
+            r["architecture"],
+            r["figure"],
+            f"{r['evaluate']:.4g}",
+            f"{r['simulate']:.4g}",
+            f"{r['relative_gap']:+.1%}",
+        )
+    console.print(table)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -1,0 +1,231 @@
+"""`pddplan paper`: the article's figures next to pddplan's for the paper scenario (pdd-agent-64k).
+
+Nothing here is tuned to the article: the workload states its inputs (and which of them are
+assumptions), the optimizer sizes every architecture under the same SLA and prices, and the
+simulator measures the tails. The "unoptimized cross-DC PD" the article compares PDD with is the
+PDD plan without its relay (same prefill, main decoders and line), simulated as pd-cross.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.optimize.run import architecture_figures, optimize
+from pddplan.optimize.search import OptimizeOptions
+from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes
+from pddplan.scenario import build_scenario
+from pddplan.simulate.summary import simulate
+from pddplan.specs.workload import Workload
+
+WORKLOAD = "pdd-agent-64k"
+PREMIUMS = (0.20, 0.25, 0.30)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One comparison: what the article says, what pddplan gets, and why they differ."""
+
+    metric: str
+    article: str
+    pddplan: str
+    why: str
+
+
+def _with_premium(workload: Workload, premium: float) -> Workload:
+    """The workload with GPU-B priced at (1 + premium) x GPU-A."""
+    from pddplan.inputs import load_hardware
+
+    base = load_hardware("gpu-a").cost_usd_per_gpu_hour(workload.deployment.price_basis)
+    datacenters = []
+    for dc in workload.deployment.datacenters:
+        gpus = [
+            offer.model_copy(update={"usd_per_gpu_hour": base * (1 + premium)}) if offer.type == "gpu-b" else offer
+            for offer in dc.gpus
+        ]
+        datacenters.append(dc.model_copy(update={"gpus": gpus}))
+    return workload.model_copy(
+        update={"deployment": workload.deployment.model_copy(update={"datacenters": datacenters})}
+    )
+
+
+def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the paper scenario and build the comparison rows."""
+    workload = load_workload(WORKLOAD)
+    base_dir = workload_dir(WORKLOAD)
+    options = OptimizeOptions(verify_requests=requests, seed=seed)
+    by_premium: dict[float, dict[Any, Any]] = {}
+    for premium in PREMIUMS:
+        if progress:
+            progress(f"optimizing with GPU-B at +{premium:.0%}")
+        report = optimize(_with_premium(workload, premium), base_dir, options, ("pd-intra", "pdd"))
+        by_premium[premium] = {r.name: r for r in report.results}
+    nominal = by_premium[0.25]
+    intra, pdd = nominal["pd-intra"], nominal["pdd"]
+    assert pdd.plan is not None and intra.plan is not None
+    if progress:
+        progress("simulating the plans")
+    pdd_scenario = build_scenario(pdd.plan, workload, base_dir)
+    pdd_sim = simulate(pdd_scenario, requests, seed).summary
+    intra_sim = simulate(build_scenario(intra.plan, workload, base_dir), requests, seed).summary
+    cross_plan = pdd.plan.model_copy(update={"architecture": "pd-cross", "relay": None, "name": "pdd-without-relay"})
+    cross_sim = simulate(build_scenario(cross_plan, workload, base_dir), requests, seed).summary
+    model = pdd_scenario.model
+    rows = _rows(workload, intra_sim, cross_sim, pdd_sim, by_premium, model)
+    return {
+        "workload": WORKLOAD,
+        "rows": [row.__dict__ for row in rows],
+        "plans": {
+            "pd-intra": architecture_figures(intra),
+            "pdd": architecture_figures(pdd),
+            "pd-cross (pdd plan without relay)": {"plan": cross_plan.model_dump(mode="json"), "simulated": cross_sim},
+        },
+    }
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def _rows(
+    workload: Workload,
+    intra: dict[str, Any],
+    cross: dict[str, Any],
+    pdd: dict[str, Any],
+    by_premium: dict[float, dict[Any, Any]],
+    model: Any,
+) -> list[Row]:
+    rows = []
+    per_token = kv_bytes_per_token(model)
+    rows.append(
+        Row(
+            "KV bytes per token (DeepSeek-V3.2, FP8 KV)",
+            "~46.5 KB (4649 KB per 100 tokens)",
+            f"{per_token:,.0f} B",
+            "pddplan counts FlashMLA's FP8 layout (656 B/layer) plus the sparse-attention indexer key (132 B/layer) "
+            "over 61 layers; the article's figure is 3% lower, e.g. a different indexer or scale layout.",
+        )
+    )
+    eighty = 80 * float(incremental_kv_bytes(model, 65_536, 0.9, workload.serving.page_tokens))
+    rows.append(
+        Row(
+            "incremental KV of 80 concurrent 64K requests at 90% hit",
+            "~23 GB",
+            f"{eighty / 1e9:.1f} GB",
+            "80 x 65,536 x 10% x 48,068 B; pages of 64 tokens round the cached prefix down, and the per-token "
+            "figure is 3% above the article's.",
+        )
+    )
+    ids = float(token_id_bytes(100))
+    kv100 = 100 * per_token
+    rows.append(
+        Row(
+            "100-token handoff: token IDs vs KV",
+            "1.5 KB vs 4649 KB",
+            f"{ids:,.0f} B vs {kv100 / 1e3:,.0f} KB",
+            "pddplan counts 4-byte token IDs only; the article's 1.5 KB includes message framing and metadata. "
+            "Either way the ID payload is four orders of magnitude below the KV it replaces.",
+        )
+    )
+    rows.append(
+        Row(
+            "relay share of output tokens",
+            "6.2%",
+            f"{pdd['rld_token_share']:.1%}",
+            "depends on the share of relayed (low-hit) requests and on WAN transfer times, i.e. on the assumed hit "
+            "buckets, output lengths and line (30 ms RTT, 1e-5 loss, 8 CUBIC streams); the article does not publish "
+            "its bucket shares.",
+        )
+    )
+    rows.append(
+        Row(
+            "singular traffic (relay finishes first, transfer cancelled)",
+            "3-4% (estimate)",
+            f"{pdd['singular_share']:.1%}",
+            "relayed requests whose output ends before their KV lands; it follows from the assumed lognormal "
+            "output lengths (median 800) and the transfer times.",
+        )
+    )
+    for name, sim, article in (
+        ("intra-DC PD", intra, "P50 ~4.2 s"),
+        ("cross-DC PD without relay", cross, "P50 6.7 s, P90 18.3 s, P99 29.7 s"),
+        ("PDD", pdd, "51.5% below cross-DC"),
+    ):
+        rows.append(
+            Row(
+                f"TTFT {name}",
+                article,
+                f"P50 {sim['ttft_p50_s']:.2f} s, P90 {sim['ttft_p90_s']:.2f} s, P99 {sim['ttft_p99_s']:.2f} s",
+                "absolute TTFT depends on the load the article ran at, which it does not give; pddplan sizes every "
+                "plan to the SLA (P90 10 s, P99 20 s) at 4 req/s, so its prefill queues are short.",
+            )
+        )
+    reduction = 1 - pdd["ttft_p90_s"] / cross["ttft_p90_s"]
+    rows.append(
+        Row(
+            "TTFT reduction of PDD vs cross-DC PD (P90)",
+            "-51.5%",
+            f"{-reduction:+.1%}",
+            "the relay removes the WAN transfer from the first token of the low-hit requests, which carry the tail; "
+            "how much it removes depends on how much of the tail the transfers were.",
+        )
+    )
+    for premium, results in by_premium.items():
+        intra_r, pdd_r = results["pd-intra"], results["pdd"]
+        if not (intra_r.feasible and pdd_r.feasible):
+            continue
+        a, b = architecture_figures(intra_r), architecture_figures(pdd_r)
+        gpus_a = ", ".join(f"{n} x {g}" for g, n in a["gpus"].items())
+        gpus_b = ", ".join(f"{n} x {g}" for g, n in b["gpus"].items())
+        rows.append(
+            Row(
+                f"deployment, GPU-B at +{premium:.0%}",
+                "baseline 88 x GPU-A; PDD 43 x GPU-A + 32 x GPU-B",
+                f"baseline {gpus_a}; PDD {gpus_b}",
+                "GPU counts follow from the assumed rate (4 req/s) and from DeepSeek-V3.2 needing 16 GPU-A per "
+                "instance (80 GB); the article's GPU-A is unnamed.",
+            )
+        )
+        rows.append(
+            Row(
+                f"PDD cost vs baseline, GPU-B at +{premium:.0%}",
+                "-3.5% to -7.1%",
+                _pct(b["cost_per_hour"] / a["cost_per_hour"] - 1),
+                "pddplan's baseline decodes on GPU-A at TP16 (the model does not fit 8 GPU-A), while GPU-B decodes at "
+                "TP8 with 76% more memory per GPU for the radix cache; the gap is larger than the article's.",
+            )
+        )
+        rows.append(
+            Row(
+                f"PDD BCR vs baseline, GPU-B at +{premium:.0%}",
+                "up to +37.5%",
+                _pct(b["bcr"] / a["bcr"] - 1),
+                "both plans serve the whole rate within the SLA, so the BCR ratio is the inverse cost ratio.",
+            )
+        )
+    return rows
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The comparison as a Markdown table."""
+    lines = [
+        "# PDD article vs pddplan (workload pdd-agent-64k)",
+        "",
+        "Produced by `pddplan paper --markdown examples/pdd-paper/comparison.md`. Inputs are stated in "
+        "workloads/pdd-agent-64k.yaml; nothing is tuned to the article.",
+        "",
+        "| figure | article | pddplan | why they differ |",
+        "|---|---|---|---|",
+    ]
+    lines.extend(f"| {row['metric']} | {row['article']} | {row['pddplan']} | {row['why']} |" for row in result["rows"])
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(path: Path, result: dict[str, Any]) -> None:
+    """Write the comparison atomically."""
+    from pddplan.loading import write_atomic
+
+    write_atomic(path, markdown(result))
