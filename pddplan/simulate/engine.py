@@ -229,6 +229,13 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         push(t + half_rtt, kinds["kv_landed"], request)
 
     pending: dict[int, tuple[float, float]] = {}
+    # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
+    # output, interpolated (the step time is smooth in the token count).
+    extend_grid = np.unique(np.geomspace(1.0, max(float(output.max()), 2.0), 96))
+    extend_table = extend_time(decode_instance, extend_grid, mean_context)
+
+    def extend_of(tokens: float) -> float:
+        return float(np.interp(max(tokens, 1.0), extend_grid, extend_table))
 
     def relay_notice(request: int, t: float) -> None:
         """The relay learns (at t) that the main decoder has the KV: hand over now, or catch up."""
@@ -254,7 +261,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         for _ in range(MAX_CATCHUP_ROUNDS):
             if chunk <= handoff_mode.catchup_threshold_tokens:
                 break
-            extend_s = float(extend_time(decode_instance, max(chunk, 1.0), mean_context))
+            extend_s = extend_of(chunk)
             earlier_stalls += extend_s
             extra += rtt + extend_s
             chunk = (rtt + extend_s) / tau_r
@@ -270,7 +277,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         owner[instance_id[id(inst)]].pop(request, None)
         relay_tokens[request] = done
         admit_queued(inst, t)
-        stall = earlier_stalls + float(extend_time(decode_instance, max(last_chunk, 1.0), mean_context))
+        stall = earlier_stalls + extend_of(last_chunk)
         target = _least_loaded(pools["decode"])
         arrive = t + half_rtt
         before = target.stall_until

@@ -1,0 +1,39 @@
+"""Curves: a 101-point bathtub in <= 3 s; a 1,000-point sweep scales with the number of workers;
+gating every shipped scenario in <= 60 s.
+
+    python benchmarks/bench_curves.py
+"""
+
+from __future__ import annotations
+
+from _timing import ROOT, repeat, report, run_cli
+
+from pddplan.bathtub import bathtub
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.sweep import sweep
+
+
+def main() -> None:
+    workload = load_workload("pdd-agent-64k")
+    base = workload_dir("pdd-agent-64k")
+    bathtub(workload, base, points=11)  # warm imports and caches
+    ok = report(
+        "bathtub, 101 points x 3 architectures (library)", repeat(lambda: bathtub(workload, base, points=101), 3), 3.0
+    )
+    ok &= report("pddplan bathtub (CLI process, 101 points)", repeat(lambda: run_cli("bathtub", "--json"), 3), 5.0)
+    path = ROOT / "workloads/pdd-agent-64k.yaml"
+    values = [1.0 + 15.0 * i / 999 for i in range(1000)]
+    one = repeat(lambda: sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), jobs=1), 1)
+    two = repeat(lambda: sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), jobs=2), 1)
+    report("sweep, 1,000 points, 1 worker", one, 1e9)
+    ok &= report("sweep, 1,000 points, 2 workers (target: faster than 1 worker)", two, one[0])
+    ok &= report(
+        "pddplan gate examples/ci/baseline.json (4 scenarios)",
+        repeat(lambda: run_cli("gate", "examples/ci/baseline.json"), 1),
+        60.0,
+    )
+    raise SystemExit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
