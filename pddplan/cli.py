@@ -160,15 +160,22 @@ def schema(
     kind: Annotated[
         str | None, typer.Argument(help="One kind to print: hardware, model, workload, plan, baseline.")
     ] = None,
+    markdown_path: Annotated[
+        Path | None, typer.Option("--markdown", help="Write a Markdown reference of every field and default.")
+    ] = None,
 ) -> None:
     """Write the JSON Schemas of every input file kind (for editors and CI)."""
+    from pddplan.loading import write_atomic
     from pddplan.report import output
-    from pddplan.schemas import schema_for, write_schemas
+    from pddplan.schemas import markdown_reference, schema_for, write_schemas
 
+    if markdown_path is not None:
+        write_atomic(markdown_path, markdown_reference())
+        typer.echo(f"wrote {markdown_path}", err=True)
     if out is not None:
         for path in write_schemas(out):
             typer.echo(f"wrote {path}", err=True)
-    else:
+    elif markdown_path is None:
         output.emit_json(schema_for(kind or "workload"))
 
 

@@ -73,20 +73,20 @@ def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
     for (c, _pool), caps in data.prefill_caps.items():
         for n, cap in enumerate(caps, start=1):
             if cap > 0 and (c, n) not in v.prefill:
-                v.prefill[(c, n)] = pulp.LpVariable(f"prefill_{c}_n{n}", cat="Binary")
+                v.prefill[(c, n)] = model.add_variable(f"prefill_{c}_n{n}", cat="Binary")
     for d, cap in enumerate(data.decode):
         if cap.usable:
-            v.decode_pick[d] = pulp.LpVariable(f"decode_pick_{d}", cat="Binary")
-            v.decode_count[d] = pulp.LpVariable(f"decode_count_{d}", 0, cap.candidate.max_count, cat="Integer")
+            v.decode_pick[d] = model.add_variable(f"decode_pick_{d}", cat="Binary")
+            v.decode_count[d] = model.add_variable(f"decode_count_{d}", 0, cap.candidate.max_count, cat="Integer")
     if data.architecture == "pdd":
         for r, cap in enumerate(data.relay):
             if cap.usable:
-                v.relay_pick[r] = pulp.LpVariable(f"relay_pick_{r}", cat="Binary")
-                v.relay_count[r] = pulp.LpVariable(f"relay_count_{r}", 0, cap.candidate.max_count, cat="Integer")
+                v.relay_pick[r] = model.add_variable(f"relay_pick_{r}", cat="Binary")
+                v.relay_count[r] = model.add_variable(f"relay_count_{r}", 0, cap.candidate.max_count, cat="Integer")
     for k in range(len(data.pools)):
-        v.pool[k] = pulp.LpVariable(f"pool_{k}", cat="Binary")
-        v.pool_rate[k] = pulp.LpVariable(f"pool_rate_{k}", 0)
-    v.rate = pulp.LpVariable("served_rate", 0)
+        v.pool[k] = model.add_variable(f"pool_{k}", cat="Binary")
+        v.pool_rate[k] = model.add_variable(f"pool_rate_{k}", 0)
+    v.rate = model.add_variable("served_rate", 0)
     if data.elastic:
         for name in (
             "prefill-capacity",
@@ -97,7 +97,7 @@ def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
             "inventory",
             "budget",
         ):
-            v.slack[name] = pulp.LpVariable(f"slack_{name.replace('-', '_')}", 0)
+            v.slack[name] = model.add_variable(f"slack_{name.replace('-', '_')}", 0)
     return v
 
 

@@ -69,7 +69,6 @@ class Handoff(StrictModel):
     mode: HandoffMode = "adaptive"
     catchup_threshold_tokens: PositiveInt = 64
     adaptive_load_threshold: Fraction = 0.7
-    token_id_bytes: PositiveInt = Field(default=4, description="bytes per token ID on the wire")
 
 
 class Plan(StrictModel):

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from pddplan.specs.common import (
+    FREE_SOURCE_PREFIXES,
     Fraction,
     Name,
     NonNegativeFloat,
@@ -195,7 +196,6 @@ class ServingOptions(StrictModel):
     drc_retention_s: NonNegativeFloat = Field(
         default=60.0, description="how long the MD keeps a finished request's KV in its radix cache"
     )
-    eager_token_margin: float = Field(default=1.5, ge=1, description="relay eager-window safety factor")
 
 
 class Workload(StrictModel):
@@ -214,6 +214,23 @@ class Workload(StrictModel):
     deployment: Deployment
     serving: ServingOptions = ServingOptions()
     sources: dict[str, Source] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sources_resolve(self) -> Workload:
+        cited = [("prices.source", self.prices.source)]
+        cited += [
+            (f"deployment.wan_lines[{i}].price_source", line.price_source)
+            for i, line in enumerate(self.deployment.wan_lines)
+        ]
+        for path, source in cited:
+            if source.startswith(FREE_SOURCE_PREFIXES) or source in self.sources:
+                continue
+            known = ", ".join(sorted(self.sources)) or "none"
+            raise ValueError(
+                f"{path} cites source '{source}', which is not in the sources table (known: {known}); "
+                f"or start it with one of {', '.join(FREE_SOURCE_PREFIXES)}"
+            )
+        return self
 
 
 __all__ = [

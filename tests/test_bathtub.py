@@ -1,0 +1,419 @@
+"""`pddplan bathtub`: benefit against prefix-hit rate (pddplan.bathtub, pddplan.report.bathtub_report).
+
+The tail-chunk dips must sit where the chunk arithmetic puts them (h_k = 1 - k C / P), move with
+`--chunk` exactly as that arithmetic says, and every figure at a point must be what the evaluator's
+capacity view gives for the point's plan under the workload at that hit rate.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from pddplan import bathtub as tub
+from pddplan.cli import app
+from pddplan.evaluate.capacity_view import capacity_view
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.report import bathtub_report
+from pddplan.scenario import build_scenario
+from pddplan.specs.plan import ARCHITECTURES, Plan
+
+WORKLOAD = "pdd-agent-64k"
+PROMPT = 64512  # pdd-agent-64k: fixed prompt length
+PAGE = 64  # pdd-agent-64k: serving.page_tokens
+VIEW_FIGURES = ("bcr", "revenue_per_cost", "throughput_per_gpu_hour", "prefill_tokens_per_gpu_s")
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+@cache
+def bathtub_json(*args: str) -> dict[str, Any]:
+    """`pddplan bathtub ARGS --json`, parsed (each distinct command runs once per session)."""
+    result = run("bathtub", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def fixed(chunk: int | None = None, points: int = 101) -> dict[str, Any]:
+    args = [WORKLOAD, "--mode", "fixed", "--points", str(points)]
+    if chunk is not None:
+        args += ["--chunk", str(chunk)]
+    return bathtub_json(*args)
+
+
+def arithmetic_dips(chunk: int) -> list[float]:
+    """h_k = 1 - k C / P for every k with k C < P."""
+    return sorted(1 - k * chunk / PROMPT for k in range(1, math.ceil(PROMPT / chunk)) if k * chunk < PROMPT)
+
+
+def one_error_line(result: Any, *fragments: str) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return str(lines[0])
+
+
+# -- the JSON view --------------------------------------------------------------------------------
+def test_json_has_points_and_findings() -> None:
+    data = fixed()
+    assert data["workload"] == WORKLOAD
+    assert data["mode"] == "fixed"
+    assert data["chunk_tokens"] == 8192
+    assert data["rate_rps"] == load_workload(WORKLOAD).arrival.rate_rps
+    assert data["architectures"] == list(ARCHITECTURES)
+    points = data["points"]
+    assert len(points) == 101
+    assert [p["hit"] for p in points] == pytest.approx([i / 100 for i in range(101)], abs=1e-12)
+    assert points[0]["hit"] == 0.0 and points[-1]["hit"] == 1.0
+    for point in points:
+        assert set(point) == {"hit", "tail_chunk_tokens", *ARCHITECTURES}
+        assert point["tail_chunk_tokens"] == tub.tail_chunk_tokens(PROMPT, point["hit"], 8192, PAGE)
+        for arch in ARCHITECTURES:
+            entry = point[arch]
+            assert set(entry) == {*tub.FIGURES, "plan"}
+            if entry["plan"] is None:
+                assert all(entry[name] is None for name in tub.FIGURES)
+                continue
+            assert entry["plan"]["architecture"] == arch
+            for name in ("bcr", "revenue_per_cost", "throughput_per_gpu_hour", "prefill_tokens_per_gpu_s"):
+                assert isinstance(entry[name], float) and entry[name] > 0, (point["hit"], arch, name)
+            assert entry["cost_per_hour"] > 0
+            # margin per hour = revenue - cost per hour, revenue per cost = revenue / cost
+            revenue = entry["margin_per_hour"] + entry["cost_per_hour"]
+            assert revenue / entry["cost_per_hour"] == pytest.approx(entry["revenue_per_cost"], rel=1e-9)
+            # BCR is requests per $: the workload's rate over the cost per hour at the fluid cost
+            assert entry["bcr"] == pytest.approx(data["rate_rps"] * 3600 / entry["cost_per_hour"], rel=1e-9)
+    findings = data["findings"]
+    assert set(findings) >= {"workload_mean_hit", "architectures", "predicted_dips", "pdd_vs_baselines"}
+    assert findings["workload_mean_hit"] == pytest.approx(load_workload(WORKLOAD).hit_rate.mean(), abs=1e-12)
+    assert set(findings["architectures"]) == set(ARCHITECTURES)
+    for arch, entry in findings["architectures"].items():
+        feasible = sum(p[arch]["plan"] is not None for p in points)
+        assert entry["feasible_points"] == feasible
+        if not feasible:
+            continue
+        benefit = [p[arch]["revenue_per_cost"] for p in points if p[arch]["revenue_per_cost"] is not None]
+        assert entry["valley_min_revenue_per_cost"] == min(benefit)
+        assert entry["left_rim_revenue_per_cost"] == benefit[0]
+        assert entry["right_rim_revenue_per_cost"] == benefit[-1]
+    assert findings["architectures"]["pd-intra"]["feasible_points"] > 0
+    assert findings["architectures"]["pdd"]["feasible_points"] > 0
+    for cross in findings["pdd_vs_baselines"]:
+        assert 0 < cross["hit"] <= 1 and isinstance(cross["pdd_wins_above"], bool)
+
+
+def test_predicted_dips_are_the_chunk_arithmetic() -> None:
+    for chunk in (4096, 8192, 16384):
+        data = fixed(chunk) if chunk != 8192 else fixed()
+        assert data["chunk_tokens"] == chunk
+        assert data["findings"]["predicted_dips"] == pytest.approx(arithmetic_dips(chunk), abs=1e-12)
+    assert len(arithmetic_dips(8192)) == 7
+    assert len(arithmetic_dips(4096)) == 15
+    assert len(arithmetic_dips(16384)) == 3
+
+
+def _dips(data: dict[str, Any], arch: str) -> list[dict[str, Any]]:
+    return list(data["findings"]["architectures"][arch].get("singular_points", []))
+
+
+@pytest.mark.parametrize("chunk", [8192, 4096, 16384])
+def test_dips_sit_within_one_grid_step_of_the_arithmetic(chunk: int) -> None:
+    data = fixed(chunk)
+    step = 1 / (len(data["points"]) - 1)
+    predicted = arithmetic_dips(chunk)
+    hits = np.array([p["hit"] for p in data["points"]])
+    for arch in ARCHITECTURES:
+        throughput = np.array(
+            [np.nan if p[arch]["prefill_tokens_per_gpu_s"] is None else p[arch]["prefill_tokens_per_gpu_s"]
+             for p in data["points"]]
+        )
+        dips = _dips(data, arch)
+        matched: list[float] = []
+        for dip in dips:
+            near = [h for h in predicted if abs(dip["hit"] - h) <= step + 1e-9]
+            assert len(near) == 1, (arch, chunk, dip, predicted)
+            # just below h_k: the last grid point before the tail chunk vanishes
+            assert near[0] - step - 1e-9 < dip["hit"] <= near[0] + 1e-9, (arch, chunk, dip)
+            matched.append(near[0])
+            assert dip["tail_chunk_tokens"] == tub.tail_chunk_tokens(PROMPT, dip["hit"], chunk, PAGE)
+            assert 0 < dip["tail_chunk_tokens"] <= step * PROMPT + PAGE
+            assert dip["drop"] >= tub.DIP_MIN_DROP
+        assert len(set(matched)) == len(matched), (arch, chunk, dips)
+        # every predicted dip whose neighbourhood is feasible is found
+        for h in predicted:
+            i = int(np.searchsorted(hits, h - 1e-12)) - 1  # the last grid point below h_k
+            if i < 1 or i + 1 >= len(hits) or not np.isfinite(throughput[i - 1 : i + 2]).all():
+                continue
+            assert h in matched, (arch, chunk, h, [d["hit"] for d in dips])
+
+
+def test_changing_the_chunk_moves_the_dips_as_the_arithmetic_says() -> None:
+    """Halving the chunk adds a dip between every two (h_k for C/2 at even k is h_k/2 for C), doubling
+    it keeps every other one: the detected dips nest exactly like the predicted ones."""
+    found = {chunk: [d["hit"] for d in _dips(fixed(chunk), "pd-intra")] for chunk in (4096, 8192, 16384)}
+    for chunk, hits in found.items():
+        assert len(hits) == len(arithmetic_dips(chunk)), (chunk, hits)
+        assert hits == [math.floor(h * 100 - 1e-9) / 100 for h in arithmetic_dips(chunk)]
+    assert set(found[16384]) < set(found[8192]) < set(found[4096])
+    assert found[16384] == found[8192][1::2]
+    assert found[8192] == found[4096][1::2]
+    # PDD's prefill pool sees the same tail chunks
+    for chunk in (4096, 8192, 16384):
+        assert [d["hit"] for d in _dips(fixed(chunk), "pdd")] == found[chunk]
+
+
+def test_a_dip_is_a_local_minimum_of_prefill_throughput() -> None:
+    data = fixed()
+    points = data["points"]
+    for arch in ("pd-intra", "pdd"):
+        for dip in _dips(data, arch):
+            i = round(dip["hit"] * 100)
+            left, mid, right = (points[j][arch]["prefill_tokens_per_gpu_s"] for j in (i - 1, i, i + 1))
+            assert mid < left and mid < right
+            assert dip["drop"] == pytest.approx(1 - mid / max(left, right), rel=1e-12)
+
+
+# -- a point is the evaluator's capacity view -----------------------------------------------------
+def _check_point(data: dict[str, Any], index: int, mode: str, chunk: int | None) -> int:
+    workload = load_workload(WORKLOAD)
+    point = data["points"][index]
+    at = tub.at_hit(workload, point["hit"], mode, chunk)  # type: ignore[arg-type]
+    checked = 0
+    for arch in data["architectures"]:
+        entry = point[arch]
+        if entry["plan"] is None:
+            continue
+        plan = Plan.model_validate(entry["plan"])
+        assert plan.architecture == arch
+        scenario = build_scenario(plan, at, workload_dir(WORKLOAD), source="bathtub point")
+        view = capacity_view(scenario)
+        for name in VIEW_FIGURES:
+            assert entry[name] == pytest.approx(getattr(view, name), rel=1e-9, abs=0), (index, arch, name)
+        rate = workload.arrival.rate_rps
+        assert entry["cost_per_hour"] == pytest.approx(view.cost_per_request_usd * rate * 3600, rel=1e-9)
+        assert entry["margin_per_hour"] == pytest.approx(view.margin_per_request_usd * rate * 3600, rel=1e-9)
+        # the sized plan carries the rate: its capacity is at least the workload's rate
+        assert view.max_rate_rps >= rate * (1 - 1e-9)
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("index", [0, 11, 24, 37, 50, 61, 87, 91, 100])
+def test_point_equals_the_capacity_view_fixed(index: int) -> None:
+    assert _check_point(fixed(), index, "fixed", None) >= 2
+
+
+@pytest.mark.parametrize("index", [0, 5, 46, 100])
+def test_point_equals_the_capacity_view_other_chunk(index: int) -> None:
+    assert _check_point(fixed(4096), index, "fixed", 4096) >= 2
+
+
+@pytest.mark.parametrize("index", [0, 13, 20, 37, 40])
+def test_point_equals_the_capacity_view_shift(index: int) -> None:
+    data = bathtub_json(WORKLOAD, "--mode", "shift", "--points", "41")
+    assert data["mode"] == "shift"
+    assert _check_point(data, index, "shift", None) >= 1
+
+
+# -- CSV ------------------------------------------------------------------------------------------
+def test_csv_has_a_header_and_a_row_per_point(tmp_path: Any) -> None:
+    path = tmp_path / "tub.csv"
+    result = run("bathtub", WORKLOAD, "--points", "41", "-a", "pd-intra", "-a", "pdd", "--csv", str(path), "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    header = rows[0]
+    assert header[:2] == ["hit", "tail_chunk_tokens"]
+    assert header[2:] == [f"{a}.{f}" for a in ("pd-intra", "pdd") for f in tub.FIGURES]
+    assert len(rows) == 1 + 41
+    for row, point in zip(rows[1:], data["points"], strict=True):
+        assert len(row) == len(header)
+        assert float(row[0]) == pytest.approx(point["hit"], abs=1e-6)
+        assert int(row[1]) == point["tail_chunk_tokens"]
+        for column, cell in zip(header[2:], row[2:], strict=True):
+            arch, name = column.split(".")
+            value = point[arch][name]
+            if value is None:
+                assert cell == ""
+            else:
+                assert float(cell) == pytest.approx(value, rel=1e-7)
+
+
+# -- hit distributions ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["pdd-agent-64k", "chat-short-lowhit", "rag-longdoc-lowhit"])
+def test_shift_keeps_the_shares_and_hits_the_mean(name: str) -> None:
+    workload = load_workload(name)
+    original = workload.hit_rate.resolved_buckets()
+    mean = workload.hit_rate.mean()
+    for hit in [0.0, 0.01, 0.2, 0.37, mean, 0.5, 0.75, 0.9, 0.99, 1.0]:
+        moved = tub.hit_distribution(workload, hit, "shift")
+        buckets = moved.resolved_buckets()
+        assert [b.share for b in buckets] == [b.share for b in original]
+        assert moved.mean() == pytest.approx(hit, abs=1e-12)
+        for b in buckets:
+            assert 0.0 <= b.low <= b.high <= 1.0
+        # the order of the buckets is kept (a monotone map)
+        assert [b.low for b in buckets] == sorted(b.low for b in buckets) or [b.low for b in original] != sorted(
+            b.low for b in original
+        )
+    same = tub.hit_distribution(workload, mean, "shift").resolved_buckets()
+    for a, b in zip(same, original, strict=True):
+        assert (a.low, a.high) == pytest.approx((b.low, b.high), abs=1e-12)
+    top = tub.hit_distribution(workload, 1.0, "shift").resolved_buckets()
+    assert all(b.low == pytest.approx(1.0) and b.high == pytest.approx(1.0) for b in top)
+    bottom = tub.hit_distribution(workload, 0.0, "shift").resolved_buckets()
+    assert all(b.low == 0.0 and b.high == 0.0 for b in bottom)
+
+
+@pytest.mark.parametrize("hit", [0.0, 0.3, 0.9113, 1.0])
+def test_fixed_is_a_single_point(hit: float) -> None:
+    workload = load_workload(WORKLOAD)
+    dist = tub.hit_distribution(workload, hit, "fixed")
+    (bucket,) = dist.resolved_buckets()
+    assert (bucket.low, bucket.high, bucket.share) == (hit, hit, 1.0)
+    values, probs = dist.support()
+    assert np.all(values == hit)
+    assert probs.sum() == pytest.approx(1.0)
+    assert dist.mean() == pytest.approx(hit, abs=1e-15)
+
+
+def test_at_hit_replaces_the_hit_rate_and_the_chunk_only() -> None:
+    workload = load_workload(WORKLOAD)
+    same_chunk = tub.at_hit(workload, 0.4, "fixed")
+    assert same_chunk.serving == workload.serving
+    assert same_chunk.hit_rate.mean() == pytest.approx(0.4)
+    other = tub.at_hit(workload, 0.4, "fixed", 4096)
+    assert other.serving.chunk_tokens == 4096
+    assert other.serving.model_copy(update={"chunk_tokens": 8192}) == workload.serving
+    for field in ("model", "arrival", "prompt_tokens", "output_tokens", "sla", "prices", "deployment"):
+        assert getattr(other, field) == getattr(workload, field)
+    assert workload.hit_rate.mean() == pytest.approx(0.9114)  # the original is untouched
+
+
+# -- the arithmetic helpers -----------------------------------------------------------------------
+def test_tail_chunk_tokens() -> None:
+    assert tub.tail_chunk_tokens(PROMPT, 0.0, 8192, PAGE) == PROMPT % 8192
+    # cached tokens are whole pages: at h = 0.3, floor(19353.6 / 64) * 64 = 19328 cached, 45184 new
+    assert tub.tail_chunk_tokens(PROMPT, 0.3, 4096, PAGE) == 45184 % 4096 == 128
+    # new tokens a multiple of the chunk: a full last chunk
+    assert tub.tail_chunk_tokens(16384, 0.5, 4096, PAGE) == 4096
+    # everything cached still recomputes one token
+    assert tub.tail_chunk_tokens(PROMPT, 1.0, 8192, PAGE) == 1
+    assert tub.tail_chunk_tokens(PROMPT, 0.999, 8192, PAGE) == PROMPT - math.floor(0.999 * PROMPT / 64) * 64
+
+
+def test_predicted_dips_function() -> None:
+    assert tub.predicted_dips(PROMPT, 8192, PAGE) == pytest.approx(arithmetic_dips(8192), abs=1e-15)
+    assert tub.predicted_dips(16384, 4096, PAGE) == pytest.approx([0.25, 0.5, 0.75])
+    assert tub.predicted_dips(4096, 4096, PAGE) == []
+    assert tub.predicted_dips(1000, 8192, PAGE) == []
+
+
+def test_local_dips() -> None:
+    values = np.array([10.0, 9.0, 10.0, 10.0, 9.96, 10.0, np.nan, 5.0, 10.0, 8.0, 9.0])
+    # index 1: 10% below both; index 4: 0.4% below, not a dip; index 7: a nan neighbour;
+    # index 9: 8 < 10 * 0.995 and 8 < 9 * 0.995
+    assert tub.local_dips(values) == [1, 9]
+    assert tub.local_dips(np.array([1.0, 2.0, 3.0])) == []
+
+
+def _synthetic(benefit: list[float], workload_name: str = "chat-short-lowhit") -> tub.BathtubResult:
+    workload = load_workload(workload_name)
+    n = len(benefit)
+    hits = np.linspace(0, 1, n)
+    series = np.array(benefit, dtype=float)
+    figures = {
+        arch: {name: series.copy() if name in ("revenue_per_cost", "bcr") else np.ones(n) for name in tub.FIGURES}
+        for arch in ("pd-intra", "pdd")
+    }
+    figures["pdd"]["bcr"] = np.linspace(0.5, 1.5, n)  # crosses pd-intra's
+    return tub.BathtubResult(
+        workload=workload,
+        mode="fixed",
+        hits=hits,
+        architectures=["pd-intra", "pdd"],
+        figures=figures,  # type: ignore[arg-type]
+        plans={"pd-intra": [None] * n, "pdd": [None] * n},
+        tail_chunks=np.zeros(n, dtype=int),
+        chunk_tokens=4096,
+    )
+
+
+def test_findings_valley_and_climb_out() -> None:
+    result = _synthetic([1.0, 0.9, 0.7, 0.5, 0.4, 0.45, 0.6, 0.8, 1.05, 1.2, 1.3])
+    mean_hit = result.workload.hit_rate.mean()
+    assert mean_hit < 0.8
+    found = tub.findings(result, 1500.0)
+    entry = found["architectures"]["pd-intra"]
+    assert entry["valley"] is True
+    assert entry["valley_min_hit"] == pytest.approx(0.4)
+    assert entry["valley_min_revenue_per_cost"] == 0.4
+    assert entry["left_rim_revenue_per_cost"] == 1.0 and entry["right_rim_revenue_per_cost"] == 1.3
+    assert entry["climb_out_hit"] == pytest.approx(0.8)
+    assert entry["climb_out_cache_factor"] == pytest.approx(0.8 / mean_hit)
+    assert entry["revenue_per_cost_at_mean_hit"] == pytest.approx(
+        float(np.interp(mean_hit, result.hits, np.array([1.0, 0.9, 0.7, 0.5, 0.4, 0.45, 0.6, 0.8, 1.05, 1.2, 1.3])))
+    )
+    assert found["no_valley_note"] is None
+    assert found["predicted_dips"] == pytest.approx(tub.predicted_dips(1500.0, 4096, 16))
+    (cross,) = found["pdd_vs_baselines"]
+    assert cross["pdd_wins_above"] is True
+    # pd-intra's BCR is the valley curve, pdd's rises from 0.5 to 1.5: they cross once, near 0.2
+    assert 0.0 < cross["hit"] <= 0.3
+
+
+def test_findings_without_a_valley() -> None:
+    result = _synthetic([1.0, 0.98, 0.97, 0.96, 0.95, 0.95, 0.94, 0.93, 0.92, 0.91, 0.9])
+    found = tub.findings(result, 1500.0)
+    assert found["architectures"]["pd-intra"]["valley"] is False
+    assert "climb_out_hit" not in found["architectures"]["pd-intra"]
+    assert found["no_valley_note"] and "no valley" in found["no_valley_note"]
+
+
+def test_findings_of_an_architecture_that_is_never_feasible() -> None:
+    result = _synthetic([math.nan] * 11)
+    found = tub.findings(result, 1500.0)
+    assert found["architectures"]["pd-intra"] == {"feasible_points": 0}
+    lines = bathtub_report.findings_text(result.__class__(**{**result.__dict__, "findings": found}))
+    assert any("pd-intra: no hit rate has a plan" in line for line in lines)
+
+
+# -- the command line -----------------------------------------------------------------------------
+def test_human_output_has_both_charts_and_the_findings() -> None:
+    result = run("bathtub", WORKLOAD, "--points", "21", "-a", "pd-intra")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    text = result.stderr
+    assert "Revenue per cost vs prefix hit rate" in text
+    assert "Prefill throughput (tail-chunk dips) vs prefix hit rate" in text
+    assert text.count("legend: o pd-intra") == 2
+    assert "- chunk 8192 tokens predicts tail-chunk dips just below: 11.1%, 23.8%" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--mode", "middle"), "--mode"),
+        (("--points", "2"), "--points"),
+        (("--chunk", "0"), "--chunk"),
+        (("-a", "pd-extra"), "pd-extra"),
+        (("no-such-workload",), "no-such-workload"),
+    ],
+)
+def test_bad_input_exits_2(args: tuple[str, ...], fragment: str) -> None:
+    one_error_line(run("bathtub", *args, "--json"), fragment)
