@@ -283,7 +283,9 @@ def _crossovers(result: BathtubResult) -> list[dict[str, Any]]:
     if not baselines:
         return []
     pdd = result.figures["pdd"]["bcr"]
-    best = np.nanmax(np.vstack([result.figures[a]["bcr"] for a in baselines]), axis=0)
+    stacked = np.vstack([result.figures[a]["bcr"] for a in baselines])
+    # a hit rate where no baseline is feasible has no best baseline (NaN), without a warning
+    best = np.where(np.isfinite(stacked).any(axis=0), np.nanmax(np.nan_to_num(stacked, nan=-np.inf), axis=0), np.nan)
     sign = np.sign(np.where(np.isfinite(pdd) & np.isfinite(best), pdd - best, np.nan))
     return [
         {"hit": float(result.hits[i]), "pdd_wins_above": bool(sign[i] > 0)}

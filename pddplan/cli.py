@@ -7,6 +7,7 @@ command, kept local so `pddplan --help` starts instantly). Exit codes: 0 ok, 1 g
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -460,10 +461,10 @@ def gate(
             overrides[metric] = float(value)
         except ValueError:
             raise InputError(f"--tol {item!r}: expected METRIC=NUMBER") from None
-        if overrides[metric] < 0:
-            raise InputError(f"--tol {item!r}: tolerance must be >= 0")
-    if rtol is not None and rtol < 0:
-        raise InputError(f"--rtol = {rtol}: must be >= 0")
+        if not 0 <= overrides[metric] < math.inf:
+            raise InputError(f"--tol {item!r}: tolerance must be a finite number >= 0")
+    if rtol is not None and not 0 <= rtol < math.inf:
+        raise InputError(f"--rtol = {rtol}: must be a finite number >= 0")
     console = output.human()
     if init:
         if baseline.exists():

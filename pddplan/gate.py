@@ -9,6 +9,7 @@ Objective values are compared, not configurations (solvers break ties differentl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,9 +137,12 @@ def gate(
 ) -> tuple[Baseline, list[ScenarioCheck]]:
     """Re-run every scenario of the baseline at `path` and compare."""
     baseline = load_baseline(path)
+    judged_by = baseline
     if rtol is not None or tolerances:
+        # Flag overrides judge this run only; the returned baseline keeps the committed tolerances,
+        # so `--update` never writes a one-off override back to the file.
         per_metric = {**baseline.tolerances.per_metric, **(tolerances or {})}
-        baseline = baseline.model_copy(
+        judged_by = baseline.model_copy(
             update={
                 "tolerances": baseline.tolerances.model_copy(
                     update={"rtol": baseline.tolerances.rtol if rtol is None else rtol, "per_metric": per_metric}
@@ -150,7 +154,7 @@ def gate(
         if progress:
             progress(f"gating {scenario.name}")
         after = result_of(run_scenario(scenario, path.resolve().parent))
-        checks.append(compare(scenario.name, scenario.result, after, baseline))
+        checks.append(compare(scenario.name, scenario.result, after, judged_by))
     return baseline, checks
 
 
@@ -170,8 +174,13 @@ def init_baseline(path: Path, workloads: list[str], progress: Callable[[str], No
     """A new baseline with one default scenario per workload, results from a fresh run."""
     scenarios = []
     for name in workloads:
+        reference = name
+        if name not in catalog.entries("workloads"):
+            # A file named on the command line is relative to the working directory; the baseline
+            # stores it relative to its own folder so the gate runs from anywhere.
+            reference = os.path.relpath(Path(name).resolve(), path.resolve().parent)
         placeholder = GateScenario(
-            name=Path(name).stem, workload=name, result=ScenarioResult(best=None, feasible=False)
+            name=Path(name).stem, workload=reference, result=ScenarioResult(best=None, feasible=False)
         )
         if progress:
             progress(f"running {placeholder.name}")

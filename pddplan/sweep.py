@@ -77,7 +77,8 @@ def parse_values(values: str | None, span: str | None) -> list[float]:
         raise InputError(f"--range {span!r}: NUM must be at least 1")
     if count == 1:
         return [first]
-    return [first + (last - first) * i / (count - 1) for i in range(count)]
+    # The last point is STOP exactly (the formula can land one ulp off, e.g. 0.1 + 0.8 * 1.0).
+    return [first + (last - first) * i / (count - 1) for i in range(count - 1)] + [last]
 
 
 @dataclass(frozen=True)

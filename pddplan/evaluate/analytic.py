@@ -306,15 +306,11 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     tau_r_final = decoder_relay.step_s if decoder_relay is not None else 0.0
     o = outputs[None, :, None]
     relayed = eager_tokens > 0
-    tpot = np.where(
-        finishes_on_relay,
-        tau_r_final,
-        np.where(
-            relayed,
-            (eager_tokens * tau_r_final + gap + np.maximum(o - eager_tokens - 1, 0) * tau_m) / np.maximum(o - 1, 1),
-            tau_m,
-        ),
-    )
+    with np.errstate(invalid="ignore"):  # inf * 0 in entries np.where discards (an unstable relay)
+        handed_over = (eager_tokens * tau_r_final + gap + np.maximum(o - eager_tokens - 1, 0) * tau_m) / np.maximum(
+            o - 1, 1
+        )
+    tpot = np.where(finishes_on_relay, tau_r_final, np.where(relayed, handed_over, tau_m))
     tpot = np.broadcast_to(tpot, weights.shape)
     tpot_q = _weighted_quantiles(tpot.ravel(), weights.ravel(), QUANTILES)
     worst_gap = np.where(

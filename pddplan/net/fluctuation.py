@@ -19,7 +19,7 @@ import numpy as np
 from pddplan.errors import InputError
 from pddplan.specs.workload import Fluctuation
 
-SUPPORT_POINTS = 16
+SUPPORT_POINTS = 8
 
 
 def read_trace(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +53,8 @@ def stationary_support(spec: Fluctuation, base_dir: Path | None = None) -> tuple
         return np.array([1.0]), np.array([1.0])
     if spec.kind == "trace":
         times, fractions = read_trace(_trace_path(spec, base_dir))
+        if len(times) == 1:
+            return fractions, np.array([1.0])
         durations = np.diff(times, append=times[-1] + (times[-1] - times[0]) / max(len(times) - 1, 1))
         return fractions, durations / durations.sum()
     from scipy.special import ndtri
@@ -82,19 +84,25 @@ class CapacityPath:
 
     @property
     def constant(self) -> bool:
-        return self.spec.kind == "none" or (self.spec.kind == "ou" and self.spec.cv == 0)
+        single_row = self._trace is not None and len(self._trace[0]) == 1
+        return self.spec.kind == "none" or (self.spec.kind == "ou" and self.spec.cv == 0) or single_row
 
     def next_step(self, t: float) -> tuple[float, float]:
         """(fraction holding from `t`, time of the next change)."""
         if self.constant:
-            return 1.0, math.inf
+            return (float(self._trace[1][0]) if self._trace is not None else 1.0), math.inf
         if self._trace is not None:
             times, fractions = self._trace
             period = times[-1] - times[0] + (times[-1] - times[0]) / max(len(times) - 1, 1)
+            # `local` can land a rounding error short of a knot; within `eps` of it counts as on it,
+            # and every step moves forward by at least `eps`, so a simulation never stands still.
+            eps = 1e-9 * period
             local = (t - times[0]) % period + times[0]
-            index = int(np.searchsorted(times, local, side="right") - 1)
+            if local > times[0] + period - eps:
+                local = float(times[0])
+            index = int(np.searchsorted(times, local + eps, side="right") - 1)
             following = times[index + 1] if index + 1 < len(times) else times[0] + period
-            return float(fractions[index]), t + float(following - local)
+            return float(fractions[index]), t + max(float(following - local), eps)
         if self._last_t is not None:
             # Exact AR(1) jump over the steps since the last draw: a^k X + sqrt(1 - a^2k) e.
             steps = max((t - self._last_t) / self.spec.step_s, 1.0)

@@ -1,9 +1,12 @@
 """Why no plan meets the constraints: which constraint binds, by how much, and what would fix it.
 
-The program is solved again at the required rate with an elastic slack on every constraint
-family, each slack heavily penalized: the slacks that stay positive are the constraints that bind,
-and their size is the shortfall. Checks that need no solve (no decoder meets TPOT at batch 1,
-no prefill pool meets the TTFT targets at any rate) come first.
+Checks that need no solve come first (no decoder meets TPOT at batch 1; no prefill pool meets the
+TTFT targets at any rate). With a budget, the cheapest plan at the required rate is priced exactly:
+if it costs more, the budget binds by the difference. Otherwise the program is solved again at the
+required rate with elastic slacks, penalized per unit as a fraction of what the rate needs of them:
+first on the resources only (GPUs offered per type, WAN lines), instance counts uncapped, so a
+shortfall any GPUs could fix is reported as the GPUs missing; only if that is still infeasible, on
+every capacity family. The slacks left positive are the binding constraints and their sizes.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ FIXES = {
     "inventory": "raise max_count for the GPU types the plan needs",
     "budget": "raise the budget",
 }
+RESOURCES = ("inventory", "wan-bandwidth")
+CAPACITIES = ("prefill-capacity", "decode-capacity", "decode-memory", "relay-capacity", "wan-bandwidth", "inventory")
 UNITS = {
     "prefill-capacity": "req/s",
     "decode-capacity": "req/s of full-length outputs",
@@ -76,9 +81,19 @@ def diagnose(
         )
         return findings
     target = setup.rate_ceiling if options.mode != "rate" or options.rate is None else options.rate
-    elastic = replace(data, elastic=True, mode="rate", target_rate=target)
-    model, variables = milp.build(elastic)
-    if solve(model, options.solver) == "infeasible":
+    at_target = replace(data, mode="rate", target_rate=target, budget_per_hour=None)
+    budget = options.budget_per_hour
+    if budget is not None:
+        priced = _solve(at_target, options)
+        if priced is not None and priced.cost_per_hour > budget:
+            return [_budget_finding(priced.cost_per_hour, budget, target)]
+    weights = _weights(at_target, target)
+    # Resources first (GPUs offered, WAN lines): with them unlimited, is the rate reachable?
+    # Only if not does a capacity the program cannot buy its way out of (a TTFT floor) bind.
+    solution = _solve(replace(at_target, elastic=True, elastic_families=RESOURCES, slack_weights=weights), options)
+    if solution is None:
+        solution = _solve(replace(at_target, elastic=True, elastic_families=CAPACITIES, slack_weights=weights), options)
+    if solution is None:
         return [
             {
                 "constraint": "unknown",
@@ -86,9 +101,11 @@ def diagnose(
                 "message": "the elastic program found no solution either; check the workload's deployment options",
             }
         ]
-    solution = milp.read_solution(elastic, variables)
-    for name, amount in sorted(solution.slack.items(), key=lambda item: -item[1]):
+    for name, amount in sorted(solution.slack.items(), key=lambda item: -item[1] * weights.get(item[0], 1.0)):
         if amount <= 1e-6:
+            continue
+        if name == "inventory":
+            findings.append(_inventory_finding(at_target, solution, target))
             continue
         findings.append(
             {
@@ -97,6 +114,8 @@ def diagnose(
                 "message": f"{name} binds: short by {amount:,.3g} {UNITS[name]} at {target:g} req/s; {FIXES[name]}",
             }
         )
+    if findings and budget is not None and solution.cost_per_hour > budget:
+        findings.append(_budget_finding(solution.cost_per_hour, budget, target))
     if not findings:
         findings.append(
             {
@@ -107,3 +126,59 @@ def diagnose(
             }
         )
     return findings
+
+
+def _solve(data: milp.ProblemData, options: OptimizeOptions) -> milp.Solution | None:
+    model, variables = milp.build(data)
+    if solve(model, options.solver) == "infeasible":
+        return None
+    return milp.read_solution(data, variables)
+
+
+def _weights(data: milp.ProblemData, target: float) -> dict[str, float]:
+    """Penalty per unit of each slack: one over what the target rate needs of it, so shortfalls of
+    different units weigh as fractions of the need (and the findings sort by that fraction)."""
+    rate = max(target, 1e-9)
+    memory_gb = min(
+        (d.memory_per_rps(data.mean_output_tokens, data.drc_bytes_per_rps) / 1e9 for d in data.decode if d.usable),
+        default=1.0,
+    )
+    hold_s = max((load.relay_hold_s for load in data.pools), default=0.0)
+    offered = sum(data.inventory.values())
+    return {
+        "prefill-capacity": 1 / rate,
+        "decode-capacity": 1 / rate,
+        "wan-bandwidth": 1 / rate,
+        "decode-memory": 1 / max(rate * memory_gb, 1e-9),
+        "relay-capacity": 1 / max(rate * hold_s, 1e-9),
+        "inventory": 1 / max(offered, 1),
+    }
+
+
+def _inventory_finding(data: milp.ProblemData, solution: milp.Solution, target: float) -> dict[str, Any]:
+    """Which GPU types the least-short plan lacks, and by how many."""
+    short = {key: amount for key, amount in solution.inventory_short.items() if amount > 1e-6}
+    parts = [
+        f"{gpu} in {dc} short by {amount:,.0f} GPUs (needs {data.inventory[(dc, gpu)] + amount:,.0f}, "
+        f"offers {data.inventory[(dc, gpu)]:,})"
+        for (dc, gpu), amount in sorted(short.items(), key=lambda item: -item[1])
+    ]
+    total = sum(short.values())
+    return {
+        "constraint": "inventory",
+        "shortfall": total,
+        "by_type": {f"{dc}/{gpu}": amount for (dc, gpu), amount in short.items()},
+        "message": f"inventory binds: short by {total:,.0f} GPUs at {target:g} req/s ({'; '.join(parts)}); "
+        f"{FIXES['inventory']}",
+    }
+
+
+def _budget_finding(cost_per_hour: float, budget_per_hour: float, target: float) -> dict[str, Any]:
+    """The cheapest plan at the target rate costs more than the budget."""
+    short = cost_per_hour - budget_per_hour
+    return {
+        "constraint": "budget",
+        "shortfall": short,
+        "message": f"budget binds: short by {short:,.4g} $/h at {target:g} req/s (the cheapest plan serving it "
+        f"costs {cost_per_hour:,.4g} $/h); {FIXES['budget']}",
+    }

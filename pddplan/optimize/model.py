@@ -7,6 +7,7 @@ Every constraint is named after what it means, so an infeasibility report points
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,6 +20,16 @@ from pddplan.optimize.candidates import Candidate
 from pddplan.specs.plan import Architecture
 
 Mode = Literal["bcr", "rate", "budget"]
+
+SLACK_FAMILIES = (
+    "prefill-capacity",
+    "decode-capacity",
+    "decode-memory",
+    "relay-capacity",
+    "wan-bandwidth",
+    "inventory",
+    "budget",
+)
 
 
 @dataclass
@@ -40,7 +51,12 @@ class ProblemData:
     target_rate: float | None = None
     budget_per_hour: float | None = None
     min_served_fraction: float = 1.0
+    # Elastic diagnosis: a slack on each named family (weighted in the objective by
+    # `slack_weights`, default 1 per unit), and instance counts no longer capped by `max_count`
+    # (the inventory constraint, with its own slack per GPU type, stands for the offer instead).
     elastic: bool = False
+    elastic_families: tuple[str, ...] = SLACK_FAMILIES
+    slack_weights: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,7 +71,8 @@ class Variables:
     pool: dict[int, pulp.LpVariable] = field(default_factory=dict)  # line pool or datacenter chosen
     pool_rate: dict[int, pulp.LpVariable] = field(default_factory=dict)
     rate: Any = None
-    slack: dict[str, pulp.LpVariable] = field(default_factory=dict)
+    slack: dict[str, Any] = field(default_factory=dict)  # family -> slack variable (or sum, for inventory)
+    inventory_slack: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
 
 
 def _pool_location(data: ProblemData, k: int) -> tuple[str, str]:
@@ -64,6 +81,23 @@ def _pool_location(data: ProblemData, k: int) -> tuple[str, str]:
     if line is None:
         return data.datacenters[k], data.datacenters[k]
     return line.source, line.target
+
+
+def count_bound(data: ProblemData, cap: DecoderCapacity[Candidate]) -> int:
+    """Most instances of one decode or relay kind: its offer's max_count; when elastic, also enough
+    to carry the whole rate alone, ceil(rate * max(1 / r_d, memory per req/s / M_d, hold / occupancy)) + 1."""
+    if not data.elastic:
+        return cap.candidate.max_count
+    rate = max(data.rate_ceiling, data.target_rate or 0.0)
+    hold = max((load.relay_hold_s for load in data.pools), default=0.0)
+    per_rps = [
+        1 / cap.requests_per_s if cap.requests_per_s > 0 else 0.0,
+        cap.memory_per_rps(data.mean_output_tokens, data.drc_bytes_per_rps) / cap.memory_bytes
+        if cap.memory_bytes > 0
+        else 0.0,
+        hold / cap.occupancy if cap.occupancy > 0 else 0.0,
+    ]
+    return max(cap.candidate.max_count, math.ceil(rate * max(per_rps)) + 1)
 
 
 def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
@@ -77,27 +111,24 @@ def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
     for d, cap in enumerate(data.decode):
         if cap.usable:
             v.decode_pick[d] = model.add_variable(f"decode_pick_{d}", cat="Binary")
-            v.decode_count[d] = model.add_variable(f"decode_count_{d}", 0, cap.candidate.max_count, cat="Integer")
+            v.decode_count[d] = model.add_variable(f"decode_count_{d}", 0, count_bound(data, cap), cat="Integer")
     if data.architecture == "pdd":
         for r, cap in enumerate(data.relay):
             if cap.usable:
                 v.relay_pick[r] = model.add_variable(f"relay_pick_{r}", cat="Binary")
-                v.relay_count[r] = model.add_variable(f"relay_count_{r}", 0, cap.candidate.max_count, cat="Integer")
+                v.relay_count[r] = model.add_variable(f"relay_count_{r}", 0, count_bound(data, cap), cat="Integer")
     for k in range(len(data.pools)):
         v.pool[k] = model.add_variable(f"pool_{k}", cat="Binary")
         v.pool_rate[k] = model.add_variable(f"pool_rate_{k}", 0)
     v.rate = model.add_variable("served_rate", 0)
     if data.elastic:
-        for name in (
-            "prefill-capacity",
-            "decode-capacity",
-            "decode-memory",
-            "relay-capacity",
-            "wan-bandwidth",
-            "inventory",
-            "budget",
-        ):
-            v.slack[name] = model.add_variable(f"slack_{name.replace('-', '_')}", 0)
+        for name in data.elastic_families:
+            if name == "inventory":
+                for dc, gpu in data.inventory:
+                    v.inventory_slack[(dc, gpu)] = model.add_variable(f"slack_inventory_{dc}_{gpu}", 0)
+                v.slack[name] = pulp.lpSum(v.inventory_slack.values())
+            else:
+                v.slack[name] = model.add_variable(f"slack_{name.replace('-', '_')}", 0)
     return v
 
 
@@ -141,7 +172,7 @@ def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variable
     model += supply + _slack(v, "decode-capacity") >= demand, "decode-capacity"
     for d, count in v.decode_count.items():
         candidate = data.decode[d].candidate
-        model += count <= candidate.max_count * v.decode_pick[d], f"decode-pick-{d}"
+        model += count <= count_bound(data, data.decode[d]) * v.decode_pick[d], f"decode-pick-{d}"
         home = [k for k in v.pool if _pool_location(data, k)[1] == candidate.datacenter]
         model += v.decode_pick[d] <= pulp.lpSum(v.pool[k] for k in home), f"decode-location-{d}"
         if data.architecture == "pd-intra":
@@ -178,7 +209,7 @@ def define_relay_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables
     model += supply + _slack(v, "relay-capacity") >= demand, "relay-capacity"
     for r, count in v.relay_count.items():
         candidate = data.relay[r].candidate
-        model += count <= candidate.max_count * v.relay_pick[r], f"relay-pick-{r}"
+        model += count <= count_bound(data, data.relay[r]) * v.relay_pick[r], f"relay-pick-{r}"
         model += count >= v.relay_pick[r], f"relay-nonempty-{r}"
         home = [k for k in v.pool if _pool_location(data, k)[0] == candidate.datacenter]
         model += v.relay_pick[r] <= pulp.lpSum(v.pool[k] for k in home), f"relay-location-{r}"
@@ -211,7 +242,7 @@ def define_inventory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> 
             if (data.relay[r].candidate.datacenter, data.relay[r].candidate.gpu) == (dc, gpu)
         ]
         if used:
-            model += pulp.lpSum(used) <= limit + _slack(v, "inventory"), f"inventory-{dc}-{gpu}"
+            model += pulp.lpSum(used) <= limit + v.inventory_slack.get((dc, gpu), 0), f"inventory-{dc}-{gpu}"
 
 
 def _line_cost(load: PathLoad) -> float:
@@ -253,7 +284,7 @@ def define_objective(model: pulp.LpProblem, data: ProblemData, v: Variables, bcr
     """bcr: maximize rate - q * cost (one Dinkelbach step at ratio q); rate: minimize cost;
     budget: maximize rate (cost as a tie-breaker). Slack (elastic diagnosis) is penalized."""
     cost = cost_expression(data, v)
-    penalty = ELASTIC_PENALTY * pulp.lpSum(v.slack.values())
+    penalty = ELASTIC_PENALTY * pulp.lpSum(data.slack_weights.get(name, 1.0) * s for name, s in v.slack.items())
     if data.mode == "rate":
         model.sense = pulp.LpMinimize
         model.setObjective(cost + penalty)
@@ -293,6 +324,7 @@ class Solution:
     rate: float
     cost_per_hour: float
     slack: dict[str, float]
+    inventory_short: dict[tuple[str, str], float] = field(default_factory=dict)  # GPUs beyond the offer
 
 
 def read_solution(data: ProblemData, v: Variables) -> Solution:
@@ -311,7 +343,8 @@ def read_solution(data: ProblemData, v: Variables) -> Solution:
         pool=pool,
         rate=float(v.rate.value() or 0.0),
         cost_per_hour=float(pulp.value(cost_expression(data, v)) or 0.0),
-        slack={name: float(var.value() or 0.0) for name, var in v.slack.items()},
+        slack={name: float(pulp.value(var) or 0.0) for name, var in v.slack.items()},
+        inventory_short={key: float(var.value() or 0.0) for key, var in v.inventory_slack.items()},
     )
 
 

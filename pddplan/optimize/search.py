@@ -35,6 +35,10 @@ from pddplan.specs.workload import Workload
 HIT_THRESHOLDS = (0.5, 0.8, 0.9, 0.95)
 HANDOFF_MODES: tuple[HandoffMode, ...] = ("adaptive", "catch-up", "one-shot")  # ties: smaller hiccups first
 TIGHTEN = 0.85
+# A decode pool the verifying simulation found at least this busy (time-average batch / max batch)
+# is treated as the cause of a missed TTFT: its slot waits grow without bound near saturation, and
+# the closed form's Erlang-C slot wait is the least exact near there.
+SATURATED_DECODE = 0.8
 MAX_ROUNDS = 4
 DINKELBACH_ITERATIONS = 12
 
@@ -135,14 +139,22 @@ def _problem(
     sla_scale: float,
     options: OptimizeOptions,
     memo: dict[tuple[Any, ...], Any] | None = None,
+    decode_scale: float = 1.0,
+    beyond_inventory: bool = False,
 ) -> tuple[milp.ProblemData, dict[int, RequestClasses]]:
     """Capacities of every candidate for one routing rule and handoff mode.
 
+    `sla_scale` shrinks the TTFT targets prefill pools are sized for and `decode_scale` the rate
+    and concurrency a decode or relay instance is credited with (both 1 until a verification fails).
     `memo` carries the prefill capacities between calls: they depend on the routing rule and the
-    SLA scale, not on the handoff mode.
+    SLA scale, not on the handoff mode. `beyond_inventory` sizes prefill pools past the offer's
+    max_count (for the elastic diagnosis, which asks how many GPUs would be needed).
     """
     workload, model, arch = setup.workload, setup.model, setup.architecture
-    decoders = [decoder_capacity(c, workload, model, setup.context, setup.mean_output) for c in setup.candidates]
+    decoders = [
+        replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale)
+        for d in (decoder_capacity(c, workload, model, setup.context, setup.mean_output) for c in setup.candidates)
+    ]
     usable = [d for d in decoders if d.usable]
     md_step = max((d.step_s for d in usable), default=math.inf)
     relay_step = md_step
@@ -179,13 +191,27 @@ def _problem(
     for i, candidate in enumerate(setup.candidates if not candidates_done else []):
         classes = prefill_classes[i]
         mean_s = float(classes.prefill_s @ classes.input_prob)
-        top = min(candidate.max_count, math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4)
-        sizes = np.arange(1, max(top, 1) + 1)
+        by_rate = math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4
+        top = max(by_rate if beyond_inventory else min(candidate.max_count, by_rate), 1)
+        # a pool of n instances serves less than n / E[S]: smaller pools cannot reach the least rate
+        # the program may serve, so their capacity is left at 0 without computing it
+        lowest = min(max(math.floor(_least_rate(setup, options) * mean_s), 1), top)
+        sizes = np.arange(lowest, top + 1)
+        same_link: dict[Any, np.ndarray] = {}
         for k, load in enumerate(pools):
             source = load.line.source if load.line is not None else datacenters[k]
             if source != candidate.datacenter:
                 continue
-            prefill_caps[(i, k)] = prefill_capacity(
+            line = load.line
+            link_key = (
+                (line.capacity_bytes_per_s, line.flow_cap_bytes_per_s, line.rtt_s, line.fluctuation)
+                if line is not None
+                else None
+            )
+            if link_key in same_link:
+                prefill_caps[(i, k)] = same_link[link_key]
+                continue
+            caps = prefill_capacity(
                 candidate,
                 classes,
                 arch,
@@ -197,6 +223,9 @@ def _problem(
                 setup.rate_ceiling,
                 sla_scale,
             )
+            padded = np.concatenate([np.zeros(lowest - 1), caps])
+            same_link[link_key] = padded
+            prefill_caps[(i, k)] = padded
     if memo is not None:
         memo[memo_key] = prefill_caps
     drc = 0.0
@@ -225,6 +254,15 @@ def _problem(
     return data, prefill_classes
 
 
+def _least_rate(setup: _Setup, options: OptimizeOptions) -> float:
+    """The least rate a plan may serve: the target (--rate), min_served x offered (BCR), else 0."""
+    if options.mode == "rate":
+        return setup.rate_ceiling
+    if options.mode == "bcr":
+        return options.min_served_fraction * setup.rate_ceiling
+    return 0.0
+
+
 def _solve(
     data: milp.ProblemData, options: OptimizeOptions, start_ratio: float = 0.0
 ) -> tuple[milp.Solution | None, int]:
@@ -239,7 +277,10 @@ def _solve(
         solves += 1
         if solve(model, options.solver) == "infeasible":
             return None, solves
-        return milp.read_solution(data, variables), solves
+        solution = milp.read_solution(data, variables)
+        if solution.rate <= 1e-9:  # budget mode: the budget buys nothing that serves
+            return None, solves
+        return solution, solves
     ratio = start_ratio
     best: milp.Solution | None = None
     for _ in range(DINKELBACH_ITERATIONS):
@@ -340,7 +381,7 @@ def optimize_architecture(
     if architecture != "pd-intra" and not setup.lines:
         result.infeasibility = [{"constraint": "wan-bandwidth", "message": "the workload offers no WAN line option"}]
         return result
-    sla_scale = 1.0
+    sla_scale = decode_scale = 1.0
     chosen: list[Routing | None] | None = None
     memo: dict[tuple[Any, ...], Any] = {}
     ratio = 0.0
@@ -351,7 +392,7 @@ def optimize_architecture(
             if progress:
                 progress(f"{architecture}: routing {routing.hit_threshold if routing else '-'}, round {round_number}")
             # Capacities use the adaptive handoff, which holds the relay at least as long as one-shot.
-            data, _ = _problem(setup, routing, Handoff(mode="adaptive"), sla_scale, options, memo)
+            data, _ = _problem(setup, routing, Handoff(mode="adaptive"), sla_scale, options, memo, decode_scale)
             solution, solves = _solve(data, options, ratio)
             result.solves += solves
             if solution is None:
@@ -385,10 +426,15 @@ def optimize_architecture(
             result.feasible = True
             return result
         sla_scale *= TIGHTEN
+        decoders_busy = [u for name, u in verified["utilization"].items() if name != "prefill"]
+        if max(decoders_busy, default=0.0) >= SATURATED_DECODE:
+            decode_scale *= TIGHTEN
     if not result.feasible:
         from pddplan.optimize.diagnose import diagnose
 
-        result.infeasibility = diagnose(setup, options, lambda r, h, s: _problem(setup, r, h, s, options)[0])
+        result.infeasibility = diagnose(
+            setup, options, lambda r, h, s: _problem(setup, r, h, s, options, beyond_inventory=True)[0]
+        )
         result.plan = result.plan if result.simulation is not None else None
     return result
 

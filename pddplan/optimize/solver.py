@@ -2,7 +2,8 @@
 
 HiGHS prints a banner from C++ straight to file descriptor 1 when its first `Highs()` object is
 built, whatever `msg=False` says; Python-level redirection cannot catch it. During a solve, fd 1
-is therefore pointed at fd 2 and restored afterwards.
+is therefore pointed at the null device and restored afterwards (with `msg=False` nothing else is
+printed there).
 """
 
 from __future__ import annotations
@@ -32,21 +33,23 @@ class SolverOptions:
 
 
 @contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at descriptor 2 for the duration (C-level output included)."""
+def quiet_stdout() -> Iterator[None]:
+    """Point file descriptor 1 at the null device for the duration (C-level output included)."""
     sys.stdout.flush()
     try:
         saved = os.dup(1)
     except OSError:  # no real fd 1 (e.g. inside a test runner): nothing to protect
         yield
         return
+    null = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(2, 1)
+        os.dup2(null, 1)
         yield
     finally:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+        os.close(null)
 
 
 def make_solver(options: SolverOptions) -> pulp.LpSolver:
@@ -70,7 +73,7 @@ def make_solver(options: SolverOptions) -> pulp.LpSolver:
 def solve(model: pulp.LpProblem, options: SolverOptions) -> str:
     """Solve in place; return 'optimal', 'feasible' (stopped early with a solution) or 'infeasible'."""
     solver = make_solver(options)
-    with stdout_to_stderr():
+    with quiet_stdout():
         model.solve(solver)
     if model.sol_status in (pulp.LpSolutionOptimal,):
         return "optimal"

@@ -177,6 +177,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         "kv_landed": 4,
         "relay_notice": 5,
         "relay_final": 6,
+        "md_arrival": 7,
     }
 
     def push(t: float, kind: int, target: int, version: int = 0) -> None:
@@ -229,6 +230,24 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         push(t + half_rtt, kinds["kv_landed"], request)
 
     pending: dict[int, tuple[float, float]] = {}
+    # Work sent to a main decoder over the WAN joins it when it arrives, by an event at that time:
+    # joining "in the future" would move the decoder's clock past events still to be processed.
+    arrivals: dict[int, tuple[float, float, float | None]] = {}  # request -> (tokens, stall, handoff time)
+    relay_joined: set[int] = set()
+    relay_skipped: set[int] = set()
+
+    def send_to_md(request: int, t: float, tokens: float, stall_s: float, handoff_t: float | None) -> None:
+        arrivals[request] = (tokens, stall_s, handoff_t)
+        push(t + half_rtt, kinds["md_arrival"], request)
+
+    def md_arrival(request: int, t: float) -> None:
+        tokens, stall_s, handoff_t = arrivals.pop(request)
+        target = _least_loaded(pools["decode"])
+        before = target.stall_until
+        join(target, request, tokens, t, stall_s, "main")
+        if handoff_t is not None:
+            worst_gap[request] = max(worst_gap[request], max(before, t) + stall_s + target.step_s() - handoff_t)
+
     # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
     # output, interpolated (the step time is smooth in the token count).
     extend_grid = np.unique(np.geomspace(1.0, max(float(output.max()), 2.0), 96))
@@ -245,7 +264,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
             inst.queue = deque(entry for entry in inst.queue if entry[0] != request)
             owner[instance_id[id(inst)]].pop(request, None)
             relay_instance.pop(request)
-            join(_least_loaded(pools["decode"]), request, output_list[request], t + half_rtt, 0.0, "main")
+            send_to_md(request, t, output_list[request], 0.0, None)
             return
         utilization = inst.batch / inst.max_batch
         catch_up = handoff_mode.mode == "catch-up" or (
@@ -277,12 +296,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         owner[instance_id[id(inst)]].pop(request, None)
         relay_tokens[request] = done
         admit_queued(inst, t)
-        stall = earlier_stalls + extend_of(last_chunk)
-        target = _least_loaded(pools["decode"])
-        arrive = t + half_rtt
-        before = target.stall_until
-        join(target, request, output_list[request] - done, arrive, stall, "main")
-        worst_gap[request] = max(worst_gap[request], max(before, arrive) + stall + target.step_s() - t)
+        send_to_md(request, t, output_list[request] - done, earlier_stalls + extend_of(last_chunk), t)
 
     prefill_order = np.argsort(end, kind="stable").tolist()
     end_list = end.tolist()
@@ -313,6 +327,9 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         elif kind == kinds["join_decode"]:
             join(_least_loaded(pools["decode"]), target, output_list[target], t, 0.0, "main")
         elif kind == kinds["join_relay"]:
+            if target in relay_skipped:  # the main decoder had the KV before the relay had its copy
+                continue
+            relay_joined.add(target)
             inst = _least_loaded(pools["relay"])
             relay_instance[target] = inst
             join(inst, target, output_list[target], t, 0.0, "relay")
@@ -320,11 +337,18 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
             request = target
             if not relay[request]:
                 join(_least_loaded(pools["decode"]), request, output_list[request], t, 0.0, "main")
-            elif request in relay_instance:
+            elif request in relay_instance or request not in relay_joined:
                 push(t + half_rtt, kinds["relay_notice"], request)
         elif kind == kinds["relay_notice"]:
             if target in relay_instance:
                 relay_notice(target, t)
+            elif target not in relay_joined:
+                # the RDMA copy has not reached the relay yet: it stays in P-RLD-MD (as routed) but the
+                # relay produces no token and the main decoder starts as soon as it hears
+                relay_skipped.add(target)
+                send_to_md(target, t, output_list[target], 0.0, None)
+        elif kind == kinds["md_arrival"]:
+            md_arrival(target, t)
         elif kind == kinds["relay_final"]:
             earlier_stalls, chunk = pending.pop(target)
             if target in relay_instance:
@@ -334,7 +358,10 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
             if version != inst.version:
                 continue
             inst.advance(t)
-            while inst.heap and inst.heap[0][0] <= inst.clock + 1e-9:
+            # finished: due within a token-clock rounding error of now (relative to t, so that long
+            # simulated spans, where t's resolution exceeds a fixed tolerance, still terminate)
+            due = inst.clock + max(1e-9, 64 * math.ulp(t) / inst.step_s())
+            while inst.heap and inst.heap[0][0] <= due:
                 _, request = heapq.heappop(inst.heap)
                 if request not in inst.joined_at:
                     continue
@@ -346,6 +373,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
                     pipeline[request] = "P-RLD"
                     finish[request] = t
                     if link is not None and request in link.flows and plan.routing.singular_filter:
+                        link.advance(t)
                         wan_sent[request] = link.sent(request)
                         cancelled[request] = True
                         link.stop(request)

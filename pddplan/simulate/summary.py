@@ -80,7 +80,7 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
     utilization = {
         "prefill": stats.prefill_busy_s / (stats.prefill_instances * full_span),
         **{
-            name: integral / (stats.decoder_instances[name] * stats.decoder_max_batch[name] * full_span)
+            name: float(integral / (stats.decoder_instances[name] * stats.decoder_max_batch[name] * full_span))
             for name, integral in stats.decoder_batch_integral.items()
         },
     }

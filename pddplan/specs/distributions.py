@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 from pddplan.specs.common import Fraction, PositiveFloat, PositiveInt, StrictModel
 
 SHARE_TOLERANCE = 1e-6
+LOGNORMAL_POINTS = 24  # quantile points standing for a lognormal length in closed-form averages
 
 #: Bucket edges of the article's seven hit-rate buckets: [0,90%), [90,95%), [95,96%), ..., [99,100%].
 ARTICLE_BUCKET_EDGES = (0.0, 0.90, 0.95, 0.96, 0.97, 0.98, 0.99, 1.0)
@@ -54,14 +55,14 @@ class LognormalLength(StrictModel):
         return self
 
     def support(self) -> tuple[np.ndarray, np.ndarray]:
-        """64 quantile midpoints of the truncated distribution, equally weighted."""
+        """24 quantile midpoints of the truncated distribution, equally weighted."""
         from scipy.special import ndtr, ndtri
 
         lo = ndtr((math.log(self.min_tokens) - math.log(self.median_tokens)) / self.sigma)
         hi = ndtr((math.log(self.max_tokens) - math.log(self.median_tokens)) / self.sigma)
-        probs = lo + (hi - lo) * (np.arange(64) + 0.5) / 64
+        probs = lo + (hi - lo) * (np.arange(LOGNORMAL_POINTS) + 0.5) / LOGNORMAL_POINTS
         values = np.exp(math.log(self.median_tokens) + self.sigma * ndtri(probs))
-        return np.clip(values, self.min_tokens, self.max_tokens), np.full(64, 1 / 64)
+        return np.clip(values, self.min_tokens, self.max_tokens), np.full(LOGNORMAL_POINTS, 1 / LOGNORMAL_POINTS)
 
     def mean(self) -> float:
         values, probs = self.support()
