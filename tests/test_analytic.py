@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from pddplan.evaluate.analytic import decoder_max_batch, evaluate, revenue_per_r
 from pddplan.evaluate.classes import request_classes
 from pddplan.loading import validate
 from pddplan.net.fluctuation import mean_fraction
-from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
+from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, prefill_time
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.specs.plan import Plan
@@ -42,6 +43,7 @@ def near(expected: float) -> Any:
 def slack(value: float) -> float:
     """How far two bisected quantiles of the same true value may differ."""
     return 2 * QUANTILE_TOL * max(1.0, value)
+
 
 DETERMINISTIC = {
     "prompt_tokens": {"kind": "fixed", "tokens": 8192},
@@ -313,8 +315,8 @@ def test_more_load_never_lowers_ttft(name: str) -> None:
     rates = [0.1, 0.5, 1.0, 1.5, 2.0, 2.5]
     p90 = np.array([evaluate(s, rate_rps=r).ttft.p90_s for r in rates])
     p99 = np.array([evaluate(s, rate_rps=r).ttft.p99_s for r in rates])
-    assert all(b >= a - slack(a) for a, b in zip(p90, p90[1:], strict=False))
-    assert all(b >= a - slack(a) for a, b in zip(p99, p99[1:], strict=False))
+    assert all(b >= a - slack(a) for a, b in pairwise(p90))
+    assert all(b >= a - slack(a) for a, b in pairwise(p99))
     utilization = [evaluate(s, rate_rps=r).stages["prefill"].utilization for r in rates]
     assert utilization == pytest.approx([utilization[0] * r / rates[0] for r in rates])
 
@@ -326,7 +328,7 @@ def test_more_decode_instances_never_raise_ttft(name: str) -> None:
         p = plan_data(name)
         p["decode"]["count"] = count
         results.append(evaluate(scenario(p)))
-    for a, b in zip(results, results[1:], strict=False):
+    for a, b in pairwise(results):
         assert b.ttft.p90_s <= a.ttft.p90_s + slack(a.ttft.p90_s)
         assert b.ttft.p99_s <= a.ttft.p99_s + slack(a.ttft.p99_s)
         assert b.stages["decode"].utilization <= a.stages["decode"].utilization
@@ -341,6 +343,6 @@ def test_more_lines_never_raise_ttft() -> None:
     assert utilization == sorted(utilization, reverse=True)
     stable = [r for r in results if r.link_utilization < 1]
     assert len(stable) >= 2
-    for a, b in zip(stable, stable[1:], strict=False):
+    for a, b in pairwise(stable):
         assert b.ttft.p50_s <= a.ttft.p50_s + slack(a.ttft.p50_s)
         assert b.ttft.p90_s <= a.ttft.p90_s + slack(a.ttft.p90_s)

@@ -7,6 +7,7 @@ Every expected number is computed by hand from the formulas in the module docstr
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +85,7 @@ def test_rdma_time_by_hand() -> None:
     payload = np.array([0.0, 3.1e9, 1e8])
     out = rdma_time_s(payload, 16, nic)
     np.testing.assert_allclose(out, payload / (16 * nic) + 0.0245, rtol=1e-12)
-    assert RDMA_COPY_OVERHEAD_S == pytest.approx(0.0245)  # the article's 24.5 ms GPU memory copy
+    assert pytest.approx(0.0245) == RDMA_COPY_OVERHEAD_S  # the article's 24.5 ms GPU memory copy
     assert float(rdma_time_s(1e9, 8, nic)) == pytest.approx(2 * float(rdma_time_s(1e9, 16, nic)) - 0.0245)
 
 
@@ -152,7 +153,7 @@ def test_stationary_support_of_ou_fluctuation(cv: float) -> None:
     mean = mean_fraction(spec)
     assert mean < 1.0  # a clipped symmetric fluctuation only ever removes capacity
 
-    # E[clip(1 + cv Z, min, 1)] by numerical integration; the 16-point support approximates it
+    # E[clip(1 + cv Z, min, 1)] by numerical integration; the quantile-point support approximates it
     def integrand(z: float) -> float:
         return min(max(1 + cv * z, 0.05), 1.0) * stats.norm.pdf(z)
 
@@ -162,7 +163,7 @@ def test_stationary_support_of_ou_fluctuation(cv: float) -> None:
 
 def test_more_fluctuation_lowers_the_mean() -> None:
     means = [mean_fraction(Fluctuation(kind="ou", cv=cv)) for cv in (0.0, 0.1, 0.3, 0.6, 1.0)]
-    assert all(a > b for a, b in zip(means, means[1:], strict=False))
+    assert all(a > b for a, b in pairwise(means))
 
 
 # -- capacity traces ---------------------------------------------------------------------------------
@@ -259,6 +260,22 @@ def test_trace_capacity_path_steps_and_repeats(tmp_path: Path) -> None:
     assert path.next_step(3.2) == pytest.approx((0.8, 4.5))
     assert path.next_step(5.0) == pytest.approx((1.0, 5.5))  # second period: local time 0.5
     assert path.next_step(10.0) == pytest.approx((0.5, 12.0))  # third period: local time 1.0
+
+
+def test_trace_path_always_moves_forward(tmp_path: Path) -> None:
+    """Walking a trace path from each of its own change times must always advance. With knots at
+    0.7 and 2.2 s the period (2.2 + 2.2/3 s) is not a binary fraction; at t = 8.0666... (the
+    third period's 2.2 s knot) `(t - t0) % period` lands a rounding error below 2.2, so the next
+    change comes out as t itself and a simulated link waiting for it never moves again."""
+    write(tmp_path / "t.csv", "time_s,capacity_fraction\n0,1.0\n0.7,0.2\n1.5,0.6\n2.2,0.35\n")
+    path = CapacityPath(Fluctuation(kind="trace", trace_file="t.csv"), np.random.default_rng(0), tmp_path)
+    t, steps = 0.0, 0
+    while t < 300.0:
+        fraction, following = path.next_step(t)
+        assert following > t, f"stuck at t = {t!r} after {steps} steps"
+        assert fraction in (1.0, 0.2, 0.6, 0.35)
+        t, steps = following, steps + 1
+    assert steps == pytest.approx(4 * 300 / (2.2 + 2.2 / 3), abs=4)
 
 
 def test_constant_capacity_path() -> None:

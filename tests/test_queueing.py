@@ -168,10 +168,8 @@ def test_wait_survival_of_two_waits_matches_closed_form(m1: float, m2: float) ->
     p1, p2 = 0.6, 0.3
     y = np.linspace(0.0, 12.0, 25)
     e1, e2 = np.exp(-y / m1), np.exp(-y / m2)
-    if abs(m1 - m2) < 1e-6:
-        both = (1 + y / m1) * e1  # Erlang-2 survival
-    else:
-        both = (m1 * e1 - m2 * e2) / (m1 - m2)  # hypoexponential survival
+    # Erlang-2 survival for equal means, hypoexponential otherwise
+    both = (1 + y / m1) * e1 if abs(m1 - m2) < 1e-6 else (m1 * e1 - m2 * e2) / (m1 - m2)
     expected = p1 * (1 - p2) * e1 + (1 - p1) * p2 * e2 + p1 * p2 * both
     np.testing.assert_allclose(wait_survival(y, p1, m1, p2, m2), expected, rtol=1e-6, atol=1e-12)
 

@@ -174,9 +174,10 @@ def test_purchase_basis_uses_amortized_price(agent: Workload) -> None:
     """gpu-b purchase: 25,000 $ / (4 y x 8760 h) + 0.7 kW x PUE 1.3 x 0.08 $/kWh."""
     data = yaml.safe_load((ROOT / "hardware_profiles" / "gpu-b.yaml").read_text())
     price = data["price"]
-    expected = price["purchase_usd_per_gpu"]["value"] / (price["amortization_years"]["value"] * 8760) + data[
-        "power"
-    ]["tdp_w"]["value"] / 1000 * price["pue"]["value"] * price["power_usd_per_kwh"]["value"]
+    expected = (
+        price["purchase_usd_per_gpu"]["value"] / (price["amortization_years"]["value"] * 8760)
+        + data["power"]["tdp_w"]["value"] / 1000 * price["pue"]["value"] * price["power_usd_per_kwh"]["value"]
+    )
     workload = agent.model_copy(update={"deployment": agent.deployment.model_copy(update={"price_basis": "purchase"})})
     hardware = build_scenario(plan(), agent).decode.instance.hardware
     assert gpu_price(hardware, workload, "dc-b") == pytest.approx(expected, rel=1e-12)
@@ -301,8 +302,10 @@ def test_line_joining_other_datacenters() -> None:
         }
     )
     workload = validate(Workload, data, "w.yaml")
-    p = validate(Plan, {**yaml.safe_load((PLANS / "small-pd-cross.yaml").read_text()), "wan": [
-        {"option": "a-to-c", "count": 1}
-    ]}, "plan.yaml")
+    p = validate(
+        Plan,
+        {**yaml.safe_load((PLANS / "small-pd-cross.yaml").read_text()), "wan": [{"option": "a-to-c", "count": 1}]},
+        "plan.yaml",
+    )
     message = scenario_error(p, workload)
     assert "wan[0].option = 'a-to-c' joins dc-a-dc-c, not dc-a-dc-b" in message

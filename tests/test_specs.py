@@ -22,6 +22,7 @@ from pddplan.loading import read_data, validate
 from pddplan.specs.common import FREE_SOURCE_PREFIXES, Figure, Source
 from pddplan.specs.distributions import (
     ARTICLE_BUCKET_EDGES,
+    LOGNORMAL_POINTS,
     FixedLength,
     HistogramLength,
     HitRateDistribution,
@@ -234,15 +235,16 @@ LOGNORMAL = {"kind": "lognormal", "median_tokens": 800, "sigma": 0.7, "min_token
 def test_lognormal_support_is_monotone_and_bounded() -> None:
     d = LognormalLength.model_validate(LOGNORMAL)
     values, probs = d.support()
-    assert len(values) == 64
+    n = LOGNORMAL_POINTS
+    assert len(values) == n and n % 2 == 0
     assert np.all(np.diff(values) > 0)
     assert values.min() >= 16 and values.max() <= 8192
     assert probs.sum() == pytest.approx(1.0)
     # symmetric quantiles around the median: the two middle points straddle 800
-    assert values[31] < 800 < values[32]
+    assert values[n // 2 - 1] < 800 < values[n // 2]
     # (truncation at 16 and 8192 is not symmetric in log space, so the median moves a little)
-    assert math.sqrt(values[31] * values[32]) == pytest.approx(800, rel=1e-3)
-    # mean of a lognormal is median * exp(sigma^2 / 2) = 1,021.5; the truncated, 64-point mean is close
+    assert math.sqrt(values[n // 2 - 1] * values[n // 2]) == pytest.approx(800, rel=1e-3)
+    # mean of a lognormal is median * exp(sigma^2 / 2) = 1,021.5; the truncated quantile-point mean is close
     assert d.mean() == pytest.approx(800 * math.exp(0.7**2 / 2), rel=0.03)
 
 

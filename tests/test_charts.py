@@ -1,0 +1,283 @@
+"""Charts (pddplan.report.charts): the terminal chart, SVG/HTML pages and matplotlib images, and the
+`--png/--svg/--html` options of `pddplan bathtub` and `pddplan sweep`."""
+
+from __future__ import annotations
+
+import builtins
+import html
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from pddplan import bathtub as tub
+from pddplan.cli import app
+from pddplan.errors import InputError
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.report import bathtub_report, charts
+from pddplan.report.charts import Chart, Series
+from pddplan.specs.plan import ARCHITECTURES
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
+
+
+def run(*args: str | Path) -> Any:
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`pddplan bathtub --points 41 --png --svg --html --json` once."""
+    folder = tmp_path_factory.mktemp("charts")
+    out = {"png": folder / "tub.png", "svg": folder / "tub.svg", "html": folder / "tub.html"}
+    result = run(
+        "bathtub", "pdd-agent-64k", "--points", "41",
+        "--png", out["png"], "--svg", out["svg"], "--html", out["html"], "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    return {**out, "json": json.loads(result.stdout), "folder": folder}
+
+
+@pytest.fixture(scope="module")
+def result() -> tub.BathtubResult:
+    """The same sweep through the library."""
+    workload = load_workload("pdd-agent-64k")
+    return tub.bathtub(workload, workload_dir("pdd-agent-64k"), ARCHITECTURES, "fixed", 41)
+
+
+# -- PNG ------------------------------------------------------------------------------------------
+def test_png_is_a_real_image(files: dict[str, Any]) -> None:
+    import matplotlib.image
+
+    payload = files["png"].read_bytes()
+    assert payload.startswith(PNG_SIGNATURE)
+    assert len(payload) > 10_000
+    pixels = matplotlib.image.imread(files["png"])
+    # two stacked charts, 9 x 7.2 inches at 120 dpi
+    assert pixels.shape == (864, 1080, 4)
+    flat = pixels.reshape(-1, pixels.shape[-1])
+    channels = np.round(flat * 255).astype(np.uint32)
+    packed = (channels[:, 0] << 24) | (channels[:, 1] << 16) | (channels[:, 2] << 8) | channels[:, 3]
+    assert len(np.unique(packed)) > 50  # not a blank single colour
+    # the line colours of the architectures are drawn
+    for color in charts.COLORS[: len(ARCHITECTURES)]:
+        rgb = np.array([int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)])
+        assert (np.abs(flat[:, :3] - rgb).max(axis=1) < 0.02).sum() > 100, color
+
+
+def test_svg_file_is_valid_xml(files: dict[str, Any]) -> None:
+    root = ET.parse(files["svg"]).getroot()
+    assert root.tag == f"{SVG_NS}svg"
+    text = files["svg"].read_text()
+    assert "pddplan bathtub: pdd-agent-64k" in text
+    for arch in ARCHITECTURES:
+        assert arch in text
+
+
+# -- HTML -----------------------------------------------------------------------------------------
+def test_html_is_self_contained(files: dict[str, Any], result: tub.BathtubResult) -> None:
+    page = files["html"].read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert not EXTERNAL.search(page), EXTERNAL.search(page)
+    assert "<script" not in page.lower() and "<link" not in page.lower() and "@import" not in page
+    assert "<title>pddplan bathtub: pdd-agent-64k</title>" in page
+    svgs = re.findall(r"<svg\b.*?</svg>", page, re.DOTALL)
+    assert len(svgs) == 2  # revenue per cost, prefill throughput
+    for block, chart in zip(svgs, bathtub_report.charts(result), strict=True):
+        root = ET.fromstring(block)
+        assert root.tag == f"{SVG_NS}svg"
+        lines = root.findall(f"{SVG_NS}polyline")
+        assert len(lines) >= len(ARCHITECTURES)
+        colors = [line.get("stroke") for line in lines]
+        for index, series in enumerate(chart.series):
+            color = charts.COLORS[index]
+            drawn = [line for line in lines if line.get("stroke") == color]
+            assert drawn, series.name
+            # one vertex per feasible point
+            vertices = sum(len((line.get("points") or "").split()) for line in drawn)
+            assert vertices == int(np.isfinite(series.values).sum())
+            assert html.escape(series.name) in block
+        assert set(colors) == set(charts.COLORS[: len(ARCHITECTURES)])
+        assert html.escape(chart.title) in block
+
+
+def test_html_lists_the_findings(files: dict[str, Any], result: tub.BathtubResult) -> None:
+    page = files["html"].read_text()
+    assert "<h2>Findings</h2>" in page
+    items = re.findall(r"<li>(.*?)</li>", page, re.DOTALL)
+    assert items == [html.escape(note) for note in bathtub_report.findings_text(result)]
+    assert any("predicts tail-chunk dips" in item for item in items)
+    for arch in ARCHITECTURES:
+        assert any(item.startswith(f"{arch}: ") for item in items)
+
+
+def test_the_cli_and_the_library_agree(files: dict[str, Any], result: tub.BathtubResult) -> None:
+    assert files["json"] == json.loads(json.dumps(result.to_dict(), allow_nan=True).replace("NaN", "null"))
+
+
+def test_html_needs_no_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    block_matplotlib(monkeypatch)
+    result = run("bathtub", "pdd-agent-64k", "--points", "5", "-a", "pd-intra", "--html", tmp_path / "t.html")
+    assert result.exit_code == 0, result.stderr
+    assert "<svg" in (tmp_path / "t.html").read_text()
+
+
+# -- without matplotlib ---------------------------------------------------------------------------
+def block_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = builtins.__import__
+
+    def fake(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+
+
+@pytest.mark.parametrize("option", ["--png", "--svg"])
+def test_image_without_matplotlib_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str) -> None:
+    block_matplotlib(monkeypatch)
+    target = tmp_path / f"t.{option[2:]}"
+    result = run("bathtub", "pdd-agent-64k", "--points", "5", "-a", "pd-intra", option, target)
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert "pddplan[plot]" in lines[0] and option in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_image_function_without_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    block_matplotlib(monkeypatch)
+    with pytest.raises(InputError, match=r"pddplan\[plot\]"):
+        charts.image([simple_chart()], "t", "png")
+
+
+# -- the terminal chart ---------------------------------------------------------------------------
+def simple_chart(**changes: Any) -> Chart:
+    fields: dict[str, Any] = {
+        "title": "T",
+        "x": np.array([0.0, 0.25, 0.5, 0.75, 1.0]),
+        "series": [
+            Series("up", np.array([1.0, 2.0, 3.0, 4.0, 5.0])),
+            Series("down", np.array([5.0, np.nan, 3.0, 2.0, 1.0])),
+        ],
+        "x_label": "hit",
+        "y_label": "value",
+        "markers": [(0.5, "mean")],
+        "x_percent": True,
+    }
+    fields.update(changes)
+    return Chart(**fields)
+
+
+@pytest.mark.parametrize(("width", "height"), [(72, 16), (40, 8), (100, 25)])
+def test_terminal_dimensions(width: int, height: int) -> None:
+    text = charts.terminal(simple_chart(), width=width, height=height)
+    lines = text.splitlines()
+    assert len(lines) == height + 6  # title, y label, rows, axis, x range, x label, legend
+    assert lines[0] == "T" and lines[1] == "value"
+    rows = lines[2 : 2 + height]
+    label_width = len("5")
+    for row in rows:
+        assert len(row) == label_width + 2 + width
+        assert row[label_width : label_width + 2] == " |"
+    assert rows[0].startswith("5 |") and rows[-1].startswith("1 |")
+    assert lines[2 + height] == " " * label_width + " +" + "-" * width
+    assert lines[3 + height].strip().startswith("0%") and lines[3 + height].rstrip().endswith("100%")
+    assert len(lines[3 + height]) == label_width + 2 + width
+    assert lines[4 + height].strip() == "hit"
+    assert lines[-1] == "legend: o up   x down   : mean (50%)"
+
+
+def test_terminal_places_the_points() -> None:
+    width, height = 41, 9
+    lines = charts.terminal(simple_chart(), width=width, height=height).splitlines()
+    grid = [row[3:] for row in lines[2 : 2 + height]]  # strip "5 |"
+    # up: (0, 1) bottom-left, (1, 5) top-right; down: (0, 5) top-left, (1, 1) bottom-right
+    assert grid[-1][0] == "o" and grid[0][-1] == "o"
+    assert grid[0][0] == "x" and grid[-1][-1] == "x"
+    # the marker column at 50% (col 20): the series drawn over it at y = 3 (middle row)
+    column = [row[20] for row in grid]
+    assert column[4] == "x"  # both series pass (0.5, 3); the later one is drawn on top
+    assert all(c == ":" for i, c in enumerate(column) if i != 4)
+    # the nan of "down" at 25% leaves no mark there
+    assert sum(row[10] == "x" for row in grid) == 0
+    assert sum(row[10] == "o" for row in grid) == 1
+    assert sum(row.count("o") for row in grid) == 5 - 1  # (0.5, 3) is overdrawn by x
+    assert sum(row.count("x") for row in grid) == 4
+
+
+def test_terminal_of_bathtub_charts(result: tub.BathtubResult) -> None:
+    for chart in bathtub_report.charts(result):
+        lines = charts.terminal(chart).splitlines()
+        assert len(lines) == 16 + 6
+        assert lines[-1].startswith("legend: o pd-intra   x pd-cross   * pdd   : workload mean hit (91%)")
+        assert lines[-3].split() == ["0%", "100%"]
+
+
+def test_terminal_degenerate_inputs() -> None:
+    flat = simple_chart(series=[Series("flat", np.full(5, 2.0))], markers=[])
+    lines = charts.terminal(flat, width=20, height=5).splitlines()
+    assert len(lines) == 11 and lines[-1] == "legend: o flat"
+    empty = simple_chart(series=[Series("none", np.full(5, np.nan))], markers=[])
+    lines = charts.terminal(empty, width=20, height=5).splitlines()
+    assert len(lines) == 11
+    assert not any("o" in row.split("|", 1)[1] for row in lines[2:7])
+    single = simple_chart(x=np.array([3.0]), series=[Series("one", np.array([1.0]))], markers=[], x_percent=False)
+    lines = charts.terminal(single, width=20, height=5).splitlines()
+    assert len(lines) == 11
+    assert sum(row.count("o") for row in lines[2:7]) == 1
+
+
+# -- SVG and HTML of hand-made charts -------------------------------------------------------------
+def test_svg_splits_lines_at_gaps() -> None:
+    root = ET.fromstring(charts.svg(simple_chart()))
+    assert root.tag == f"{SVG_NS}svg"
+    lines = root.findall(f"{SVG_NS}polyline")
+    up = [line for line in lines if line.get("stroke") == charts.COLORS[0]]
+    down = [line for line in lines if line.get("stroke") == charts.COLORS[1]]
+    assert [len(line.get("points", "").split()) for line in up] == [5]
+    assert [len(line.get("points", "").split()) for line in down] == [1, 3]
+    texts = [t.text for t in root.iter(f"{SVG_NS}text")]
+    assert "up" in texts and "down" in texts and "T" in texts and "hit" in texts
+    assert root.find(f"{SVG_NS}line/{SVG_NS}title") is not None  # the marker carries its label
+
+
+def test_html_page_escapes_text() -> None:
+    chart = simple_chart(title="a <b> & c", series=[Series("<x>", np.ones(5))])
+    page = charts.html_page("t & <u>", [chart], ["1 < 2 & 3 > 2"])
+    assert "<title>t &amp; &lt;u&gt;</title>" in page
+    assert "<li>1 &lt; 2 &amp; 3 &gt; 2</li>" in page
+    assert "a &lt;b&gt; &amp; c" in page and "&lt;x&gt;" in page
+    (block,) = re.findall(r"<svg\b.*?</svg>", page, re.DOTALL)
+    ET.fromstring(block)
+
+
+def test_image_bytes() -> None:
+    png = charts.image([simple_chart(), simple_chart(title="second")], "both", "png")
+    assert png.startswith(PNG_SIGNATURE)
+    svg = charts.image([simple_chart()], "one", "svg")
+    assert ET.fromstring(svg).tag == f"{SVG_NS}svg"
+
+
+# -- sweep charts ---------------------------------------------------------------------------------
+def test_sweep_writes_charts(tmp_path: Path) -> None:
+    result = run(
+        "sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "2,4", "-a", "pd-intra", "-a", "pdd",
+        "--png", tmp_path / "s.png", "--html", tmp_path / "s.html",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "s.png").read_bytes().startswith(PNG_SIGNATURE)
+    page = (tmp_path / "s.html").read_text()
+    assert not EXTERNAL.search(page)
+    assert page.count("<polyline") == 2
+    assert "BCR vs arrival.rate_rps" in page
+    assert "<li>from arrival.rate_rps = 2: best is " in page

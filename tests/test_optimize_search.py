@@ -1,0 +1,362 @@
+"""`pddplan.optimize.search` and `pddplan.optimize.diagnose`: Dinkelbach iterations, line pruning,
+routing rules, the elastic diagnosis of infeasible programs, and whole-architecture searches on
+the shipped workloads (in-process; the CLI's subprocess tests are in test_optimize_cli.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from test_optimize_model import (  # shared synthetic builders and brute force
+    brute_bcr,
+    brute_rate,
+    candidate,
+    close,
+    decoder,
+    instance,
+    line,
+    pdd_problem,
+)
+
+from pddplan.errors import InfeasibleError
+from pddplan.evaluate.capacity import PathLoad
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.optimize import model as milp
+from pddplan.optimize.diagnose import FIXES, diagnose
+from pddplan.optimize.search import (
+    HIT_THRESHOLDS,
+    OptimizeOptions,
+    _prune_lines,
+    _routings,
+    _setup,
+    _solve,
+    optimize_architecture,
+    require_feasible,
+)
+from pddplan.perf.roofline import decode_step_time
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# -- Dinkelbach ----------------------------------------------------------------------------------------
+def test_dinkelbach_converges_to_the_brute_force_ratio() -> None:
+    data = pdd_problem("bcr", min_served_fraction=0.0)
+    expected = brute_bcr(data)
+    assert expected is not None
+    solution, solves = _solve(data, OptimizeOptions())
+    assert solution is not None
+    assert close(solution.rate / solution.cost_per_hour, expected)
+    assert 2 <= solves <= 12
+
+
+@pytest.mark.parametrize("factor", [0.5, 1.0, 3.0, 100.0])
+def test_dinkelbach_from_a_start_ratio_still_returns_the_optimum(factor: float) -> None:
+    """A start ratio above what any plan achieves must restart, not return nothing."""
+    for floor in (0.0, 1.0):
+        data = pdd_problem("bcr", min_served_fraction=floor)
+        expected = brute_bcr(data)
+        assert expected is not None
+        solution, _ = _solve(data, OptimizeOptions(), start_ratio=expected * factor)
+        assert solution is not None, (floor, factor)
+        assert close(solution.rate / solution.cost_per_hour, expected), (floor, factor)
+
+
+def test_full_rate_bcr_is_the_cheapest_plan_at_the_ceiling() -> None:
+    data = pdd_problem("bcr")
+    solution, _ = _solve(data, OptimizeOptions())
+    cheapest = brute_rate(replace(data, mode="rate", target_rate=data.rate_ceiling))
+    assert solution is not None and cheapest is not None
+    assert close(solution.rate, data.rate_ceiling)
+    assert close(solution.cost_per_hour, cheapest)
+
+
+def test_solve_reports_infeasible_programs_as_none() -> None:
+    starved = {("dc-a", "h100-sxm"): 1, ("dc-a", "h20"): 1}
+    for mode, extra in (("rate", {"target_rate": 3.0}), ("budget", {"budget_per_hour": 1.0}), ("bcr", {})):
+        data = pdd_problem(mode, inventory=starved, **extra)  # type: ignore[arg-type]
+        solution, solves = _solve(data, OptimizeOptions(mode=mode))  # type: ignore[arg-type]
+        assert solution is None, mode
+        assert solves == 1, mode
+
+
+# -- line pools and routing rules --------------------------------------------------------------------
+def test_prune_lines_drops_only_dominated_pools() -> None:
+    a = line("dc-a", "dc-b", 10.0)
+    bigger_same_price = replace(a, capacity_bytes_per_s=a.capacity_bytes_per_s * 2)
+    cheaper_same_size = replace(a, usd_per_hour=5.0)
+    other_direction = replace(a, source="dc-b", target="dc-a", usd_per_hour=50.0)
+    trade_off = replace(a, capacity_bytes_per_s=a.capacity_bytes_per_s * 3, usd_per_hour=20.0)
+    kept = _prune_lines([a, bigger_same_price, cheaper_same_size, other_direction, trade_off])
+    assert a not in kept
+    assert bigger_same_price in kept and cheaper_same_size in kept
+    assert other_direction in kept and trade_off in kept
+    twin = replace(a)
+    assert _prune_lines([a, twin]) == [a, twin]  # equal pools dominate neither
+
+
+def test_routing_rules_are_distinct_relay_sets() -> None:
+    workload = load_workload("pdd-agent-64k")
+    setup = _setup(workload, workload_dir("pdd-agent-64k"), "pdd", workload.arrival.rate_rps)
+    rules = _routings(setup)
+    hits, _ = workload.hit_rate.support()
+    relayed = [int((hits < rule.hit_threshold).sum()) for rule in rules]  # type: ignore[union-attr]
+    assert rules and all(rule is not None and rule.hit_threshold in HIT_THRESHOLDS for rule in rules)
+    assert len(set(relayed)) == len(relayed) and all(n > 0 for n in relayed)
+    assert _routings(_setup(workload, None, "pd-intra", 4.0)) == [None]
+    intra = _setup(workload, workload_dir("pdd-agent-64k"), "pd-intra", 4.0)
+    assert intra.lines == []
+    assert all(pool.source == workload.deployment.home for pool in setup.lines)
+
+
+# -- elastic diagnosis on hand-made programs -------------------------------------------------------------
+def fake_setup(data: milp.ProblemData, tpot: float = 0.05, ttft90: float = 2.0, ttft99: float = 5.0) -> Any:
+    sla = SimpleNamespace(tpot_p90_s=tpot, ttft_p90_s=ttft90, ttft_p99_s=ttft99)
+    return SimpleNamespace(
+        architecture=data.architecture,
+        workload=SimpleNamespace(sla=sla),
+        context=2000.0,
+        rate_ceiling=data.rate_ceiling,
+    )
+
+
+def run_diagnose(data: milp.ProblemData, options: OptimizeOptions | None = None, **sla: float) -> list[dict[str, Any]]:
+    return diagnose(fake_setup(data, **sla), options or OptimizeOptions(), lambda routing, handoff, scale: data)
+
+
+def ample_pdd(**changes: Any) -> milp.ProblemData:
+    """One kind per role, roomy everywhere: 3 req/s needs 3 prefill, 3 relay and 2 decode instances."""
+    pre = candidate("dc-a", "h100-sxm", 1, 0.2, 10)
+    rel = candidate("dc-a", "h100-sxm", 1, 0.2, 10)
+    dec = candidate("dc-b", "h20", 1, 0.2, 10)
+    data = milp.ProblemData(
+        architecture="pdd",
+        prefill=[pre],
+        prefill_caps={(0, 0): np.array([0.0, 0.0, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5])},
+        decode=[decoder(dec, 1.6, 500.0)],
+        relay=[decoder(rel, 1.0, 50.0, occupancy=2.0)],
+        pools=[PathLoad(line("dc-a", "dc-b", 0.1), 1e8, 1.0, 2.0, 10.0)],
+        datacenters=["dc-a"],
+        drc_bytes_per_rps=0.0,
+        mean_output_tokens=300.0,
+        inventory={("dc-a", "h100-sxm"): 100, ("dc-b", "h20"): 100},
+        rate_ceiling=3.0,
+    )
+    return replace(data, **changes)
+
+
+def only(findings: list[dict[str, Any]]) -> dict[str, Any]:
+    assert len(findings) == 1, findings
+    return findings[0]
+
+
+def test_ample_program_is_feasible() -> None:
+    solution, _ = _solve(ample_pdd(), OptimizeOptions())
+    assert solution is not None
+    assert solution.prefill == (0, 3) and solution.relay == (0, 3) and solution.decode == (0, 2)
+
+
+def test_diagnose_inventory_shortfall() -> None:
+    """3 prefill + 3 relay GPUs of h100 in dc-a are needed, 5 are offered: short by 1 GPU."""
+    finding = only(run_diagnose(ample_pdd(inventory={("dc-a", "h100-sxm"): 5, ("dc-b", "h20"): 100})))
+    assert finding["constraint"] == "inventory"
+    assert finding["shortfall"] == pytest.approx(1.0, rel=1e-6)
+    assert "inventory binds" in finding["message"] and FIXES["inventory"] in finding["message"]
+    assert "GPUs" in finding["message"]
+
+
+def test_diagnose_decode_shortfall_is_the_decode_gpus_missing() -> None:
+    """1 h20 offered in dc-b, decoders of 1.6 req/s each: 3 req/s needs 2, so the decode GPU type is
+    short by 1 GPU. More GPUs fix a decode shortfall, so it is reported as GPUs, by type."""
+    dec = candidate("dc-b", "h20", 1, 0.2, 1)
+    data = ample_pdd(decode=[decoder(dec, 1.6, 500.0)], inventory={("dc-a", "h100-sxm"): 100, ("dc-b", "h20"): 1})
+    finding = only(run_diagnose(data))
+    assert finding["constraint"] == "inventory"
+    assert finding["shortfall"] == pytest.approx(1.0, rel=1e-6)
+    assert finding["by_type"] == {"dc-b/h20": pytest.approx(1.0, rel=1e-6)}
+    assert "h20 in dc-b short by 1 GPUs (needs 2, offers 1)" in finding["message"]
+
+
+def test_diagnose_wan_bandwidth_shortfall() -> None:
+    load = PathLoad(line("dc-a", "dc-b", 0.1), 1e8, 1.0, 2.0, 2.25)
+    finding = only(run_diagnose(ample_pdd(pools=[load])))
+    assert finding["constraint"] == "wan-bandwidth"
+    assert finding["shortfall"] == pytest.approx(0.75, rel=1e-6)
+    assert FIXES["wan-bandwidth"] in finding["message"]
+
+
+def test_diagnose_prefill_capacity_shortfall() -> None:
+    caps = {(0, 0): np.array([0.5, 1.0, 1.5, 2.0, 2.6])}
+    finding = only(run_diagnose(ample_pdd(prefill_caps=caps)))
+    assert finding["constraint"] == "prefill-capacity"
+    assert finding["shortfall"] == pytest.approx(0.4, rel=1e-6)
+    assert "req/s" in finding["message"] and FIXES["prefill-capacity"] in finding["message"]
+
+
+def test_diagnose_budget_shortfall_with_cheap_instances() -> None:
+    data = ample_pdd(mode="budget", budget_per_hour=1.0)
+    cheapest = brute_rate(ample_pdd(mode="rate", target_rate=3.0))
+    assert cheapest is not None and cheapest > 1.0
+    finding = only(run_diagnose(data, OptimizeOptions(mode="budget", budget_per_hour=1.0)))
+    assert finding["constraint"] == "budget"
+    assert finding["shortfall"] == pytest.approx(cheapest - 1.0, rel=1e-6)
+    assert "raise the budget" in finding["message"]
+
+
+def test_diagnose_budget_shortfall_with_realistic_prices() -> None:
+    """Instances at $2.5-8/h: a budget 10% below the cheapest full-rate plan is what binds, and
+    raising it by the shortfall is the fix. (Every slack has the same penalty per unit, so a
+    shortfall in $/h must not be traded for a 'shortfall' in req/s of a capacity that the
+    inventory could supply.)"""
+    cheapest = brute_rate(pdd_problem("rate", target_rate=3.0))
+    assert cheapest is not None
+    budget = 0.9 * cheapest
+    data = pdd_problem("budget", budget_per_hour=budget)
+    findings = run_diagnose(data, OptimizeOptions(mode="budget", budget_per_hour=budget))
+    assert [f["constraint"] for f in findings] == ["budget"], findings
+    assert findings[0]["shortfall"] == pytest.approx(cheapest - budget, rel=1e-6)
+
+
+def test_diagnose_ttft_nothing_can_meet() -> None:
+    caps = {(0, 0): np.zeros(10)}
+    finding = only(run_diagnose(ample_pdd(prefill_caps=caps), ttft90=0.01, ttft99=0.02))
+    assert finding["constraint"] == "prefill-capacity"
+    assert finding["shortfall"] == pytest.approx(3.0)
+    assert "no prefill pool meets TTFT P90 0.01 s" in finding["message"]
+    assert "loosen the TTFT SLA" in finding["message"]
+
+
+def test_diagnose_tpot_no_decoder_meets_at_batch_one() -> None:
+    dec = candidate("dc-b", "h20", 1, 0.2, 10)
+    data = ample_pdd(decode=[decoder(dec, 0.0, 80.0, usable=False)])
+    finding = only(run_diagnose(data, tpot=0.001))
+    step = float(decode_step_time(instance(), 1.0, 2000.0))
+    assert finding["constraint"] == "decode-capacity"
+    assert finding["shortfall"] == pytest.approx(step - 0.001)
+    assert "no decode candidate meets TPOT P90 1 ms even at batch 1" in finding["message"]
+    assert "loosen the TPOT SLA" in finding["message"]
+
+
+def test_diagnose_targets_the_requested_rate_in_rate_mode() -> None:
+    data = ample_pdd(mode="rate", target_rate=2.0, rate_ceiling=2.0)
+    load = PathLoad(line("dc-a", "dc-b", 0.1), 1e8, 1.0, 2.0, 1.5)
+    finding = only(run_diagnose(replace(data, pools=[load]), OptimizeOptions(mode="rate", rate=2.0)))
+    assert finding["constraint"] == "wan-bandwidth"
+    assert finding["shortfall"] == pytest.approx(0.5, rel=1e-6)
+    assert "at 2 req/s" in finding["message"]
+
+
+# -- whole searches on shipped workloads -----------------------------------------------------------------
+def workload_copy(tmp: Path, name: str, edit: Any) -> tuple[Any, Path]:
+    """A shipped workload with `edit(dict)` applied, written to tmp; (workload, folder)."""
+    spec = yaml.safe_load((ROOT / "workloads" / f"{name}.yaml").read_text())
+    spec = copy.deepcopy(spec)
+    edit(spec)
+    path = tmp / f"{spec['name']}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return load_workload(str(path)), tmp
+
+
+def set_max_count(dc: int, count: int) -> Any:
+    def edit(spec: dict[str, Any]) -> None:
+        spec["name"] = f"{spec['name']}-dc{dc}-{count}"
+        spec["deployment"]["datacenters"][dc]["gpus"][0]["max_count"] = count
+
+    return edit
+
+
+NO_VERIFY = OptimizeOptions(verify=False)
+
+
+def constraints(result: Any) -> list[str]:
+    return [item["constraint"] for item in result.infeasibility]
+
+
+def test_pdd_agent_search_without_verification() -> None:
+    workload = load_workload("pdd-agent-64k")
+    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pdd", NO_VERIFY)
+    assert result.feasible and result.rounds == 1 and result.simulation is None
+    plan = result.plan
+    assert plan is not None and plan.relay is not None and plan.wan
+    assert plan.prefill.datacenter == plan.relay.datacenter == workload.deployment.home
+    assert plan.decode.datacenter != plan.prefill.datacenter
+    assert result.evaluation is not None and result.evaluation.sla_met
+    assert result.handoff_mode in ("adaptive", "catch-up", "one-shot")
+    require_feasible(result)
+
+
+def test_prefill_and_relay_share_a_starved_inventory(tmp_path: Path) -> None:
+    """16 GPU-A in DC A hold one TP16 instance: PDD needs a prefill and a relay instance there."""
+    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(0, 16))
+    result = optimize_architecture(workload, folder, "pdd", NO_VERIFY)
+    assert not result.feasible
+    assert "inventory" in constraints(result)
+    item = next(i for i in result.infeasibility if i["constraint"] == "inventory")
+    assert item["shortfall"] == pytest.approx(16.0, rel=1e-6)
+    assert "raise max_count" in item["message"]
+    with pytest.raises(InfeasibleError, match="inventory binds"):
+        require_feasible(result)
+
+
+def test_starved_decode_inventory_is_diagnosed_as_inventory(tmp_path: Path) -> None:
+    """16 GPU-B in DC B; the cheapest plan at 4 req/s decodes on 32 GPU-B (two TP16 instances; three
+    TP8 ones lack the memory). The binding constraint is the GPU inventory, and the fix is to raise
+    max_count; the elastic program must say so rather than report a memory shortfall in GB."""
+    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(1, 16))
+    result = optimize_architecture(workload, folder, "pdd", NO_VERIFY)
+    assert not result.feasible
+    assert "inventory" in constraints(result), result.infeasibility
+
+
+def test_inventory_shortfall_is_what_would_fix_it(tmp_path: Path) -> None:
+    """pd-intra with 16 GPU-A: one TP16 prefill and six TP16 decoders (112 GPUs) serve 4 req/s
+    (the unconstrained optimum), so the inventory is short by 96 GPUs, not 16."""
+    full = optimize_architecture(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"), "pd-intra", NO_VERIFY)
+    assert full.scenario is not None
+    needed = sum(full.scenario.gpus_by_type().values())
+    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(0, 16))
+    result = optimize_architecture(workload, folder, "pd-intra", NO_VERIFY)
+    assert not result.feasible
+    item = next(i for i in result.infeasibility if i["constraint"] == "inventory")
+    assert item["shortfall"] >= needed - 16 - 1e-6, result.infeasibility
+
+
+def test_tpot_nothing_meets_on_a_real_workload(tmp_path: Path) -> None:
+    def edit(spec: dict[str, Any]) -> None:
+        spec["name"] = "tight-tpot"
+        spec["sla"]["tpot_p90_s"] = 0.001
+
+    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", edit)
+    result = optimize_architecture(workload, folder, "pdd", NO_VERIFY)
+    assert not result.feasible and result.plan is None
+    finding = only(result.infeasibility)
+    assert finding["constraint"] == "decode-capacity" and finding["shortfall"] > 0
+    assert "TPOT P90 1 ms" in finding["message"]
+
+
+def test_budget_below_every_plan_is_infeasible_not_a_crash() -> None:
+    """$60/h buys no PDD plan of pdd-agent-64k (the cheapest serving one costs ~$75/h): the
+    answer is 'infeasible, budget binds', not an invalid plan."""
+    workload = load_workload("pdd-agent-64k")
+    options = OptimizeOptions(mode="budget", budget_per_hour=60.0, verify=False)
+    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pdd", options)
+    assert not result.feasible
+    assert "budget" in constraints(result)
+
+
+def test_budget_mode_never_serves_nothing() -> None:
+    """Budget mode maximizes goodput: a feasible result serves a positive rate within budget."""
+    workload = load_workload("pdd-agent-64k")
+    options = OptimizeOptions(mode="budget", budget_per_hour=90.0, verify=False)
+    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pdd", options)
+    assert result.feasible and result.evaluation is not None
+    assert 0 < result.evaluation.goodput_rps <= workload.arrival.rate_rps
+    assert result.evaluation.cost_per_hour <= 90.0 + 1e-9
+    assert math.isfinite(result.evaluation.bcr)

@@ -1,0 +1,241 @@
+"""`pddplan.optimize.sizing`: the fast sizer's plans and capacity views.
+
+`size_plan(workload, choose_shape(...))` must return a plan whose `view` is exactly the capacity
+view `evaluate` reports for that plan, with minimal counts: one instance fewer of any role makes
+that role's capacity fall below the workload's rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pddplan.errors import InfeasibleError
+from pddplan.evaluate.capacity import WAN_MAX_UTILIZATION
+from pddplan.evaluate.capacity_view import capacity_view
+from pddplan.evaluate.classes import request_classes
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.optimize.search import OptimizeOptions, optimize_architecture
+from pddplan.optimize.sizing import SizedPlan, choose_shape, size_plan
+from pddplan.scenario import build_scenario
+from pddplan.specs.plan import Plan
+
+CASES = [
+    ("pdd-agent-64k", "pd-intra"),
+    ("pdd-agent-64k", "pdd"),
+    ("chat-short-lowhit", "pd-intra"),
+    ("chat-short-lowhit", "pdd"),
+]
+ROLES = ("prefill", "decode", "relay")
+
+
+@pytest.fixture(scope="module")
+def shapes() -> dict[tuple[str, str], Any]:
+    return {(name, arch): choose_shape(load_workload(name), workload_dir(name), arch) for name, arch in CASES}
+
+
+@pytest.fixture(scope="module")
+def sized(shapes: dict[tuple[str, str], Any]) -> dict[tuple[str, str], tuple[Any, SizedPlan]]:
+    out = {}
+    for name, arch in CASES:
+        workload = load_workload(name)
+        out[(name, arch)] = (workload, size_plan(workload, shapes[(name, arch)]))
+    return out
+
+
+def view_of(plan: Plan, workload: Any, name: str) -> Any:
+    return capacity_view(build_scenario(plan, workload, workload_dir(name)))
+
+
+@pytest.mark.parametrize(("name", "arch"), CASES)
+def test_view_equals_capacity_view_of_the_plan(sized: Any, name: str, arch: str) -> None:
+    workload, result = sized[(name, arch)]
+    assert result.plan.architecture == arch
+    assert result.view == view_of(result.plan, workload, name)
+
+
+@pytest.mark.parametrize(("name", "arch"), CASES)
+def test_sized_plan_carries_the_rate(sized: Any, name: str, arch: str) -> None:
+    workload, result = sized[(name, arch)]
+    rate = workload.arrival.rate_rps
+    view = result.view
+    assert view.max_rate_rps >= rate * (1 - 1e-9), view
+    for role in ROLES:
+        spec = getattr(result.plan, role)
+        if spec is None:
+            assert role not in view.per_instance_rps
+            continue
+        assert spec.count * view.per_instance_rps[role] >= rate * (1 - 1e-9), role
+
+
+@pytest.mark.parametrize(("name", "arch"), CASES)
+@pytest.mark.parametrize("role", ROLES)
+def test_counts_are_minimal(sized: Any, name: str, arch: str, role: str) -> None:
+    workload, result = sized[(name, arch)]
+    spec = getattr(result.plan, role)
+    if spec is None:
+        assert arch != "pdd" and role == "relay"
+        return
+    rate = workload.arrival.rate_rps
+    if spec.count == 1:
+        return  # zero instances carry nothing
+    smaller = result.plan.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})})
+    view = view_of(smaller, workload, name)
+    assert (spec.count - 1) * view.per_instance_rps[role] < rate, (role, spec.count, view.per_instance_rps)
+
+
+@pytest.mark.parametrize("name", ["pdd-agent-64k", "chat-short-lowhit"])
+def test_pd_cross_sizing_reports_the_ttft_wall(name: str) -> None:
+    """Cross-datacenter PD sends every request's incremental KV over the WAN before the first
+    token: no prefill pool meets the TTFT targets of these workloads (the optimizer agrees)."""
+    workload = load_workload(name)
+    shape = choose_shape(workload, workload_dir(name), "pd-cross")
+    with pytest.raises(InfeasibleError, match="TTFT"):
+        size_plan(workload, shape)
+
+
+@pytest.mark.parametrize(("name", "arch"), [c for c in CASES if c[1] == "pdd"])
+def test_pdd_line_is_the_cheapest_that_carries_the_bytes(shapes: Any, sized: Any, name: str, arch: str) -> None:
+    """0.9 * E[available capacity] >= rate * E[incremental KV bytes], and no cheaper pool of the
+    shape's direction does that."""
+    workload, result = sized[(name, arch)]
+    scenario = build_scenario(result.plan, workload, workload_dir(name))
+    assert scenario.link is not None
+    classes = request_classes(scenario)
+    need = workload.arrival.rate_rps * float(classes.wan_bytes @ classes.input_prob)
+
+    def carries(pool: Any) -> bool:
+        return WAN_MAX_UTILIZATION * pool.mean_capacity_bytes_per_s() >= need
+
+    assert carries(scenario.link)
+    shape = shapes[(name, arch)]
+    for pool in shape.line_options or (shape.line,):
+        if pool.usd_per_hour < scenario.link.usd_per_hour - 1e-9:
+            assert not carries(pool), pool.key
+    assert result.plan.relay is not None
+    assert result.plan.relay.datacenter == result.plan.prefill.datacenter == workload.deployment.home
+
+
+def test_sizing_matches_the_program_on_pdd_agent() -> None:
+    """One instance kind per role is optimal and inventory does not bind: the sizer gives the
+    integer program's answer (module docstring)."""
+    workload = load_workload("pdd-agent-64k")
+    for arch in ("pd-intra", "pdd"):
+        sized_plan = size_plan(workload, choose_shape(workload, workload_dir("pdd-agent-64k"), arch)).plan
+        result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), arch, OptimizeOptions(verify=False))
+        assert result.plan is not None
+        for role in ROLES:
+            mine, theirs = getattr(sized_plan, role), getattr(result.plan, role)
+            if mine is None:
+                assert theirs is None
+                continue
+            assert (mine.datacenter, mine.gpu, mine.tp, mine.count) == (
+                theirs.datacenter,
+                theirs.gpu,
+                theirs.tp,
+                theirs.count,
+            ), (arch, role)
+        assert sized_plan.wan == result.plan.wan
+
+
+# -- the capacity functions sizing and the program share (pddplan.evaluate.capacity) ----------------------
+@pytest.fixture(scope="module")
+def agent_setup() -> Any:
+    from pddplan.optimize.search import _setup
+
+    workload = load_workload("pdd-agent-64k")
+    return _setup(workload, workload_dir("pdd-agent-64k"), "pdd", workload.arrival.rate_rps)
+
+
+@pytest.mark.parametrize("slots", [1, 2, 8, 64, 256])
+def test_slot_utilization_is_the_largest_with_5_percent_wait(slots: int) -> None:
+    from pddplan.evaluate.capacity import SLOT_WAIT_PROBABILITY, slot_utilization
+    from pddplan.evaluate.queueing import erlang_c
+
+    u = slot_utilization(slots)
+    assert 0 < u < 1
+    assert float(erlang_c(slots, u * slots)) <= SLOT_WAIT_PROBABILITY
+    assert float(erlang_c(slots, (u + 0.001) * slots)) > SLOT_WAIT_PROBABILITY
+    if slots > 1:
+        assert u >= slot_utilization(slots // 2)  # pooling: more slots run fuller
+
+
+def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setup: Any) -> None:
+    from pddplan.evaluate.capacity import decoder_capacity, slot_utilization
+    from pddplan.perf.kv import request_kv_bytes
+    from pddplan.perf.roofline import decode_step_time
+
+    workload, model = agent_setup.workload, agent_setup.model
+    context, mean_output = agent_setup.context, agent_setup.mean_output
+    tpot = workload.sla.tpot_p90_s
+    for cand in agent_setup.candidates:
+        cap = decoder_capacity(cand, workload, model, context, mean_output)
+        per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
+        by_memory = int(cand.kv_capacity_bytes // per_sequence)
+        assert cap.usable
+        assert cap.batch <= min(workload.serving.max_decode_batch, by_memory)
+        assert cap.step_s == pytest.approx(float(decode_step_time(cand.instance, float(cap.batch), context)))
+        assert cap.step_s <= tpot
+        if cap.batch < min(workload.serving.max_decode_batch, by_memory):
+            assert float(decode_step_time(cand.instance, float(cap.batch + 1), context)) > tpot
+        assert cap.occupancy == pytest.approx(slot_utilization(cap.batch) * cap.batch)
+        assert cap.requests_per_s == pytest.approx(cap.occupancy / (cap.step_s * mean_output))
+        assert cap.memory_per_rps(100.0, 5.0) == pytest.approx(100.0 * cap.step_s * cap.sequence_bytes + 5.0)
+        strict = workload.model_copy(update={"sla": workload.sla.model_copy(update={"tpot_p90_s": cap.step_s / 1000})})
+        assert not decoder_capacity(cand, strict, model, context, mean_output).usable
+
+
+def test_path_load_per_architecture(agent_setup: Any) -> None:
+    from pddplan.evaluate.capacity import WAN_MAX_UTILIZATION, decoder_capacity, path_load
+    from pddplan.evaluate.classes import workload_classes
+    from pddplan.specs.plan import Handoff, Routing
+
+    workload, model = agent_setup.workload, agent_setup.model
+    cand = agent_setup.candidates[0]
+    cap = decoder_capacity(cand, workload, model, agent_setup.context, agent_setup.mean_output)
+    rule = Routing(kind="hit", hit_threshold=0.9)
+    classes = workload_classes(workload, model, cand.instance, agent_setup.chunk, rule)
+    line = min(agent_setup.lines, key=lambda pool: pool.capacity_bytes_per_s)
+    args = (4.0, cap.step_s, [cand.instance], cap.step_s, Handoff(mode="adaptive"), agent_setup.context)
+    intra = path_load("pd-intra", classes, None, *args)
+    assert (intra.line, intra.wan_bytes_per_request, intra.md_load_fraction, intra.relay_hold_s) == (None, 0, 1, 0)
+    assert intra.max_rate == float("inf")
+    cross = path_load("pd-cross", classes, line, *args)
+    wan_bytes = float(classes.wan_bytes @ classes.input_prob)
+    assert cross.wan_bytes_per_request == pytest.approx(wan_bytes)
+    assert cross.md_load_fraction == 1.0 and cross.relay_hold_s == 0.0
+    assert cross.max_rate == pytest.approx(WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / wan_bytes)
+    pdd = path_load("pdd", classes, line, *args)
+    assert pdd.max_rate == cross.max_rate
+    assert 0 < pdd.md_load_fraction < 1  # the relay's eager tokens take work off the main decoder
+    assert pdd.relay_hold_s > 0
+    one_shot = path_load("pdd", classes, line, *args[:4], Handoff(mode="one-shot"), agent_setup.context)
+    assert one_shot.relay_hold_s <= pdd.relay_hold_s  # catch-up / adaptive hold the relay longer
+
+
+def test_prefill_capacity_grows_with_the_pool_and_meets_the_ttft_targets(agent_setup: Any) -> None:
+    from pddplan.evaluate.capacity import decoder_capacity, prefill_capacity
+    from pddplan.evaluate.classes import workload_classes
+    from pddplan.specs.plan import Routing
+
+    workload, model = agent_setup.workload, agent_setup.model
+    cand = agent_setup.candidates[0]
+    cap = decoder_capacity(cand, workload, model, agent_setup.context, agent_setup.mean_output)
+    classes = workload_classes(
+        workload, model, cand.instance, agent_setup.chunk, Routing(kind="hit", hit_threshold=0.9)
+    )
+    line = max(agent_setup.lines, key=lambda pool: pool.capacity_bytes_per_s)
+    sizes = np.arange(1, 9)
+
+    def caps(scale: float, ceiling: float = 1e9) -> np.ndarray:
+        return prefill_capacity(cand, classes, "pdd", line, cap.step_s, cap.step_s, workload, sizes, ceiling, scale)
+
+    full = caps(1.0)
+    mean_s = float(classes.prefill_s @ classes.input_prob)
+    assert (full > 0).all()
+    assert (np.diff(full) >= -1e-9).all(), full
+    assert (full <= sizes / mean_s).all()  # below the pool's service capacity
+    assert (caps(0.7) <= full + 1e-9).all()  # tighter targets, less capacity
+    assert (caps(1.0, ceiling=1.0) <= 1.0 + 1e-12).all()

@@ -1,0 +1,354 @@
+"""`pddplan sweep`: any numeric workload field against cost and BCR (pddplan.sweep,
+pddplan.report.sweep_report)."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import importlib
+import io
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pddplan import catalog
+from pddplan import sweep as sweeping
+from pddplan.cli import app
+from pddplan.errors import InputError
+from pddplan.evaluate.capacity_view import capacity_view
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.loading import read_data
+from pddplan.optimize.sizing import choose_shape, size_plan
+from pddplan.report import sweep_report
+from pddplan.scenario import build_scenario
+from pddplan.specs.plan import ARCHITECTURES
+
+WORKLOAD = "pdd-agent-64k"
+RATE_ARGS = ("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,4", "--json")
+FEASIBLE_KEYS = {
+    "feasible",
+    "cost_per_hour",
+    "bcr",
+    "bcr_of_plan",
+    "throughput_per_gpu_hour",
+    "revenue_per_cost",
+    "gpus",
+    "wan_gbps",
+}
+
+
+def run(*args: str | Path) -> Any:
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@cache
+def sweep_json(*args: str) -> dict[str, Any]:
+    result = run(*args)
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def one_error_line(result: Any, *fragments: str) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return str(lines[0])
+
+
+@pytest.fixture(scope="module")
+def raw() -> dict[str, Any]:
+    data: dict[str, Any] = read_data(catalog.resolve("workloads", WORKLOAD, "workload"))
+    return data
+
+
+# -- set_path -------------------------------------------------------------------------------------
+def test_set_path_top_level_and_nested(raw: dict[str, Any]) -> None:
+    original = copy.deepcopy(raw)
+    out = sweeping.set_path(raw, "arrival.rate_rps", 2.5)
+    assert out["arrival"]["rate_rps"] == 2.5
+    assert raw == original  # a deep copy: the input is untouched
+    out["deployment"]["wan_lines"][0]["capacity_gbps"] = -1
+    assert raw == original
+
+
+def test_set_path_list_items(raw: dict[str, Any]) -> None:
+    out = sweeping.set_path(raw, "deployment.wan_lines[1].rtt_ms", 12.5)
+    assert out["deployment"]["wan_lines"][1]["rtt_ms"] == 12.5
+    assert out["deployment"]["wan_lines"][0]["rtt_ms"] == raw["deployment"]["wan_lines"][0]["rtt_ms"]
+    out = sweeping.set_path(raw, "deployment.datacenters[1].gpus[0].max_count", 64.0)
+    assert out["deployment"]["datacenters"][1]["gpus"][0]["max_count"] == 64
+    assert type(out["deployment"]["datacenters"][1]["gpus"][0]["max_count"]) is int
+    # a field the file leaves out is added (validation decides whether it exists)
+    out = sweeping.set_path(raw, "deployment.datacenters[1].gpus[0].usd_per_gpu_hour", 3.0)
+    assert out["deployment"]["datacenters"][1]["gpus"][0]["usd_per_gpu_hour"] == 3.0
+    # an index as the last part sets the list item
+    out = sweeping.set_path(raw, "hit_rate.article_shares[0]", 0.2)
+    assert out["hit_rate"]["article_shares"] == [0.2, *raw["hit_rate"]["article_shares"][1:]]
+    out = sweeping.set_path(raw, "deployment.tp_options[1]", 32.0)
+    assert out["deployment"]["tp_options"] == [8, 32] and type(out["deployment"]["tp_options"][1]) is int
+
+
+def test_set_path_ints_stay_ints(raw: dict[str, Any]) -> None:
+    for path, value in [
+        ("serving.chunk_tokens", 4096.0),
+        ("prompt_tokens.tokens", 32768.0),
+        ("deployment.wan_lines[0].capacity_gbps", 50.0),
+    ]:
+        out = sweeping.set_path(raw, path, value)
+        node: Any = out
+        for key in path.replace("[0]", ".0").split("."):
+            node = node[int(key)] if key.isdigit() else node[key]
+        assert node == int(value) and type(node) is int, path
+    # a fraction on an integer field stays a fraction (and validation rejects it)
+    out = sweeping.set_path(raw, "serving.chunk_tokens", 4096.5)
+    assert out["serving"]["chunk_tokens"] == 4096.5
+    # floats stay floats even when whole
+    out = sweeping.set_path(raw, "arrival.rate_rps", 3.0)
+    assert out["arrival"]["rate_rps"] == 3.0 and type(out["arrival"]["rate_rps"]) is float
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "nope.rate",
+        "arrival..rate_rps",
+        "arrival.rate_rps.x",
+        "arrival.rate_rps[0]",
+        "deployment.wan_lines[7].rtt_ms",
+        "deployment.wan_lines.rtt_ms",
+        "deployment.datacenters[0].gpus[3].max_count",
+        "serving.chunk-tokens",
+        "deployment.wan_lines[-1].rtt_ms",
+        "",
+    ],
+)
+def test_set_path_bad_paths(raw: dict[str, Any], path: str) -> None:
+    with pytest.raises(InputError) as info:
+        sweeping.set_path(raw, path, 1.0)
+    assert f"--param {path!r}" in str(info.value)
+
+
+# -- parse_values ---------------------------------------------------------------------------------
+def test_parse_values_list() -> None:
+    assert sweeping.parse_values("1,2,4", None) == [1.0, 2.0, 4.0]
+    assert sweeping.parse_values(" 0.5 , 1e3,", None) == [0.5, 1000.0]
+    assert sweeping.parse_values("-3", None) == [-3.0]
+
+
+def test_parse_values_range_includes_both_ends() -> None:
+    assert sweeping.parse_values(None, "10:100:10") == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0]
+    assert sweeping.parse_values(None, "0:1:5") == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert sweeping.parse_values(None, "4096:16384:4") == [4096.0, 8192.0, 12288.0, 16384.0]
+    assert sweeping.parse_values(None, "5:1:3") == [5.0, 3.0, 1.0]
+    assert sweeping.parse_values(None, "7:9:1") == [7.0]
+    for span, first, last in [("0.2:0.9:2", 0.2, 0.9), ("0.1:0.7:4", 0.1, 0.7), ("0.05:0.95:19", 0.05, 0.95)]:
+        values = sweeping.parse_values(None, span)
+        assert values[0] == first and values[-1] == last, (span, values)
+
+
+@pytest.mark.parametrize(
+    ("values", "span", "fragment"),
+    [
+        (None, None, "give --values"),
+        ("1,2", "1:2:2", "give --values"),
+        ("a,b", None, "--values"),
+        ("", None, "no values"),
+        (" , ", None, "no values"),
+        (None, "1:2", "START:STOP:NUM"),
+        (None, "1:2:3:4", "START:STOP:NUM"),
+        (None, "1:2:x", "START:STOP:NUM"),
+        (None, "1:2:2.5", "START:STOP:NUM"),
+        (None, "1:2:0", "NUM must be at least 1"),
+    ],
+)
+def test_parse_values_errors(values: str | None, span: str | None, fragment: str) -> None:
+    with pytest.raises(InputError, match=fragment.replace("-", r"\-")):
+        sweeping.parse_values(values, span)
+
+
+# -- the command line -----------------------------------------------------------------------------
+def test_sweep_json() -> None:
+    data = sweep_json(*RATE_ARGS)
+    assert data["workload"] == WORKLOAD
+    assert data["param"] == "arrival.rate_rps"
+    assert data["architectures"] == list(ARCHITECTURES)
+    points = data["points"]
+    assert [p["value"] for p in points] == [2.0, 4.0]
+    for point in points:
+        assert set(point) == {"value", *ARCHITECTURES}
+        for arch in ARCHITECTURES:
+            entry = point[arch]
+            assert isinstance(entry["feasible"], bool)
+            if not entry["feasible"]:
+                assert set(entry) == {"feasible", "reason"} and entry["reason"]
+                continue
+            assert set(entry) == FEASIBLE_KEYS
+            assert entry["cost_per_hour"] > 0 and entry["bcr"] > 0
+            # the plan's BCR: the swept rate's requests per $ of the plan's cost
+            assert entry["bcr_of_plan"] == pytest.approx(point["value"] * 3600 / entry["cost_per_hour"], rel=1e-12)
+            assert all(isinstance(n, int) and n > 0 for n in entry["gpus"].values())
+    assert points[0]["pd-intra"]["feasible"] and points[1]["pd-intra"]["feasible"]
+    assert points[0]["pdd"]["feasible"] and points[1]["pdd"]["feasible"]
+    # twice the rate needs at least as much hardware
+    for arch in ("pd-intra", "pdd"):
+        assert points[1][arch]["cost_per_hour"] >= points[0][arch]["cost_per_hour"]
+
+
+def test_sweep_point_is_the_sized_plan_under_its_capacity_view() -> None:
+    """The figures at a value are the sized plan's, read through the evaluator's capacity view."""
+    data = sweep_json(*RATE_ARGS)
+    workload = load_workload(WORKLOAD)
+    base = workload_dir(WORKLOAD)
+    for point in data["points"]:
+        at = workload.model_copy(update={"arrival": workload.arrival.model_copy(update={"rate_rps": point["value"]})})
+        for arch in ("pd-intra", "pdd"):
+            sized = size_plan(at, choose_shape(at, base, arch))
+            scenario = build_scenario(sized.plan, at, base)
+            view = capacity_view(scenario)
+            entry = point[arch]
+            assert entry["cost_per_hour"] == pytest.approx(scenario.cost_per_hour, rel=1e-12)
+            assert entry["gpus"] == scenario.gpus_by_type()
+            assert entry["bcr"] == pytest.approx(view.bcr, rel=1e-9)
+            assert entry["revenue_per_cost"] == pytest.approx(view.revenue_per_cost, rel=1e-9)
+            assert entry["throughput_per_gpu_hour"] == pytest.approx(view.throughput_per_gpu_hour, rel=1e-9)
+
+
+def test_parallel_loky_gives_the_same_points() -> None:
+    serial = sweep_json(*RATE_ARGS)
+    parallel = sweep_json(*RATE_ARGS, "--jobs", "2")
+    assert parallel == serial
+
+
+def test_threading_backend_gives_the_same_points() -> None:
+    assert sweep_json(*RATE_ARGS, "--jobs", "2", "--backend", "threading") == sweep_json(*RATE_ARGS)
+
+
+def test_range_over_an_integer_field() -> None:
+    data = sweep_json(
+        "sweep", WORKLOAD, "--param", "serving.chunk_tokens", "--range", "4096:16384:4", "-a", "pd-intra", "--json"
+    )
+    assert data["architectures"] == ["pd-intra"]
+    assert [p["value"] for p in data["points"]] == [4096.0, 8192.0, 12288.0, 16384.0]
+    assert all(set(p) == {"value", "pd-intra"} for p in data["points"])
+    assert all(p["pd-intra"]["feasible"] for p in data["points"])
+    # the workload's own chunk size gives the same figures as the unswept workload
+    assert data["points"][1]["pd-intra"] == sweep_json(*RATE_ARGS)["points"][1]["pd-intra"]
+
+
+def test_optimize_runs_the_integer_program() -> None:
+    data = sweep_json(
+        "sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "4", "-a", "pd-intra", "--optimize", "--json"
+    )
+    (point,) = data["points"]
+    entry = point["pd-intra"]
+    assert entry["feasible"] is True
+    assert set(entry) == FEASIBLE_KEYS
+    assert entry["bcr_of_plan"] == entry["bcr"]
+    # the integer program does no worse than greedy sizing on the same inputs
+    sized = sweep_json(*RATE_ARGS)["points"][1]["pd-intra"]
+    assert entry["cost_per_hour"] <= sized["cost_per_hour"] * (1 + 1e-9)
+
+
+def test_human_output_table_and_chart() -> None:
+    result = run("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,4", "-a", "pd-intra", "-a", "pdd")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    text = result.stderr
+    assert "sweep of arrival.rate_rps" in text
+    assert "BCR vs arrival.rate_rps" in text
+    assert "legend: o pd-intra   x pdd" in text
+
+
+def test_csv(tmp_path: Path) -> None:
+    result = run(*RATE_ARGS, "--csv", tmp_path / "s.csv")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    rows = list(csv.reader(io.StringIO((tmp_path / "s.csv").read_text())))
+    keys = ("feasible", "cost_per_hour", "bcr_of_plan", "throughput_per_gpu_hour", "revenue_per_cost", "wan_gbps")
+    assert rows[0] == ["value", *[f"{a}.{k}" for a in ARCHITECTURES for k in keys]]
+    assert len(rows) == 3
+    for row, point in zip(rows[1:], data["points"], strict=True):
+        assert float(row[0]) == point["value"]
+        cells = dict(zip(rows[0], row, strict=True))
+        for arch in ARCHITECTURES:
+            entry = point[arch]
+            assert cells[f"{arch}.feasible"] == str(entry["feasible"])
+            if entry["feasible"]:
+                assert float(cells[f"{arch}.cost_per_hour"]) == pytest.approx(entry["cost_per_hour"], rel=1e-12)
+            else:
+                assert cells[f"{arch}.cost_per_hour"] == ""
+
+
+def test_notes_and_best_of() -> None:
+    points = [
+        {"value": 1.0, "a": {"feasible": True, "bcr_of_plan": 2.0}, "b": {"feasible": True, "bcr_of_plan": 1.0}},
+        {"value": 2.0, "a": {"feasible": True, "bcr_of_plan": 2.0}, "b": {"feasible": True, "bcr_of_plan": 3.0}},
+        {"value": 3.0, "a": {"feasible": False, "reason": "x"}, "b": {"feasible": False, "reason": "y"}},
+    ]
+    assert [sweeping.best_of(p, ["a", "b"]) for p in points] == ["a", "b", None]
+    assert sweep_report.notes("p", points, ["a", "b"]) == [
+        "from p = 1: best is a",
+        "from p = 2: best is b",
+        "from p = 3: best is none (infeasible)",
+    ]
+
+
+# -- errors ---------------------------------------------------------------------------------------
+def test_dask_backend_without_dask_exits_2() -> None:
+    try:
+        importlib.import_module("distributed")
+    except ImportError:
+        result = run(*RATE_ARGS, "--backend", "dask")
+        one_error_line(result, "pddplan[dask]", "--backend dask")
+    else:  # dask is installed here: the backend runs
+        assert sweep_json(*RATE_ARGS, "--backend", "dask", "--jobs", "2") == sweep_json(*RATE_ARGS)
+
+
+def test_ray_backend_without_ray_exits_2() -> None:
+    try:
+        importlib.import_module("ray.util.joblib")
+    except ImportError:
+        one_error_line(run(*RATE_ARGS, "--backend", "ray"), "pddplan[ray]")
+    else:
+        assert sweep_json(*RATE_ARGS, "--backend", "ray", "--jobs", "2") == sweep_json(*RATE_ARGS)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("--param", "nope.rate", "--values", "2"), ("--param 'nope.rate'", "nope")),
+        (("--param", "arrival.rate_rps[0]", "--values", "2"), ("--param 'arrival.rate_rps[0]'",)),
+        (("--param", "deployment.wan_lines[9].rtt_ms", "--values", "2"), ("deployment.wan_lines[9].rtt_ms", "[9]")),
+        (("--param", "arrival.nope", "--values", "2"), ("arrival.nope", "unknown field")),
+        (("--param", "arrival.rate_rps", "--values", "-1"), ("arrival.rate_rps",)),
+        (("--param", "serving.chunk_tokens", "--values", "4096.5"), ("serving.chunk_tokens",)),
+        (("--param", "arrival.rate_rps", "--values", "x"), ("--values",)),
+        (("--param", "arrival.rate_rps"), ("--values",)),
+        (("--param", "arrival.rate_rps", "--values", "2", "--range", "1:2:2"), ("--values",)),
+        (("--param", "arrival.rate_rps", "--range", "1:2"), ("--range",)),
+        (("--param", "arrival.rate_rps", "--values", "2", "--jobs", "0"), ("--jobs",)),
+        (("--param", "arrival.rate_rps", "--values", "2", "--backend", "mpi"), ("--backend", "mpi")),
+        (("--param", "arrival.rate_rps", "--values", "2", "-a", "pd-extra"), ("pd-extra",)),
+    ],
+)
+def test_bad_input_exits_2(args: tuple[str, ...], fragments: tuple[str, ...]) -> None:
+    one_error_line(run("sweep", WORKLOAD, *args, "--json"), *fragments)
+
+
+def test_unknown_workload_exits_2() -> None:
+    one_error_line(run("sweep", "no-such-workload", "--param", "arrival.rate_rps", "--values", "2"), "no-such-workload")
+
+
+def test_workload_file_that_is_not_a_mapping(tmp_path: Path) -> None:
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump([1, 2]))
+    one_error_line(run("sweep", tmp_path / "w.yaml", "--param", "arrival.rate_rps", "--values", "2"), "w.yaml")
