@@ -7,6 +7,7 @@ import itertools
 import math
 import re
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from pddplan.loading import read_data, validate
 from pddplan.specs.common import FREE_SOURCE_PREFIXES, Figure, Source
 from pddplan.specs.distributions import (
     ARTICLE_BUCKET_EDGES,
-    LOGNORMAL_POINTS,
+    LOGNORMAL_BIN_EDGES,
     FixedLength,
     HistogramLength,
     HitRateDistribution,
@@ -235,17 +236,30 @@ LOGNORMAL = {"kind": "lognormal", "median_tokens": 800, "sigma": 0.7, "min_token
 def test_lognormal_support_is_monotone_and_bounded() -> None:
     d = LognormalLength.model_validate(LOGNORMAL)
     values, probs = d.support()
-    n = LOGNORMAL_POINTS
-    assert len(values) == n and n % 2 == 0
     assert np.all(np.diff(values) > 0)
     assert values.min() >= 16 and values.max() <= 8192
     assert probs.sum() == pytest.approx(1.0)
-    # symmetric quantiles around the median: the two middle points straddle 800
-    assert values[n // 2 - 1] < 800 < values[n // 2]
-    # (truncation at 16 and 8192 is not symmetric in log space, so the median moves a little)
-    assert math.sqrt(values[n // 2 - 1] * values[n // 2]) == pytest.approx(800, rel=1e-3)
-    # mean of a lognormal is median * exp(sigma^2 / 2) = 1,021.5; the truncated quantile-point mean is close
-    assert d.mean() == pytest.approx(800 * math.exp(0.7**2 / 2), rel=0.03)
+    # 24 interior bins (edges at 5% steps, then 0.98, 0.99, 0.995, 0.999) and the two clipped atoms
+    assert len(values) == len(LOGNORMAL_BIN_EDGES) - 1 + 2 == 26
+    z_min, z_max = math.log(16 / 800) / 0.7, math.log(8192 / 800) / 0.7
+    assert probs[0] == pytest.approx(NormalDist().cdf(z_min)) and values[0] == 16
+    assert probs[-1] == pytest.approx(1 - NormalDist().cdf(z_max)) and values[-1] == 8192
+
+
+def test_lognormal_support_mean_is_the_clipped_mean() -> None:
+    """E[min(max(X, a), b)] for X ~ LN(mu, s): a P(X<a) + b P(X>b) + e^(mu+s^2/2) (Phi(z_b - s) - Phi(z_a - s))."""
+    mu, s, a, b = math.log(800), 0.7, 16, 8192
+    phi = NormalDist().cdf
+    z_a, z_b = (math.log(a) - mu) / s, (math.log(b) - mu) / s
+    expected = a * phi(z_a) + b * (1 - phi(z_b)) + math.exp(mu + s**2 / 2) * (phi(z_b - s) - phi(z_a - s))
+    assert LognormalLength.model_validate(LOGNORMAL).mean() == pytest.approx(expected, rel=1e-9)
+    # and what `sample` draws (clipped, rounded) has that mean and nearly the support's spread
+    d = LognormalLength.model_validate(LOGNORMAL)
+    draws = d.sample(np.random.default_rng(0), 1_000_000).astype(np.float64)
+    values, probs = d.support()
+    assert draws.mean() == pytest.approx(expected, rel=3e-3)
+    cv2_support = (values**2 @ probs) / (values @ probs) ** 2 - 1
+    assert cv2_support == pytest.approx(draws.var() / draws.mean() ** 2, rel=0.03)
 
 
 def test_lognormal_support_respects_tight_bounds() -> None:

@@ -16,7 +16,9 @@ from pydantic import Field, model_validator
 from pddplan.specs.common import Fraction, PositiveFloat, PositiveInt, StrictModel
 
 SHARE_TOLERANCE = 1e-6
-LOGNORMAL_POINTS = 24  # quantile points standing for a lognormal length in closed-form averages
+#: Quantile edges of the bins that stand for a lognormal length in closed-form averages: 5% steps,
+#: then finer in the upper tail.
+LOGNORMAL_BIN_EDGES = np.concatenate([np.linspace(0.0, 0.95, 20), [0.98, 0.99, 0.995, 0.999, 1.0]])
 
 #: Bucket edges of the article's seven hit-rate buckets: [0,90%), [90,95%), [95,96%), ..., [99,100%].
 ARTICLE_BUCKET_EDGES = (0.0, 0.90, 0.95, 0.96, 0.97, 0.98, 0.99, 1.0)
@@ -40,7 +42,7 @@ class FixedLength(StrictModel):
 
 
 class LognormalLength(StrictModel):
-    """Lengths lognormally distributed around `median_tokens`, truncated to [min, max]."""
+    """Lengths lognormally distributed around `median_tokens`, clipped to [min, max]."""
 
     kind: Literal["lognormal"]
     median_tokens: PositiveFloat
@@ -55,14 +57,31 @@ class LognormalLength(StrictModel):
         return self
 
     def support(self) -> tuple[np.ndarray, np.ndarray]:
-        """24 quantile midpoints of the truncated distribution, equally weighted."""
+        """Bins of the clipped distribution (what `sample` draws), each standing at its exact mean.
+
+        Mass below `min_tokens` / above `max_tokens` sits at those bounds (as `sample` clips). The
+        mass in between is cut at quantiles (finer in the upper tail, which carries the long
+        prompts that dominate queueing) and each bin is represented by its conditional mean:
+            E[X | a < X < b] = exp(mu + s^2/2) * (Phi(z_b - s) - Phi(z_a - s)) / (Phi(z_b) - Phi(z_a)),
+        so the support's mean is the clipped lognormal's mean exactly.
+        """
         from scipy.special import ndtr, ndtri
 
-        lo = ndtr((math.log(self.min_tokens) - math.log(self.median_tokens)) / self.sigma)
-        hi = ndtr((math.log(self.max_tokens) - math.log(self.median_tokens)) / self.sigma)
-        probs = lo + (hi - lo) * (np.arange(LOGNORMAL_POINTS) + 0.5) / LOGNORMAL_POINTS
-        values = np.exp(math.log(self.median_tokens) + self.sigma * ndtri(probs))
-        return np.clip(values, self.min_tokens, self.max_tokens), np.full(LOGNORMAL_POINTS, 1 / LOGNORMAL_POINTS)
+        mu, sigma = math.log(self.median_tokens), self.sigma
+        low = float(ndtr((math.log(self.min_tokens) - mu) / sigma))
+        high = float(ndtr((math.log(self.max_tokens) - mu) / sigma))
+        edges = low + (high - low) * LOGNORMAL_BIN_EDGES
+        z = ndtri(edges)
+        mass = np.diff(edges)
+        shifted = np.diff(ndtr(z - sigma))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(mass > 0, math.exp(mu + sigma**2 / 2) * shifted / mass, self.median_tokens)
+        values = np.concatenate(
+            [[self.min_tokens], np.clip(means, self.min_tokens, self.max_tokens), [self.max_tokens]]
+        )
+        probs = np.concatenate([[low], mass, [1.0 - high]])
+        keep = probs > 1e-12
+        return values[keep].astype(np.float64), probs[keep] / probs[keep].sum()
 
     def mean(self) -> float:
         values, probs = self.support()
