@@ -26,6 +26,12 @@ def catalog_dir(kind: str) -> Path:
     return _PACKAGE_DIR.parent / kind
 
 
+def shipped_measurements() -> Path:
+    """The public measured step times `pddplan accuracy` scores against (tests/data in a checkout)."""
+    installed = _PACKAGE_DIR / "_catalog" / "measurements.csv"
+    return installed if installed.is_file() else _PACKAGE_DIR.parent / "tests" / "data" / "measurements.csv"
+
+
 def entries(kind: str, suffixes: tuple[str, ...] = (".yaml", ".yml")) -> dict[str, Path]:
     """Catalog entries of `kind`, by name (the file stem), sorted."""
     folder = catalog_dir(kind)

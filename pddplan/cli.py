@@ -298,13 +298,13 @@ def evaluate(
     rate: Annotated[float | None, typer.Option("--rate", help="Requests/s (default: the workload's).")] = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Closed-form TTFT/TPOT percentiles, goodput, cost and BCR of a plan (milliseconds)."""
+    """Closed-form TTFT/TPOT percentiles, goodput, cost and BCR of a plan, and its capacity view."""
     from pddplan.errors import InputError
     from pddplan.evaluate.analytic import evaluate as run
     from pddplan.report import output, plan_tables
 
-    if rate is not None and not rate > 0:
-        raise InputError(f"--rate = {rate}: must be > 0")
+    if rate is not None and not 0 < rate < math.inf:
+        raise InputError(f"--rate = {rate}: must be a finite number > 0")
     from pddplan.evaluate.capacity_view import capacity_view
 
     scenario = _scenario(plan, workload)
@@ -380,10 +380,10 @@ def optimize(
 
     if rate is not None and budget is not None:
         raise InputError("give --rate or --budget, not both")
-    if rate is not None and not rate > 0:
-        raise InputError(f"--rate = {rate}: must be > 0")
-    if budget is not None and not budget > 0:
-        raise InputError(f"--budget = {budget}: must be > 0")
+    if rate is not None and not 0 < rate < math.inf:
+        raise InputError(f"--rate = {rate}: must be a finite number > 0")
+    if budget is not None and not 0 < budget < math.inf:
+        raise InputError(f"--budget = {budget}: must be a finite number > 0")
     if time_limit is not None and not time_limit > 0:
         raise InputError(f"--time-limit = {time_limit}: must be > 0")
     if not 0 <= mip_gap < 1:

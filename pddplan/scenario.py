@@ -18,7 +18,7 @@ from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget
 from pddplan.perf.roofline import Instance
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Plan, RoleName, RoleSpec
+from pddplan.specs.plan import Architecture, Plan, RoleName, RoleSpec
 from pddplan.specs.workload import WanLineOption, Workload
 
 
@@ -91,24 +91,31 @@ class Scenario:
             out[role.spec.gpu] = out.get(role.spec.gpu, 0) + role.gpus
         return out
 
-    def drc_bytes_per_decode_instance(self) -> float:
-        """Memory the main decoder's radix cache holds, per instance.
-
-        Little's law: sessions kept = rate * drc_retention_s, each holding its prompt's KV, spread
-        over the decode instances.
-        """
-        workload = self.workload
-        values, probs = workload.prompt_tokens.support()
-        prompt_bytes = float(request_kv_bytes(self.model, values, workload.serving.page_tokens) @ probs)
-        sessions = self.rate_rps * workload.serving.drc_retention_s
-        return sessions * prompt_bytes / self.decode.count
+    def drc_bytes_per_decode_instance(self, rate_rps: float | None = None) -> float:
+        """Memory the main decoder's radix cache holds, per instance, at `rate_rps` (default: the
+        plan's rate): Little's law, sessions kept = rate * drc_retention_s, each holding its
+        prompt's KV, spread over the decode instances."""
+        rate = self.rate_rps if rate_rps is None else rate_rps
+        return rate * drc_bytes_per_rps(self.workload, self.model, self.plan.architecture) / self.decode.count
 
 
-def gpu_price(hardware: HardwareProfile, workload: Workload, datacenter: str) -> float:
-    """$ per GPU-hour of `hardware` in `datacenter`: the workload's override, else the profile's."""
+def drc_bytes_per_rps(workload: Workload, model: ModelArchitecture, architecture: Architecture) -> float:
+    """Radix-cache bytes one request/s keeps on the main decoders: retention * E[prompt KV] (0 for
+    pd-intra, whose decoders receive the whole KV over RDMA and keep nothing)."""
+    if architecture == "pd-intra":
+        return 0.0
+    prompts, probs = workload.prompt_tokens.support()
+    prompt_kv = float(request_kv_bytes(model, prompts, workload.serving.page_tokens) @ probs)
+    return workload.serving.drc_retention_s * prompt_kv
+
+
+def gpu_price(hardware: HardwareProfile, workload: Workload, datacenter: str, offer_type: str | None = None) -> float:
+    """$ per GPU-hour of `hardware` in `datacenter`: the override of the offer named `offer_type`
+    (as the workload writes it: a profile name or a file path; default the profile's name), else
+    the profile's price."""
     dc = workload.deployment.datacenter(datacenter)
     for offer in dc.gpus:
-        if offer.type == hardware.name and offer.usd_per_gpu_hour is not None:
+        if offer.type == (offer_type or hardware.name) and offer.usd_per_gpu_hour is not None:
             return offer.usd_per_gpu_hour
     return hardware.cost_usd_per_gpu_hour(workload.deployment.price_basis)
 
@@ -148,7 +155,7 @@ def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None,
             name=name,
             spec=spec,
             instance=instance,
-            usd_per_gpu_hour=gpu_price(hardware, workload, spec.datacenter),
+            usd_per_gpu_hour=gpu_price(hardware, workload, spec.datacenter, spec.gpu),
             kv_capacity_bytes=instance_kv_capacity_bytes(instance, workload.serving.hbm_utilization, chunk),
         )
     link = _build_link(plan, workload, base_dir, source) if plan.architecture != "pd-intra" else None

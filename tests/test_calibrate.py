@@ -389,7 +389,9 @@ def test_accuracy_report_on_a_small_csv(tmp_path: Path) -> None:
     assert report["holdout_by_gpu"]["l40s"]["holdout_count"] == 0
 
 
-def test_accuracy_default_path_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_accuracy_default_is_found_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped measurements resolve from the package (tests/data in a checkout, _catalog in a wheel)."""
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError, match="not found; run from a pddplan checkout"):
-        accuracy_report()
+    report = accuracy_report()
+    assert Path(report["measurements"]).name == "measurements.csv"
+    assert report["rows"] == len(read_measurements(Path(report["measurements"])))

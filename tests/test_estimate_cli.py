@@ -277,14 +277,18 @@ def test_cli_accuracy_counts_match_the_csv(cli: Any, root: Path) -> None:
 def test_cli_accuracy_default_measurements(cli: Any, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(root)
     report = ok_json(cli("accuracy", "--json"))
-    assert report["measurements"] == "tests/data/measurements.csv"
+    assert Path(report["measurements"]) == root / "tests" / "data" / "measurements.csv"
     assert report["summary"]["fit"]["count"] + report["summary"]["holdout"]["count"] == len(report["points"])
 
 
-def test_cli_accuracy_bad_input(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_accuracy_bad_input(cli: Any, tmp_path: Path) -> None:
     one_error_line(cli("accuracy", str(tmp_path / "none.csv")), "file not found")
-    monkeypatch.chdir(tmp_path)
-    one_error_line(cli("accuracy", "--json"), "not found")
+    bad = tmp_path / "bad-split.csv"
+    bad.write_text(
+        "model,gpu,tp,kind,tokens,cached,batch,context,measured_s,split\n"
+        "llama-3.1-8b,h100-sxm,1,decode,1,0,8,1000,0.01,Holdout\n"
+    )
+    one_error_line(cli("accuracy", str(bad)), "line 2: split = 'Holdout': expected one of fit, holdout, excluded")
 
 
 # -- calibrate ------------------------------------------------------------------------------------

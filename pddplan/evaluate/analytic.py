@@ -1,4 +1,4 @@
-"""Closed-form evaluation of a deployment: TTFT/TPOT percentiles, goodput, cost and BCR in milliseconds.
+"""Closed-form evaluation of a deployment: TTFT/TPOT percentiles, goodput, cost and BCR (answers in ms).
 
 The model, stage by stage (docs/model.md has the full derivation):
 
@@ -208,7 +208,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     gap = np.zeros_like(cancel_fraction)
     md_decoder: _Decoder | None = None
     extend_s = np.zeros_like(cancel_fraction)
-    drc = scenario.drc_bytes_per_decode_instance() if plan.architecture != "pd-intra" else 0.0
+    drc = scenario.drc_bytes_per_decode_instance(lam)
     decode_max_batch = decoder_max_batch(scenario, scenario.decode, context, drc)
     relay_max_batch = decoder_max_batch(scenario, relay_role, context, 0.0) if relay_role else 0.0
     relay_batches = np.arange(1.0, max(relay_max_batch, 1.0) + 1.0)
@@ -233,7 +233,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
             if md_decoder and md_decoder.stable
             else float(decode_step_time(scenario.decode.instance, max(decode_max_batch / 2, 1.0), context))
         )
-        utilization_r = decoder_relay.batch / relay_max_batch if decoder_relay else 0.0
+        utilization_r = decoder_relay.batch / max(relay_max_batch, 1e-9) if decoder_relay else 0.0
         catch_up = plan.handoff.mode == "catch-up" or (
             plan.handoff.mode == "adaptive" and utilization_r < plan.handoff.adaptive_load_threshold
         )

@@ -28,11 +28,7 @@ import numpy as np
 from pddplan.evaluate.analytic import revenue_per_request
 from pddplan.evaluate.capacity import DecoderCapacity, K, PathLoad, decoder_capacity, path_load, prefill_capacity
 from pddplan.evaluate.classes import RequestClasses, request_classes
-from pddplan.perf.kv import request_kv_bytes
-from pddplan.scenario import Scenario
-from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Architecture
-from pddplan.specs.workload import Workload
+from pddplan.scenario import Scenario, drc_bytes_per_rps
 
 UNBOUNDED_RATE = 1e9
 
@@ -65,16 +61,6 @@ class CapacityView:
             "revenue_per_cost": self.revenue_per_cost,
             "margin_per_request_usd": self.margin_per_request_usd,
         }
-
-
-def drc_bytes_per_rps(workload: Workload, model: ModelArchitecture, architecture: Architecture) -> float:
-    """Radix-cache bytes one request/s keeps on the main decoders: retention * E[prompt KV] (0 for
-    pd-intra, whose decoders receive the whole KV over RDMA and keep nothing)."""
-    if architecture == "pd-intra":
-        return 0.0
-    prompts, probs = workload.prompt_tokens.support()
-    prompt_kv = float(request_kv_bytes(model, prompts, workload.serving.page_tokens) @ probs)
-    return workload.serving.drc_retention_s * prompt_kv
 
 
 def decoder_rate(cap: DecoderCapacity[K], load: PathLoad, mean_output: float, drc: float) -> float:

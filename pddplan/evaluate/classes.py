@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
+from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens
 from pddplan.perf.roofline import Instance, prefill_time
 from pddplan.scenario import Scenario
 from pddplan.specs.model import ModelArchitecture
@@ -22,10 +22,8 @@ from pddplan.specs.workload import Workload
 
 @dataclass(frozen=True)
 class RequestClasses:
-    """Input classes (axis 0) and output lengths (axis 1), with probabilities.
-
-    `prob` has shape (inputs, outputs) and sums to 1.
-    """
+    """Input classes (axis 0) and output lengths (axis 1), each with its probabilities (the joint
+    probability of a pair is input_prob[i] * output_prob[j])."""
 
     prompt_tokens: np.ndarray
     hit: np.ndarray
@@ -37,11 +35,6 @@ class RequestClasses:
     output_tokens: np.ndarray
     input_prob: np.ndarray
     output_prob: np.ndarray
-    kv_bytes_at_end: np.ndarray
-
-    @property
-    def prob(self) -> np.ndarray:
-        return np.outer(self.input_prob, self.output_prob)
 
     @property
     def mean_output_tokens(self) -> float:
@@ -51,6 +44,16 @@ class RequestClasses:
     def mean_context_tokens(self) -> float:
         """Mean context of a decoding sequence: prompt + half the output."""
         return float(self.prompt_tokens @ self.input_prob + self.mean_output_tokens / 2)
+
+
+def relayed(rule: Routing | None, hit: np.ndarray, wan_bytes: np.ndarray) -> np.ndarray:
+    """Which requests go through the relay: hit < threshold (kind hit) or incremental KV bytes >
+    threshold (kind bytes); none without a rule (pd-intra, pd-cross)."""
+    if rule is None:
+        return np.zeros(np.shape(hit), dtype=bool)
+    if rule.kind == "hit":
+        return np.asarray(hit < rule.hit_threshold)
+    return np.asarray(wan_bytes > rule.incremental_bytes_threshold)
 
 
 def workload_classes(
@@ -70,12 +73,7 @@ def workload_classes(
     fresh = new_tokens(prompt, hit, page)
     cached = cached_tokens(prompt, hit, page)
     wan_bytes = incremental_kv_bytes(model, prompt, hit, page)
-    if relay_rule is None:
-        relay = np.zeros(prompt.shape, dtype=bool)
-    elif relay_rule.kind == "hit":
-        relay = hit < relay_rule.hit_threshold
-    else:
-        relay = wan_bytes > relay_rule.incremental_bytes_threshold
+    relay = relayed(relay_rule, hit, wan_bytes)
     outputs, output_probs = workload.output_tokens.support()
     return RequestClasses(
         prompt_tokens=prompt,
@@ -88,7 +86,6 @@ def workload_classes(
         output_tokens=outputs,
         input_prob=input_prob,
         output_prob=output_probs,
-        kv_bytes_at_end=request_kv_bytes(model, prompt[:, None] + outputs[None, :], page),
     )
 
 

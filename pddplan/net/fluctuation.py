@@ -11,6 +11,7 @@ repeated. The closed-form evaluator uses the stationary distribution of f; the s
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from pathlib import Path
 
@@ -23,7 +24,19 @@ SUPPORT_POINTS = 8
 
 
 def read_trace(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(times_s, fractions) of a capacity trace CSV, validated."""
+    """(times_s, fractions) of a capacity trace CSV, validated; read once per file version
+    (closed forms ask for the support at every evaluation point)."""
+    try:
+        modified_ns = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        raise InputError(f"{path}: capacity trace file not found") from None
+    times, fractions = _read_trace(str(path), modified_ns)
+    return times.copy(), fractions.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _read_trace(name: str, modified_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    path = Path(name)
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))

@@ -7,7 +7,7 @@ bound:
 BBR does not back off on random loss below ~15%; its stream is bounded by the window and by
 C * (1 - p). A transfer opens `streams` parallel streams, so its flow rate is
     streams * min(window bound, loss bound),
-and flows on one line share its capacity (processor sharing, see `pddplan.net.link`).
+and flows on one line share its capacity (processor sharing, see `pddplan.net.transfer`).
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def instance_candidates(workload: Workload, model: ModelArchitecture, chunk_toke
                         gpu=offer.type,
                         tp=tp,
                         instance=instance,
-                        usd_per_hour=tp * gpu_price(hardware, workload, dc.name),
+                        usd_per_hour=tp * gpu_price(hardware, workload, dc.name, offer.type),
                         kv_capacity_bytes=instance_kv_capacity_bytes(instance, utilization, chunk_tokens),
                         max_count=offer.max_count // tp,
                     )

@@ -49,6 +49,7 @@ def diagnose(
     setup: _Setup,
     options: OptimizeOptions,
     problem: Callable[[Routing | None, Handoff, float], milp.ProblemData],
+    simulated: bool = True,
 ) -> list[dict[str, Any]]:
     """The binding constraints of an infeasible architecture, each with shortfall and fix."""
     findings: list[dict[str, Any]] = []
@@ -56,6 +57,17 @@ def diagnose(
     data = problem(routing, Handoff(mode="adaptive"), 1.0)
     sla = setup.workload.sla
     if not any(d.usable for d in data.decode):
+        if data.decode and all(d.memory_bytes < d.sequence_bytes for d in data.decode):
+            roomiest = max(d.memory_bytes for d in data.decode)
+            return [
+                {
+                    "constraint": "decode-memory",
+                    "shortfall": (data.decode[0].sequence_bytes - roomiest) / 1e9,
+                    "message": f"no decode candidate holds one sequence's KV ({data.decode[0].sequence_bytes / 1e9:.3g}"
+                    f" GB at the mean context) in its KV budget (at most {roomiest / 1e9:.3g} GB); offer GPUs with "
+                    "more memory, allow a larger TP degree, or use a smaller kv_dtype",
+                }
+            ]
         best = min(
             (float(decode_step_time(d.candidate.instance, 1.0, setup.context)) for d in data.decode),
             default=float("inf"),
@@ -80,7 +92,9 @@ def diagnose(
             }
         )
         return findings
-    target = setup.rate_ceiling if options.mode != "rate" or options.rate is None else options.rate
+    target = setup.rate_ceiling  # the --rate target in rate mode, else the offered rate
+    if options.mode == "bcr" and options.min_served_fraction > 0:
+        target = options.min_served_fraction * setup.rate_ceiling  # the least rate BCR mode may serve
     at_target = replace(data, mode="rate", target_rate=target, budget_per_hour=None)
     budget = options.budget_per_hour
     if budget is not None:
@@ -121,8 +135,9 @@ def diagnose(
             {
                 "constraint": "sla",
                 "shortfall": None,
-                "message": "the program found plans, but none met the SLA when verified by simulation even after "
-                f"tightening; loosen TTFT P90/P99 ({sla.ttft_p90_s:g} s / {sla.ttft_p99_s:g} s)",
+                "message": "the program found plans, but none met the SLA "
+                + ("when verified by simulation" if simulated else "in closed form")
+                + f" even after tightening; loosen TTFT P90/P99 ({sla.ttft_p90_s:g} s / {sla.ttft_p99_s:g} s)",
             }
         )
     return findings

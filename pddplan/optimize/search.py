@@ -25,8 +25,7 @@ from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import Candidate, instance_candidates, wan_configs
 from pddplan.optimize.solver import SolverOptions, solve
-from pddplan.perf.kv import request_kv_bytes
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenario import Scenario, build_scenario, drc_bytes_per_rps
 from pddplan.simulate.summary import simulate
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Architecture, Handoff, HandoffMode, Plan, RoleSpec, Routing, WanLease
@@ -91,17 +90,23 @@ class _Setup:
 
 
 def _prune_lines(lines: list[LinePool]) -> list[LinePool]:
-    """Drop line pools another pool of the same direction beats on capacity and on price."""
+    """Drop line pools another pool of the same direction beats outright: at least the capacity and
+    per-flow cap, at most the RTT and price, the same fluctuation, and strictly better on one.
+    (Capacity and price alone are not enough: RTT and the per-flow cap set the transfer tail.)"""
+
+    def no_worse(other: LinePool, line: LinePool) -> bool:
+        return (
+            (other.source, other.target) == (line.source, line.target)
+            and other.fluctuation == line.fluctuation
+            and other.capacity_bytes_per_s >= line.capacity_bytes_per_s
+            and other.flow_cap_bytes_per_s >= line.flow_cap_bytes_per_s
+            and other.rtt_s <= line.rtt_s
+            and other.usd_per_hour <= line.usd_per_hour
+        )
+
     kept = []
     for line in lines:
-        dominated = any(
-            other is not line
-            and (other.source, other.target) == (line.source, line.target)
-            and other.capacity_bytes_per_s >= line.capacity_bytes_per_s
-            and other.usd_per_hour <= line.usd_per_hour
-            and (other.capacity_bytes_per_s > line.capacity_bytes_per_s or other.usd_per_hour < line.usd_per_hour)
-            for other in lines
-        )
+        dominated = any(other is not line and no_worse(other, line) and not no_worse(line, other) for other in lines)
         if not dominated:
             kept.append(line)
     return kept
@@ -228,11 +233,7 @@ def _problem(
             prefill_caps[(i, k)] = padded
     if memo is not None:
         memo[memo_key] = prefill_caps
-    drc = 0.0
-    if arch != "pd-intra":
-        prompts, probs = workload.prompt_tokens.support()
-        prompt_kv = float(request_kv_bytes(model, prompts, workload.serving.page_tokens) @ probs)
-        drc = workload.serving.drc_retention_s * prompt_kv
+    drc = drc_bytes_per_rps(workload, model, arch)
     inventory = {(dc.name, offer.type): offer.max_count for dc in workload.deployment.datacenters for offer in dc.gpus}
     data = milp.ProblemData(
         architecture=arch,
@@ -412,6 +413,7 @@ def optimize_architecture(
         key, plan, evaluation, scenario, routing = best
         chosen = [routing]
         result.plan, result.evaluation, result.scenario = plan, evaluation, scenario
+        result.simulation = None
         result.routing_threshold = routing.hit_threshold if routing else None
         result.handoff_mode = plan.handoff.mode if architecture == "pdd" else None
         if key[0] == -math.inf:  # the closed form already misses the SLA: ask for headroom and re-solve
@@ -432,10 +434,12 @@ def optimize_architecture(
     if not result.feasible:
         from pddplan.optimize.diagnose import diagnose
 
+        simulated = result.simulation is not None
         result.infeasibility = diagnose(
-            setup, options, lambda r, h, s: _problem(setup, r, h, s, options, beyond_inventory=True)[0]
+            setup, options, lambda r, h, s: _problem(setup, r, h, s, options, beyond_inventory=True)[0], simulated
         )
-        result.plan = result.plan if result.simulation is not None else None
+        if not simulated:  # keep only a plan the simulation tried (and report what it measured)
+            result.plan = result.scenario = result.evaluation = None
     return result
 
 

@@ -28,7 +28,6 @@ from pddplan.evaluate.capacity_view import (
     UNBOUNDED_RATE,
     CapacityView,
     decoder_rate,
-    drc_bytes_per_rps,
     fluid_view,
     prefill_token_throughput,
     relay_rate,
@@ -37,6 +36,7 @@ from pddplan.evaluate.classes import RequestClasses, workload_classes
 from pddplan.inputs import load_model
 from pddplan.net.lines import LinePool
 from pddplan.optimize.candidates import Candidate, instance_candidates, wan_configs
+from pddplan.scenario import drc_bytes_per_rps
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Architecture, Handoff, Plan, RoleSpec, Routing, WanLease
 from pddplan.specs.workload import Workload

@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from pddplan.catalog import shipped_measurements
 from pddplan.errors import InputError
 from pddplan.perf.calibrate import ErrorSummary, accuracy_rows, read_measurements
-
-DEFAULT_MEASUREMENTS = Path("tests/data/measurements.csv")
 
 
 def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
@@ -18,9 +17,9 @@ def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
 
     Rows marked `excluded` (documented in tests/data/measurements.md) are listed but not scored.
     """
-    path = measurements or DEFAULT_MEASUREMENTS
+    path = measurements or shipped_measurements()
     if measurements is None and not path.exists():
-        raise InputError(f"{path}: not found; run from a pddplan checkout or pass a measurements CSV")
+        raise InputError(f"{path}: the shipped measurements are missing from this install; pass a measurements CSV")
     rows = read_measurements(path)
     scored = [m for m in rows if m.split in ("fit", "holdout")]
     predicted, origin = accuracy_rows(scored)

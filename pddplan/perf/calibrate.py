@@ -2,7 +2,7 @@
 
 Measurements are a CSV with columns
     model, gpu, tp, kind (prefill | decode | extend), tokens, cached, batch, context, measured_s
-and optionally weight_dtype (bf16 | fp8; empty = the model's own), kv_dtype, split (fit | holdout).
+and optionally weight_dtype (bf16 | fp8; empty = the model's own), kv_dtype, split (fit | holdout | excluded).
 For each row the roofline predicts the step (prefill: `batch` sequences of `tokens` new tokens on
 `cached` cached ones, as one step; decode: one step of `batch` sequences at mean context `context`;
 extend: `tokens` tokens on `context`). The factors minimise the sum of squared log errors
@@ -31,6 +31,7 @@ from pddplan.specs.model import ModelArchitecture
 
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "kind", "tokens", "cached", "batch", "context", "measured_s")
 KINDS = ("prefill", "decode", "extend")
+SPLITS = ("fit", "holdout", "excluded")
 
 #: (name, lower bound, upper bound) of each fitted factor. The bounds are physical priors: real
 #: kernels reach 30-95% of peak FLOP/s and 50-95% of peak HBM bandwidth; a GEMM ramps to its
@@ -106,6 +107,9 @@ def read_measurements(path: Path) -> list[Measurement]:
             raise InputError(f"{path}: line {number}: measured_s = {measured}: must be > 0")
         if values["tp"] < 1:
             raise InputError(f"{path}: line {number}: tp = {values['tp']}: must be >= 1")
+        split = (row.get("split") or "fit").strip() or "fit"
+        if split not in SPLITS:
+            raise InputError(f"{path}: line {number}: split = {split!r}: expected one of {', '.join(SPLITS)}")
         out.append(
             Measurement(
                 model=row["model"].strip(),
@@ -119,7 +123,7 @@ def read_measurements(path: Path) -> list[Measurement]:
                 measured_s=measured,
                 weight_dtype=(row.get("weight_dtype") or "").strip(),
                 kv_dtype=(row.get("kv_dtype") or "").strip(),
-                split=(row.get("split") or "fit").strip() or "fit",
+                split=split,
                 line=number,
             )
         )

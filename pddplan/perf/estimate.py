@@ -31,6 +31,16 @@ def estimate(
     decode:  one step of `decode_batch` sequences at `context_tokens`;
     extend:  `extend_tokens` recomputed on `context_tokens` (the token-ID handoff).
     """
+    for flag, value, least in (
+        ("--prefill", prefill_tokens, 1),
+        ("--decode-batch", decode_batch, 1),
+        ("--extend", extend_tokens, 1),
+        ("--chunk", chunk_tokens, 1),
+        ("--context", context_tokens, 0),
+        ("--cached", cached_tokens, 0),
+    ):
+        if value is not None and value < least:
+            raise InputError(f"{flag} = {value}: must be at least {least}")
     modes = [m for m, v in (("prefill", prefill_tokens), ("decode", decode_batch), ("extend", extend_tokens)) if v]
     if len(modes) != 1:
         raise InputError("give exactly one of --prefill TOKENS, --decode-batch B or --extend K")

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pddplan.evaluate.analytic import decoder_max_batch
+from pddplan.evaluate.classes import relayed
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
@@ -121,11 +122,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
     service = prefill_time(scenario.prefill.instance, fresh, cached, scenario.chunk_tokens)
     prefill_gpus = scenario.prefill.gpus // scenario.prefill.count
     rdma = rdma_time_s(full_kv, prefill_gpus, scenario.prefill.instance.hardware.nic_bytes_per_s)
-    if arch == "pdd":
-        routing = plan.routing
-        relay = hit < routing.hit_threshold if routing.kind == "hit" else wan_size > routing.incremental_bytes_threshold
-    else:
-        relay = np.zeros(count, dtype=bool)
+    relay = relayed(plan.routing if arch == "pdd" else None, hit, wan_size)
 
     # prefill: FIFO over c identical instances, with known service times
     start = np.empty(count)
@@ -141,7 +138,7 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         heapq.heappush(free, end[i])
 
     mean_context = float(np.mean(prompt) + np.mean(output) / 2)
-    drc = scenario.drc_bytes_per_decode_instance() if arch != "pd-intra" else 0.0
+    drc = scenario.drc_bytes_per_decode_instance()
     pools: dict[str, list[DecodeInstance]] = {"decode": _decode_pool(scenario, scenario.decode, mean_context, drc)}
     if scenario.relay is not None:
         pools["relay"] = _decode_pool(scenario, scenario.relay, mean_context, 0.0)
@@ -202,27 +199,29 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
         if t_next < math.inf:
             push(t_next, kinds["link"], 0, link.version)
 
-    def join(inst: DecodeInstance, request: int, tokens: float, t: float, stall_s: float, role: str) -> None:
-        if inst.batch >= inst.max_batch:
-            inst.queue.append((request, tokens, stall_s))
-            owner[instance_id[id(inst)]][request] = role
-            return
-        first = inst.admit(request, tokens, t, stall_s)
-        owner[instance_id[id(inst)]][request] = role
+    # handed-over requests waiting for a main-decoder slot: request -> when the relay stopped
+    handed_over_at: dict[int, float] = {}
+
+    def started(request: int, first: float, step_s: float) -> None:
+        """`request`'s first token here is at `first`: its TTFT if it has none yet; after a handoff,
+        the gap since the relay stopped."""
         if math.isnan(first_token[request]):
             first_token[request] = first
-        worst_gap[request] = max(worst_gap[request], inst.step_s())
+        gap = first - handed_over_at.pop(request) if request in handed_over_at else step_s
+        worst_gap[request] = max(worst_gap[request], gap)
+
+    def join(inst: DecodeInstance, request: int, tokens: float, t: float, stall_s: float, role: str) -> None:
+        owner[instance_id[id(inst)]][request] = role
+        if inst.batch >= inst.max_batch:
+            inst.queue.append((request, tokens, stall_s))
+            return
+        started(request, inst.admit(request, tokens, t, stall_s), inst.step_s())
         reschedule(inst)
 
     def admit_queued(inst: DecodeInstance, t: float) -> None:
         while inst.queue and inst.batch < inst.max_batch:
             request, tokens, stall_s = inst.queue.popleft()
-            role = owner[instance_id[id(inst)]][request]
-            first = inst.admit(request, tokens, t, stall_s)
-            if math.isnan(first_token[request]):
-                first_token[request] = first
-            elif role == "main":
-                worst_gap[request] = max(worst_gap[request], first - t + half_rtt)
+            started(request, inst.admit(request, tokens, t, stall_s), inst.step_s())
         reschedule(inst)
 
     def on_link_done(request: int, t: float) -> None:
@@ -242,11 +241,9 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
 
     def md_arrival(request: int, t: float) -> None:
         tokens, stall_s, handoff_t = arrivals.pop(request)
-        target = _least_loaded(pools["decode"])
-        before = target.stall_until
-        join(target, request, tokens, t, stall_s, "main")
         if handoff_t is not None:
-            worst_gap[request] = max(worst_gap[request], max(before, t) + stall_s + target.step_s() - handoff_t)
+            handed_over_at[request] = handoff_t
+        join(_least_loaded(pools["decode"]), request, tokens, t, stall_s, "main")
 
     # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
     # output, interpolated (the step time is smooth in the token count).

@@ -90,7 +90,8 @@ class Link:
         self.capacity = capacity_bytes_per_s
         self.flow_cap = flow_cap_bytes_per_s
         self.path = path
-        self.fraction = 1.0
+        # a constant path (no fluctuation, or a one-row trace) holds its fraction for good
+        self.fraction = path.next_step(0.0)[0] if path.constant else 1.0
         self.next_change = math.inf
         self.clock = 0.0
         self.last_t = 0.0

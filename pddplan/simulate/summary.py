@@ -69,12 +69,13 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
     attainment = float(meets.mean()) if len(meets) else 0.0
     goodput = scenario.rate_rps if not violations else scenario.rate_rps * attainment
     pipelines = {}
+    several_tokens = table.output_tokens[keep] > 1  # TPOT is undefined for one-token outputs
     for name in sorted(set(table.pipeline[keep].tolist())):
         mask = table.pipeline[keep] == name
         pipelines[name] = {
             "share": float(mask.mean()),
             **{f"ttft_{k}": v for k, v in _percentiles(ttft[mask]).items()},
-            **{f"tpot_{k}": v for k, v in _percentiles(tpot[mask]).items()},
+            **{f"tpot_{k}": v for k, v in _percentiles(tpot[mask & several_tokens]).items()},
         }
     full_span = stats.span_s if stats.span_s > 0 else 1.0
     utilization = {

@@ -108,6 +108,15 @@ class HardwareProfile(StrictModel):
         check_sources_cited(self.figures(), self.sources)
         return self
 
+    @model_validator(mode="after")
+    def _capabilities_positive(self) -> HardwareProfile:
+        """Compute, memory and interconnect figures divide step times: a known one must be > 0."""
+        for path, figure in self.figures().items():
+            capability = path.split(".")[0] in ("compute", "memory", "interconnect")
+            if capability and figure.value is not None and figure.value <= 0:
+                raise ValueError(f"{path} = {figure.value:g}: must be > 0 (or null when unknown)")
+        return self
+
     def figures(self) -> dict[str, Figure]:
         """Every figure of the profile by its dotted field path."""
         out: dict[str, Figure] = {}
