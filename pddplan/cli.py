@@ -586,7 +586,14 @@ def sweep(
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
     backend: Annotated[str, typer.Option("--backend", help="loky (default), threading, dask or ray.")] = "loky",
-    exact: Annotated[bool, typer.Option("--optimize", help="Run the integer program at each point (slower).")] = False,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--optimize",
+            help="Run the integer program at each point (slower); figures are then the plan's goodput "
+            "at the offered rate, not its fluid capacity.",
+        ),
+    ] = False,
     png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")] = None,

@@ -4,7 +4,10 @@ A parameter is a path into the workload file, dots between keys and [i] for list
 `arrival.rate_rps`, `deployment.wan_lines[0].capacity_gbps`, `deployment.wan_lines[0].rtt_ms`,
 `deployment.datacenters[1].gpus[0].usd_per_gpu_hour`, `serving.chunk_tokens`, `sla.ttft_p99_s`.
 At each value the workload is re-validated, and each architecture is sized (fast greedy sizing,
-`--optimize` for the integer program without verification) and read through its capacity view.
+`--optimize` for the integer program without verification). Without `--optimize` the figures
+are the sized plan's capacity view (fluid economics: every role at its capacity); with it, they
+are the optimized plan's closed-form goodput and revenue at the offered rate. The two sets of
+columns carry the same names but are not comparable with each other.
 Points run in parallel through joblib; `backend` picks loky (local processes), dask or ray.
 """
 
