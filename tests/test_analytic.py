@@ -203,6 +203,25 @@ def test_rate_argument_overrides_the_plan() -> None:
     )
 
 
+def test_rate_argument_sizes_the_radix_cache_at_that_rate() -> None:
+    """Guards evaluate(scenario, rate_rps): the main decoder's radix-cache (DRC) reservation must be
+    sized at rate_rps, not at the plan's rate. With a 300 s retention the cache at the plan's
+    2 req/s fills the decoders (unstable), at 0.5 req/s it does not: evaluating at 0.5 must give
+    exactly what the same plan with rate_rps 0.5 gives."""
+    serving = {**BASE_WORKLOAD["serving"], "max_decode_batch": 256, "drc_retention_s": 300}
+    w = workload(serving=serving)
+    s = scenario(plan_data("small-pdd"), w)
+    assert s.rate_rps == 2.0
+    assert not evaluate(s).stages["decode"].stable  # the cache at 2 req/s leaves no room
+    at_rate = evaluate(s, rate_rps=0.5)
+    in_plan = evaluate(scenario(plan_data("small-pdd", rate_rps=0.5), w))
+    assert in_plan.sla_met and in_plan.stages["decode"].stable
+    assert at_rate.stages == in_plan.stages
+    assert at_rate.ttft == in_plan.ttft and at_rate.tpot == in_plan.tpot
+    assert at_rate.sla_met and at_rate.sla_violations == []
+    assert at_rate.to_dict() == in_plan.to_dict()
+
+
 def test_tight_sla_is_reported_and_cuts_goodput() -> None:
     w = workload(sla={"ttft_p90_s": 0.05, "ttft_p99_s": 0.1, "tpot_p90_s": 0.1})
     result = evaluate(scenario(plan_data("small-pdd"), w))
@@ -304,6 +323,29 @@ def test_overloaded_prefill_and_decode_are_unstable() -> None:
     decode = evaluate(scenario(plan_data("small-pd-intra", max_decode_batch=1)))
     assert not decode.stages["decode"].stable
     assert "decode needs" in decode.sla_violations[0]
+
+
+def test_relay_that_cannot_hold_one_sequence_is_unstable_not_a_crash() -> None:
+    """Guards the relay's load in the closed form (batch / relay max batch): a 500,000-token prompt's
+    KV (~66 GB) exceeds gpu-a's KV budget (~55 GB), so the relay holds no sequence (max batch 0)
+    while the gpu-b main decoder holds one. Evaluating must report an unstable relay and the SLA
+    missed, not raise ZeroDivisionError."""
+    w = workload(
+        prompt_tokens={"kind": "fixed", "tokens": 500_000},
+        arrival={"rate_rps": 0.01, "process": "poisson"},
+        serving={**BASE_WORKLOAD["serving"], "drc_retention_s": 0},
+    )
+    s = scenario(plan_data("small-pdd"), w)
+    assert s.relay is not None
+    context = 500_000 + 100.0
+    assert decoder_max_batch(s, s.relay, context, 0.0) == 0
+    assert decoder_max_batch(s, s.decode, context, 0.0) >= 1
+    result = evaluate(s)
+    assert not result.stages["relay"].stable
+    assert result.stages["decode"].stable
+    assert not result.sla_met
+    assert math.isinf(result.ttft.p90_s)
+    assert result.goodput_rps == 0
 
 
 # -- monotonicity -----------------------------------------------------------------------------------------------

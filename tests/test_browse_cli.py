@@ -101,6 +101,33 @@ def test_hardware_show_file(cli: Any, root: Any, tmp_path: Any) -> None:
     assert json_of(cli("hardware", "show", str(path), "--json"))["name"] == "h20"
 
 
+@pytest.mark.parametrize(
+    ("figure", "old", "new"),
+    [
+        ("interconnect.scale_up_domain", "scale_up_domain: {value: 8,", "scale_up_domain: {value: 0,"),
+        ("memory.hbm_tb_per_s", "hbm_tb_per_s: {value: 4.8,", "hbm_tb_per_s: {value: 0,"),
+    ],
+    ids=["scale-up-domain", "hbm-bandwidth"],
+)
+def test_hardware_profile_with_a_zero_capability_is_one_error_line(
+    cli: Any, root: Any, tmp_path: Any, figure: str, old: str, new: str
+) -> None:
+    """Guards the profile check that compute, memory and interconnect figures are > 0: a profile file
+    with scale_up_domain 0 or hbm_tb_per_s 0 (a divisor of step times) is rejected with one error
+    line naming the figure, by `hardware show FILE` and by `estimate --gpu FILE`."""
+    text = (root / "hardware_profiles" / "gpu-b.yaml").read_text()
+    assert text.count(old) == 1
+    path = tmp_path / "zero.yaml"
+    path.write_text(text.replace(old, new))
+    for args in (
+        ("hardware", "show", str(path), "--json"),
+        ("estimate", "--model", "llama-3.1-8b", "--gpu", str(path), "--prefill", "1000", "--json"),
+    ):
+        line = one_error_line(cli(*args))
+        assert f"{figure} = 0: must be > 0" in line, (args, line)
+        assert str(path) in line
+
+
 # -- models ---------------------------------------------------------------------------------------
 def test_models_list_json(cli: Any) -> None:
     rows = json_of(cli("models", "list", "--json"))

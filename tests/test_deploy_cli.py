@@ -305,6 +305,13 @@ def test_bad_options(cli: Any) -> None:
     assert "--rate = 0.0" in one_error_line(cli("evaluate", MODERATE, "pdd-agent-64k", "--rate", "0"))
 
 
+def test_infinite_rate_is_one_error_line(cli: Any) -> None:
+    """Guards evaluate's --rate check: `--rate inf` passes `> 0` but is no rate; it must be exit 2
+    with one error line, not an evaluation at an infinite rate."""
+    line = one_error_line(cli("evaluate", SMALL_PDD, SMALL_WORKLOAD, "--rate", "inf", "--json"))
+    assert "--rate = inf: must be a finite number > 0" in line
+
+
 @pytest.mark.parametrize(
     ("trace", "expected"),
     [

@@ -238,6 +238,25 @@ def test_cli_estimate_bad_combinations(cli: Any, args: list[str], fragments: lis
     one_error_line(cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", *args), *fragments)
 
 
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--prefill", "100", "--chunk", "0"], "--chunk = 0: must be at least 1"),
+        (["--decode-batch", "-3", "--context", "100"], "--decode-batch = -3: must be at least 1"),
+        (["--prefill", "100", "--cached", "-1"], "--cached = -1: must be at least 0"),
+        (["--decode-batch", "4", "--context", "-5"], "--context = -5: must be at least 0"),
+        (["--extend", "0", "--context", "100"], "--extend = 0: must be at least 1"),
+        (["--prefill", "0"], "--prefill = 0: must be at least 1"),
+    ],
+    ids=["chunk", "decode-batch", "cached", "context", "extend", "prefill"],
+)
+def test_cli_estimate_rejects_zero_or_negative_sizes(cli: Any, args: list[str], fragment: str) -> None:
+    """Guards estimate's size checks: a zero chunk, a negative batch, cached or context count (and a
+    zero token count) are one error line naming the flag (exit 2), not a traceback (division by a
+    zero chunk) or a silent answer computed from a negative size."""
+    one_error_line(cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", *args, "--json"), fragment)
+
+
 def test_cli_estimate_unknown_names(cli: Any) -> None:
     one_error_line(cli("estimate", "--model", "llama-9", "--gpu", "h100-sxm", "--prefill", "10"), "unknown model")
     one_error_line(cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h1000", "--prefill", "10"), "h1000")

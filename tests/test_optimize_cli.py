@@ -438,6 +438,18 @@ def test_bad_input_exits_2_with_one_error_line(case: str, cli: Any) -> None:
     assert lines[0].startswith("error: ") and fragment in lines[0]
 
 
+@pytest.mark.parametrize("flag", ["--budget", "--rate"])
+def test_infinite_budget_or_rate_exits_2(cli: Any, flag: str) -> None:
+    """Guards optimize's --budget/--rate checks: `inf` passes `> 0` but is no budget or rate; it must
+    be exit 2 with one error line naming the flag, before any solve."""
+    result = cli("optimize", AGENT, flag, "inf", "--json")
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0] == f"error: {flag} = inf: must be a finite number > 0"
+
+
 def test_unknown_workload_exits_2(cli: Any) -> None:
     result = cli("optimize", "no-such-workload", "--json")
     assert result.exit_code == 2, (result.stdout, result.stderr)

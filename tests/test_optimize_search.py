@@ -27,12 +27,14 @@ from test_optimize_model import (  # shared synthetic builders and brute force
 )
 
 from pddplan.errors import InfeasibleError
+from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.capacity import PathLoad
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import FIXES, diagnose
 from pddplan.optimize.search import (
     HIT_THRESHOLDS,
+    MAX_ROUNDS,
     OptimizeOptions,
     _prune_lines,
     _routings,
@@ -41,7 +43,9 @@ from pddplan.optimize.search import (
     optimize_architecture,
     require_feasible,
 )
+from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import decode_step_time
+from pddplan.specs.workload import Fluctuation
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,6 +104,31 @@ def test_prune_lines_drops_only_dominated_pools() -> None:
     assert other_direction in kept and trade_off in kept
     twin = replace(a)
     assert _prune_lines([a, twin]) == [a, twin]  # equal pools dominate neither
+
+
+def test_prune_lines_keeps_a_dearer_pool_with_a_better_transfer_tail() -> None:
+    """Guards _prune_lines: a pool cheaper and at least as large must not prune one with a lower RTT,
+    a higher per-flow TCP cap or another fluctuation (RTT and the flow cap set the transfer tail, so
+    a cheap slow option hid the fast lines); a pool beaten on every axis is still pruned."""
+    fast = line("dc-a", "dc-b", 10.0)
+    assert fast.fluctuation.kind != "none"
+    cheap_big = replace(fast, usd_per_hour=5.0, capacity_bytes_per_s=2 * fast.capacity_bytes_per_s)
+    far = replace(cheap_big, rtt_s=4 * fast.rtt_s)
+    capped = replace(cheap_big, flow_cap_bytes_per_s=fast.flow_cap_bytes_per_s / 4)
+    steady = replace(cheap_big, fluctuation=Fluctuation(kind="none"))
+    for other in (far, capped, steady):
+        assert _prune_lines([fast, other]) == [fast, other]
+    beaten = replace(
+        fast,
+        usd_per_hour=20.0,
+        capacity_bytes_per_s=fast.capacity_bytes_per_s / 2,
+        flow_cap_bytes_per_s=fast.flow_cap_bytes_per_s / 2,
+        rtt_s=2 * fast.rtt_s,
+    )
+    assert _prune_lines([fast, beaten]) == [fast]
+    slower_only = replace(fast, rtt_s=2 * fast.rtt_s)  # equal on every other axis, worse RTT
+    assert _prune_lines([slower_only, fast]) == [fast]
+    assert _prune_lines([fast, far, beaten]) == [fast, far]
 
 
 def test_routing_rules_are_distinct_relay_sets() -> None:
@@ -360,3 +389,71 @@ def test_budget_mode_never_serves_nothing() -> None:
     assert 0 < result.evaluation.goodput_rps <= workload.arrival.rate_rps
     assert result.evaluation.cost_per_hour <= 90.0 + 1e-9
     assert math.isfinite(result.evaluation.bcr)
+
+
+def test_closed_form_missing_the_sla_in_every_round_keeps_no_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards an infeasible result whose plans all missed the SLA in closed form, so none was ever
+    simulated: it must keep no plan, scenario or evaluation (only a plan the simulation tried is
+    reported), and the 'sla' finding must say "in closed form", not "when verified by simulation"."""
+
+    def missing(scenario: Any, rate_rps: float | None = None) -> Any:
+        return replace(evaluate(scenario, rate_rps), sla_met=False)
+
+    def no_simulation(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a plan missing the SLA in closed form must not be simulated")
+
+    monkeypatch.setattr("pddplan.optimize.search.evaluate", missing)
+    monkeypatch.setattr("pddplan.optimize.search.simulate", no_simulation)
+    workload = load_workload("pdd-agent-64k")
+    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pd-intra", OptimizeOptions())
+    assert not result.feasible
+    assert result.rounds == MAX_ROUNDS
+    assert result.simulation is None
+    assert result.plan is None and result.scenario is None and result.evaluation is None
+    finding = only(result.infeasibility)
+    assert finding["constraint"] == "sla"
+    assert "in closed form" in finding["message"]
+    assert "when verified by simulation" not in finding["message"]
+
+
+def test_bcr_diagnosis_is_at_the_least_rate_it_may_serve(tmp_path: Path) -> None:
+    """Guards the BCR-mode diagnosis with min_served_fraction 0.5: the shortfall is reported at the
+    least rate BCR mode may serve (0.5 x the offered 4 req/s = 2 req/s), not at the offered rate."""
+    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(0, 16))
+    assert workload.arrival.rate_rps == 4.0
+    result = optimize_architecture(workload, folder, "pdd", OptimizeOptions(min_served_fraction=0.5, verify=False))
+    assert not result.feasible
+    finding = next(i for i in result.infeasibility if i["constraint"] == "inventory")
+    assert finding["shortfall"] == pytest.approx(16.0, rel=1e-6)
+    assert "at 2 req/s" in finding["message"]
+    assert all("at 4 req/s" not in item["message"] for item in result.infeasibility)
+
+
+def test_decoder_too_small_for_one_sequence_is_reported_as_memory(tmp_path: Path) -> None:
+    """Guards the diagnosis when no decode candidate holds one sequence's KV: a 1M-token prompt of
+    llama-3.1-8b (~131 GB of KV) on TP1 GPUs (at most ~110 GB of KV budget on gpu-b). The binding
+    constraint is decode memory ("holds one sequence's KV", short by the difference), not a TPOT
+    the decoders would in fact meet at batch 1."""
+    spec = yaml.safe_load((ROOT / "tests" / "data" / "plans" / "small-workload.yaml").read_text())
+    spec["name"] = "giant-prompt"
+    spec["prompt_tokens"] = {"kind": "fixed", "tokens": 1_000_000}
+    spec["arrival"]["rate_rps"] = 0.01
+    spec["deployment"]["tp_options"] = [1]
+    spec["deployment"]["wan_lines"] = spec["deployment"]["wan_lines"][:1]  # no trace file to copy
+    path = tmp_path / "giant-prompt.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    workload = load_workload(str(path))
+    result = optimize_architecture(workload, tmp_path, "pd-cross", NO_VERIFY)
+    assert not result.feasible and result.plan is None
+    finding = only(result.infeasibility)
+    assert finding["constraint"] == "decode-memory"
+    assert "holds one sequence's KV" in finding["message"]
+    assert "TPOT" not in finding["message"]
+    setup = _setup(workload, tmp_path, "pd-cross", 0.01)
+    sequence = float(request_kv_bytes(setup.model, setup.context, workload.serving.page_tokens))
+    roomiest = max(c.kv_capacity_bytes for c in setup.candidates)
+    assert sequence > roomiest
+    assert finding["shortfall"] == pytest.approx((sequence - roomiest) / 1e9, rel=1e-9)
+    # at batch 1 the decoders are fast enough: TPOT was never the problem
+    best = min(float(decode_step_time(c.instance, 1.0, setup.context)) for c in setup.candidates)
+    assert workload.sla.tpot_p90_s is not None and best < workload.sla.tpot_p90_s

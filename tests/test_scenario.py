@@ -18,6 +18,7 @@ import yaml
 from pddplan.errors import InputError
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.loading import validate
+from pddplan.optimize.candidates import instance_candidates
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenario import build_scenario, gpu_price
 from pddplan.specs.plan import Plan
@@ -142,6 +143,17 @@ def test_drc_bytes_by_littles_law(agent: Workload) -> None:
     assert doubled.drc_bytes_per_decode_instance() == pytest.approx(expected / 2)
 
 
+def test_drc_bytes_scale_with_the_given_rate(agent: Workload) -> None:
+    """Guards `drc_bytes_per_decode_instance(rate)`: the radix-cache reservation is sized at the rate
+    asked for (evaluate --rate), proportional to it, not always at the plan's rate."""
+    scenario = build_scenario(plan(lambda d: d.update(rate_rps=2.0)), agent)
+    at_plan_rate = scenario.drc_bytes_per_decode_instance()
+    assert at_plan_rate > 0
+    assert scenario.drc_bytes_per_decode_instance(2.0) == pytest.approx(at_plan_rate, rel=1e-12)
+    assert scenario.drc_bytes_per_decode_instance(0.5) == pytest.approx(at_plan_rate / 4, rel=1e-12)
+    assert scenario.drc_bytes_per_decode_instance(6.0) == pytest.approx(3 * at_plan_rate, rel=1e-12)
+
+
 def test_pd_intra_has_no_link_and_no_line_cost() -> None:
     workload = load_workload(str(PLANS / "small-workload.yaml"))
     scenario = build_scenario(load_plan(str(PLANS / "small-pd-intra.yaml")), workload)
@@ -168,6 +180,33 @@ def test_workload_price_override_wins(agent: Workload) -> None:
     assert scenario.decode.usd_per_gpu_hour == 2.5
     assert scenario.prefill.usd_per_gpu_hour == pytest.approx(rental("gpu-a"))
     assert gpu_price(scenario.decode.instance.hardware, workload, "dc-b") == 2.5
+
+
+def test_price_override_of_an_offer_named_by_file_path(tmp_path: Path) -> None:
+    """Guards gpu_price for an offer whose `type` is a profile file path: its usd_per_gpu_hour must be
+    used (the profile inside is named gpu-b, not the path, so matching on the profile's name missed
+    the override) by build_scenario (role price, plan cost) and by the optimizer's candidates."""
+    profile = tmp_path / "my-gpu-b.yaml"
+    profile.write_text((ROOT / "hardware_profiles" / "gpu-b.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    data = yaml.safe_load((ROOT / "workloads" / "pdd-agent-64k.yaml").read_text(encoding="utf-8"))
+    data["deployment"]["datacenters"][1]["gpus"] = [{"type": str(profile), "max_count": 256, "usd_per_gpu_hour": 2.5}]
+    workload = validate(Workload, data, "workload.yaml")
+    scenario = build_scenario(plan(lambda d: d["decode"].update(gpu=str(profile))), workload)
+    assert scenario.decode.instance.hardware.name == "gpu-b"
+    assert rental("gpu-b") != 2.5
+    assert scenario.decode.usd_per_gpu_hour == 2.5
+    assert gpu_price(scenario.decode.instance.hardware, workload, "dc-b", str(profile)) == 2.5
+    line = line_option("pdd-agent-64k", "express-100g")
+    expected = 48 * rental("gpu-a") + 32 * 2.5 + line["usd_per_month"] / 730
+    assert scenario.cost_per_hour == pytest.approx(expected, rel=1e-12)
+    candidates = instance_candidates(workload, scenario.model, workload.serving.chunk_tokens)
+    by_path = [c for c in candidates if c.gpu == str(profile)]
+    assert by_path
+    for c in by_path:
+        assert c.usd_per_hour == pytest.approx(c.tp * 2.5, rel=1e-12)
+    for c in candidates:
+        if c.gpu == "gpu-a":
+            assert c.usd_per_hour == pytest.approx(c.tp * rental("gpu-a"), rel=1e-12)
 
 
 def test_purchase_basis_uses_amortized_price(agent: Workload) -> None:

@@ -430,6 +430,34 @@ def test_trace_fluctuating_line_simulates_to_the_end(tmp_path: Path) -> None:
     assert stats.link_bytes == pytest.approx(float(table.wan_bytes.sum()), rel=1e-6)
 
 
+def test_one_row_capacity_trace_holds_its_fraction(tmp_path: Path) -> None:
+    """Guards the simulated link under a one-row trace (a constant fraction, 0.25): the link must run
+    at that fraction from the start, as a two-row trace of the same constant does, and not at full
+    capacity as with `kind: none` (a one-row trace never schedules a change, so the fraction was
+    left at its initial 1.0)."""
+    (tmp_path / "one.csv").write_text("time_s,capacity_fraction\n0,0.25\n", encoding="utf-8")
+    (tmp_path / "two.csv").write_text("time_s,capacity_fraction\n0,0.25\n1,0.25\n", encoding="utf-8")
+    runs = {}
+    for name, fluctuation, fraction in (
+        ("one", {"kind": "trace", "trace_file": str(tmp_path / "one.csv")}, 0.25),
+        ("two", {"kind": "trace", "trace_file": str(tmp_path / "two.csv")}, 0.25),
+        ("none", {"kind": "none"}, 1.0),
+    ):
+        s = scenario(plan("small-pd-cross", rate_rps=0.5), workload(line={"fluctuation": fluctuation}))
+        assert s.link is not None
+        runs[name] = simulate(s, 400, seed=0)
+        stats = runs[name].stats
+        mean_capacity = stats.link_capacity_integral / stats.span_s
+        assert mean_capacity == pytest.approx(fraction * s.link.capacity_bytes_per_s, rel=0.02), name
+    one, two, none = (runs[name] for name in ("one", "two", "none"))
+    assert one.summary["link_utilization"] == pytest.approx(two.summary["link_utilization"], rel=0.03)
+    assert one.summary["link_utilization"] > 3 * none.summary["link_utilization"]
+    # the same transfers at a quarter of the capacity: every KV lands at the same time as with two rows
+    np.testing.assert_allclose(one.table.first_token_s, two.table.first_token_s, rtol=1e-6)
+    transfer = one.table.first_token_s - one.table.prefill_end_s
+    assert transfer.mean() > 1.5 * (none.table.first_token_s - none.table.prefill_end_s).mean()
+
+
 # == 4. the evaluator against the simulator ================================================================
 
 
@@ -556,6 +584,60 @@ def test_decoders_never_move_back_in_time(monkeypatch: pytest.MonkeyPatch) -> No
     assert backwards == []
 
 
+def test_handoff_gap_includes_the_wait_for_a_main_decoder_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards worst_gap_s after a relay -> main-decoder handoff: the gap runs from when the relay
+    stopped to the request's first token on the main decoder, including any time the request waited
+    in the main decoder's queue for a slot (it was measured from the admission, less RTT/2, so a
+    queued request's wait was lost). One main decoder with a batch of 4 under 2 req/s of 400-token
+    outputs: most handed-over requests queue there. The relay's stop time and the main decoder's
+    first token are recorded independently, on the servers themselves."""
+    stopped: dict[int, float] = {}  # request -> when it left an instance (the relay's is the handoff)
+    first_md: dict[int, tuple[float, float]] = {}  # request -> (admitted at, first token) on an MD
+    roles: dict[int, str] = {}  # id(instance) -> role name
+
+    class Recording(DecodeInstance):
+        def remove(self, request: int) -> None:
+            if roles[id(self)] == "relay":
+                stopped[request] = self.last_t
+            super().remove(request)
+
+        def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
+            first = super().admit(request, tokens, t, stall_s)
+            if roles[id(self)] == "decode":
+                first_md[request] = (t, first)
+            return first
+
+    real_pool = engine._decode_pool
+
+    def tagged_pool(s: Scenario, role: Any, context: float, reserved: float) -> list[DecodeInstance]:
+        pool = real_pool(s, role, context, reserved)
+        roles.update({id(inst): role.name for inst in pool})
+        return pool
+
+    monkeypatch.setattr(engine, "DecodeInstance", Recording)
+    monkeypatch.setattr(engine, "_decode_pool", tagged_pool)
+    w = workload(
+        line={"capacity_gbps": 10, "rtt_ms": 20},
+        prompt_tokens={"kind": "fixed", "tokens": 4096},
+        output_tokens={"kind": "fixed", "tokens": 400},
+        hit_rate={"buckets": [{"low": 0.0, "high": 0.5, "share": 1.0}]},
+    )
+    p = plan("small-pdd", max_decode_batch=4, handoff={"mode": "one-shot"})
+    p["decode"]["count"] = 1
+    s = scenario(p, w)
+    assert s.link is not None
+    table, _ = simulate_requests(s, 300, seed=0)
+    check_accounting(table)
+    handed = [r for r in stopped if r in first_md and table.relay_tokens[r] < table.output_tokens[r]]
+    assert len(handed) > 200
+    queued = [r for r in handed if first_md[r][0] > stopped[r] + s.link.rtt_s / 2 + 1e-6]
+    assert len(queued) > 100  # the case that matters: these waited for a main-decoder slot
+    for r in handed:
+        gap = first_md[r][1] - stopped[r]
+        assert table.worst_gap_s[r] >= gap - 1e-9, (r, table.worst_gap_s[r], gap)
+    assert float(np.max(table.worst_gap_s)) > 1.0  # seconds of waiting, not one decode step
+
+
 # == summary and records ===================================================================================
 
 
@@ -579,6 +661,33 @@ def test_summary_figures() -> None:
     assert 0 < summary["link_utilization"] < 1
     for name in ("prefill", "relay", "decode"):
         assert 0 < summary["utilization"][name] < 1
+
+
+def test_pipeline_tpot_ignores_one_token_outputs() -> None:
+    """Guards the per-pipeline TPOT percentiles of the summary: one-token outputs have no TPOT (the
+    table says 0) and must be left out, as the overall figure does. With 60% one-token outputs the
+    per-pipeline P50 was 0."""
+    w = workload(
+        output_tokens={
+            "kind": "histogram",
+            "bins": [
+                {"low_tokens": 1, "high_tokens": 1, "share": 0.6},
+                {"low_tokens": 50, "high_tokens": 150, "share": 0.4},
+            ],
+        }
+    )
+    result = simulate(scenario(plan("small-pdd"), w), 1_000, seed=0)
+    table, pipelines = result.table, result.summary["pipelines"]
+    keep = np.arange(1_000) >= int(1_000 * WARMUP_FRACTION)
+    assert (table.output_tokens[keep] == 1).mean() > 0.5
+    assert {"P-MD", "P-RLD"} <= set(pipelines)
+    for name, figures in pipelines.items():
+        several = keep & (table.pipeline == name) & (table.output_tokens > 1)
+        assert several.any(), name
+        assert figures["tpot_p50_s"] > 0, name
+        for q in (50, 90, 99):
+            expected = float(np.percentile(table.tpot_s[several], q))
+            assert figures[f"tpot_p{q}_s"] == pytest.approx(expected, rel=1e-12), (name, q)
 
 
 def test_single_request_simulation() -> None:
