@@ -13,12 +13,9 @@ seconds and runs in milliseconds.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
-import signal
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_simulation import deadline  # turns a hang into a failure
 
 import pddplan.simulate.engine as engine
 from pddplan.loading import validate
@@ -42,22 +40,6 @@ PLANS = Path(__file__).resolve().parent / "data" / "plans"
 BASE_WORKLOAD: dict[str, Any] = yaml.safe_load((PLANS / "small-workload.yaml").read_text(encoding="utf-8"))
 
 PROPERTY = settings(max_examples=50, deadline=None)
-
-
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Turn a hang into a failure (each example takes milliseconds)."""
-
-    def fail(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"did not finish within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def workload(output_median: float, low_hit_share: float, rtt_ms: float = 20.0) -> Workload:
@@ -143,7 +125,7 @@ def test_link_more_capacity_never_delays_a_flow(
 
     def completion(c: float) -> dict[int, float]:
         path = CapacityPath(spec, np.random.default_rng(0), trace_dir)
-        with time_limit(10):
+        with deadline(10):
             return run_link(Link(c, flow_cap, path), arrivals, sizes)
 
     slow, fast = completion(capacity), completion(capacity * factor)
@@ -167,7 +149,7 @@ def link_completions(s: Scenario, requests: int, seed: int) -> tuple[engine.Requ
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "Link", RecordingLink)
-        with time_limit(10):
+        with deadline(10):
             table, _ = simulate_requests(s, requests, seed)
     return table, done
 
@@ -290,7 +272,7 @@ def token_ledger(s: Scenario, requests: int, seed: int) -> tuple[engine.RequestT
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "DecodeInstance", Recording)
         patch.setattr(engine, "_decode_pool", tagged_pool)
-        with time_limit(10):
+        with deadline(10):
             table, _ = simulate_requests(s, requests, seed)
     assert all(n == 1 for n in admitted_relay.values())  # a request sits on the relay once at most
     return table, ledger
