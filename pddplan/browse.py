@@ -25,6 +25,7 @@ def hardware_summary(profile: HardwareProfile) -> dict[str, Any]:
         "figures": figures,
         "rental_usd_per_gpu_hour": rental.value if rental else None,
         "efficiency": profile.efficiency.model_dump() if profile.efficiency else None,
+        "stack_efficiency": {name: f.model_dump() for name, f in sorted(profile.stack_efficiency.items())},
         "sources": {key: src.model_dump() for key, src in profile.sources.items()},
     }
 

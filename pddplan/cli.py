@@ -194,6 +194,10 @@ def estimate(
     context: Annotated[int | None, typer.Option("--context", help="Context tokens for decode/extend.")] = None,
     kv_dtype: KvDtypeOption = None,
     ep: Annotated[bool | None, typer.Option("--ep/--no-ep", help="Force expert parallelism on or off.")] = None,
+    stack: Annotated[
+        str | None,
+        typer.Option("--stack", help="Use the GPU's factors calibrated for this serving stack (e.g. sglang-0.5)."),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Predict one prefill, decode step or extend step, with its breakdown and binding resource."""
@@ -212,6 +216,7 @@ def estimate(
         context_tokens=context,
         kv_dtype=_kv_dtype(kv_dtype),
         expert_parallel=ep,
+        stack=stack,
     )
     if json_out:
         output.emit_json(result)
@@ -223,32 +228,60 @@ def estimate(
 def calibrate(
     measurements: Annotated[Path, typer.Argument(help="CSV of measured step times (see docs/model.md).")],
     gpu: Annotated[str | None, typer.Option("--gpu", help="Fit this GPU's factors to its rows.")] = None,
+    stack: Annotated[
+        str | None,
+        typer.Option("--stack", help="With --gpu: fit only the rows of this serving stack (the CSV's stack column)."),
+    ] = None,
     all_gpus: Annotated[bool, typer.Option("--all", help="Fit one set of default factors to every row.")] = False,
     output_path: Annotated[Path | None, typer.Option("--output", help="Write the calibrated profile here.")] = None,
+    write_catalog: Annotated[
+        bool,
+        typer.Option(
+            "--write-catalog",
+            help="With --all: refit the defaults, every GPU and every (GPU, stack) and write them into the catalog.",
+        ),
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Fit efficiency factors to measured step times; report the error before and after."""
     from pddplan.errors import InputError
+    from pddplan.inputs import load_hardware
     from pddplan.perf import calibrate as cal
     from pddplan.report import output, perf_tables
 
     if (gpu is None) == (not all_gpus):
         raise InputError("give --gpu NAME to calibrate one profile, or --all for the shipped defaults")
+    if stack is not None and gpu is None:
+        raise InputError("--stack needs --gpu NAME: stack factors belong to one GPU's profile")
+    if write_catalog and not all_gpus:
+        raise InputError("--write-catalog goes with --all (it refits every shipped factor)")
     if gpu is not None:
-        _, result = cal.calibrate_profile(measurements, gpu)
+        profile, result = cal.calibrate_profile(measurements, gpu, stack=stack)
         if output_path is not None:
             source_path = output_path if output_path.exists() else None
             text = source_path.read_text() if source_path else _profile_text(gpu)
             from pddplan.loading import write_atomic
 
-            write_atomic(output_path, cal.with_efficiency_block(text, result.efficiency))
+            if stack is None:
+                write_atomic(output_path, cal.with_efficiency_block(text, result.efficiency))
+            else:
+                kept = load_hardware(str(source_path)).stack_efficiency if source_path else profile.stack_efficiency
+                stacks = {**kept, stack: result.efficiency}
+                write_atomic(output_path, cal.with_efficiency_block(text, None, stacks))
     else:
         result = cal.fit_all(measurements)
+        if write_catalog:
+            from pddplan.perf.refit import refit_file
+            from pddplan.perf.refit import write_catalog as write
+
+            for path in write(refit_file(measurements)):
+                output.human().print(f"wrote {path}")
         if output_path is not None:
             from pddplan.loading import write_atomic
 
             write_atomic(output_path, cal.efficiency_yaml(result.efficiency))
-    summary = perf_tables.calibration_summary(result, gpu or "all GPUs", output_path)
+    label = "all GPUs" if gpu is None else (gpu if stack is None else f"{gpu} / {stack}")
+    summary = perf_tables.calibration_summary(result, label, output_path)
     if json_out:
         output.emit_json(summary)
     else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +26,13 @@ from pddplan.perf.calibrate import (
     calibrate_profile,
     efficiency_yaml,
     fit_efficiency,
+    pooled_request_overhead,
     predict,
     read_measurements,
     with_efficiency_block,
 )
-from pddplan.perf.efficiency import DEFAULT_EFFICIENCY
+from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
+from pddplan.perf.refit import refit, write_catalog
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency
 
@@ -69,21 +72,23 @@ def row(
     split: str = "fit",
     weight_dtype: str = "",
     kv_dtype: str = "",
+    stack: str = "",
 ) -> Measurement:
     return Measurement(
         model,
         gpu,
         tp,
-        kind,
+        kind,  # type: ignore[arg-type]
         tokens,
         cached,
         batch,
         context,
-        1.0,  # type: ignore[arg-type]
+        1.0,
         weight_dtype,
         kv_dtype,
         split,
         0,
+        stack,
     )
 
 
@@ -92,7 +97,7 @@ def synthetic_csv(path: Path, rows: list[Measurement], efficiency: Efficiency) -
     measured = predict(rows, efficiency)
     with path.open("w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle)
-        out.writerow([*REQUIRED_COLUMNS, "weight_dtype", "kv_dtype", "split"])
+        out.writerow([*REQUIRED_COLUMNS, "weight_dtype", "kv_dtype", "split", "stack"])
         for m, seconds in zip(rows, measured, strict=True):
             out.writerow(
                 [
@@ -108,6 +113,7 @@ def synthetic_csv(path: Path, rows: list[Measurement], efficiency: Efficiency) -
                     m.weight_dtype,
                     m.kv_dtype,
                     m.split,
+                    m.stack,
                 ]
             )
     return path
@@ -340,7 +346,8 @@ def test_with_efficiency_block_replaces_the_block_and_keeps_the_rest(root: Path,
     text = with_efficiency_block(original, new)
     before_block = original.split("\nefficiency:\n")[0]
     assert text.startswith(before_block + "\n")
-    assert text.count("efficiency:") == 1
+    assert text.count("\nefficiency:\n") == 1
+    assert "\nstack_efficiency:\n" in text  # the per-stack block is kept when only the main one is given
     assert text.endswith(efficiency_yaml(new))
     path = write(tmp_path / "h100-sxm.yaml", text)
     profile = load_hardware(str(path))
@@ -379,14 +386,105 @@ def test_accuracy_report_on_a_small_csv(tmp_path: Path) -> None:
     report = accuracy_report(path)
     assert report["rows"] == 4 and report["excluded"] == 1
     assert report["summary"]["fit"]["count"] == 2 and report["summary"]["holdout"]["count"] == 1
-    assert len(report["points"]) == 3
+    assert len(report["points"]) == 4  # the excluded row is listed, not scored
     for point in report["points"]:
         assert point["error"] == pytest.approx(point["predicted_s"] / point["measured_s"] - 1, rel=1e-12)
-    assert [p["factors"] for p in report["points"]] == ["profile", "profile", "default"]  # l40s has no block
+    assert [p["factors"] for p in report["points"]] == ["profile", "profile", "default", "profile"]  # l40s: none
     expected = predict([rows[0]])[0]
     assert report["points"][0]["predicted_s"] == pytest.approx(expected, rel=1e-12)
+    assert report["holdout_by_gpu"] == {"h100-sxm": report["holdout_by_gpu"]["h100-sxm"]}  # only GPUs held out
     assert report["holdout_by_gpu"]["h100-sxm"]["holdout_count"] == 1
-    assert report["holdout_by_gpu"]["l40s"]["holdout_count"] == 0
+    assert report["gpu_level_summary"] == report["summary"]  # no row names a stack the profiles hold
+
+
+def test_accuracy_scores_a_row_with_its_stack_factors(tmp_path: Path) -> None:
+    """A row of a stack the GPU's profile holds is predicted with that stack's block; the GPU-level
+    figure is kept beside it."""
+    profile = load_hardware("b200")
+    stack = sorted(profile.stack_efficiency)[0]
+    rows = [row("decode", 1, 0, 8, 1000, gpu="b200", stack=stack), row("decode", 1, 0, 8, 1000, gpu="b200")]
+    report = accuracy_report(synthetic_csv(tmp_path / "stack.csv", rows, TRUE))
+    stacked, plain = report["points"]
+    assert (stacked["factors"], plain["factors"]) == ("stack", "profile")
+    model = load_model("llama-3.1-8b")
+    expected = step_time(Instance(model, profile, 1, stack=stack), 1.0, 1000, 8).total_s
+    assert stacked["predicted_s"] == pytest.approx(float(expected), rel=1e-12)
+    assert stacked["gpu_level_predicted_s"] == pytest.approx(plain["predicted_s"], rel=1e-12)
+    assert stacked["predicted_s"] != pytest.approx(plain["predicted_s"], rel=1e-6)
+
+
+# -- serving stacks -------------------------------------------------------------------------------
+def test_efficiency_of_a_stack_and_an_unknown_one() -> None:
+    profile = load_hardware("h100-sxm").model_copy(update={"stack_efficiency": {"mine-1.0": TRUE}})
+    assert efficiency_of(profile, "mine-1.0") is TRUE
+    assert efficiency_of(profile) == profile.efficiency
+    with pytest.raises(InputError, match=r"stack = 'other': .*'h100-sxm'.*calibrated stacks: mine-1.0"):
+        efficiency_of(profile, "other")
+    with pytest.raises(InputError, match="calibrated stacks"):
+        Instance(load_model("llama-3.1-8b"), profile, 1, stack="other")  # fails when built, not mid-sweep
+    assert Instance(load_model("llama-3.1-8b"), profile, 1, stack="mine-1.0").efficiency is TRUE
+
+
+def test_calibrate_profile_for_one_stack(tmp_path: Path) -> None:
+    """--stack fits only that stack's rows, starts from the profile's factors and lands in stack_efficiency."""
+    rows = [replace(r, stack="mine-1.0") for r in SYNTHETIC_ROWS if r.tp == 1]
+    rows += [row("decode", 1, 0, 1, 2000, stack="other-2.0")]
+    path = synthetic_csv(tmp_path / "stacks.csv", rows, TRUE)
+    profile, result = calibrate_profile(path, "h100-sxm", stack="mine-1.0")
+    assert {m.stack for m in result.rows} == {"mine-1.0"}
+    assert profile.stack_efficiency["mine-1.0"] == result.efficiency
+    assert profile.efficiency == load_hardware("h100-sxm").efficiency  # stack-agnostic block untouched
+    assert "rows of stack mine-1.0 in stacks.csv" in result.efficiency.source
+    assert result.after_fit.median < result.before_fit.median
+    with pytest.raises(InputError, match="no rows for gpu 'h100-sxm' with stack 'absent'"):
+        calibrate_profile(path, "h100-sxm", stack="absent")
+
+
+def test_pooled_request_overhead_needs_two_gpus_and_moves_towards_the_truth(tmp_path: Path) -> None:
+    one_gpu = [row("prefill", 500, stack="s"), row("prefill", 4000, stack="s")]
+    single = read_measurements(synthetic_csv(tmp_path / "a.csv", one_gpu, TRUE))
+    assert pooled_request_overhead(single, "s") is None
+    two_gpus = [*one_gpu, row("prefill", 500, gpu="h200", stack="s"), row("prefill", 4000, gpu="h200", stack="s")]
+    rows = read_measurements(synthetic_csv(tmp_path / "b.csv", two_gpus, TRUE))
+    start = TRUE.model_copy(update={"request_overhead_s": 0.2})
+    pooled = pooled_request_overhead(rows, "s", start)
+    assert pooled is not None
+    assert abs(pooled - TRUE.request_overhead_s) < 0.5 * abs(start.request_overhead_s - TRUE.request_overhead_s)
+    assert pooled_request_overhead(rows, "t", start) is None  # no rows of that stack
+
+
+def test_refit_builds_the_three_levels_and_writes_them(tmp_path: Path, root: Path) -> None:
+    rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS if r.tp == 1]
+    rows += [row("decode", 1, 0, 4, 1000, gpu="h200", stack="s-1"), row("prefill", 800, gpu="h200", stack="s-1")]
+    rows += [row("decode", 1, 0, 2, 500, stack="s-2", split="holdout")]  # a stack with no fit row: no block
+    fit = refit(read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE)), "r.csv")
+    assert set(fit.per_gpu) == {"h100-sxm", "h800", "gpu-a"}  # h200 has 2 fit rows (< 3); copies of h100
+    assert set(fit.per_stack["h100-sxm"]) == {"s-1"} and set(fit.per_stack["h200"]) == {"s-1"}
+    assert "copied from h100-sxm" in fit.per_gpu["h800"].source
+    assert fit.factors("h100-sxm", "s-1") is fit.per_stack["h100-sxm"]["s-1"]
+    assert fit.factors("h100-sxm", "s-2") is fit.per_gpu["h100-sxm"]
+    assert fit.factors("l40s", None) is fit.defaults
+    hardware = tmp_path / "hw"
+    hardware.mkdir()
+    for name in ("h100-sxm", "h200"):
+        (hardware / f"{name}.yaml").write_text((root / "hardware_profiles" / f"{name}.yaml").read_text())
+    written = write_catalog(fit, hardware, tmp_path / "defaults.yaml")
+    assert written[0] == tmp_path / "defaults.yaml" and len(written) == 3
+    h100 = load_hardware(str(hardware / "h100-sxm.yaml"))
+    assert same_factors(h100.efficiency, fit.per_gpu["h100-sxm"])
+    assert set(h100.stack_efficiency) == {"s-1"}
+    assert same_factors(h100.stack_efficiency["s-1"], fit.per_stack["h100-sxm"]["s-1"])
+    h200 = load_hardware(str(hardware / "h200.yaml"))
+    assert h200.efficiency == load_hardware("h200").efficiency  # no GPU-level refit: block kept
+    assert same_factors(h200.stack_efficiency["s-1"], fit.per_stack["h200"]["s-1"])
+    assert same_factors(reload((tmp_path / "defaults.yaml").read_text()), fit.defaults)
+
+
+def same_factors(written: Efficiency | None, fitted: Efficiency) -> bool:
+    """Equal up to the 6 significant digits the YAML writer keeps."""
+    assert written is not None
+    a, b = written.model_dump(), fitted.model_dump()
+    return a.pop("source") == b.pop("source") and all(a[k] == pytest.approx(b[k], rel=1e-5) for k in a)
 
 
 def test_accuracy_default_is_found_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -287,8 +287,11 @@ def test_cli_accuracy_counts_match_the_csv(cli: Any, root: Path) -> None:
     assert fit["count"] + holdout["count"] == len(scored)
     assert fit["count"] == sum(r["split"].strip() in ("fit", "") for r in rows)
     assert holdout["count"] == sum(r["split"].strip() == "holdout" for r in rows)
-    assert len(report["points"]) == len(scored)
-    for split in (fit, holdout):
+    assert len(report["points"]) == len(rows)  # excluded rows are listed (not scored)
+    assert sum(p["split"] == "excluded" for p in report["points"]) == report["excluded"]
+    gpu_fit, gpu_holdout = report["gpu_level_summary"]["fit"], report["gpu_level_summary"]["holdout"]
+    assert (gpu_fit["count"], gpu_holdout["count"]) == (fit["count"], holdout["count"])
+    for split in (fit, holdout, gpu_fit, gpu_holdout):
         assert 0 <= split["median_abs_error"] <= split["worst_abs_error"]
     assert sum(g["holdout_count"] for g in report["holdout_by_gpu"].values()) == holdout["count"]
 
@@ -297,7 +300,8 @@ def test_cli_accuracy_default_measurements(cli: Any, root: Path, monkeypatch: py
     monkeypatch.chdir(root)
     report = ok_json(cli("accuracy", "--json"))
     assert Path(report["measurements"]) == root / "tests" / "data" / "measurements.csv"
-    assert report["summary"]["fit"]["count"] + report["summary"]["holdout"]["count"] == len(report["points"])
+    scored = [p for p in report["points"] if p["split"] != "excluded"]
+    assert report["summary"]["fit"]["count"] + report["summary"]["holdout"]["count"] == len(scored)
 
 
 def test_cli_accuracy_bad_input(cli: Any, tmp_path: Path) -> None:
@@ -389,3 +393,62 @@ def test_cli_calibrate_needs_exactly_one_target(cli: Any, tmp_path: Path) -> Non
     one_error_line(cli("calibrate", str(path), "--gpu", "h100-sxm", "--all"), "give --gpu NAME")
     one_error_line(cli("calibrate", str(path), "--gpu", "mi300x"), "no rows for gpu 'mi300x'")
     one_error_line(cli("calibrate", str(tmp_path / "none.csv"), "--all"), "file not found")
+
+
+# -- serving stacks -------------------------------------------------------------------------------
+def test_cli_estimate_with_a_calibrated_stack(cli: Any) -> None:
+    """--stack switches to the factors the profile holds for that stack; the prediction changes."""
+    args = (
+        "estimate",
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h200",
+        "--tp",
+        "8",
+        "--decode-batch",
+        "32",
+        "--context",
+        "1536",
+    )
+    plain = ok_json(cli(*args, "--json"))
+    stacked = ok_json(cli(*args, "--stack", "sglang-0.5", "--json"))
+    assert plain["stack"] is None and stacked["stack"] == "sglang-0.5"
+    assert "stack sglang-0.5" in stacked["efficiency_source"]
+    assert stacked["decode_step_s"] != pytest.approx(plain["decode_step_s"], rel=1e-3)
+
+
+def test_cli_estimate_unknown_stack_is_one_line(cli: Any) -> None:
+    result = cli(
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h200",
+        "--decode-batch",
+        "8",
+        "--context",
+        "96",
+        "--stack",
+        "nope-1.0",
+    )
+    one_error_line(result, "stack = 'nope-1.0'", "h200", "calibrated stacks:", "--stack nope-1.0")
+
+
+def test_cli_calibrate_stack_needs_a_gpu(cli: Any, root: Path) -> None:
+    path = root / "tests" / "data" / "measurements.csv"
+    one_error_line(cli("calibrate", str(path), "--all", "--stack", "sglang-0.5"), "--stack needs --gpu")
+    one_error_line(cli("calibrate", str(path), "--gpu", "b200", "--write-catalog"), "--write-catalog goes with --all")
+
+
+def test_cli_calibrate_stack_writes_a_profile_with_that_stack(cli: Any, root: Path, tmp_path: Path) -> None:
+    path = root / "tests" / "data" / "measurements.csv"
+    out = tmp_path / "b200-mine.yaml"
+    result = cli("calibrate", str(path), "--gpu", "b200", "--stack", "sglang-0.5", "--output", str(out), "--json")
+    summary = ok_json(result)
+    assert summary["after"]["fit"]["median_abs_error"] <= summary["before"]["fit"]["median_abs_error"] + 1e-9
+    written = load_hardware(str(out))
+    shipped = load_hardware("b200")
+    assert set(written.stack_efficiency) == set(shipped.stack_efficiency) | {"sglang-0.5"}
+    assert "rows of stack sglang-0.5 in measurements.csv" in written.stack_efficiency["sglang-0.5"].source
+    assert written.efficiency == shipped.efficiency  # the stack-agnostic block is left as it was

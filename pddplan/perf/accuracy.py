@@ -1,4 +1,10 @@
-"""`pddplan accuracy`: how far the shipped step-time model is from measured points."""
+"""`pddplan accuracy`: how far the shipped step-time model is from measured points.
+
+Every scored row is predicted twice: with the factors its GPU's profile holds for the row's
+serving stack (what `pddplan estimate --stack` uses; the stack was calibrated on its `fit` rows),
+and with the GPU's stack-agnostic factors (what `estimate` without `--stack` uses). Excluded rows
+are predicted too and listed with their reason, but not scored.
+"""
 
 from __future__ import annotations
 
@@ -9,61 +15,74 @@ import numpy as np
 
 from pddplan.catalog import shipped_measurements
 from pddplan.errors import InputError
-from pddplan.perf.calibrate import ErrorSummary, accuracy_rows, read_measurements
+from pddplan.perf.calibrate import ErrorSummary, Measurement, accuracy_rows, read_measurements
+
+LEVELS = ("stack", "gpu")
+
+
+def _summary(predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
+    stats = ErrorSummary.of(predicted, measured)
+    return {
+        "count": stats.count,
+        "median_abs_error": stats.median,
+        "worst_abs_error": stats.worst,
+        "mean_abs_error": stats.mean,
+    }
+
+
+def _point(m: Measurement, predicted: float, gpu_level: float, origin: str) -> dict[str, Any]:
+    return {
+        "line": m.line,
+        "model": m.model,
+        "gpu": m.gpu,
+        "stack": m.stack,
+        "tp": m.tp,
+        "kind": m.kind,
+        "tokens": m.tokens,
+        "cached": m.cached,
+        "batch": m.batch,
+        "context": m.context,
+        "measured_s": m.measured_s,
+        "predicted_s": predicted,
+        "error": predicted / m.measured_s - 1.0,
+        "gpu_level_predicted_s": gpu_level,
+        "gpu_level_error": gpu_level / m.measured_s - 1.0,
+        "split": m.split,
+        "factors": origin,
+    }
 
 
 def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
-    """Per-row errors and median/worst absolute error on the fit and held-out rows.
+    """Per-row errors and median/worst absolute error on the fit and held-out rows, per level.
 
-    Rows marked `excluded` (documented in tests/data/measurements.md) are listed but not scored.
+    `summary` scores the most specific shipped factors (the row's stack where calibrated);
+    `gpu_level_summary` scores the stack-agnostic factors of each GPU.
     """
     path = measurements or shipped_measurements()
     if measurements is None and not path.exists():
         raise InputError(f"{path}: the shipped measurements are missing from this install; pass a measurements CSV")
     rows = read_measurements(path)
-    scored = [m for m in rows if m.split in ("fit", "holdout")]
-    predicted, origin = accuracy_rows(scored)
-    measured = np.array([m.measured_s for m in scored])
-    splits = np.array([m.split for m in scored])
-    summary = {}
-    for split in ("fit", "holdout"):
-        mask = splits == split
-        stats = ErrorSummary.of(predicted[mask], measured[mask])
-        summary[split] = {
-            "count": stats.count,
-            "median_abs_error": stats.median,
-            "worst_abs_error": stats.worst,
-            "mean_abs_error": stats.mean,
-        }
+    predicted, origin = accuracy_rows(rows, by_stack=True)
+    gpu_level, _ = accuracy_rows(rows, by_stack=False)
+    measured = np.array([m.measured_s for m in rows])
+    splits = np.array([m.split for m in rows])
+    summary = {split: _summary(predicted[splits == split], measured[splits == split]) for split in ("fit", "holdout")}
+    gpu_summary = {
+        split: _summary(gpu_level[splits == split], measured[splits == split]) for split in ("fit", "holdout")
+    }
+    gpus = np.array([m.gpu for m in rows])
     by_gpu: dict[str, dict[str, Any]] = {}
-    for gpu in sorted({m.gpu for m in scored}):
-        mask = (np.array([m.gpu for m in scored]) == gpu) & (splits == "holdout")
+    for gpu in sorted({m.gpu for m in rows if m.split == "holdout"}):
+        mask = (gpus == gpu) & (splits == "holdout")
         stats = ErrorSummary.of(predicted[mask], measured[mask])
         by_gpu[gpu] = {"holdout_count": stats.count, "median_abs_error": stats.median, "worst_abs_error": stats.worst}
-    points = [
-        {
-            "line": m.line,
-            "model": m.model,
-            "gpu": m.gpu,
-            "tp": m.tp,
-            "kind": m.kind,
-            "tokens": m.tokens,
-            "cached": m.cached,
-            "batch": m.batch,
-            "context": m.context,
-            "measured_s": m.measured_s,
-            "predicted_s": float(p),
-            "error": float(p / m.measured_s - 1.0),
-            "split": m.split,
-            "factors": o,
-        }
-        for m, p, o in zip(scored, predicted, origin, strict=True)
-    ]
+    points = [_point(m, float(p), float(g), o) for m, p, g, o in zip(rows, predicted, gpu_level, origin, strict=True)]
     return {
         "measurements": str(path),
         "rows": len(rows),
-        "excluded": sum(m.split == "excluded" for m in rows),
+        "excluded": int(np.sum(splits == "excluded")),
         "summary": summary,
+        "gpu_level_summary": gpu_summary,
         "holdout_by_gpu": by_gpu,
         "points": points,
     }

@@ -2,7 +2,8 @@
 
 Measurements are a CSV with columns
     model, gpu, tp, kind (prefill | decode | extend), tokens, cached, batch, context, measured_s
-and optionally weight_dtype (bf16 | fp8; empty = the model's own), kv_dtype, split (fit | holdout | excluded).
+and optionally weight_dtype (bf16 | fp8; empty = the model's own), kv_dtype, split (fit | holdout | excluded)
+and stack (the serving stack that measured the row, e.g. sglang-0.5; see `efficiency_of`).
 For each row the roofline predicts the step (prefill: `batch` sequences of `tokens` new tokens on
 `cached` cached ones, as one step; decode: one step of `batch` sequences at mean context `context`;
 extend: `tokens` tokens on `context`). The factors minimise the sum of squared log errors
@@ -24,7 +25,7 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.perf.efficiency import DEFAULT_EFFICIENCY
+from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import ModelArchitecture
@@ -68,6 +69,7 @@ class Measurement:
     kv_dtype: str
     split: str
     line: int
+    stack: str = ""
 
 
 def read_measurements(path: Path) -> list[Measurement]:
@@ -125,6 +127,7 @@ def read_measurements(path: Path) -> list[Measurement]:
                 kv_dtype=(row.get("kv_dtype") or "").strip(),
                 split=split,
                 line=number,
+                stack=(row.get("stack") or "").strip(),
             )
         )
     return out
@@ -146,15 +149,18 @@ def predict(
     rows: Iterable[Measurement],
     efficiency: Efficiency | None = None,
     hardware: dict[str, HardwareProfile] | None = None,
+    by_stack: bool = False,
 ) -> np.ndarray:
-    """Predicted step seconds for each row (with `efficiency` for every GPU, or each GPU's own)."""
+    """Predicted step seconds for each row: with `efficiency` for every GPU, or each GPU's own
+    factors (`by_stack`: those of the row's stack where the GPU's profile holds them)."""
     models: dict[tuple[str, str, str], ModelArchitecture] = {}
     profiles = dict(hardware or {})
     out = []
     for m in rows:
         if m.gpu not in profiles:
             profiles[m.gpu] = load_hardware(m.gpu)
-        instance = Instance(_model_for(m, models), profiles[m.gpu], m.tp, None, efficiency)
+        stack = m.stack if by_stack and m.stack in profiles[m.gpu].stack_efficiency else None
+        instance = Instance(_model_for(m, models), profiles[m.gpu], m.tp, None, efficiency, stack=stack)
         if m.kind == "prefill":
             seconds = step_time(instance, m.tokens, m.cached, m.batch).total_s + instance.efficiency.request_overhead_s
         elif m.kind == "decode":
@@ -202,18 +208,20 @@ def fit_efficiency(
     source: str = "calibrated",
     fixed: Iterable[str] = (),
     prior_weight: float = 0.0,
+    min_fit_rows: int = 3,
 ) -> CalibrationResult:
     """Least-squares fit of the efficiency factors on the rows whose split is `fit`.
 
     With `prior_weight` > 0 each factor is also pulled towards its `start` value (a ridge term on
-    the encoded factor, scaled by its bounds), so a few rows cannot drag it to a bound.
+    the encoded factor, scaled by its bounds), so a few rows cannot drag it to a bound; that prior
+    is what lets a stack with a single fit row (`min_fit_rows` 1) be calibrated at all.
     """
     from scipy.optimize import least_squares
 
     rows = [m for m in rows if m.split in ("fit", "holdout")]
     fit_rows = [m for m in rows if m.split == "fit"]
-    if len(fit_rows) < 3:
-        raise InputError(f"calibration needs at least 3 fit rows, got {len(fit_rows)}")
+    if len(fit_rows) < min_fit_rows:
+        raise InputError(f"calibration needs at least {min_fit_rows} fit rows, got {len(fit_rows)}")
     measured_fit = np.array([m.measured_s for m in fit_rows])
     hardware = {gpu: load_hardware(gpu) for gpu in {m.gpu for m in rows}}
     frozen = set(fixed)
@@ -270,63 +278,123 @@ def fit_efficiency(
 
 
 def calibrate_profile(
-    measurements: Path, gpu: str, start: Efficiency | None = None
+    measurements: Path, gpu: str, start: Efficiency | None = None, stack: str | None = None
 ) -> tuple[HardwareProfile, CalibrationResult]:
     """Fit `gpu`'s factors to its rows of `measurements`; return the calibrated profile and the fit.
 
     The fit starts from the shipped defaults and is pulled towards them (prior weight 1), so a
-    GPU with few rows moves only as far as its rows demand.
+    GPU with few rows moves only as far as its rows demand. With `stack`, only that stack's rows
+    count; the fit starts from the profile's own factors, with the stack's request overhead pooled
+    over every GPU it was measured on (`pooled_request_overhead`), and lands in `stack_efficiency`.
     """
     profile = load_hardware(gpu)
-    rows = [m for m in read_measurements(measurements) if m.gpu in (gpu, profile.name)]
+    every = read_measurements(measurements)
+    rows = [m for m in every if m.gpu in (gpu, profile.name)]
     if not rows:
         raise InputError(f"{measurements}: no rows for gpu '{profile.name}'")
     rows = [Measurement(**{**m.__dict__, "gpu": profile.name}) if m.gpu != profile.name else m for m in rows]
+    if stack is not None:
+        rows = [m for m in rows if m.stack == stack]
+        if not rows:
+            raise InputError(f"{measurements}: no rows for gpu '{profile.name}' with stack '{stack}'")
+    what = "rows" if stack is None else f"rows of stack {stack} in"
     source = (
-        f"calibrated: fitted by `pddplan calibrate` to {sum(m.split == 'fit' for m in rows)} rows of "
-        f"{measurements.name} on {date.today().isoformat()}"
+        f"calibrated: fitted by `pddplan calibrate` to {sum(m.split == 'fit' for m in rows)} {what} "
+        f"{'of ' if stack is None else ''}{measurements.name} on {date.today().isoformat()}"
     )
-    result = fit_efficiency(rows, start or DEFAULT_EFFICIENCY, source, prior_weight=1.0)
-    calibrated = profile.model_copy(update={"efficiency": result.efficiency})
-    return calibrated, result
+    if stack is None:
+        result = fit_efficiency(rows, start or DEFAULT_EFFICIENCY, source, prior_weight=1.0)
+        return profile.model_copy(update={"efficiency": result.efficiency}), result
+    base = start or efficiency_of(profile)
+    pooled = pooled_request_overhead(every, stack)
+    if pooled is not None:
+        base = base.model_copy(update={"request_overhead_s": pooled})
+    result = fit_efficiency(rows, base, source, prior_weight=1.0, min_fit_rows=1)
+    stacks = {**profile.stack_efficiency, stack: result.efficiency}
+    return profile.model_copy(update={"stack_efficiency": stacks}), result
 
 
-def efficiency_yaml(efficiency: Efficiency) -> str:
-    """The `efficiency:` block of a hardware profile, as YAML text."""
-    lines = ["efficiency:"]
+def pooled_request_overhead(
+    rows: list[Measurement], stack: str, start: Efficiency = DEFAULT_EFFICIENCY
+) -> float | None:
+    """The request overhead of `stack` fitted to its rows on every GPU together, or None.
+
+    Time to first token carries the serving software's own fixed cost (HTTP, tokenizer,
+    scheduler, first sampling), the same on any GPU; one GPU's rows rarely pin it (a single
+    prompt length cannot tell it from compute speed), several GPUs' rows together do. None when
+    the stack has fit rows on fewer than two GPUs.
+    """
+    mine = [m for m in rows if m.stack == stack and m.split in ("fit", "holdout")]
+    if len({m.gpu for m in mine if m.split == "fit"}) < 2:
+        return None
+    return fit_efficiency(mine, start, "pooled", prior_weight=1.0).efficiency.request_overhead_s
+
+
+def efficiency_yaml(efficiency: Efficiency, key: str = "efficiency", indent: str = "") -> str:
+    """The `efficiency:` block of a hardware profile (or any block named `key`), as YAML text."""
+    lines = [f"{indent}{key}:"]
     for name, value in efficiency.model_dump().items():
         if name == "source":
-            lines.append(f"  source: {json.dumps(value)}")
+            lines.append(f"{indent}  source: {json.dumps(value)}")
         else:
             text = f"{float(value):.6g}"
             if "e" in text and "." not in text.split("e")[0]:
                 text = text.replace("e", ".0e")  # YAML 1.1 reads 1e-06 as a string, 1.0e-06 as a float
-            lines.append(f"  {name}: {text}")
+            lines.append(f"{indent}  {name}: {text}")
     return "\n".join(lines) + "\n"
 
 
-def with_efficiency_block(profile_text: str, efficiency: Efficiency) -> str:
-    """Profile YAML text with its `efficiency:` block replaced (or added at the end), the rest kept."""
+def stack_efficiency_yaml(stacks: dict[str, Efficiency]) -> str:
+    """The `stack_efficiency:` block of a hardware profile, stacks in name order."""
+    if not stacks:
+        return ""
+    body = "".join(efficiency_yaml(stacks[name], name, "  ") for name in sorted(stacks))
+    return "stack_efficiency:\n" + body
+
+
+def _without_block(text: str, key: str) -> str:
     kept: list[str] = []
     skipping = False
-    for line in profile_text.splitlines():
-        if line.startswith("efficiency:"):
+    for line in text.splitlines():
+        if line.startswith(f"{key}:"):
             skipping = True
             continue
         if skipping and line and not line[0].isspace() and not line.startswith("#"):
             skipping = False
         if not skipping:
             kept.append(line)
-    text = "\n".join(kept).rstrip() + "\n"
-    return text + efficiency_yaml(efficiency)
+    return "\n".join(kept).rstrip() + "\n"
 
 
-def accuracy_rows(rows: list[Measurement]) -> tuple[np.ndarray, list[str]]:
-    """Predictions with the shipped factors (each GPU's own calibrated block, else the defaults),
-    and where each row's factors came from."""
+def with_efficiency_block(
+    profile_text: str, efficiency: Efficiency | None, stacks: dict[str, Efficiency] | None = None
+) -> str:
+    """Profile YAML text with its `efficiency:` (and, given `stacks`, `stack_efficiency:`) block
+    replaced or added at the end, the rest kept as written."""
+    text = profile_text
+    if efficiency is not None:
+        text = _without_block(text, "efficiency")
+    if stacks is not None:
+        text = _without_block(text, "stack_efficiency")
+    if efficiency is not None:
+        text += efficiency_yaml(efficiency)
+    if stacks is not None:
+        text += stack_efficiency_yaml(stacks)
+    return text
+
+
+def accuracy_rows(rows: list[Measurement], by_stack: bool = False) -> tuple[np.ndarray, list[str]]:
+    """Predictions with the shipped factors and where each row's factors came from: its stack's
+    block of the GPU's profile ("stack", with `by_stack`), the GPU's own block ("profile"), or the
+    defaults ("default")."""
     hardware = {gpu: load_hardware(gpu) for gpu in {m.gpu for m in rows}}
-    predicted = predict(rows, None, hardware)
-    origin = ["profile" if hardware[m.gpu].efficiency is not None else "default" for m in rows]
+    predicted = predict(rows, None, hardware, by_stack)
+    origin = [
+        "stack"
+        if by_stack and m.stack in hardware[m.gpu].stack_efficiency
+        else ("profile" if hardware[m.gpu].efficiency is not None else "default")
+        for m in rows
+    ]
     return predicted, origin
 
 

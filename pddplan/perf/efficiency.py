@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pddplan.errors import InputError
 from pddplan.loading import read_data, validate
 from pddplan.specs.hardware import Efficiency, HardwareProfile
 
@@ -26,6 +27,20 @@ def _load_default() -> Efficiency:
 DEFAULT_EFFICIENCY = _load_default()
 
 
-def efficiency_of(hardware: HardwareProfile) -> Efficiency:
-    """The profile's own calibrated factors, or the shipped defaults."""
+def efficiency_of(hardware: HardwareProfile, stack: str | None = None) -> Efficiency:
+    """The factors of `stack` on this GPU if given; else the profile's own factors, or the defaults.
+
+    Step times depend on the serving software as much as on the chip (the same DeepSeek decode
+    step on one H200 server measures 13 ms with SGLang 0.5.7 and 31-43 ms with early-2025 builds),
+    so a profile may carry factors calibrated per stack next to its stack-agnostic ones.
+    """
+    if stack is not None:
+        if stack not in hardware.stack_efficiency:
+            known = ", ".join(sorted(hardware.stack_efficiency)) or "none"
+            command = f"pddplan calibrate MEASUREMENTS.csv --gpu {hardware.name} --stack {stack}"
+            raise InputError(
+                f"stack = {stack!r}: hardware profile '{hardware.name}' has no factors for it "
+                f"(calibrated stacks: {known}); calibrate them with `{command}`"
+            )
+        return hardware.stack_efficiency[stack]
     return hardware.efficiency or DEFAULT_EFFICIENCY

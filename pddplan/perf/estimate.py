@@ -24,12 +24,14 @@ def estimate(
     context_tokens: int | None = None,
     kv_dtype: KvDtype | None = None,
     expert_parallel: bool | None = None,
+    stack: str | None = None,
 ) -> dict[str, Any]:
     """Predict a prefill, a decode step or an extend step; exactly one mode must be given.
 
     prefill: `prefill_tokens` new tokens on `cached_tokens` cached ones (chunked by `chunk_tokens`);
     decode:  one step of `decode_batch` sequences at `context_tokens`;
     extend:  `extend_tokens` recomputed on `context_tokens` (the token-ID handoff).
+    `stack` picks the factors the GPU's profile holds for that serving stack (else its default ones).
     """
     for flag, value, least in (
         ("--prefill", prefill_tokens, 1),
@@ -49,7 +51,7 @@ def estimate(
     if tp < 1:
         raise InputError(f"--tp = {tp}: must be at least 1")
     model = load_model(model_name, kv_dtype)
-    instance = Instance(model, load_hardware(gpu), tp, expert_parallel)
+    instance = Instance(model, load_hardware(gpu), tp, expert_parallel, stack=stack)
     budget = memory_budget(instance, step_tokens=chunk_tokens or prefill_tokens or 8192)
     result: dict[str, Any] = {
         "model": model.name,
@@ -57,6 +59,7 @@ def estimate(
         "tp": tp,
         "expert_parallel": instance.uses_ep,
         "mode": modes[0],
+        "stack": stack,
         "efficiency_source": instance.efficiency.source,
         "memory_per_gpu": {
             "weights_bytes": budget.weight_bytes,

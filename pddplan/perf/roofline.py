@@ -42,6 +42,7 @@ ACTIVATION_BYTES = 2  # bf16 activations on the wire
 class Instance:
     """One serving instance: a model on `tp` GPUs of one type (experts split across the same GPUs).
 
+    `stack` names the serving stack whose calibrated factors to use (see `efficiency_of`).
     `expert_parallel` None means: EP for an MoE model whose instance spans more than one scale-up
     domain (where all-reducing every layer over the NIC would be prohibitive), TP otherwise.
     """
@@ -51,14 +52,17 @@ class Instance:
     tp: int = 1
     expert_parallel: bool | None = None
     efficiency_override: Efficiency | None = field(default=None, compare=False)
+    stack: str | None = None
 
     def __post_init__(self) -> None:
         if self.tp < 1:
             raise InputError(f"tp = {self.tp}: must be at least 1")
+        if self.efficiency_override is None and self.stack is not None:
+            efficiency_of(self.hardware, self.stack)  # fail early on a stack the profile lacks
 
     @property
     def efficiency(self) -> Efficiency:
-        return self.efficiency_override or efficiency_of(self.hardware)
+        return self.efficiency_override or efficiency_of(self.hardware, self.stack)
 
     @property
     def uses_ep(self) -> bool:
@@ -307,8 +311,9 @@ def _attention(instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray) 
 def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
     """Collectives of a step.
 
-    TP: two ring all-reduces per layer of N * d bf16 activations,
-        L * 2 * (2 * (tp-1)/tp * N * d * 2 B / link + latency),
+    TP: two ring all-reduces per layer of N * d bf16 activations; a ring all-reduce takes
+        2 (tp-1) hops, each paying the latency alpha (the alpha-beta model of collectives),
+        L * 2 * (2 * (tp-1)/tp * N * d * 2 B / link + 2 * (tp-1) * alpha),
         the link being the scale-up fabric when the instance fits one domain, the NIC otherwise.
     EP: per MoE layer each rank dispatches (fp8, 1 B) and combines (bf16, 2 B) its N/tp tokens.
         Within one domain every one of the t routed copies moves over the scale-up fabric:
@@ -337,7 +342,7 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
         return k.moe_layers * (seconds + 2.0 * eff.collective_latency_s)
     link = scale_up if tp <= domain else nic
     message = tokens * model.hidden_size * ACTIVATION_BYTES
-    all_reduce = 2.0 * (tp - 1) / tp * message / link + eff.collective_latency_s
+    all_reduce = 2.0 * (tp - 1) / tp * message / link + 2.0 * (tp - 1) * eff.collective_latency_s
     return 2.0 * model.num_layers * all_reduce
 
 

@@ -67,6 +67,9 @@ def print_hardware(console: Console, summary: dict[str, Any]) -> None:
         console.print(f"efficiency factors: {summary['efficiency']}")
     else:
         console.print("efficiency factors: shipped defaults (pddplan/perf/efficiency.py)")
+    stacks = summary.get("stack_efficiency") or {}
+    if stacks:
+        console.print(f"calibrated serving stacks (estimate --stack NAME): {', '.join(stacks)}")
     sources = Table(title="sources")
     for header in ("key", "title", "url", "accessed"):
         sources.add_column(header)

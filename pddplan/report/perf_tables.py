@@ -94,34 +94,48 @@ def print_calibration(console: Console, summary: dict[str, Any]) -> None:
 
 
 def print_accuracy(console: Console, report: dict[str, Any]) -> None:
-    """The README's accuracy table: per split, per GPU, and every point."""
+    """The README's accuracy table: per split and factor level, per GPU, every held-out and excluded point."""
     table = Table(
         title=f"step-time model vs {report['rows'] - report['excluded']} measured points "
-        f"({report['excluded']} excluded, see tests/data/measurements.md)"
+        f"({report['excluded']} excluded, listed last; see tests/data/measurements.md)"
     )
-    for header in ("rows", "count", "median |error|", "worst |error|", "mean |error|"):
+    for header in ("rows", "factors", "count", "median |error|", "worst |error|", "mean |error|"):
         table.add_column(header, justify="right")
-    for split, s in report["summary"].items():
-        table.add_row(
-            split,
-            str(s["count"]),
-            f"{s['median_abs_error']:.1%}",
-            f"{s['worst_abs_error']:.1%}",
-            f"{s['mean_abs_error']:.1%}",
-        )
+    for key, label in (("summary", "stack-calibrated"), ("gpu_level_summary", "GPU only")):
+        for split, s in report[key].items():
+            table.add_row(
+                split,
+                label,
+                str(s["count"]),
+                f"{s['median_abs_error']:.1%}",
+                f"{s['worst_abs_error']:.1%}",
+                f"{s['mean_abs_error']:.1%}",
+            )
     console.print(table)
-    per_gpu = Table(title="held-out rows by GPU")
+    console.print(
+        "stack-calibrated: the factors the GPU's profile holds for the row's serving stack (`estimate --stack`), "
+        "fitted to that stack's fit rows; GPU only: the profile's stack-agnostic factors (`estimate`)."
+    )
+    per_gpu = Table(title="held-out rows by GPU (stack-calibrated)")
     for header in ("gpu", "count", "median |error|", "worst |error|"):
         per_gpu.add_column(header, justify="right")
     for gpu, s in report["holdout_by_gpu"].items():
         if s["holdout_count"]:
             per_gpu.add_row(gpu, str(s["holdout_count"]), f"{s['median_abs_error']:.1%}", f"{s['worst_abs_error']:.1%}")
     console.print(per_gpu)
-    points = Table(title="held-out points, worst first")
+    for split, title in (("holdout", "held-out points, worst first"), ("excluded", "excluded points (not scored)")):
+        chosen = [p for p in report["points"] if p["split"] == split]
+        if chosen:
+            console.print(_points_table(title, sorted(chosen, key=lambda p: -abs(p["error"]))))
+
+
+def _points_table(title: str, points: list[dict[str, Any]]) -> Table:
+    table = Table(title=title)
     for header in (
         "line",
         "model",
         "gpu",
+        "stack",
         "tp",
         "kind",
         "tokens",
@@ -130,14 +144,15 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
         "measured",
         "predicted",
         "error",
+        "GPU-only error",
     ):
-        points.add_column(header, justify="right")
-    held = [p for p in report["points"] if p["split"] == "holdout"]
-    for p in sorted(held, key=lambda p: -abs(p["error"])):
-        points.add_row(
+        table.add_column(header, justify="right")
+    for p in points:
+        table.add_row(
             str(p["line"]),
             p["model"],
             p["gpu"],
+            p["stack"] or "-",
             str(p["tp"]),
             p["kind"],
             f"{p['tokens']:,}",
@@ -146,5 +161,6 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
             _ms(p["measured_s"]),
             _ms(p["predicted_s"]),
             f"{p['error']:+.0%}",
+            f"{p['gpu_level_error']:+.0%}",
         )
-    console.print(points)
+    return table

@@ -101,6 +101,10 @@ class HardwareProfile(StrictModel):
     power: PowerSpec
     price: PriceSpec
     efficiency: Efficiency | None = Field(default=None, description="omit to use the shipped defaults")
+    stack_efficiency: dict[str, Efficiency] = Field(
+        default_factory=dict,
+        description="factors calibrated to one serving stack (engine and release line, e.g. sglang-0.5), by stack name",
+    )
     sources: dict[str, Source] = Field(default_factory=dict)
 
     @model_validator(mode="after")

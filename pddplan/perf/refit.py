@@ -1,0 +1,128 @@
+"""Refit every shipped efficiency factor from the public measurements, level by level.
+
+  1. defaults: one set of factors fitted to every `fit` row (all GPUs, all stacks);
+  2. per GPU: each GPU with at least `MIN_GPU_FIT_ROWS` fit rows, fitted to its rows and pulled
+     towards the defaults (prior weight 1);
+  3. per (GPU, stack): each pair with a fit row, fitted to that pair's rows, starting from (and
+     pulled towards) the GPU's factors with the stack's request overhead pooled over every GPU it
+     was measured on (`pooled_request_overhead`).
+Profiles without rows of their own take a sibling's factors (`COPIES`, each with its reason).
+The function returns the factors; `write_catalog` puts them into the catalog files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from pddplan.catalog import catalog_dir
+from pddplan.loading import write_atomic
+from pddplan.perf.calibrate import (
+    Measurement,
+    efficiency_yaml,
+    fit_efficiency,
+    pooled_request_overhead,
+    read_measurements,
+    with_efficiency_block,
+)
+from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, DEFAULT_EFFICIENCY_PATH
+from pddplan.specs.hardware import Efficiency
+
+MIN_GPU_FIT_ROWS = 3
+
+#: profile -> (profile whose factors it takes, why).
+COPIES: dict[str, tuple[str, str]] = {
+    "h800": ("h100-sxm", "same GH100 die as the H100 SXM; no H800 fit rows"),
+    "gpu-a": ("h100-sxm", "gpu-a has H800 figures; the H800 is the H100's GH100 die"),
+    "gpu-b": ("h200", "gpu-b has the H200's figures"),
+}
+
+
+@dataclass
+class CatalogFit:
+    """The shipped factors: defaults, per GPU, and per (GPU, stack)."""
+
+    defaults: Efficiency
+    per_gpu: dict[str, Efficiency] = field(default_factory=dict)
+    per_stack: dict[str, dict[str, Efficiency]] = field(default_factory=dict)
+
+    def factors(self, gpu: str, stack: str | None) -> Efficiency:
+        """The most specific factors for a row: its (GPU, stack), else its GPU, else the defaults."""
+        stacks = self.per_stack.get(gpu, {})
+        if stack and stack in stacks:
+            return stacks[stack]
+        return self.per_gpu.get(gpu, self.defaults)
+
+
+def refit(rows: list[Measurement], name: str = "measurements.csv") -> CatalogFit:
+    """Fit the three levels to the `fit` rows of `rows` (holdout and excluded rows never count)."""
+    today = date.today().isoformat()
+    scored = [m for m in rows if m.split in ("fit", "holdout")]
+    fit_count = sum(m.split == "fit" for m in scored)
+    defaults = fit_efficiency(
+        scored,
+        DEFAULT_EFFICIENCY,
+        f"calibrated: fitted by `pddplan calibrate --all` to {fit_count} rows of {name} on {today}",
+    ).efficiency
+    result = CatalogFit(defaults)
+    for gpu in sorted({m.gpu for m in scored}):
+        mine = [m for m in scored if m.gpu == gpu]
+        count = sum(m.split == "fit" for m in mine)
+        if count >= MIN_GPU_FIT_ROWS:
+            source = f"calibrated: fitted by `pddplan calibrate` to {count} {gpu} rows of {name} on {today}"
+            result.per_gpu[gpu] = fit_efficiency(mine, defaults, source, prior_weight=1.0).efficiency
+    pooled = {
+        stack: pooled_request_overhead(scored, stack, defaults)
+        for stack in sorted({m.stack for m in scored if m.stack})
+    }
+    for gpu, stack in sorted({(m.gpu, m.stack) for m in scored if m.stack}):
+        mine = [m for m in scored if m.gpu == gpu and m.stack == stack]
+        count = sum(m.split == "fit" for m in mine)
+        if count == 0:
+            continue
+        start = result.per_gpu.get(gpu, defaults)
+        if pooled[stack] is not None:
+            start = start.model_copy(update={"request_overhead_s": pooled[stack]})
+        source = f"calibrated: fitted by `pddplan calibrate --stack` to {count} {gpu} rows of stack {stack} on {today}"
+        fitted = fit_efficiency(mine, start, source, prior_weight=1.0, min_fit_rows=1).efficiency
+        result.per_stack.setdefault(gpu, {})[stack] = fitted
+    for copy, (original, why) in COPIES.items():
+        if copy in result.per_gpu or original not in result.per_gpu:
+            continue
+        note = f"copied from {original}'s calibration ({why}); "
+        result.per_gpu[copy] = _noted(result.per_gpu[original], note)
+        stacks = {**result.per_stack.get(original, {}), **result.per_stack.get(copy, {})}
+        if copy in result.per_stack or original in result.per_stack:
+            result.per_stack[copy] = {
+                stack: f if stack in result.per_stack.get(copy, {}) else _noted(f, note) for stack, f in stacks.items()
+            }
+    return result
+
+
+def _noted(factors: Efficiency, note: str) -> Efficiency:
+    return factors.model_copy(update={"source": f"calibrated: {note}{factors.source.removeprefix('calibrated: ')}"})
+
+
+def refit_file(measurements: Path) -> CatalogFit:
+    """`refit` over a measurements CSV."""
+    return refit(read_measurements(measurements), measurements.name)
+
+
+def write_catalog(fit: CatalogFit, hardware_dir: Path | None = None, defaults_path: Path | None = None) -> list[Path]:
+    """Write the defaults file and every refitted profile's `efficiency` / `stack_efficiency` blocks.
+
+    Each file is replaced atomically; a profile's other fields are kept as written. Returns the paths.
+    """
+    hardware_dir = hardware_dir or catalog_dir("hardware_profiles")
+    defaults_path = defaults_path or DEFAULT_EFFICIENCY_PATH
+    write_atomic(defaults_path, efficiency_yaml(fit.defaults))
+    written = [defaults_path]
+    for gpu in sorted(set(fit.per_gpu) | set(fit.per_stack)):
+        path = hardware_dir / f"{gpu}.yaml"
+        if not path.exists():
+            continue
+        text = path.read_text(encoding="utf-8")
+        write_atomic(path, with_efficiency_block(text, fit.per_gpu.get(gpu), fit.per_stack.get(gpu, {})))
+        written.append(path)
+    return written
