@@ -452,3 +452,14 @@ def test_cli_calibrate_stack_writes_a_profile_with_that_stack(cli: Any, root: Pa
     assert set(written.stack_efficiency) == set(shipped.stack_efficiency) | {"sglang-0.5"}
     assert "rows of stack sglang-0.5 in measurements.csv" in written.stack_efficiency["sglang-0.5"].source
     assert written.efficiency == shipped.efficiency  # the stack-agnostic block is left as it was
+
+
+def test_cli_accuracy_on_the_blind_set(cli: Any, root: Path) -> None:
+    """The blind set (no stack calibrated) is scored at GPU level; the README quotes its median."""
+    path = root / "tests" / "data" / "measurements_blind.csv"
+    report = ok_json(cli("accuracy", str(path), "--json"))
+    holdout = report["summary"]["holdout"]
+    assert holdout["count"] == len(csv_rows(path)) == 19
+    assert report["summary"] == report["gpu_level_summary"]
+    assert {p["factors"] for p in report["points"]} <= {"profile", "default"}
+    assert 0.5 < holdout["median_abs_error"] < 0.7  # README / measurements_blind.md: "median 60%"
