@@ -92,11 +92,10 @@ def refit(rows: list[Measurement], name: str = "measurements.csv") -> CatalogFit
             continue
         note = f"copied from {original}'s calibration ({why}); "
         result.per_gpu[copy] = _noted(result.per_gpu[original], note)
-        stacks = {**result.per_stack.get(original, {}), **result.per_stack.get(copy, {})}
-        if copy in result.per_stack or original in result.per_stack:
-            result.per_stack[copy] = {
-                stack: f if stack in result.per_stack.get(copy, {}) else _noted(f, note) for stack, f in stacks.items()
-            }
+        inherited = {stack: _noted(f, note) for stack, f in result.per_stack.get(original, {}).items()}
+        merged = {**inherited, **result.per_stack.get(copy, {})}  # the copy's own stacks win
+        if merged:
+            result.per_stack[copy] = merged
     return result
 
 
