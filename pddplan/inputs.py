@@ -130,4 +130,14 @@ def check_workload(workload: Workload, path: Path) -> Workload:
         load_model(workload.model, workload.kv_dtype)
     except InputError as exc:
         raise InputError(f"{path}: model = {workload.model!r}: {exc}") from None
+    stack = workload.serving.stack
+    if stack is not None:
+        from pddplan.perf.efficiency import efficiency_of
+
+        for dc in workload.deployment.datacenters:
+            for offer in dc.gpus:
+                try:
+                    efficiency_of(load_hardware(offer.type), stack)
+                except InputError as exc:
+                    raise InputError(f"{path}: serving.{exc}") from None
     return workload

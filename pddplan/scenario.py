@@ -139,7 +139,7 @@ def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None,
                 f"{source}: {name}.gpu = {spec.gpu!r}: datacenter {spec.datacenter} offers only {', '.join(offers)}"
             )
         hardware = load_hardware(spec.gpu)
-        instance = Instance(model, hardware, spec.tp, spec.expert_parallel)
+        instance = Instance(model, hardware, spec.tp, spec.expert_parallel, stack=workload.serving.stack)
         try:
             memory_budget(instance, workload.serving.hbm_utilization, chunk)
         except InputError as exc:

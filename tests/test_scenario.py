@@ -348,3 +348,14 @@ def test_line_joining_other_datacenters() -> None:
     )
     message = scenario_error(p, workload)
     assert "wan[0].option = 'a-to-c' joins dc-a-dc-c, not dc-a-dc-b" in message
+
+
+def test_a_workload_stack_reaches_every_role(agent: Workload) -> None:
+    """serving.stack switches each role's instance to the GPU profile's factors for that stack."""
+    stacked = agent.model_copy(update={"serving": agent.serving.model_copy(update={"stack": "vllm-ci-2024"})})
+    plain = build_scenario(plan(), agent)
+    with_stack = build_scenario(plan(), stacked)
+    for name, role in with_stack.roles.items():
+        assert role.instance.stack == "vllm-ci-2024"
+        assert role.instance.efficiency == role.instance.hardware.stack_efficiency["vllm-ci-2024"]
+        assert plain.roles[name].instance.stack is None

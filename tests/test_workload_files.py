@@ -228,3 +228,31 @@ def test_library_raises_the_same_message(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_workload(str(path))
     assert str(info.value) == f"{path}: deployment.wan_lines[0].capacity_gbps = -100: Input should be greater than 0"
+
+
+# -- serving stack --------------------------------------------------------------------------------
+def test_serving_stack_every_gpu_lacks_is_one_line(cli: Any, tmp_path: Path) -> None:
+    path = edited(tmp_path, "serving:\n", "serving:\n  stack: nope-1\n")
+    line = shows_one_error(cli, path)
+    assert line.startswith(f"error: {path}: serving.stack = 'nope-1': hardware profile 'gpu-a' has no factors")
+    assert "pddplan calibrate MEASUREMENTS.csv --gpu gpu-a --stack nope-1" in line
+
+
+def test_serving_stack_selects_the_stack_factors_for_plans_and_candidates(tmp_path: Path) -> None:
+    """Both the optimizer's candidates and a resolved plan step with the stack's factors."""
+    from pddplan.optimize.candidates import instance_candidates
+    from pddplan.perf.efficiency import efficiency_of
+
+    stack = "vllm-ci-2024"  # calibrated on h100-sxm (gpu-a copies it) and h200 (gpu-b copies it)
+    workload = load_workload(str(edited(tmp_path, "serving:\n", f"serving:\n  stack: {stack}\n")))
+    assert workload.serving.stack == stack
+    model = load_model(workload.model, workload.kv_dtype)
+    candidates = instance_candidates(workload, model, workload.serving.chunk_tokens)
+    assert candidates
+    for candidate in candidates:
+        hardware = load_hardware(candidate.gpu)
+        assert candidate.instance.efficiency == efficiency_of(hardware, stack)
+        assert candidate.instance.efficiency != efficiency_of(hardware)
+    plain = load_workload(str(GOOD))
+    assert plain.serving.stack is None
+    assert all(c.instance.stack is None for c in instance_candidates(plain, model, plain.serving.chunk_tokens))

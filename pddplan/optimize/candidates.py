@@ -61,7 +61,7 @@ def instance_candidates(workload: Workload, model: ModelArchitecture, chunk_toke
             for tp in tp_degrees(workload, hardware.scale_up_domain):
                 if tp > offer.max_count:
                     continue
-                instance = Instance(model, hardware, tp)
+                instance = Instance(model, hardware, tp, stack=workload.serving.stack)
                 if not fits(instance, utilization, chunk_tokens):
                     continue
                 out.append(

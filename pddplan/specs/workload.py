@@ -196,6 +196,12 @@ class ServingOptions(StrictModel):
     drc_retention_s: NonNegativeFloat = Field(
         default=60.0, description="how long the MD keeps a finished request's KV in its radix cache"
     )
+    stack: str | None = Field(
+        default=None,
+        min_length=1,
+        description="serving stack (e.g. sglang-0.5): step times use each GPU profile's factors for it; "
+        "omit for the profiles' stack-agnostic factors",
+    )
 
 
 class Workload(StrictModel):
