@@ -213,3 +213,14 @@ def test_capacity_of_a_model_without_full_attention_layers() -> None:
     assert instance_kv_capacity_bytes(instance) == pytest.approx(per_gpu * 2)
     # a sequence holds at most the window: pages(min(N, 4096)) * 2 layers * 1024 B
     assert float(max_batch(instance, 100_000)) == math.floor(per_gpu * 2 / (4096 * 2 * 1024))
+
+
+def test_sequences_that_fit_by_hand() -> None:
+    """floor(max(capacity, 0) / max(sequence, 1 B)), the one rule every decoder-size limit uses."""
+    from pddplan.perf.memory import sequences_that_fit
+
+    assert float(sequences_that_fit(10_000.0, 3_000.0)) == 3.0
+    assert float(sequences_that_fit(9_000.0, 3_000.0)) == 3.0
+    assert float(sequences_that_fit(-5.0, 3_000.0)) == 0.0  # reserved prefixes above capacity
+    assert float(sequences_that_fit(2.5, 0.0)) == 2.0  # a zero-byte sequence counts as 1 B
+    assert sequences_that_fit([6e3, 7e3], [2e3, 3.5e3]).tolist() == [3.0, 2.0]

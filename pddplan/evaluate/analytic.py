@@ -34,6 +34,7 @@ from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_sur
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import request_kv_bytes
+from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenario import Role, Scenario
 from pddplan.specs.workload import Workload
@@ -137,7 +138,7 @@ def revenue_per_request(workload: Workload, classes: RequestClasses) -> float:
 def decoder_max_batch(scenario: Scenario, role: Role, context_tokens: float, reserved_bytes: float) -> float:
     """Sequences one instance can hold: min(max_decode_batch, (KV capacity - reserved) / KV(context))."""
     per_sequence = float(request_kv_bytes(scenario.model, context_tokens, scenario.workload.serving.page_tokens))
-    by_memory = math.floor(max(role.kv_capacity_bytes - reserved_bytes, 0.0) / max(per_sequence, 1.0))
+    by_memory = float(sequences_that_fit(role.kv_capacity_bytes - reserved_bytes, per_sequence))
     return float(min(scenario.max_decode_batch, by_memory))
 
 

@@ -32,6 +32,7 @@ from pddplan.net.lines import LinePool
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import request_kv_bytes
+from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.roofline import Instance, decode_step_time, extend_time
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Architecture, Handoff
@@ -95,7 +96,7 @@ def decoder_capacity(
     """B*, tau(B*) and full-output request rate of one decode instance candidate."""
     limit = workload.serving.max_decode_batch
     per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
-    by_memory = int(candidate.kv_capacity_bytes // max(per_sequence, 1.0))
+    by_memory = int(sequences_that_fit(candidate.kv_capacity_bytes, per_sequence))
     batches = np.arange(1, max(min(limit, by_memory), 1) + 1, dtype=np.float64)
     steps = decode_step_time(candidate.instance, batches, context)
     target = workload.sla.tpot_p90_s or math.inf

@@ -104,6 +104,13 @@ def kv_replication(instance: Instance) -> float:
     return tp * math.ceil(model.num_kv_heads / tp) / model.num_kv_heads
 
 
+def sequences_that_fit(capacity_bytes: ArrayLike, sequence_bytes: ArrayLike) -> np.ndarray:
+    """Whole sequences of `sequence_bytes` KV each that fit in `capacity_bytes`:
+    floor(max(capacity, 0) / max(sequence, 1 B))."""
+    capacity = np.maximum(np.asarray(capacity_bytes, dtype=np.float64), 0.0)
+    return np.floor(capacity / np.maximum(np.asarray(sequence_bytes, dtype=np.float64), 1.0))
+
+
 def max_batch(
     instance: Instance,
     context_tokens: ArrayLike,
@@ -116,5 +123,4 @@ def max_batch(
     floor((capacity - reserved) / request_kv_bytes(context)), reserved being e.g. cached prefixes.
     """
     capacity = instance_kv_capacity_bytes(instance, hbm_utilization) - reserved_bytes
-    per_sequence = request_kv_bytes(instance.model, context_tokens, page_tokens)
-    return np.floor(np.maximum(capacity, 0.0) / np.maximum(per_sequence, 1.0))
+    return sequences_that_fit(capacity, request_kv_bytes(instance.model, context_tokens, page_tokens))
