@@ -234,6 +234,14 @@ def test_workloads_show(cli: Any, name: str) -> None:
         assert f"datacenter {dc['name']}: " in text
     for line in summary["wan_lines"]:
         assert f"WAN option {line['name']} " in text
+    assert summary["serving"]["stack"] is None  # shipped workloads use the stack-agnostic factors
+    assert "serving stack: none named" in text
+
+
+def test_hardware_show_lists_calibrated_stacks(cli: Any) -> None:
+    summary = json_of(cli("hardware", "show", "b200", "--json"))
+    assert "sglang-0.5" in summary["stack_efficiency"]
+    assert "calibrated serving stacks (estimate --stack NAME): sglang-0.5" in human_of(cli("hardware", "show", "b200"))
 
 
 def test_workloads_show_human_details(cli: Any) -> None:

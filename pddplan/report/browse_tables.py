@@ -199,3 +199,6 @@ def print_workload(console: Console, summary: dict[str, Any]) -> None:
             f"RTT {line['rtt_ms']:g} ms, loss {line['loss_rate']:g}, ${line['usd_per_month']:,.0f}/month, "
             f"up to {line['max_lines']}"
         )
+    stack = summary["serving"].get("stack")
+    fallback = "none named (each GPU profile's stack-agnostic factors)"
+    console.print(f"serving stack: {stack or fallback}")
