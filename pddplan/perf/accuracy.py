@@ -17,8 +17,6 @@ from pddplan.catalog import shipped_measurements
 from pddplan.errors import InputError
 from pddplan.perf.calibrate import ErrorSummary, Measurement, accuracy_rows, read_measurements
 
-LEVELS = ("stack", "gpu")
-
 
 def _summary(predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
     stats = ErrorSummary.of(predicted, measured)
