@@ -52,6 +52,25 @@ PARAMETERS: tuple[tuple[str, float, float], ...] = (
 )
 
 
+#: Where the global fit starts: mid-range values inside PARAMETERS' bounds, fixed here so that
+#: refitting is repeatable (starting from the shipped defaults would let each refit start where
+#: the last one ended, and a poorly determined factor could wander between local optima).
+FIT_START = Efficiency(
+    compute_max_fraction=0.7,
+    compute_half_tokens=32.0,
+    attention_compute_fraction=0.5,
+    memory_fraction=0.75,
+    expert_memory_fraction=0.6,
+    scale_up_fraction=0.6,
+    collective_latency_s=5e-6,
+    step_overhead_s=1e-3,
+    layer_overhead_s=5e-5,
+    moe_layer_overhead_s=5e-5,
+    request_overhead_s=0.02,
+    source="assumption: mid-range starting point of the global fit",
+)
+
+
 @dataclass(frozen=True)
 class Measurement:
     """One measured step."""
@@ -284,12 +303,11 @@ def calibrate_profile(
 
     The fit starts from the shipped defaults and is pulled towards them (prior weight 1), so a
     GPU with few rows moves only as far as its rows demand. With `stack`, only that stack's rows
-    count; the fit starts from the profile's own factors, with the stack's request overhead pooled
-    over every GPU it was measured on (`pooled_request_overhead`), and lands in `stack_efficiency`.
+    count; the fit starts from (and is pulled towards) the profile's own factors and lands in
+    `stack_efficiency`.
     """
     profile = load_hardware(gpu)
-    every = read_measurements(measurements)
-    rows = [m for m in every if m.gpu in (gpu, profile.name)]
+    rows = [m for m in read_measurements(measurements) if m.gpu in (gpu, profile.name)]
     if not rows:
         raise InputError(f"{measurements}: no rows for gpu '{profile.name}'")
     rows = [Measurement(**{**m.__dict__, "gpu": profile.name}) if m.gpu != profile.name else m for m in rows]
@@ -306,28 +324,9 @@ def calibrate_profile(
         result = fit_efficiency(rows, start or DEFAULT_EFFICIENCY, source, prior_weight=1.0)
         return profile.model_copy(update={"efficiency": result.efficiency}), result
     base = start or efficiency_of(profile)
-    pooled = pooled_request_overhead(every, stack)
-    if pooled is not None:
-        base = base.model_copy(update={"request_overhead_s": pooled})
     result = fit_efficiency(rows, base, source, prior_weight=1.0, min_fit_rows=1)
     stacks = {**profile.stack_efficiency, stack: result.efficiency}
     return profile.model_copy(update={"stack_efficiency": stacks}), result
-
-
-def pooled_request_overhead(
-    rows: list[Measurement], stack: str, start: Efficiency = DEFAULT_EFFICIENCY
-) -> float | None:
-    """The request overhead of `stack` fitted to its rows on every GPU together, or None.
-
-    Time to first token carries the serving software's own fixed cost (HTTP, tokenizer,
-    scheduler, first sampling), the same on any GPU; one GPU's rows rarely pin it (a single
-    prompt length cannot tell it from compute speed), several GPUs' rows together do. None when
-    the stack has fit rows on fewer than two GPUs.
-    """
-    mine = [m for m in rows if m.stack == stack and m.split in ("fit", "holdout")]
-    if len({m.gpu for m in mine if m.split == "fit"}) < 2:
-        return None
-    return fit_efficiency(mine, start, "pooled", prior_weight=1.0).efficiency.request_overhead_s
 
 
 def efficiency_yaml(efficiency: Efficiency, key: str = "efficiency", indent: str = "") -> str:
@@ -405,4 +404,4 @@ def fit_all(measurements: Path) -> CalibrationResult:
         f"calibrated: fitted by `pddplan calibrate --all` to {sum(m.split == 'fit' for m in rows)} rows of "
         f"{measurements.name} on {date.today().isoformat()}"
     )
-    return fit_efficiency(rows, DEFAULT_EFFICIENCY, source)
+    return fit_efficiency(rows, FIT_START, source)

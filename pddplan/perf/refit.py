@@ -4,8 +4,7 @@
   2. per GPU: each GPU with at least `MIN_GPU_FIT_ROWS` fit rows, fitted to its rows and pulled
      towards the defaults (prior weight 1);
   3. per (GPU, stack): each pair with a fit row, fitted to that pair's rows, starting from (and
-     pulled towards) the GPU's factors with the stack's request overhead pooled over every GPU it
-     was measured on (`pooled_request_overhead`).
+     pulled towards) the GPU's factors.
 Profiles without rows of their own take a sibling's factors (`COPIES`, each with its reason).
 The function returns the factors; `write_catalog` puts them into the catalog files.
 """
@@ -19,14 +18,14 @@ from pathlib import Path
 from pddplan.catalog import catalog_dir
 from pddplan.loading import write_atomic
 from pddplan.perf.calibrate import (
+    FIT_START,
     Measurement,
     efficiency_yaml,
     fit_efficiency,
-    pooled_request_overhead,
     read_measurements,
     with_efficiency_block,
 )
-from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, DEFAULT_EFFICIENCY_PATH
+from pddplan.perf.efficiency import DEFAULT_EFFICIENCY_PATH
 from pddplan.specs.hardware import Efficiency
 
 MIN_GPU_FIT_ROWS = 3
@@ -62,7 +61,7 @@ def refit(rows: list[Measurement], name: str = "measurements.csv") -> CatalogFit
     fit_count = sum(m.split == "fit" for m in scored)
     defaults = fit_efficiency(
         scored,
-        DEFAULT_EFFICIENCY,
+        FIT_START,
         f"calibrated: fitted by `pddplan calibrate --all` to {fit_count} rows of {name} on {today}",
     ).efficiency
     result = CatalogFit(defaults)
@@ -72,18 +71,12 @@ def refit(rows: list[Measurement], name: str = "measurements.csv") -> CatalogFit
         if count >= MIN_GPU_FIT_ROWS:
             source = f"calibrated: fitted by `pddplan calibrate` to {count} {gpu} rows of {name} on {today}"
             result.per_gpu[gpu] = fit_efficiency(mine, defaults, source, prior_weight=1.0).efficiency
-    pooled = {
-        stack: pooled_request_overhead(scored, stack, defaults)
-        for stack in sorted({m.stack for m in scored if m.stack})
-    }
     for gpu, stack in sorted({(m.gpu, m.stack) for m in scored if m.stack}):
         mine = [m for m in scored if m.gpu == gpu and m.stack == stack]
         count = sum(m.split == "fit" for m in mine)
         if count == 0:
             continue
         start = result.per_gpu.get(gpu, defaults)
-        if pooled[stack] is not None:
-            start = start.model_copy(update={"request_overhead_s": pooled[stack]})
         source = f"calibrated: fitted by `pddplan calibrate --stack` to {count} {gpu} rows of stack {stack} on {today}"
         fitted = fit_efficiency(mine, start, source, prior_weight=1.0, min_fit_rows=1).efficiency
         result.per_stack.setdefault(gpu, {})[stack] = fitted
