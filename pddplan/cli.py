@@ -193,7 +193,14 @@ def estimate(
     extend: Annotated[int | None, typer.Option("--extend", help="Recompute K tokens in one extend step.")] = None,
     context: Annotated[int | None, typer.Option("--context", help="Context tokens for decode/extend.")] = None,
     kv_dtype: KvDtypeOption = None,
-    ep: Annotated[bool | None, typer.Option("--ep/--no-ep", help="Force expert parallelism on or off.")] = None,
+    ep: Annotated[
+        bool | None,
+        typer.Option(
+            "--ep/--no-ep",
+            help="Expert parallelism with data-parallel attention (--ep) or tensor parallelism throughout "
+            "(--no-ep); default: EP when the instance spans more than one scale-up domain.",
+        ),
+    ] = None,
     stack: Annotated[
         str | None,
         typer.Option("--stack", help="Use the GPU's factors calibrated for this serving stack (e.g. sglang-0.5)."),

@@ -10,6 +10,7 @@ import csv
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from pddplan.perf.calibrate import (
     calibrate_profile,
     efficiency_yaml,
     fit_efficiency,
+    held_out_note,
     predict,
     read_measurements,
     with_efficiency_block,
@@ -267,7 +269,7 @@ def test_fit_recovers_known_factors(tmp_path: Path) -> None:
         assert getattr(result.efficiency, name) == pytest.approx(getattr(TRUE, name), rel=0.02), name
     for name in fixed:
         assert getattr(result.efficiency, name) == getattr(TRUE, name), name
-    assert result.efficiency.source == "calibrated: synthetic"
+    assert result.efficiency.source == "calibrated: synthetic; on its 2 held-out rows: median |error| 0%, worst 0%"
     assert result.after_fit.count == 8 and result.after_holdout.count == 2
     assert result.after_fit.worst < 1e-3
     assert result.after_holdout.worst < 1e-3
@@ -443,10 +445,12 @@ def test_refit_builds_the_three_levels_and_writes_them(tmp_path: Path, root: Pat
     rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS if r.tp == 1]
     rows += [row("decode", 1, 0, 4, 1000, gpu="h200", stack="s-1"), row("prefill", 800, gpu="h200", stack="s-1")]
     rows += [row("decode", 1, 0, 2, 500, stack="s-2", split="holdout")]  # a stack with no fit row: no block
+    rows += [row("decode", 1, 0, 8, 3000, gpu="h800", stack="s-3")]  # the copying GPU's own stack
     fit = refit(read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE)), "r.csv")
     assert set(fit.per_gpu) == {"h100-sxm", "h800", "gpu-a"}  # h200 has 2 fit rows (< 3); copies of h100
     assert set(fit.per_stack["h100-sxm"]) == {"s-1"} and set(fit.per_stack["h200"]) == {"s-1"}
     assert "copied from h100-sxm" in fit.per_gpu["h800"].source
+    assert set(fit.per_stack["h800"]) == {"s-1", "s-3"}  # its own stack, and h100's inherited
     assert fit.factors("h100-sxm", "s-1") is fit.per_stack["h100-sxm"]["s-1"]
     assert fit.factors("h100-sxm", "s-2") is fit.per_gpu["h100-sxm"]
     assert fit.factors("l40s", None) is fit.defaults
@@ -491,3 +495,35 @@ def test_refit_does_not_depend_on_the_shipped_defaults(tmp_path: Path, monkeypat
     second = refit(rows, "d.csv")
     assert second.defaults == first.defaults
     assert second.per_gpu == first.per_gpu
+
+
+def test_held_out_note_states_the_held_out_error() -> None:
+    """The note appended to a fit's source: the held-out count, median and worst, or that there are none."""
+    summary = ErrorSummary.of(np.array([1.1, 0.5, 1.0]), np.array([1.0, 1.0, 1.0]))
+    assert held_out_note(summary) == "; on its 3 held-out rows: median |error| 10%, worst 50%"
+    assert held_out_note(ErrorSummary.of(np.array([0.8]), np.array([1.0]))) == (
+        "; on its 1 held-out row: median |error| 20%, worst 20%"
+    )
+    assert held_out_note(ErrorSummary.of(np.array([]), np.array([]))) == "; no held-out rows to check it"
+
+
+def test_refit_starts_a_copying_gpus_stack_from_its_originals_factors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """h800 copies h100-sxm (COPIES): a stack measured on the h800 is fitted from h100's factors,
+    not from the defaults."""
+    import pddplan.perf.refit as refit_module
+
+    starts: dict[tuple[str, ...], Efficiency] = {}
+    real_fit = refit_module.fit_efficiency
+
+    def recording(rows: list[Measurement], start: Efficiency, *args: Any, **kwargs: Any) -> Any:
+        starts[tuple(sorted({f"{m.gpu}/{m.stack}" for m in rows}))] = start
+        return real_fit(rows, start, *args, **kwargs)
+
+    monkeypatch.setattr(refit_module, "fit_efficiency", recording)
+    rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS if r.tp == 1]
+    rows += [row("decode", 1, 0, 8, 3000, gpu="h800", stack="s-3")]
+    fit = refit(read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE)), "r.csv")
+    assert starts[("h800/s-3",)] == fit.per_gpu["h100-sxm"]
+    assert starts[("h800/s-3",)].source != fit.defaults.source

@@ -146,8 +146,8 @@ def test_cost_per_hour_by_hand(cli: Any, command: str) -> None:
         for lease in plan["wan"]
     )
     expected = gpu_cost + lines / 730
-    # the plan: 16 + 16 gpu-a at 1.37, 32 gpu-b at 1.7125, one 40 Gbps line at 2,450 $/month
-    assert expected == pytest.approx(32 * 1.37 + 32 * 1.7125 + 2450 / 730)
+    # the plan: 16 + 16 gpu-a at 1.37, 16 gpu-b at 1.7125, one 40 Gbps line at 2,450 $/month
+    assert expected == pytest.approx(32 * 1.37 + 16 * 1.7125 + 2450 / 730)
     args = ["--requests", "500"] if command == "simulate" else []
     out = json_of(cli(command, MODERATE, "pdd-agent-64k", *args, "--json"))
     assert out["cost_per_hour"] == pytest.approx(expected, rel=1e-12)
@@ -252,7 +252,7 @@ def test_default_seed_is_reproducible(cli: Any) -> None:
             id="unknown-wan-option",
         ),
         pytest.param(
-            lambda d: d["decode"].update(count=40), "decode: 320 x gpu-b in dc-b exceeds the 256", id="too-many-gpus"
+            lambda d: d["decode"].update(count=20), "decode: 320 x gpu-b in dc-b exceeds the 256", id="too-many-gpus"
         ),
         pytest.param(
             lambda d: d["relay"].update(datacenter="dc-b"),

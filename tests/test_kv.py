@@ -19,6 +19,7 @@ from pddplan.perf.kv import (
     kv_breakdown,
     kv_bytes_per_token,
     kv_formula,
+    kv_replication,
     linear_state_bytes,
     new_tokens,
     per_token_layer_bytes,
@@ -188,10 +189,22 @@ def test_gqa_shard_bytes(tp: int, shard: float, instance: float) -> None:
 
 
 @pytest.mark.parametrize("tp", [1, 2, 8, 16])
-def test_mla_shard_bytes_are_the_model_figure(tp: int) -> None:
+def test_mla_latent_on_every_rank_under_tensor_parallel_attention(tp: int) -> None:
+    """The latent is shared by all heads: each of the tp ranks keeps all 696 B of it."""
     model = arch(**MLA, kv_dtype="fp8")
     assert shard_kv_bytes_per_token(model, tp) == 696
-    assert instance_kv_bytes_per_token(model, tp) == 696
+    assert kv_replication(model, tp) == tp
+    assert instance_kv_bytes_per_token(model, tp) == 696 * tp
+
+
+@pytest.mark.parametrize("attention", [MLA, GQA])
+@pytest.mark.parametrize("tp", [1, 2, 8, 16])
+def test_data_parallel_attention_keeps_one_copy(attention: dict[str, object], tp: int) -> None:
+    """Each rank attends its own sequences: whole tokens, stored once in the instance."""
+    model = arch(**attention)
+    assert kv_replication(model, tp, data_parallel_attention=True) == 1.0
+    assert shard_kv_bytes_per_token(model, tp, data_parallel_attention=True) == kv_bytes_per_token(model)
+    assert instance_kv_bytes_per_token(model, tp, data_parallel_attention=True) == kv_bytes_per_token(model)
 
 
 # -- prefix hits and the WAN payload --------------------------------------------------------------

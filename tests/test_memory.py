@@ -169,8 +169,20 @@ def test_instance_kv_capacity_gqa_replication(tp: int, replication: int) -> None
 
 
 def test_instance_kv_capacity_mla() -> None:
-    instance = inst(MOE, tp=8)
-    assert instance_kv_capacity_bytes(instance) == pytest.approx(memory_budget(instance).kv_bytes * 8)
+    """Tensor-parallel attention keeps the whole latent on each of the 8 ranks: one GPU's budget;
+    expert parallelism runs data-parallel attention: each rank keeps its own sequences, 8 budgets."""
+    tensor_parallel = inst(MOE, tp=8, ep=False)
+    assert instance_kv_capacity_bytes(tensor_parallel) == pytest.approx(memory_budget(tensor_parallel).kv_bytes)
+    expert_parallel = inst(MOE, tp=8, ep=True)
+    assert instance_kv_capacity_bytes(expert_parallel) == pytest.approx(memory_budget(expert_parallel).kv_bytes * 8)
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_expert_parallel_gqa_keeps_one_copy(tp: int) -> None:
+    """Data-parallel attention under EP: no head replication even when tp exceeds the 2 KV heads."""
+    moe_gqa = MOE.model_copy(update={"num_kv_heads": 2})
+    instance = inst(moe_gqa, tp=tp, ep=True)
+    assert instance_kv_capacity_bytes(instance) == pytest.approx(memory_budget(instance).kv_bytes * tp, rel=1e-15)
 
 
 def test_max_batch() -> None:
@@ -183,6 +195,8 @@ def test_max_batch() -> None:
     assert float(max_batch(instance, 1000, page_tokens=1)) == math.floor(capacity / (1000 * GQA_KV_PER_TOKEN))
     out = max_batch(instance, np.array([1000, 64_000]))
     assert np.array_equal(out, [math.floor(capacity / per_sequence), math.floor(capacity / (64_000 * 2048))])
+    # an empty context still holds the decoded token: one 64-token page, not 0 bytes
+    assert float(max_batch(instance, 0)) == math.floor(capacity / (64 * GQA_KV_PER_TOKEN))
     # a cache reservation larger than the capacity leaves room for nothing, not a negative batch
     assert float(max_batch(instance, 1000, reserved_bytes=2 * capacity)) == 0.0
 

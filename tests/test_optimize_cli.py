@@ -257,7 +257,7 @@ def test_output_plan_evaluates_to_the_reported_cost(agent: tuple[Run, Path], age
     written = yaml.safe_load(plan.read_text())
     assert written["architecture"] == best["name"]
     for role, spec in best["roles"].items():
-        assert {key: written[role][key] for key in ("datacenter", "gpu", "tp", "count")} == spec
+        assert {key: written[role][key] for key in ("datacenter", "gpu", "tp", "expert_parallel", "count")} == spec
     run = pddplan("evaluate", str(plan), AGENT, "--json")
     assert run.code == 0, run
     evaluated = run.json()

@@ -31,6 +31,7 @@ from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import Candidate, wan_configs
 from pddplan.optimize.search import OptimizeOptions, _solve
 from pddplan.optimize.solver import SolverOptions, solve
+from pddplan.perf.roofline import Instance
 
 REL = 1e-6
 GPUS = ("h100-sxm", "h20")
@@ -665,9 +666,28 @@ def test_instance_candidates_follow_the_offers() -> None:
             assert cand.max_count == offer.max_count // cand.tp
             assert cand.usd_per_hour == pytest.approx(cand.tp * gpu_price(hardware, workload, cand.datacenter))
             assert fits(cand.instance, workload.serving.hbm_utilization, chunk)
-            assert cand.key == f"{cand.datacenter}/{cand.gpu}/tp{cand.tp}"
+            layout = "/ep" if cand.instance.uses_ep else ""
+            assert cand.key == f"{cand.datacenter}/{cand.gpu}/tp{cand.tp}{layout}"
+            # an MoE model's candidate says its layout outright; a dense model's leaves the default
+            assert cand.expert_parallel == (cand.instance.uses_ep if model.moe is not None else None)
         if workload.deployment.tp_options:
             assert {c.tp for c in found} <= set(workload.deployment.tp_options)
+        keys = [c.key for c in found]
+        assert len(keys) == len(set(keys))
+        # inside one scale-up domain an MoE model tries both layouts (each where it fits); else the default
+        for cand in found:
+            hardware = load_hardware(cand.gpu)
+            layouts = {
+                c.instance.uses_ep for c in found if (c.datacenter, c.gpu, c.tp) == (cand.datacenter, cand.gpu, cand.tp)
+            }
+            if model.moe is not None and 1 < cand.tp <= hardware.scale_up_domain:
+                for ep in (False, True):
+                    fits_ep = fits(Instance(model, hardware, cand.tp, ep), workload.serving.hbm_utilization, chunk)
+                    assert (ep in layouts) == fits_ep
+            else:
+                assert layouts == {cand.instance.uses_ep}
+    both = {c.key for c in instance_candidates(load_workload("pdd-agent-64k"), load_model("deepseek-v3.2"), 8192)}
+    assert {"dc-b/gpu-b/tp8", "dc-b/gpu-b/tp8/ep"} <= both
 
 
 def test_tp_degrees_default_to_powers_of_two_up_to_twice_the_domain() -> None:

@@ -6,6 +6,7 @@ the shipped workloads (in-process; the CLI's subprocess tests are in test_optimi
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -35,6 +36,7 @@ from pddplan.optimize.diagnose import FIXES, diagnose
 from pddplan.optimize.search import (
     HIT_THRESHOLDS,
     MAX_ROUNDS,
+    TIGHTEN,
     OptimizeOptions,
     _prune_lines,
     _routings,
@@ -389,6 +391,28 @@ def test_budget_mode_never_serves_nothing() -> None:
     assert 0 < result.evaluation.goodput_rps <= workload.arrival.rate_rps
     assert result.evaluation.cost_per_hour <= 90.0 + 1e-9
     assert math.isfinite(result.evaluation.bcr)
+
+
+def test_budget_mode_serves_less_after_a_failed_verification(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the budget binds, tighter capacities leave the same plan at the same rate; so a plan
+    failing verification makes the next round serve at most TIGHTEN x its goodput. The fake
+    simulation fails every plan above 2.5 req/s, with idle decoders (no decode tightening)."""
+    rates: list[float] = []
+
+    def simulated(scenario: Any, requests: int, seed: int) -> Any:
+        rate = evaluate(scenario).goodput_rps
+        rates.append(rate)
+        return SimpleNamespace(summary={"sla_met": rate <= 2.5, "utilization": {"prefill": 0.5, "decode": 0.1}})
+
+    monkeypatch.setattr("pddplan.optimize.search.simulate", simulated)
+    workload = load_workload("pdd-agent-64k")
+    options = OptimizeOptions(mode="budget", budget_per_hour=90.0)
+    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pdd", options)
+    assert rates[0] > 2.5  # the budget buys more than the fake simulation accepts
+    for before, after in itertools.pairwise(rates):
+        assert after <= TIGHTEN * before + 1e-9
+    assert result.feasible and result.evaluation is not None
+    assert result.evaluation.goodput_rps == rates[-1] <= 2.5
 
 
 def test_closed_form_missing_the_sla_in_every_round_keeps_no_plan(monkeypatch: pytest.MonkeyPatch) -> None:

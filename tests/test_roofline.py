@@ -22,6 +22,7 @@ from pddplan.perf.roofline import (
     experts_touched,
     extend_time,
     gemm_efficiency,
+    keys_seen,
     prefill_time,
     step_time,
 )
@@ -242,9 +243,9 @@ def test_moe_mla_step_by_hand(n: int, c: int, b: int) -> None:
     expanded = 2 * h * (nope + rope) + 2 * h * v
     upproject = 2 * kv_lora * h * (nope + v)
     assert (absorbed, expanded, upproject) == (4608, 2560, 262_144)
-    seen = c + (n + 1) / 2
-    full = 3 * min(absorbed * n * min(seen, 256), expanded * n * min(seen, 256) + upproject * min(c + n, 256))
-    indexer = 3 * (2 * 4 * 32) * n * seen * (F_BF16 / F_FP8)
+    pairs = sum(min(c + i + 1, 256) for i in range(n))  # query i sees c + i + 1 keys, at most top_k
+    full = 3 * min(absorbed * pairs, expanded * pairs + upproject * min(c + n, 256))
+    indexer = 3 * (2 * 4 * 32) * n * (c + (n + 1) / 2) * (F_BF16 / F_FP8)  # the indexer scores every key
     attn_compute = b * (full + indexer) / (F_BF16 * 0.5)
     latent, index_key = 128 + 4 + 2 * 32, 32 + 4
     attn_memory = b * 3 * (latent * min(c + n, 256) + index_key * (c + n)) / (BW * 0.8)
@@ -259,15 +260,51 @@ def test_moe_mla_step_by_hand(n: int, c: int, b: int) -> None:
     assert float(step.total_s) == pytest.approx(expected, rel=1e-12)
 
 
-def test_sliding_attention_capped_at_window() -> None:
-    n, c = 10, 5000
+@pytest.mark.parametrize(
+    ("model", "tp", "ep", "copies"),
+    [("gqa", 8, None, 4), ("gqa", 2, None, 1), ("mla", 4, False, 4), ("mla", 4, True, 1)],
+)
+def test_attention_reads_every_copy_of_the_kv(model: str, tp: int, ep: bool | None, copies: int) -> None:
+    """A KV head or latent kept by several ranks is read by each: GQA with g = 2 at tp 8 keeps
+    8 * ceil(2/8) / 2 = 4 copies; MLA under tensor-parallel attention one per rank; under expert
+    parallelism (data-parallel attention) one in all. Memory-bound decode: b * reads * copies / (tp BW mu)."""
+    b, c = 256, 50_000
+    if model == "gqa":
+        step = step_time(inst(GQA, tp=tp, ep=ep), 1, c, b)
+        reads = 2 * (2 * 2 * 128 * 2) * (c + 1)
+    else:
+        step = step_time(inst(MOE, tp=tp, ep=ep), 1, c, b)
+        latent, index_key = 128 + 4 + 2 * 32, 32 + 4
+        reads = 3 * (latent * min(c + 1, 256) + index_key * (c + 1))
+    expected = b * reads * copies / (tp * BW * 0.8)
+    assert float(step.attention_s) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("n", "c"), [(10, 5000), (300, 0), (200, 50)])
+def test_sliding_attention_capped_at_window(n: int, c: int) -> None:
     step = step_time(inst(SLIDING), n, c)
-    seen = c + (n + 1) / 2
-    flops = 2 * 4 * 4 * 64 * n * seen + 2 * 4 * 4 * 64 * n * min(seen, 128)  # 2 full + 2 sliding layers
+    pairs = n * (c + (n + 1) / 2)
+    window_pairs = sum(min(c + i + 1, 128) for i in range(n))
+    flops = 2 * 4 * 4 * 64 * pairs + 2 * 4 * 4 * 64 * window_pairs  # 2 full + 2 sliding layers
     layer_bytes = 2 * 2 * 64 * 2
     read = 2 * layer_bytes * (c + n) + 2 * layer_bytes * min(c + n, 128)
     expected = max(flops / (F_BF16 * 0.5), read / (BW * 0.8))
     assert float(step.attention_s) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("c", "n", "cap", "pairs"),
+    [
+        (0, 332, 128, 128 * 129 / 2 + 204 * 128),  # 128 queries below the window, 204 at it
+        (1000, 8, 128, 8 * 128),  # every query at the cap
+        (10, 4, np.inf, 11 + 12 + 13 + 14),  # uncapped: n c + n (n + 1) / 2
+        (100, 50, 120, sum(min(101 + i, 120) for i in range(50))),
+    ],
+)
+def test_keys_seen_by_hand(c: int, n: int, cap: float, pairs: float) -> None:
+    assert float(keys_seen(c, n, cap)) == pytest.approx(pairs, rel=1e-12)
+    out = keys_seen(np.array([c, c]), np.array([n, n]), cap)
+    assert np.allclose(out, pairs)
 
 
 # -- communication --------------------------------------------------------------------------------

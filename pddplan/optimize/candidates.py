@@ -1,6 +1,10 @@
 """What the optimizer may choose among: instance candidates per role and WAN line pools.
 
-An instance candidate is (datacenter, GPU type, TP degree) where the model fits. A WAN
+An instance candidate is (datacenter, GPU type, TP degree, parallel layout) where the model fits.
+An MoE model gets two layouts inside one scale-up domain: tensor-parallel attention and experts,
+and expert parallelism with data-parallel attention (what DeepSeek-style deployments run: no KV
+copies per rank, so more sequences fit, at the price of a full copy of the non-expert weights per
+rank); across domains it is always expert-parallel (see `Instance`). A WAN
 configuration is a directed datacenter pair (prefill and relay at the source, main decode at the
 destination) with a count of lines per option joining them; all configurations of all pairs are
 enumerated, so nothing assumes exactly two datacenters.
@@ -23,7 +27,8 @@ from pddplan.specs.workload import WanLineOption, Workload
 
 @dataclass(frozen=True)
 class Candidate:
-    """One kind of instance: `tp` GPUs of `gpu` in `datacenter`."""
+    """One kind of instance: `tp` GPUs of `gpu` in `datacenter`; `expert_parallel` says the layout
+    of an MoE model's instance outright (so a written plan does too), None for a dense model."""
 
     datacenter: str
     gpu: str
@@ -32,10 +37,19 @@ class Candidate:
     usd_per_hour: float
     kv_capacity_bytes: float
     max_count: int
+    expert_parallel: bool | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.datacenter}/{self.gpu}/tp{self.tp}"
+        return f"{self.datacenter}/{self.gpu}/tp{self.tp}" + ("/ep" if self.expert_parallel else "")
+
+
+def layouts(model: ModelArchitecture, tp: int, domain: int) -> list[bool | None]:
+    """Parallel layouts to try: the default rule, plus expert parallelism for an MoE model whose
+    instance spans more than one GPU of a single scale-up domain (beyond it EP is the default)."""
+    if model.moe is not None and 1 < tp <= domain:
+        return [None, True]
+    return [None]
 
 
 def tp_degrees(workload: Workload, domain: int) -> list[int]:
@@ -50,7 +64,7 @@ def tp_degrees(workload: Workload, domain: int) -> list[int]:
 
 
 def instance_candidates(workload: Workload, model: ModelArchitecture, chunk_tokens: int) -> list[Candidate]:
-    """Every (datacenter, GPU, TP) the model fits on, smallest TP first within a GPU."""
+    """Every (datacenter, GPU, TP, layout) the model fits on, smallest TP first within a GPU."""
     out = []
     utilization = workload.serving.hbm_utilization
     for dc in workload.deployment.datacenters:
@@ -61,20 +75,22 @@ def instance_candidates(workload: Workload, model: ModelArchitecture, chunk_toke
             for tp in tp_degrees(workload, hardware.scale_up_domain):
                 if tp > offer.max_count:
                     continue
-                instance = Instance(model, hardware, tp, stack=workload.serving.stack)
-                if not fits(instance, utilization, chunk_tokens):
-                    continue
-                out.append(
-                    Candidate(
-                        datacenter=dc.name,
-                        gpu=offer.type,
-                        tp=tp,
-                        instance=instance,
-                        usd_per_hour=tp * gpu_price(hardware, workload, dc.name, offer.type),
-                        kv_capacity_bytes=instance_kv_capacity_bytes(instance, utilization, chunk_tokens),
-                        max_count=offer.max_count // tp,
+                for layout in layouts(model, tp, hardware.scale_up_domain):
+                    instance = Instance(model, hardware, tp, layout, stack=workload.serving.stack)
+                    if not fits(instance, utilization, chunk_tokens):
+                        continue
+                    out.append(
+                        Candidate(
+                            datacenter=dc.name,
+                            gpu=offer.type,
+                            tp=tp,
+                            instance=instance,
+                            usd_per_hour=tp * gpu_price(hardware, workload, dc.name, offer.type),
+                            kv_capacity_bytes=instance_kv_capacity_bytes(instance, utilization, chunk_tokens),
+                            max_count=offer.max_count // tp,
+                            expert_parallel=instance.uses_ep if model.moe is not None else None,
+                        )
                     )
-                )
     return out
 
 

@@ -146,6 +146,7 @@ def _problem(
     memo: dict[tuple[Any, ...], Any] | None = None,
     decode_scale: float = 1.0,
     beyond_inventory: bool = False,
+    rate_cap: float = math.inf,
 ) -> tuple[milp.ProblemData, dict[int, RequestClasses]]:
     """Capacities of every candidate for one routing rule and handoff mode.
 
@@ -153,7 +154,9 @@ def _problem(
     and concurrency a decode or relay instance is credited with (both 1 until a verification fails).
     `memo` carries the prefill capacities between calls: they depend on the routing rule and the
     SLA scale, not on the handoff mode. `beyond_inventory` sizes prefill pools past the offer's
-    max_count (for the elastic diagnosis, which asks how many GPUs would be needed).
+    max_count (for the elastic diagnosis, which asks how many GPUs would be needed). `rate_cap`
+    bounds the rate the program may serve below the offered rate (budget mode, after a plan
+    failed verification at a higher rate).
     """
     workload, model, arch = setup.workload, setup.model, setup.architecture
     decoders = [
@@ -246,7 +249,7 @@ def _problem(
         drc_bytes_per_rps=drc,
         mean_output_tokens=setup.mean_output,
         inventory=inventory,
-        rate_ceiling=setup.rate_ceiling,
+        rate_ceiling=min(setup.rate_ceiling, rate_cap),
         mode=options.mode,
         target_rate=options.rate,
         budget_per_hour=options.budget_per_hour,
@@ -318,6 +321,7 @@ def _plan(
             gpu=relay_candidate.gpu,
             tp=relay_candidate.tp,
             count=max(solution.relay[1], 1),
+            expert_parallel=relay_candidate.expert_parallel,
         )
     line = milp.line_of(data, solution)
     wan = [WanLease(option=option.name, count=count) for option, count in line.leases] if line else []
@@ -327,9 +331,21 @@ def _plan(
         name=f"{setup.workload.name}-{setup.architecture}",
         rate_rps=served,
         architecture=setup.architecture,
-        prefill=RoleSpec(datacenter=prefill.datacenter, gpu=prefill.gpu, tp=prefill.tp, count=n),
+        prefill=RoleSpec(
+            datacenter=prefill.datacenter,
+            gpu=prefill.gpu,
+            tp=prefill.tp,
+            count=n,
+            expert_parallel=prefill.expert_parallel,
+        ),
         relay=relay,
-        decode=RoleSpec(datacenter=decode.datacenter, gpu=decode.gpu, tp=decode.tp, count=max(solution.decode[1], 1)),
+        decode=RoleSpec(
+            datacenter=decode.datacenter,
+            gpu=decode.gpu,
+            tp=decode.tp,
+            count=max(solution.decode[1], 1),
+            expert_parallel=decode.expert_parallel,
+        ),
         wan=wan,
         routing=routing or Routing(),
         handoff=handoff,
@@ -383,6 +399,7 @@ def optimize_architecture(
         result.infeasibility = [{"constraint": "wan-bandwidth", "message": "the workload offers no WAN line option"}]
         return result
     sla_scale = decode_scale = 1.0
+    rate_cap = math.inf
     chosen: list[Routing | None] | None = None
     memo: dict[tuple[Any, ...], Any] = {}
     ratio = 0.0
@@ -393,7 +410,9 @@ def optimize_architecture(
             if progress:
                 progress(f"{architecture}: routing {routing.hit_threshold if routing else '-'}, round {round_number}")
             # Capacities use the adaptive handoff, which holds the relay at least as long as one-shot.
-            data, _ = _problem(setup, routing, Handoff(mode="adaptive"), sla_scale, options, memo, decode_scale)
+            data, _ = _problem(
+                setup, routing, Handoff(mode="adaptive"), sla_scale, options, memo, decode_scale, rate_cap=rate_cap
+            )
             solution, solves = _solve(data, options, ratio)
             result.solves += solves
             if solution is None:
@@ -431,6 +450,10 @@ def optimize_architecture(
         decoders_busy = [u for name, u in verified["utilization"].items() if name != "prefill"]
         if max(decoders_busy, default=0.0) >= SATURATED_DECODE:
             decode_scale *= TIGHTEN
+        if options.mode == "budget":
+            # The budget, not a capacity, may be what binds: then tighter capacities leave the same
+            # plan at the same rate, so ask for less traffic on the same money instead.
+            rate_cap = TIGHTEN * evaluation.goodput_rps
     if not result.feasible:
         from pddplan.optimize.diagnose import diagnose
 

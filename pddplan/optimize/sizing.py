@@ -214,7 +214,13 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
 
     def role(key: str) -> RoleSpec:
         kind = kinds[key]
-        return RoleSpec(datacenter=kind.datacenter, gpu=kind.gpu, tp=kind.tp, count=counts[key])
+        return RoleSpec(
+            datacenter=kind.datacenter,
+            gpu=kind.gpu,
+            tp=kind.tp,
+            count=counts[key],
+            expert_parallel=kind.expert_parallel,
+        )
 
     plan = Plan(
         name=name or f"{workload.name}-{arch}-sized",

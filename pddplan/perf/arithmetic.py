@@ -188,11 +188,11 @@ def expert_bytes(model: ModelArchitecture) -> float:
 
 
 def linear_flops_per_token(model: ModelArchitecture) -> float:
-    """Matrix-multiply FLOPs of one token's forward pass outside attention scores: 2 * active params.
+    """Matrix-multiply FLOPs of one token's forward pass outside attention scores and the LM head:
+    2 * (active params - embedding - LM head).
 
-    The embedding lookup is free; the LM head is counted (every prefill chunk's last token and every
-    decode token needs logits, and engines compute them for the last token of each sequence only,
-    which `roofline` accounts for separately).
+    The embedding lookup is free; the LM head is left out because engines compute logits for the
+    last token of each sequence only, which `roofline` adds once per sequence (`lm_head_flops`).
     """
     counts = param_counts(model)
     return 2.0 * (counts.active - counts.embedding - counts.lm_head)

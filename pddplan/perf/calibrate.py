@@ -2,7 +2,7 @@
 
 Measurements are a CSV with columns
     model, gpu, tp, kind (prefill | decode | extend), tokens, cached, batch, context, measured_s
-and optionally weight_dtype (bf16 | fp8; empty = the model's own), kv_dtype, split (fit | holdout | excluded)
+and optionally weight_dtype (bf16 | fp8 | fp4; empty = the model's own), kv_dtype, split (fit | holdout | excluded)
 and stack (the serving stack that measured the row, e.g. sglang-0.5; see `efficiency_of`).
 For each row the roofline predicts the step (prefill: `batch` sequences of `tokens` new tokens on
 `cached` cached ones, as one step; decode: one step of `batch` sequences at mean context `context`;
@@ -207,6 +207,17 @@ class ErrorSummary:
         return ErrorSummary(len(errors), float(np.median(errors)), float(errors.max()), float(errors.mean()))
 
 
+def held_out_note(held_out: ErrorSummary) -> str:
+    """What a fit's `source` says of its accuracy on the rows kept out of it, so every reader of
+    the factors (`estimate`, `hardware show`) sees how far to trust them."""
+    if held_out.count == 0:
+        return "; no held-out rows to check it"
+    rows = "row" if held_out.count == 1 else "rows"
+    return (
+        f"; on its {held_out.count} held-out {rows}: median |error| {held_out.median:.0%}, worst {held_out.worst:.0%}"
+    )
+
+
 @dataclass(frozen=True)
 class CalibrationResult:
     """Fitted factors and errors before and after, on the fit and holdout rows."""
@@ -284,12 +295,13 @@ def fit_efficiency(
     before = predict(rows, start, hardware)
     after = predict(rows, fitted, hardware)
     is_fit = np.array([m.split == "fit" for m in rows])
+    after_holdout = ErrorSummary.of(after[~is_fit], measured_all[~is_fit])
     return CalibrationResult(
-        efficiency=fitted,
+        efficiency=fitted.model_copy(update={"source": source + held_out_note(after_holdout)}),
         before_fit=ErrorSummary.of(before[is_fit], measured_all[is_fit]),
         after_fit=ErrorSummary.of(after[is_fit], measured_all[is_fit]),
         before_holdout=ErrorSummary.of(before[~is_fit], measured_all[~is_fit]),
-        after_holdout=ErrorSummary.of(after[~is_fit], measured_all[~is_fit]),
+        after_holdout=after_holdout,
         rows=rows,
         predicted_before=before,
         predicted_after=after,

@@ -103,28 +103,35 @@ def request_kv_bytes(model: ModelArchitecture, tokens: ArrayLike, page_tokens: i
     return out + np.where(n > 0, kv.linear_state_bytes, 0.0)
 
 
-def shard_kv_bytes_per_token(model: ModelArchitecture, tp: int) -> float:
-    """KV bytes per token that one tensor-parallel rank stores (long context).
+def kv_replication(model: ModelArchitecture, tp: int, data_parallel_attention: bool = False) -> float:
+    """Copies of each token's KV an instance of `tp` ranks stores.
 
-    GQA: KV heads split across ranks, ceil(g / tp) per rank (replicated when tp > g).
-    MLA: the latent is not split by heads; with data-parallel attention (assumed for MLA, as
-    DeepSeek-style deployments run it) each rank holds whole latents of its own sequences, so the
-    per-token figure per rank is the whole-model one and sequences spread over ranks.
+    Data-parallel attention (each rank attends its own sequences, as under expert parallelism): 1.
+    Tensor-parallel attention (heads split across ranks): GQA keeps ceil(g / tp) of its g KV heads
+    on each rank, tp * ceil(g / tp) / g copies (1 when tp divides g); MLA's latent is shared by all
+    heads, so every rank keeps all of it: tp copies.
     """
+    if data_parallel_attention or tp == 1:
+        return 1.0
     if model.mla is not None:
-        return kv_bytes_per_token(model)
-    heads_per_rank = math.ceil(model.num_kv_heads / tp)
-    return kv_bytes_per_token(model) * heads_per_rank / model.num_kv_heads
+        return float(tp)
+    return tp * math.ceil(model.num_kv_heads / tp) / model.num_kv_heads
 
 
-def instance_kv_bytes_per_token(model: ModelArchitecture, tp: int) -> float:
-    """KV bytes per token an instance of `tp` GPUs stores, replication included.
+def shard_kv_bytes_per_token(model: ModelArchitecture, tp: int, data_parallel_attention: bool = False) -> float:
+    """KV bytes per token that one rank stores (long context).
 
-    GQA: tp * ceil(g / tp) / g times the model figure (1 when tp divides g).  MLA: the model figure.
+    Tensor-parallel attention: GQA splits its KV heads, ceil(g / tp) per rank; MLA keeps the whole
+    latent on every rank. Data-parallel attention: a rank keeps whole tokens of its own sequences.
     """
-    if model.mla is not None:
+    if data_parallel_attention or model.mla is not None:
         return kv_bytes_per_token(model)
-    return shard_kv_bytes_per_token(model, tp) * tp
+    return kv_bytes_per_token(model) * math.ceil(model.num_kv_heads / tp) / model.num_kv_heads
+
+
+def instance_kv_bytes_per_token(model: ModelArchitecture, tp: int, data_parallel_attention: bool = False) -> float:
+    """KV bytes per token an instance of `tp` ranks stores: the model figure times `kv_replication`."""
+    return kv_bytes_per_token(model) * kv_replication(model, tp, data_parallel_attention)
 
 
 def cached_tokens(prompt_tokens: ArrayLike, hit: ArrayLike, page_tokens: int = 1) -> np.ndarray:

@@ -6,12 +6,12 @@ Per GPU:  usable = HBM * hbm_utilization
           activations = T * (8 * d + 2 * f_tp) * 2 B,  T = tokens per step, f_tp = widest FFN per rank
           kv_budget = usable - weights - activations   (must be > 0, else the model does not fit)
 An instance's KV budget is tp * kv_budget per GPU; a sequence of N tokens takes request_kv_bytes(N)
-times the replication factor of GQA heads (see `kv_replication`).
+times the copies its attention layout keeps (see `kv_replication`: GQA heads replicated when tp > g,
+MLA's latent on every rank under tensor-parallel attention, one copy under data-parallel attention).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 
 from pddplan.errors import InputError
 from pddplan.perf.arithmetic import weight_bytes
+from pddplan.perf.kv import kv_replication as kv_replication_of
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import ACTIVATION_BYTES, Instance
 
@@ -88,20 +89,17 @@ def fits(instance: Instance, hbm_utilization: float = 0.9, step_tokens: int = 81
 def instance_kv_capacity_bytes(instance: Instance, hbm_utilization: float = 0.9, step_tokens: int = 8192) -> float:
     """KV bytes an instance can hold, across its tp GPUs, in model-figure units.
 
-    GQA replication when tp exceeds the KV heads shrinks the capacity by the replication factor.
+    Replicated KV (`kv_replication`) shrinks the capacity by its number of copies.
     """
     per_gpu = memory_budget(instance, hbm_utilization, step_tokens).kv_bytes
     return per_gpu * instance.tp / kv_replication(instance)
 
 
 def kv_replication(instance: Instance) -> float:
-    """How many copies of each KV head an instance stores: tp * ceil(g / tp) / g for GQA (1 when tp
-    divides g), 1 for MLA (data-parallel attention)."""
-    model = instance.model
-    if model.mla is not None:
-        return 1.0
-    tp = instance.tp
-    return tp * math.ceil(model.num_kv_heads / tp) / model.num_kv_heads
+    """Copies of each token's KV the instance stores (`kv.kv_replication`; expert parallelism runs
+    data-parallel attention). Applied to a sequence's whole state, it over-counts a hybrid model's
+    linear-attention state, which is split by value heads, when tp exceeds the KV heads."""
+    return kv_replication_of(instance.model, instance.tp, instance.uses_ep)
 
 
 def sequences_that_fit(capacity_bytes: ArrayLike, sequence_bytes: ArrayLike) -> np.ndarray:
@@ -120,7 +118,9 @@ def max_batch(
 ) -> np.ndarray:
     """Largest number of sequences of `context_tokens` tokens whose KV fits at once.
 
-    floor((capacity - reserved) / request_kv_bytes(context)), reserved being e.g. cached prefixes.
+    floor((capacity - reserved) / request_kv_bytes(max(context, 1))), reserved being e.g. cached
+    prefixes; a running sequence holds at least the token it decodes.
     """
     capacity = instance_kv_capacity_bytes(instance, hbm_utilization) - reserved_bytes
-    return sequences_that_fit(capacity, request_kv_bytes(instance.model, context_tokens, page_tokens))
+    tokens = np.maximum(np.asarray(context_tokens, dtype=np.float64), 1.0)
+    return sequences_that_fit(capacity, request_kv_bytes(instance.model, tokens, page_tokens))

@@ -4,7 +4,7 @@
   2. per GPU: each GPU with at least `MIN_GPU_FIT_ROWS` fit rows, fitted to its rows and pulled
      towards the defaults (prior weight 1);
   3. per (GPU, stack): each pair with a fit row, fitted to that pair's rows, starting from (and
-     pulled towards) the GPU's factors.
+     pulled towards) the GPU's factors (a copying GPU's: its original's, see `COPIES`).
 Profiles without rows of their own take a sibling's factors (`COPIES`, each with its reason).
 The function returns the factors; `write_catalog` puts them into the catalog files.
 """
@@ -76,7 +76,7 @@ def refit(rows: list[Measurement], name: str = "measurements.csv") -> CatalogFit
         count = sum(m.split == "fit" for m in mine)
         if count == 0:
             continue
-        start = result.per_gpu.get(gpu, defaults)
+        start = result.per_gpu.get(gpu) or result.per_gpu.get(COPIES.get(gpu, ("", ""))[0], defaults)
         source = f"calibrated: fitted by `pddplan calibrate --stack` to {count} {gpu} rows of stack {stack} on {today}"
         fitted = fit_efficiency(mine, start, source, prior_weight=1.0, min_fit_rows=1).efficiency
         result.per_stack.setdefault(gpu, {})[stack] = fitted

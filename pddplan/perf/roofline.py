@@ -3,10 +3,12 @@
 A step processes `batch` sequences, each adding `new_tokens` tokens on top of `context` tokens
 already in its KV cache. Its time is the sum over three parts, each max(compute, memory):
 
-  dense GEMMs   compute = 2 * P_dense * N / (tp * F(dtype) * eff(N)),  memory = W_dense / (tp * BW * mu)
+  dense GEMMs   compute = 2 * P_dense * N / (tp * F(dtype) * eff(N)) + 2 * d * V * B / (tp * F(bf16) * eff(B)),
+                memory = W_dense / (tp * BW * mu)
   MoE experts   compute = 2 * P_experts_active * N / (tp * F(dtype) * eff(N * t / E_hit)),
                 memory  = E_hit * L_moe * W_expert / (tp * BW * mu_e),  E_hit = E * (1 - (1 - t/E)^N)
-  attention     compute = attention FLOPs / (tp * F(bf16) * a),  memory = KV bytes read / (tp * BW * mu)
+  attention     compute = attention FLOPs / (tp * F(bf16) * a),  memory = KV bytes read * r / (tp * BW * mu)
+                (r: copies of the KV the ranks keep, see kv.kv_replication)
 
 plus communication and a fixed overhead per step and per layer (kernel launches, scheduling).
 Tensor parallelism (TP): two ring all-reduces per layer, added to the step. Expert parallelism
@@ -31,7 +33,7 @@ from numpy.typing import ArrayLike
 from pddplan.errors import InputError
 from pddplan.perf.arithmetic import expert_bytes, lm_head_flops, param_counts
 from pddplan.perf.efficiency import efficiency_of
-from pddplan.perf.kv import linear_state_bytes, per_token_layer_bytes
+from pddplan.perf.kv import kv_replication, linear_state_bytes, per_token_layer_bytes
 from pddplan.specs.hardware import ComputeDtype, Efficiency, HardwareProfile
 from pddplan.specs.model import DTYPE_BYTES, ModelArchitecture
 
@@ -280,31 +282,43 @@ def step_time(
     )
 
 
+def keys_seen(cached: ArrayLike, new: ArrayLike, cap: float) -> np.ndarray:
+    """Query-key pairs of n new tokens on c cached ones when a query sees at most `cap` keys:
+    sum over i < n of min(c + i + 1, cap) = m*c + m*(m + 1)/2 + (n - m)*cap', with cap' =
+    min(cap, c + n) and m = clip(cap' - c, 0, n) queries below the cap (n*c + n*(n + 1)/2 uncapped)."""
+    c = np.asarray(cached, dtype=np.float64)
+    n = np.asarray(new, dtype=np.float64)
+    limit = np.minimum(cap, c + n)
+    below = np.clip(limit - c, 0.0, n)
+    return below * c + below * (below + 1.0) / 2.0 + (n - below) * limit
+
+
 def _attention(instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(attention FLOPs, KV bytes read) of a step, before dividing by rates.
 
-    A query at position i of the new tokens sees c + i + 1 tokens (causal); the average query sees
-    c + (n + 1) / 2, capped at the window (sliding layers) or at top_k (sparse attention). MLA runs
+    A query at position i of the new tokens sees c + i + 1 tokens (causal), at most the window
+    (sliding layers) or top_k (sparse attention; its indexer scores every token): `keys_seen`. MLA runs
     in the cheaper of its absorbed form or its expanded form (which first up-projects the context).
-    KV is read once per step per sequence: c + n tokens per layer (capped the same way), and linear
-    layers read and write their state.
+    KV is read once per step per sequence: c + n tokens per layer (capped the same way), by every
+    rank that keeps a copy (`kv_replication`: a replicated GQA head or MLA latent is read once per
+    copy), and linear layers read and write their state.
     """
     k = instance.constants
-    seen = c + (n + 1.0) / 2.0
     total_ctx = c + n
-    full_seen = np.minimum(seen, k.top_k)
-    per_seq_absorbed = k.attn_flops_absorbed * n * full_seen
-    per_seq_expanded = k.attn_flops_expanded * n * full_seen + k.upproject_flops * np.minimum(total_ctx, k.top_k)
+    full_pairs = keys_seen(c, n, k.top_k)
+    per_seq_absorbed = k.attn_flops_absorbed * full_pairs
+    per_seq_expanded = k.attn_flops_expanded * full_pairs + k.upproject_flops * np.minimum(total_ctx, k.top_k)
     full_flops = k.full_layers * np.minimum(per_seq_absorbed, per_seq_expanded)
-    sliding_flops = k.sliding_layers * k.attn_flops_expanded * n * np.minimum(seen, k.window)
+    sliding_flops = k.sliding_layers * k.attn_flops_expanded * keys_seen(c, n, k.window)
     bf16_over_fp8 = instance.hardware.peak_flops_per_s("bf16") / instance.hardware.peak_flops_per_s("fp8")
-    indexer_flops = k.full_layers * k.indexer_flops * n * seen * bf16_over_fp8
+    indexer_flops = k.full_layers * k.indexer_flops * keys_seen(c, n, np.inf) * bf16_over_fp8
     flops = b * (full_flops + sliding_flops + indexer_flops + k.linear_flops_per_token * n)
     full_read = k.full_layers * (
         k.latent_read_bytes * np.minimum(total_ctx, k.top_k) + k.indexer_read_bytes * total_ctx
     )
     sliding_read = k.sliding_layers * k.kv_layer_bytes * np.minimum(total_ctx, k.window)
-    read = b * (full_read + sliding_read + 2.0 * k.linear_state_bytes)
+    copies = kv_replication(instance.model, instance.tp, instance.uses_ep)
+    read = b * ((full_read + sliding_read) * copies + 2.0 * k.linear_state_bytes)
     return flops, read
 
 

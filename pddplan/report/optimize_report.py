@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from pddplan.optimize.run import OptimizeReport, architecture_figures
-from pddplan.report.plan_tables import drawing
+from pddplan.report.plan_tables import drawing, parallel_label
 
 
 def _s(value: float | None) -> str:
@@ -68,7 +68,7 @@ def print_report(console: Console, report: OptimizeReport, written: Path | None)
         row(
             label,
             lambda f, role=role: (
-                f"{f['roles'][role]['count']} x {f['roles'][role]['gpu']} TP{f['roles'][role]['tp']} "
+                f"{f['roles'][role]['count']} x {f['roles'][role]['gpu']} {parallel_label(f['roles'][role])} "
                 f"@{f['roles'][role]['datacenter']}"
                 if role in f["roles"]
                 else "-"

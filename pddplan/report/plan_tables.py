@@ -12,8 +12,13 @@ from rich.table import Table
 from pddplan.scenario import Scenario
 
 
-def _role_line(name: str, gpu: str, tp: int, count: int) -> str:
-    return f"{name} {count} x {gpu} (TP{tp}) = {count * tp} GPUs"
+def parallel_label(role: dict[str, Any]) -> str:
+    """TP8, or TP8 EP when the instance runs expert parallelism (data-parallel attention)."""
+    return f"TP{role['tp']}" + (" EP" if role.get("expert_parallel") else "")
+
+
+def _role_line(name: str, role: dict[str, Any]) -> str:
+    return f"{name} {role['count']} x {role['gpu']} ({parallel_label(role)}) = {role['count'] * role['tp']} GPUs"
 
 
 def drawing(roles: dict[str, dict[str, Any]], wan: dict[str, Any] | None, architecture: str) -> str:
@@ -28,7 +33,7 @@ def drawing(roles: dict[str, dict[str, Any]], wan: dict[str, Any] | None, archit
     for name, role in roles.items():
         label = {"decode": "MD" if architecture == "pdd" else "D", "prefill": "P", "relay": "RLD"}[name]
         label = f"{label:<3}"
-        by_dc.setdefault(role["datacenter"], []).append(_role_line(label, role["gpu"], role["tp"], role["count"]))
+        by_dc.setdefault(role["datacenter"], []).append(_role_line(label, role))
     boxes = []
     for dc, lines in by_dc.items():
         width = max(max(len(line) for line in lines), len(dc) + 3) + 4
@@ -55,7 +60,13 @@ def drawing(roles: dict[str, dict[str, Any]], wan: dict[str, Any] | None, archit
 def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
     """Roles of a scenario as plain dicts (for drawings and JSON)."""
     return {
-        name: {"datacenter": role.spec.datacenter, "gpu": role.spec.gpu, "tp": role.spec.tp, "count": role.count}
+        name: {
+            "datacenter": role.spec.datacenter,
+            "gpu": role.spec.gpu,
+            "tp": role.spec.tp,
+            "expert_parallel": role.instance.uses_ep,
+            "count": role.count,
+        }
         for name, role in scenario.roles.items()
     }
 
