@@ -14,6 +14,7 @@ import pytest
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
+from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.memory import (
     activation_bytes,
     fits,
@@ -238,3 +239,24 @@ def test_sequences_that_fit_by_hand() -> None:
     assert float(sequences_that_fit(-5.0, 3_000.0)) == 0.0  # reserved prefixes above capacity
     assert float(sequences_that_fit(2.5, 0.0)) == 2.0  # a zero-byte sequence counts as 1 B
     assert sequences_that_fit([6e3, 7e3], [2e3, 3.5e3]).tolist() == [3.0, 2.0]
+
+
+def test_sequences_that_fit_per_pool_by_hand() -> None:
+    """A sequence cannot straddle two ranks' memories: pools * floor(capacity / pools / sequence)."""
+    from pddplan.perf.memory import sequences_that_fit
+
+    assert float(sequences_that_fit(10_000.0, 3_000.0, pools=2)) == 2.0  # 2 x floor(5,000 / 3,000), not 3
+    assert float(sequences_that_fit(12_000.0, 3_000.0, pools=2)) == 4.0
+    assert float(sequences_that_fit(10_000.0, 3_000.0, pools=1)) == 3.0
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_expert_parallel_sequences_fit_per_rank(tp: int) -> None:
+    """Data-parallel attention: each of the tp ranks holds whole sequences in its own budget; the KV
+    of one request leaves through one NIC. Tensor-parallel attention: one memory, tp senders."""
+    ep, tensor = inst(MOE, tp=tp, ep=True), inst(MOE, tp=tp, ep=False)
+    assert (ep.kv_pools, ep.kv_senders) == (tp, 1)
+    assert (tensor.kv_pools, tensor.kv_senders) == (1, tp)
+    per_rank = memory_budget(ep).kv_bytes
+    sequence = float(request_kv_bytes(MOE, 5000, 64))
+    assert float(max_batch(ep, 5000)) == tp * math.floor(per_rank / sequence)

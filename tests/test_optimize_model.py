@@ -713,3 +713,23 @@ def test_wan_configs_enumerate_every_nonempty_line_combination() -> None:
         assert pool.gbps == pytest.approx(sum(o.capacity_gbps * n for o, n in pool.leases))
         assert pool.usd_per_hour == pytest.approx(sum(o.usd_per_month * n for o, n in pool.leases) / HOURS_PER_MONTH)
         assert all(1 <= n <= o.max_lines for o, n in pool.leases)
+
+
+def test_in_domain_expert_parallel_kinds_decode_but_do_not_prefill() -> None:
+    """Kimi-K2 on B200: tp8 comes in both layouts; the expert-parallel one may decode or relay but
+    not prefill (one request's attention would run on one rank, which the step model does not
+    represent); tp16 spans two domains and is expert-parallel, the only layout, so it may prefill."""
+    from pddplan.optimize.candidates import instance_candidates, serves_prefill
+    from pddplan.optimize.search import OptimizeOptions, _problem, _setup
+    from pddplan.specs.plan import Handoff
+
+    workload = load_workload("coding-agent-128k")
+    model = load_model(workload.model, workload.kv_dtype)
+    found = {c.key: c for c in instance_candidates(workload, model, workload.serving.chunk_tokens)}
+    assert not serves_prefill(found["dc-a/b200/tp8/ep"])
+    assert serves_prefill(found["dc-a/b200/tp8"]) and serves_prefill(found["dc-a/b200/tp16/ep"])
+    setup = _setup(workload, workload_dir("coding-agent-128k"), "pd-intra", workload.arrival.rate_rps)
+    data, _ = _problem(setup, None, Handoff(mode="adaptive"), 1.0, OptimizeOptions())
+    keys = {setup.candidates[c].key for c, _ in data.prefill_caps}
+    assert "dc-a/b200/tp8/ep" not in keys and "dc-a/b200/tp8" in keys
+    assert any(d.candidate.key == "dc-a/b200/tp8/ep" for d in data.decode)

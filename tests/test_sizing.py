@@ -173,9 +173,13 @@ def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setu
     for cand in agent_setup.candidates:
         cap = decoder_capacity(cand, workload, model, context, mean_output)
         per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
-        by_memory = int(cand.kv_capacity_bytes // per_sequence)
+        pools = cand.instance.kv_pools  # expert parallel: a sequence lives on one of the tp ranks
+        assert pools == (cand.tp if cand.instance.uses_ep else 1)
+        by_memory = pools * int(cand.kv_capacity_bytes / pools // per_sequence)
         assert cap.usable
         assert cap.batch <= min(workload.serving.max_decode_batch, by_memory)
+        # the bytes the optimizer may fill: less what whole sequences per rank cannot use
+        assert cap.memory_bytes == pytest.approx(cand.kv_capacity_bytes - (pools - 1) * per_sequence)
         assert cap.step_s == pytest.approx(float(decode_step_time(cand.instance, float(cap.batch), context)))
         assert cap.step_s <= tpot
         if cap.batch < min(workload.serving.max_decode_batch, by_memory):

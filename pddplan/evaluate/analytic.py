@@ -138,7 +138,7 @@ def revenue_per_request(workload: Workload, classes: RequestClasses) -> float:
 def decoder_max_batch(scenario: Scenario, role: Role, context_tokens: float, reserved_bytes: float) -> float:
     """Sequences one instance can hold: min(max_decode_batch, (KV capacity - reserved) / KV(context))."""
     per_sequence = float(request_kv_bytes(scenario.model, context_tokens, scenario.workload.serving.page_tokens))
-    by_memory = float(sequences_that_fit(role.kv_capacity_bytes - reserved_bytes, per_sequence))
+    by_memory = float(sequences_that_fit(role.kv_capacity_bytes - reserved_bytes, per_sequence, role.instance.kv_pools))
     return float(min(scenario.max_decode_batch, by_memory))
 
 
@@ -281,14 +281,14 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     # TTFT ------------------------------------------------------------------------------------------
     if plan.architecture == "pd-intra":
         full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, workload.serving.page_tokens)
-        to_decoder = rdma_time_s(full_kv, prefill.gpus // prefill.count, nic)[:, None] + 0 * prob_f[None, :]
+        to_decoder = rdma_time_s(full_kv, prefill.instance.kv_senders, nic)[:, None] + 0 * prob_f[None, :]
         first = to_decoder + tau_m
     elif plan.architecture == "pd-cross":
         first = wan_time + tau_m
     else:
         assert decoder_relay is not None and relay_role is not None
         full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, workload.serving.page_tokens)
-        rdma = rdma_time_s(full_kv, prefill.gpus // prefill.count, nic)
+        rdma = rdma_time_s(full_kv, prefill.instance.kv_senders, nic)
         first = np.where(relay[:, None], (rdma + decoder_relay.step_s)[:, None], wan_time + tau_m)
     delays = (classes.prefill_s[:, None] + first).ravel()
     slot_p, slot_mean = _slot_waits(scenario, classes, lam, md_decoder, decoder_relay, finishes_on_relay, weights)

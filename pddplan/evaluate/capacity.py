@@ -96,13 +96,17 @@ def decoder_capacity(
     """B*, tau(B*) and full-output request rate of one decode instance candidate."""
     limit = workload.serving.max_decode_batch
     per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
-    by_memory = int(sequences_that_fit(candidate.kv_capacity_bytes, per_sequence))
+    pools = candidate.instance.kv_pools
+    by_memory = int(sequences_that_fit(candidate.kv_capacity_bytes, per_sequence, pools))
+    # the optimizer budgets memory in bytes: leave out what whole sequences per rank cannot use
+    # (under pools ranks, up to pools - 1 sequences more than one shared memory would lose)
+    memory = max(candidate.kv_capacity_bytes - (pools - 1) * per_sequence, 0.0)
     batches = np.arange(1, max(min(limit, by_memory), 1) + 1, dtype=np.float64)
     steps = decode_step_time(candidate.instance, batches, context)
     target = workload.sla.tpot_p90_s or math.inf
     ok = steps <= target
     if by_memory < 1 or not ok.any():
-        return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, candidate.kv_capacity_bytes, per_sequence)
+        return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, memory, per_sequence)
     best = int(batches[ok].max())
     step = float(steps[best - 1])
     usable = slot_utilization(best)
@@ -112,7 +116,7 @@ def decoder_capacity(
         step_s=step,
         occupancy=usable * best,
         requests_per_s=usable * best / (step * mean_output),
-        memory_bytes=candidate.kv_capacity_bytes,
+        memory_bytes=memory,
         sequence_bytes=per_sequence,
     )
 
@@ -199,9 +203,8 @@ def prefill_capacity(
     mean_s = float(service @ p_in)
     cv2_s = float((service**2) @ p_in) / mean_s**2 - 1.0
     cv2_a = workload.arrival.cv**2
-    gpus = candidate.tp
     full_kv = request_kv_bytes(candidate.instance.model, classes.prompt_tokens, workload.serving.page_tokens)
-    rdma = rdma_time_s(full_kv, gpus, candidate.instance.hardware.nic_bytes_per_s)
+    rdma = rdma_time_s(full_kv, candidate.instance.kv_senders, candidate.instance.hardware.nic_bytes_per_s)
     if line is not None:
         capacity_f, prob_f = line.capacity_support()
         wan_bytes = float(classes.wan_bytes @ p_in)

@@ -49,6 +49,7 @@ def flow_cap_bytes_per_s(tcp: TcpSpec, rtt_s: float, loss_rate: float, line_byte
 def rdma_time_s(payload_bytes: ArrayLike, gpus: int, nic_bytes_per_s: float) -> np.ndarray:
     """RDMA copy of a KV payload from a prefill instance: bytes / (gpus * NIC) + copy overhead.
 
-    Each GPU sends its own shard through its own NIC, so the instance's NICs add up.
+    Each sending GPU sends its part through its own NIC, so their NICs add up; `gpus` is the
+    instance's `kv_senders` (tp under tensor-parallel attention, 1 under data-parallel attention).
     """
     return np.asarray(payload_bytes, dtype=np.float64) / (gpus * nic_bytes_per_s) + RDMA_COPY_OVERHEAD_S

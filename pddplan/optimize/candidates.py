@@ -44,6 +44,15 @@ class Candidate:
         return f"{self.datacenter}/{self.gpu}/tp{self.tp}" + ("/ep" if self.expert_parallel else "")
 
 
+def serves_prefill(candidate: Candidate) -> bool:
+    """Whether a kind may prefill: not the in-domain expert-parallel layout. Under data-parallel
+    attention one request's attention and dense layers run on a single rank, which the step model
+    (it splits a step's work over all tp ranks) does not represent, so it would flatter a single
+    request's prefill; across domains expert parallelism is the only layout and is kept (see
+    docs/model.md, section 3)."""
+    return not (candidate.expert_parallel and candidate.tp <= candidate.instance.hardware.scale_up_domain)
+
+
 def layouts(model: ModelArchitecture, tp: int, domain: int) -> list[bool | None]:
     """Parallel layouts to try: the default rule, plus expert parallelism for an MoE model whose
     instance spans more than one GPU of a single scale-up domain (beyond it EP is the default)."""

@@ -23,7 +23,7 @@ from pddplan.evaluate.classes import RequestClasses, workload_classes
 from pddplan.inputs import load_model
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
-from pddplan.optimize.candidates import Candidate, instance_candidates, wan_configs
+from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
 from pddplan.optimize.solver import SolverOptions, solve
 from pddplan.scenario import Scenario, build_scenario, drc_bytes_per_rps
 from pddplan.simulate.summary import simulate
@@ -197,6 +197,8 @@ def _problem(
         prefill_caps = {}
         candidates_done = False
     for i, candidate in enumerate(setup.candidates if not candidates_done else []):
+        if not serves_prefill(candidate):
+            continue
         classes = prefill_classes[i]
         mean_s = float(classes.prefill_s @ classes.input_prob)
         by_rate = math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4
@@ -437,6 +439,8 @@ def optimize_architecture(
         result.handoff_mode = plan.handoff.mode if architecture == "pdd" else None
         if key[0] == -math.inf:  # the closed form already misses the SLA: ask for headroom and re-solve
             sla_scale *= TIGHTEN
+            if options.mode == "budget":  # see below: the budget may be what binds
+                rate_cap = TIGHTEN * (plan.rate_rps or setup.rate_ceiling)
             continue
         if not options.verify:
             result.feasible = True

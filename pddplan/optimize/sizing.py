@@ -35,7 +35,7 @@ from pddplan.evaluate.capacity_view import (
 from pddplan.evaluate.classes import RequestClasses, workload_classes
 from pddplan.inputs import load_model
 from pddplan.net.lines import LinePool
-from pddplan.optimize.candidates import Candidate, instance_candidates, wan_configs
+from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
 from pddplan.scenario import drc_bytes_per_rps
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Architecture, Handoff, Plan, RoleSpec, Routing, WanLease
@@ -87,7 +87,7 @@ def choose_shape(
     context, mean_output = _context(workload)
     home = workload.deployment.home
     candidates = instance_candidates(workload, model, chunk)
-    at_home = [c for c in candidates if c.datacenter == home]
+    at_home = [c for c in candidates if c.datacenter == home and serves_prefill(c)]
     if not at_home:
         raise InfeasibleError(f"model '{model.name}' fits no GPU offered in the home datacenter {home}")
     if architecture == "pdd" and routing is None:

@@ -102,11 +102,12 @@ def kv_replication(instance: Instance) -> float:
     return kv_replication_of(instance.model, instance.tp, instance.uses_ep)
 
 
-def sequences_that_fit(capacity_bytes: ArrayLike, sequence_bytes: ArrayLike) -> np.ndarray:
-    """Whole sequences of `sequence_bytes` KV each that fit in `capacity_bytes`:
-    floor(max(capacity, 0) / max(sequence, 1 B))."""
-    capacity = np.maximum(np.asarray(capacity_bytes, dtype=np.float64), 0.0)
-    return np.floor(capacity / np.maximum(np.asarray(sequence_bytes, dtype=np.float64), 1.0))
+def sequences_that_fit(capacity_bytes: ArrayLike, sequence_bytes: ArrayLike, pools: int = 1) -> np.ndarray:
+    """Whole sequences of `sequence_bytes` KV each that fit in `capacity_bytes` split evenly over
+    `pools` memories a sequence cannot straddle (`Instance.kv_pools`):
+    pools * floor(max(capacity, 0) / pools / max(sequence, 1 B))."""
+    capacity = np.maximum(np.asarray(capacity_bytes, dtype=np.float64), 0.0) / pools
+    return pools * np.floor(capacity / np.maximum(np.asarray(sequence_bytes, dtype=np.float64), 1.0))
 
 
 def max_batch(
@@ -123,4 +124,4 @@ def max_batch(
     """
     capacity = instance_kv_capacity_bytes(instance, hbm_utilization) - reserved_bytes
     tokens = np.maximum(np.asarray(context_tokens, dtype=np.float64), 1.0)
-    return sequences_that_fit(capacity, request_kv_bytes(instance.model, tokens, page_tokens))
+    return sequences_that_fit(capacity, request_kv_bytes(instance.model, tokens, page_tokens), instance.kv_pools)

@@ -75,6 +75,18 @@ class Instance:
             return self.expert_parallel
         return self.tp > self.hardware.scale_up_domain
 
+    @property
+    def kv_pools(self) -> int:
+        """Separate KV memories a sequence must fit in one of: tp under expert parallelism (its
+        data-parallel attention keeps each sequence on one rank), else 1 (the instance's memory)."""
+        return self.tp if self.uses_ep else 1
+
+    @property
+    def kv_senders(self) -> int:
+        """GPUs (and NICs) one request's KV leaves from: 1 under data-parallel attention (one rank
+        holds it), else tp (each rank sends its shard or share)."""
+        return 1 if self.uses_ep else self.tp
+
     @cached_property
     def constants(self) -> _ModelConstants:
         return _model_constants(self.model)

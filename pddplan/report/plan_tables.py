@@ -64,7 +64,7 @@ def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
             "datacenter": role.spec.datacenter,
             "gpu": role.spec.gpu,
             "tp": role.spec.tp,
-            "expert_parallel": role.instance.uses_ep,
+            "expert_parallel": role.instance.uses_ep if scenario.model.moe is not None else None,
             "count": role.count,
         }
         for name, role in scenario.roles.items()

@@ -119,9 +119,9 @@ def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[Reques
     cached = cached_tokens(prompt, hit, page)
     wan_size = incremental_kv_bytes(scenario.model, prompt, hit, page)
     full_kv = request_kv_bytes(scenario.model, prompt, page)
-    service = prefill_time(scenario.prefill.instance, fresh, cached, scenario.chunk_tokens)
-    prefill_gpus = scenario.prefill.gpus // scenario.prefill.count
-    rdma = rdma_time_s(full_kv, prefill_gpus, scenario.prefill.instance.hardware.nic_bytes_per_s)
+    prefill = scenario.prefill.instance
+    service = prefill_time(prefill, fresh, cached, scenario.chunk_tokens)
+    rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s)
     relay = relayed(plan.routing if arch == "pdd" else None, hit, wan_size)
 
     # prefill: FIFO over c identical instances, with known service times
