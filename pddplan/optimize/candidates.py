@@ -22,6 +22,7 @@ from pddplan.perf.memory import fits, instance_kv_capacity_bytes
 from pddplan.perf.roofline import Instance
 from pddplan.scenario import gpu_price
 from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import RoleSpec
 from pddplan.specs.workload import WanLineOption, Workload
 
 
@@ -42,6 +43,12 @@ class Candidate:
     @property
     def key(self) -> str:
         return f"{self.datacenter}/{self.gpu}/tp{self.tp}" + ("/ep" if self.expert_parallel else "")
+
+    def role(self, count: int) -> RoleSpec:
+        """`count` instances of this kind, as a plan's role."""
+        return RoleSpec(
+            datacenter=self.datacenter, gpu=self.gpu, tp=self.tp, count=count, expert_parallel=self.expert_parallel
+        )
 
 
 def serves_prefill(candidate: Candidate) -> bool:

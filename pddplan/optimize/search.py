@@ -28,7 +28,7 @@ from pddplan.optimize.solver import SolverOptions, solve
 from pddplan.scenario import Scenario, build_scenario, drc_bytes_per_rps
 from pddplan.simulate.summary import simulate
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Architecture, Handoff, HandoffMode, Plan, RoleSpec, Routing, WanLease
+from pddplan.specs.plan import Architecture, Handoff, HandoffMode, Plan, Routing, WanLease
 from pddplan.specs.workload import Workload
 
 HIT_THRESHOLDS = (0.5, 0.8, 0.9, 0.95)
@@ -317,14 +317,7 @@ def _plan(
     decode = data.decode[solution.decode[0]].candidate
     relay = None
     if solution.relay is not None:
-        relay_candidate = data.relay[solution.relay[0]].candidate
-        relay = RoleSpec(
-            datacenter=relay_candidate.datacenter,
-            gpu=relay_candidate.gpu,
-            tp=relay_candidate.tp,
-            count=max(solution.relay[1], 1),
-            expert_parallel=relay_candidate.expert_parallel,
-        )
+        relay = data.relay[solution.relay[0]].candidate.role(max(solution.relay[1], 1))
     line = milp.line_of(data, solution)
     wan = [WanLease(option=option.name, count=count) for option, count in line.leases] if line else []
     offered = setup.workload.arrival.rate_rps
@@ -333,21 +326,9 @@ def _plan(
         name=f"{setup.workload.name}-{setup.architecture}",
         rate_rps=served,
         architecture=setup.architecture,
-        prefill=RoleSpec(
-            datacenter=prefill.datacenter,
-            gpu=prefill.gpu,
-            tp=prefill.tp,
-            count=n,
-            expert_parallel=prefill.expert_parallel,
-        ),
+        prefill=prefill.role(n),
         relay=relay,
-        decode=RoleSpec(
-            datacenter=decode.datacenter,
-            gpu=decode.gpu,
-            tp=decode.tp,
-            count=max(solution.decode[1], 1),
-            expert_parallel=decode.expert_parallel,
-        ),
+        decode=decode.role(max(solution.decode[1], 1)),
         wan=wan,
         routing=routing or Routing(),
         handoff=handoff,

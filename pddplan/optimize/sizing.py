@@ -213,14 +213,7 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     wan = [WanLease(option=option.name, count=count) for option, count in line.leases] if line else []
 
     def role(key: str) -> RoleSpec:
-        kind = kinds[key]
-        return RoleSpec(
-            datacenter=kind.datacenter,
-            gpu=kind.gpu,
-            tp=kind.tp,
-            count=counts[key],
-            expert_parallel=kind.expert_parallel,
-        )
+        return kinds[key].role(counts[key])
 
     plan = Plan(
         name=name or f"{workload.name}-{arch}-sized",
