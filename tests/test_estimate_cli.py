@@ -104,6 +104,9 @@ def test_estimate_kv_dtype_and_ep_switches() -> None:
     assert gqa_bf16["breakdown"]["attention_s"] > gqa_fp8["breakdown"]["attention_s"]
     forced = estimate("deepseek-v3.2", "h200", 8, decode_batch=32, context_tokens=60_000, expert_parallel=True)
     assert forced["expert_parallel"] is True and fp8["expert_parallel"] is False
+    # the MLA latent on each of the 8 ranks under TP attention, once under data-parallel attention;
+    # qwen3-235b's 4 KV heads twice over 8 ranks
+    assert (fp8["kv_copies"], forced["kv_copies"], gqa_bf16["kv_copies"]) == (8.0, 1.0, 2.0)
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from typing import Any
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.perf.memory import max_batch, memory_budget
+from pddplan.perf.memory import kv_replication, max_batch, memory_budget
 from pddplan.perf.roofline import Instance, prefill_time, step_time
 from pddplan.specs.model import KvDtype
 
@@ -61,6 +61,7 @@ def estimate(
         "mode": modes[0],
         "stack": stack,
         "efficiency_source": instance.efficiency.source,
+        "kv_copies": kv_replication(instance),
         "memory_per_gpu": {
             "weights_bytes": budget.weight_bytes,
             "activations_bytes": budget.activation_bytes,

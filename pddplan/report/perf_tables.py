@@ -48,8 +48,13 @@ def print_estimate(console: Console, result: dict[str, Any]) -> None:
     mem = result["memory_per_gpu"]
     console.print(
         f"per GPU: weights {mem['weights_bytes'] / 1e9:,.1f} GB, activations {mem['activations_bytes'] / 1e9:,.1f} GB, "
-        f"KV budget {mem['kv_budget_bytes'] / 1e9:,.1f} GB; factors: {result['efficiency_source']}"
+        f"KV budget {mem['kv_budget_bytes'] / 1e9:,.1f} GB ({_copies(result['kv_copies'])} of each token's KV in the "
+        f"instance); factors: {result['efficiency_source']}"
     )
+
+
+def _copies(count: float) -> str:
+    return "1 copy" if count == 1 else f"{count:g} copies"
 
 
 def calibration_summary(result: CalibrationResult, target: str, output: Path | None) -> dict[str, Any]:
