@@ -7,9 +7,9 @@ Every expected number below is written out from the formulas in the docstrings o
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 import pytest
+from toys import GQA, LINEAR, arch
 
 from pddplan.inputs import load_model, model_index
 from pddplan.perf.arithmetic import (
@@ -24,23 +24,6 @@ from pddplan.perf.arithmetic import (
     weight_bytes,
 )
 from pddplan.specs.model import ModelArchitecture
-
-
-def arch(**fields: Any) -> ModelArchitecture:
-    base: dict[str, Any] = {"name": "toy", "source": "test: hand-built"}
-    return ModelArchitecture.model_validate({**base, **fields})
-
-
-# A 2-layer GQA model: d=1024, h=8 query heads, g=2 KV heads, k=128, f=4096, V=1000.
-GQA = {
-    "num_layers": 2,
-    "hidden_size": 1024,
-    "vocab_size": 1000,
-    "num_heads": 8,
-    "num_kv_heads": 2,
-    "head_dim": 128,
-    "intermediate_size": 4096,
-}
 
 # A 3-layer MLA + DSA-indexer + MoE model (first layer dense), fp8 weights, fp4 experts.
 MLA_MOE = {
@@ -66,19 +49,6 @@ MLA_MOE = {
     "weight_dtype": "fp8",
     "expert_weight_dtype": "fp4",
     "kv_dtype": "fp8",
-}
-
-# Three Gated-DeltaNet layers and one full-attention layer.
-LINEAR = {
-    "num_layers": 4,
-    "hidden_size": 512,
-    "vocab_size": 1000,
-    "num_heads": 4,
-    "num_kv_heads": 2,
-    "head_dim": 64,
-    "intermediate_size": 1024,
-    "layer_kinds": ["linear", "linear", "linear", "full"],
-    "linear": {"num_key_heads": 2, "num_value_heads": 4, "key_head_dim": 32, "value_head_dim": 32, "conv_kernel": 4},
 }
 
 

@@ -6,10 +6,10 @@ Expected values are written out from the formulas in the docstring of `pddplan.p
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pytest
+from toys import GQA, LINEAR, SLIDING, arch
 
 from pddplan.inputs import load_model
 from pddplan.perf.kv import (
@@ -28,22 +28,7 @@ from pddplan.perf.kv import (
     shard_kv_bytes_per_token,
     token_id_bytes,
 )
-from pddplan.specs.model import ModelArchitecture
 
-
-def arch(**fields: Any) -> ModelArchitecture:
-    return ModelArchitecture.model_validate({"name": "toy", "source": "test: hand-built", **fields})
-
-
-GQA = {
-    "num_layers": 2,
-    "hidden_size": 1024,
-    "vocab_size": 1000,
-    "num_heads": 8,
-    "num_kv_heads": 2,
-    "head_dim": 128,
-    "intermediate_size": 4096,
-}
 MLA = {
     "num_layers": 3,
     "hidden_size": 1024,
@@ -54,28 +39,6 @@ MLA = {
     "intermediate_size": 2048,
     "mla": {"kv_lora_rank": 128, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64, "q_lora_rank": 256},
     "indexer": {"num_heads": 4, "head_dim": 32, "top_k": 256},
-}
-SLIDING = {
-    "num_layers": 4,
-    "hidden_size": 512,
-    "vocab_size": 1000,
-    "num_heads": 4,
-    "num_kv_heads": 2,
-    "head_dim": 64,
-    "intermediate_size": 1024,
-    "layer_kinds": ["sliding", "full", "sliding", "full"],
-    "sliding_window": 128,
-}
-LINEAR = {
-    "num_layers": 4,
-    "hidden_size": 512,
-    "vocab_size": 1000,
-    "num_heads": 4,
-    "num_kv_heads": 2,
-    "head_dim": 64,
-    "intermediate_size": 1024,
-    "layer_kinds": ["linear", "linear", "linear", "full"],
-    "linear": {"num_key_heads": 2, "num_value_heads": 4, "key_head_dim": 32, "value_head_dim": 32, "conv_kernel": 4},
 }
 
 

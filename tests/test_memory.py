@@ -7,10 +7,11 @@ hand-built GPU (100 GB of HBM).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pytest
+from toys import GQA as GQA_SHAPE
+from toys import arch, toy_gpu
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
@@ -23,27 +24,8 @@ from pddplan.perf.memory import (
     memory_budget,
 )
 from pddplan.perf.roofline import Instance
-from pddplan.specs.hardware import Efficiency, HardwareProfile
+from pddplan.specs.hardware import Efficiency
 from pddplan.specs.model import ModelArchitecture
-
-
-def fig(value: float) -> dict[str, Any]:
-    return {"value": value, "source": "assumption: test"}
-
-
-def toy_gpu(hbm_gb: float = 100.0, domain: float = 8.0) -> HardwareProfile:
-    return HardwareProfile.model_validate(
-        {
-            "name": "toy-gpu",
-            "description": "round numbers",
-            "compute": {"bf16_dense_tflops": fig(1000.0), "fp8_dense_tflops": fig(2000.0)},
-            "memory": {"hbm_gb": fig(hbm_gb), "hbm_tb_per_s": fig(4.0)},
-            "interconnect": {"scale_up_gb_per_s": fig(500.0), "scale_up_domain": fig(domain), "nic_gbps": fig(400.0)},
-            "power": {"tdp_w": fig(700.0)},
-            "price": {"rental_usd_per_gpu_hour": fig(2.0)},
-        }
-    )
-
 
 EFF = Efficiency(
     compute_max_fraction=0.8,
@@ -57,13 +39,7 @@ EFF = Efficiency(
 )
 
 
-def arch(**fields: Any) -> ModelArchitecture:
-    return ModelArchitecture.model_validate({"name": "toy", "source": "test: hand-built", **fields})
-
-
-GQA = arch(
-    num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128, intermediate_size=4096
-)
+GQA = arch(**GQA_SHAPE)
 GQA_WEIGHTS = 2 * 32_461_824  # bf16, see test_arithmetic
 GQA_KV_PER_TOKEN = 2 * (2 * 2 * 128 * 2)
 

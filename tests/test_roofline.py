@@ -7,10 +7,11 @@ shipped calibration.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
+from toys import GQA as GQA_SHAPE
+from toys import SLIDING as SLIDING_SHAPE
+from toys import arch, toy_gpu
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
@@ -26,32 +27,8 @@ from pddplan.perf.roofline import (
     prefill_time,
     step_time,
 )
-from pddplan.specs.hardware import Efficiency, HardwareProfile
+from pddplan.specs.hardware import Efficiency
 from pddplan.specs.model import ModelArchitecture
-
-
-def fig(value: float) -> dict[str, Any]:
-    return {"value": value, "source": "assumption: test"}
-
-
-def toy_gpu(**over: float) -> HardwareProfile:
-    v = {"bf16": 1000.0, "fp8": 2000.0, "hbm_gb": 100.0, "tb": 4.0, "su": 500.0, "domain": 8.0, "nic": 400.0, **over}
-    return HardwareProfile.model_validate(
-        {
-            "name": "toy-gpu",
-            "description": "round numbers",
-            "compute": {"bf16_dense_tflops": fig(v["bf16"]), "fp8_dense_tflops": fig(v["fp8"])},
-            "memory": {"hbm_gb": fig(v["hbm_gb"]), "hbm_tb_per_s": fig(v["tb"])},
-            "interconnect": {
-                "scale_up_gb_per_s": fig(v["su"]),
-                "scale_up_domain": fig(v["domain"]),
-                "nic_gbps": fig(v["nic"]),
-            },
-            "power": {"tdp_w": fig(700.0)},
-            "price": {"rental_usd_per_gpu_hour": fig(2.0)},
-        }
-    )
-
 
 EFF = Efficiency(
     compute_max_fraction=0.8,
@@ -79,13 +56,7 @@ def eff(n: float) -> float:
     return 0.8 * n / (n + 100.0)
 
 
-def arch(**fields: Any) -> ModelArchitecture:
-    return ModelArchitecture.model_validate({"name": "toy", "source": "test: hand-built", **fields})
-
-
-GQA = arch(
-    num_layers=2, hidden_size=1024, vocab_size=1000, num_heads=8, num_kv_heads=2, head_dim=128, intermediate_size=4096
-)
+GQA = arch(**GQA_SHAPE)
 # per-layer parameter counts of GQA (see test_arithmetic): attention 2,621,440, FFN 12,582,912
 GQA_DENSE_PARAMS = 2 * 2_621_440 + (2 * 1024 * 2 + 1024) + 2 * 12_582_912  # attention + norms + FFN
 GQA_LM_HEAD = 1000 * 1024
@@ -113,17 +84,7 @@ MOE = arch(
     expert_weight_dtype="fp4",
     kv_dtype="fp8",
 )
-SLIDING = arch(
-    num_layers=4,
-    hidden_size=512,
-    vocab_size=1000,
-    num_heads=4,
-    num_kv_heads=2,
-    head_dim=64,
-    intermediate_size=1024,
-    layer_kinds=["sliding", "full", "sliding", "full"],
-    sliding_window=128,
-)
+SLIDING = arch(**SLIDING_SHAPE)
 
 
 def inst(model: ModelArchitecture, tp: int = 1, ep: bool | None = None, **gpu: float) -> Instance:
