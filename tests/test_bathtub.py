@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_results import one_error_line
 from typer.testing import CliRunner
 
 from pddplan import bathtub as tub
@@ -55,17 +56,6 @@ def fixed(chunk: int | None = None, points: int = 101) -> dict[str, Any]:
 def arithmetic_dips(chunk: int) -> list[float]:
     """h_k = 1 - k C / P for every k with k C < P."""
     return sorted(1 - k * chunk / PROMPT for k in range(1, math.ceil(PROMPT / chunk)) if k * chunk < PROMPT)
-
-
-def one_error_line(result: Any, *fragments: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return str(lines[0])
 
 
 # -- the JSON view --------------------------------------------------------------------------------

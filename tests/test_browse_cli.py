@@ -3,11 +3,11 @@ errors, and the help text of every command."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 import typer.main
+from cli_results import human_of, json_of, one_error_line
 
 from pddplan import catalog
 from pddplan.cli import app
@@ -22,28 +22,6 @@ WORKLOADS = list(catalog.entries("workloads"))
 def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
     """Wide enough that no table cell wraps, so lines can be searched for."""
     monkeypatch.setenv("COLUMNS", "400")
-
-
-def json_of(result: Any) -> Any:
-    assert result.exit_code == 0, result.stderr
-    assert result.stderr == ""
-    return json.loads(result.stdout)
-
-
-def human_of(result: Any) -> str:
-    assert result.exit_code == 0, result.stderr
-    assert result.stdout == ""
-    assert result.stderr.strip()
-    return str(result.stderr)
-
-
-def one_error_line(result: Any) -> str:
-    assert result.exit_code == 2
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return str(lines[0])
 
 
 def test_shipped_catalogs() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_results import json_of, one_error_line
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "tests" / "data" / "plans"
@@ -36,21 +37,6 @@ SUMMARY_KEYS = (
 @pytest.fixture(autouse=True)
 def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")
-
-
-def json_of(result: Any) -> Any:
-    assert result.exit_code == 0, result.stderr
-    assert result.stderr == ""
-    return json.loads(result.stdout)
-
-
-def one_error_line(result: Any) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return str(lines[0])
 
 
 def read_yaml(path: Path) -> Any:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_results import one_error_line
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
@@ -45,17 +46,6 @@ SMALL_CSV = (
 def ok_json(result: Any) -> dict[str, Any]:
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
-
-
-def one_error_line(result: Any, *fragments: str) -> str:
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
-    return lines[0]
 
 
 # -- estimate: the library ------------------------------------------------------------------------

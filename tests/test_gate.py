@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_results import one_error_line
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -41,17 +42,6 @@ def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run(*args: str | Path) -> Any:
     return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-
-def one_error_line(result: Any, *fragments: str, code: int = 2) -> str:
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return str(lines[0])
 
 
 def workload_data(price: float | None = None, **changes: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_results import one_error_line
 from typer.testing import CliRunner
 
 from pddplan import catalog
@@ -52,17 +53,6 @@ def sweep_json(*args: str) -> dict[str, Any]:
     assert result.exit_code == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
-
-
-def one_error_line(result: Any, *fragments: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return str(lines[0])
 
 
 @pytest.fixture(scope="module")
