@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from toys import PLANS
+from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
 from pddplan.evaluate.analytic import evaluate
@@ -44,7 +46,6 @@ from pddplan.simulate.summary import RECORD_FIELDS, WARMUP_FRACTION, simulate, w
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Fluctuation, Workload
 
-PLANS = Path(__file__).resolve().parent / "data" / "plans"
 ROOT = PLANS.parent.parent.parent
 BASE_WORKLOAD: dict[str, Any] = yaml.safe_load((PLANS / "small-workload.yaml").read_text(encoding="utf-8"))
 
@@ -56,16 +57,6 @@ def workload(line: dict[str, Any] | None = None, **changes: Any) -> Workload:
     if line:
         data["deployment"]["wan_lines"][0].update(line)
     return validate(Workload, data, "workload.yaml")
-
-
-def plan(name: str, **changes: Any) -> dict[str, Any]:
-    data = yaml.safe_load((PLANS / f"{name}.yaml").read_text(encoding="utf-8"))
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    return data
 
 
 def scenario(plan_data: dict[str, Any], w: Workload | None = None) -> Scenario:

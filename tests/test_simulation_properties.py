@@ -25,6 +25,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_simulation import deadline  # turns a hang into a failure
+from toys import PLANS
+from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
 from pddplan.loading import validate
@@ -36,7 +38,6 @@ from pddplan.simulate.servers import DecodeInstance, Link
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Fluctuation, Workload
 
-PLANS = Path(__file__).resolve().parent / "data" / "plans"
 BASE_WORKLOAD: dict[str, Any] = yaml.safe_load((PLANS / "small-workload.yaml").read_text(encoding="utf-8"))
 
 PROPERTY = settings(max_examples=50, deadline=None)
@@ -60,16 +61,6 @@ def workload(output_median: float, low_hit_share: float, rtt_ms: float = 20.0) -
     for line in data["deployment"]["wan_lines"]:
         line["rtt_ms"] = rtt_ms
     return validate(Workload, data, "workload.yaml")
-
-
-def plan(name: str, **changes: Any) -> dict[str, Any]:
-    data = yaml.safe_load((PLANS / f"{name}.yaml").read_text(encoding="utf-8"))
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    return data
 
 
 def scenario(plan_data: dict[str, Any], w: Workload) -> Scenario:

@@ -6,7 +6,10 @@ hand-computed numbers in the tests depend on them, so change a shape here only w
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
@@ -78,3 +81,17 @@ LINEAR: dict[str, Any] = {
     "layer_kinds": ["linear", "linear", "linear", "full"],
     "linear": {"num_key_heads": 2, "num_value_heads": 4, "key_head_dim": 32, "value_head_dim": 32, "conv_kernel": 4},
 }
+
+PLANS = Path(__file__).resolve().parent / "data" / "plans"
+
+
+def plan_data(name: str, **changes: Any) -> dict[str, Any]:
+    """tests/data/plans/NAME.yaml as a dict, with `changes` applied: a dict value is merged into the
+    role or section it names, anything else replaces it."""
+    data: dict[str, Any] = yaml.safe_load((PLANS / f"{name}.yaml").read_text(encoding="utf-8"))
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return data
