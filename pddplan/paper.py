@@ -17,7 +17,7 @@ from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.run import architecture_figures, optimize
 from pddplan.optimize.search import ArchitectureResult, OptimizeOptions
 from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes
-from pddplan.perf.roofline import Instance
+from pddplan.report.plan_tables import layout_label
 from pddplan.scenario import build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.workload import Workload
@@ -209,10 +209,6 @@ def _rows(
     return rows
 
 
-def _layout(instance: Instance) -> str:
-    return f"TP{instance.tp}" + (" EP" if instance.uses_ep else "")
-
-
 def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
     """Why the cost gap is what it is: how each plan decodes, and GPU-B's memory per GPU vs GPU-A's."""
     assert intra.scenario is not None and pdd.scenario is not None
@@ -220,9 +216,11 @@ def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
     base_hw, main_hw = base.instance.hardware, main.instance.hardware
     memory = main_hw.hbm_bytes / base_hw.hbm_bytes - 1
     bandwidth = main_hw.hbm_bytes_per_s / base_hw.hbm_bytes_per_s - 1
+    base_layout = layout_label(base.instance.tp, base.instance.uses_ep)
+    main_layout = layout_label(main.instance.tp, main.instance.uses_ep)
     return (
-        f"the baseline decodes on {base.count} x {base_hw.name} {_layout(base.instance)}, PDD on {main.count} x "
-        f"{main_hw.name} {_layout(main.instance)}, which has {memory:+.0%} memory and {bandwidth:+.0%} memory "
+        f"the baseline decodes on {base.count} x {base_hw.name} {base_layout}, PDD on {main.count} x "
+        f"{main_hw.name} {main_layout}, which has {memory:+.0%} memory and {bandwidth:+.0%} memory "
         "bandwidth per GPU, so fewer decode GPUs hold the running batch and the radix cache; the article's "
         "GPUs are unnamed, so its gap need not match."
     )

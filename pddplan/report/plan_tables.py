@@ -12,9 +12,14 @@ from rich.table import Table
 from pddplan.scenario import Scenario
 
 
-def parallel_label(role: dict[str, Any]) -> str:
+def layout_label(tp: int, expert_parallel: bool | None) -> str:
     """TP8, or TP8 EP when the instance runs expert parallelism (data-parallel attention)."""
-    return f"TP{role['tp']}" + (" EP" if role.get("expert_parallel") else "")
+    return f"TP{tp}" + (" EP" if expert_parallel else "")
+
+
+def parallel_label(role: dict[str, Any]) -> str:
+    """`layout_label` of a role given as a plain dict (see `scenario_roles`)."""
+    return layout_label(role["tp"], role.get("expert_parallel"))
 
 
 def _role_line(name: str, role: dict[str, Any]) -> str:
