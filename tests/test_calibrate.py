@@ -527,3 +527,26 @@ def test_refit_starts_a_copying_gpus_stack_from_its_originals_factors(
     fit = refit(read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE)), "r.csv")
     assert starts[("h800/s-3",)] == fit.per_gpu["h100-sxm"]
     assert starts[("h800/s-3",)].source != fit.defaults.source
+
+
+def test_expert_parallel_column_sets_the_layout(tmp_path: Path) -> None:
+    """true / false / empty pick EP, TP or the default rule; the prediction is that layout's step."""
+    path = write(
+        tmp_path / "ep.csv",
+        HEADER + ",expert_parallel\n"
+        "deepseek-v3,h200,8,decode,1,0,64,4096,0.03, True \n"
+        "deepseek-v3,h200,8,decode,1,0,64,4096,0.03,false\n"
+        "deepseek-v3,h200,8,decode,1,0,64,4096,0.03,\n",
+    )
+    ep, tensor, default = read_measurements(path)
+    assert (ep.expert_parallel, tensor.expert_parallel, default.expert_parallel) == (True, False, None)
+    model, hardware = load_model("deepseek-v3"), load_hardware("h200")
+    expected = [
+        float(step_time(Instance(model, hardware, 8, layout, DEFAULT_EFFICIENCY), 1, 4096, 64).total_s)
+        for layout in (True, False, None)
+    ]
+    assert predict([ep, tensor, default], DEFAULT_EFFICIENCY).tolist() == pytest.approx(expected, rel=1e-12)
+    assert expected[0] != pytest.approx(expected[1], rel=1e-3)  # the layouts really differ here
+    bad = write(tmp_path / "bad.csv", HEADER + ",expert_parallel\ndeepseek-v3,h200,8,decode,1,0,64,4096,0.03,maybe\n")
+    with pytest.raises(InputError, match=r"line 2: expert_parallel = 'maybe': expected true, false or empty"):
+        read_measurements(bad)

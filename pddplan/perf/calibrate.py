@@ -3,7 +3,9 @@
 Measurements are a CSV with columns
     model, gpu, tp, kind (prefill | decode | extend), tokens, cached, batch, context, measured_s
 and optionally weight_dtype (bf16 | fp8 | fp4; empty = the model's own), kv_dtype, split (fit | holdout | excluded)
-and stack (the serving stack that measured the row, e.g. sglang-0.5; see `efficiency_of`).
+and stack (the serving stack that measured the row, e.g. sglang-0.5; see `efficiency_of`) and
+expert_parallel (true: experts expert-parallel with data-parallel attention; false: tensor
+parallelism throughout; empty: the default rule, EP when the instance spans scale-up domains).
 For each row the roofline predicts the step (prefill: `batch` sequences of `tokens` new tokens on
 `cached` cached ones, as one step; decode: one step of `batch` sequences at mean context `context`;
 extend: `tokens` tokens on `context`). The factors minimise the sum of squared log errors
@@ -33,6 +35,8 @@ from pddplan.specs.model import ModelArchitecture
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "kind", "tokens", "cached", "batch", "context", "measured_s")
 KINDS = ("prefill", "decode", "extend")
 SPLITS = ("fit", "holdout", "excluded")
+#: the optional expert_parallel column: its values and the layout each stands for
+LAYOUTS: dict[str, bool | None] = {"": None, "true": True, "false": False}
 
 #: (name, lower bound, upper bound) of each fitted factor. The bounds are physical priors: real
 #: kernels reach 30-95% of peak FLOP/s and 50-95% of peak HBM bandwidth; a GEMM ramps to its
@@ -89,6 +93,7 @@ class Measurement:
     split: str
     line: int
     stack: str = ""
+    expert_parallel: bool | None = None
 
 
 def read_measurements(path: Path) -> list[Measurement]:
@@ -128,6 +133,11 @@ def read_measurements(path: Path) -> list[Measurement]:
             raise InputError(f"{path}: line {number}: measured_s = {measured}: must be > 0")
         if values["tp"] < 1:
             raise InputError(f"{path}: line {number}: tp = {values['tp']}: must be >= 1")
+        layout = (row.get("expert_parallel") or "").strip().lower()
+        if layout not in LAYOUTS:
+            raise InputError(
+                f"{path}: line {number}: expert_parallel = {layout!r}: expected true, false or empty (the default rule)"
+            )
         split = (row.get("split") or "fit").strip() or "fit"
         if split not in SPLITS:
             raise InputError(f"{path}: line {number}: split = {split!r}: expected one of {', '.join(SPLITS)}")
@@ -147,6 +157,7 @@ def read_measurements(path: Path) -> list[Measurement]:
                 split=split,
                 line=number,
                 stack=(row.get("stack") or "").strip(),
+                expert_parallel=LAYOUTS[layout],
             )
         )
     return out
@@ -179,7 +190,7 @@ def predict(
         if m.gpu not in profiles:
             profiles[m.gpu] = load_hardware(m.gpu)
         stack = m.stack if by_stack and m.stack in profiles[m.gpu].stack_efficiency else None
-        instance = Instance(_model_for(m, models), profiles[m.gpu], m.tp, None, efficiency, stack=stack)
+        instance = Instance(_model_for(m, models), profiles[m.gpu], m.tp, m.expert_parallel, efficiency, stack=stack)
         if m.kind == "prefill":
             seconds = step_time(instance, m.tokens, m.cached, m.batch).total_s + instance.efficiency.request_overhead_s
         elif m.kind == "decode":
