@@ -233,7 +233,14 @@ def estimate(
 
 @app.command("calibrate")
 def calibrate(
-    measurements: Annotated[Path, typer.Argument(help="CSV of measured step times (see docs/model.md).")],
+    measurements: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV of measured step times: columns model, gpu, tp, kind (prefill, decode or extend), tokens, "
+            "cached, batch, context, measured_s; optional weight_dtype, kv_dtype, split (fit, holdout, excluded), "
+            "stack, expert_parallel (tests/data/measurements.md describes each)."
+        ),
+    ],
     gpu: Annotated[str | None, typer.Option("--gpu", help="Fit this GPU's factors to its rows.")] = None,
     stack: Annotated[
         str | None,
