@@ -20,6 +20,7 @@ from pddplan.evaluate.queueing import (
     mixture_survival,
     mm1_mean_wait,
     ps_response,
+    single_wait_survival,
     wait_survival,
 )
 
@@ -160,6 +161,20 @@ def test_wait_survival_single_exponential() -> None:
     np.testing.assert_allclose(wait_survival(np.array([0.0, 1.0]), 0.7, 0.0), [0.0, 0.0])
     # an infinite mean (unstable queue): the wait exceeds everything
     np.testing.assert_allclose(wait_survival(np.array([0.0, 1e9]), 0.5, math.inf), [1.0, 1.0])
+
+
+def test_single_wait_survival_broadcasts_one_wait_per_pool() -> None:
+    """p e^{-y/m} per (pool, point): the same numbers as wait_survival with one wait, row by row."""
+    y = np.array([[-1.0, 0.0, 0.5, 2.0]])
+    p = np.array([[0.4], [0.9], [0.7], [0.5]])
+    m = np.array([[2.0], [0.5], [0.0], [math.inf]])
+    out = single_wait_survival(y, p, m)
+    assert out.shape == (4, 4)
+    for row in range(3):
+        np.testing.assert_allclose(out[row], wait_survival(y[0], float(p[row, 0]), float(m[row, 0])), rtol=1e-12)
+    np.testing.assert_allclose(out[0], [1.0, 0.4, 0.4 * math.exp(-0.25), 0.4 * math.exp(-1.0)], rtol=1e-12)
+    np.testing.assert_allclose(out[2], [1.0, 0.0, 0.0, 0.0])  # a zero mean: no wait
+    np.testing.assert_allclose(out[3], [1.0, 1.0, 1.0, 1.0])  # an unstable queue
 
 
 @pytest.mark.parametrize(("m1", "m2"), [(1.0, 3.0), (2.0, 2.0), (0.5, 0.5000000001)])

@@ -27,7 +27,7 @@ from typing import Generic, Protocol, TypeVar
 import numpy as np
 
 from pddplan.evaluate.classes import RequestClasses
-from pddplan.evaluate.queueing import allen_cunneen, erlang_c
+from pddplan.evaluate.queueing import allen_cunneen, erlang_c, single_wait_survival
 from pddplan.net.lines import LinePool
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
@@ -234,14 +234,7 @@ def prefill_capacity(
         delays = (service[None, :, None] + downstream).reshape(len(n), -1)
         ok = np.ones(len(n), dtype=bool)
         for target, share in zip(targets, allowed, strict=True):
-            slack = target - delays
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                tail = np.where(
-                    slack < 0,
-                    1.0,
-                    p_wait[:, None] * np.exp(-np.maximum(slack, 0.0) / np.maximum(wait_mean[:, None], 1e-300)),
-                )
-            tail = np.where(np.isfinite(wait_mean)[:, None], tail, 1.0)
+            tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])
             ok &= tail @ weights <= share
         return ok
 

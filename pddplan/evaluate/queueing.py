@@ -92,6 +92,17 @@ def _exp_tail(y: np.ndarray, mean: np.ndarray) -> np.ndarray:
         return np.where(mean > 0, np.exp(-y / np.where(mean > 0, mean, 1.0)), 0.0)
 
 
+def single_wait_survival(slack: ArrayLike, p_wait: ArrayLike, wait_mean: ArrayLike) -> np.ndarray:
+    """P(W > slack) for W = 0 w.p. 1 - p, else exponential with mean m: p e^{-slack/m}, 1 for
+    slack < 0, 0 when m = 0 (no wait), 1 when m is infinite. Every argument broadcasts (the
+    capacity view passes one p and m per pool size)."""
+    y = np.asarray(slack, dtype=np.float64)
+    p = np.asarray(p_wait, dtype=np.float64)
+    m = np.asarray(wait_mean, dtype=np.float64)
+    tail = np.where(np.isfinite(m), p * _exp_tail(np.maximum(y, 0.0), m), 1.0)
+    return np.where(y < 0, 1.0, tail)
+
+
 def wait_survival(
     slack: ArrayLike, p_wait: float, wait_mean: float, p_wait2: ArrayLike = 0.0, wait_mean2: ArrayLike = 0.0
 ) -> np.ndarray:
