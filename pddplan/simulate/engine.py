@@ -1,18 +1,22 @@
 """Request-level discrete-event simulation of a deployment.
 
 Requests arrive (Poisson or Gamma), queue FIFO for a prefill instance (each runs one request's
-chunks back to back), then, by architecture:
-  pd-intra  RDMA to a decoder in the same datacenter;
-  pd-cross  WAN transfer of the incremental KV to a decoder in the other datacenter;
-  pdd       P-MD: WAN transfer to the main decoder. P-RLD-MD: RDMA to a relay that decodes eager
-            tokens at once while the WAN transfer runs; when the KV lands, the relay is told
-            (RTT/2), stops (one-shot) or keeps going for catch-up rounds, and sends the eager
-            token IDs (RTT/2); the main decoder recomputes them in an extend step (a stall of its
-            instance) and continues. A relayed request that finishes on the relay first cancels
-            its WAN transfer (singular-traffic filtering, if on).
+chunks back to back), then go where the plan's architecture (`pddplan.architectures`) sends them:
+RDMA to a decoder in the same datacenter, a WAN transfer of the incremental KV to a decoder in the
+other one, or both at once through a relay decoder (P-RLD-MD): the relay decodes eager tokens at
+once while the WAN transfer runs; when the KV lands, the relay is told (RTT/2), stops (one-shot)
+or keeps going for catch-up rounds (`pddplan.evaluate.handoff`), and sends the eager token IDs
+(RTT/2); the main decoder recomputes them in an extend step (a stall of its instance) and
+continues. A relayed request that finishes on the relay first cancels its WAN transfer
+(singular-traffic filtering, if on).
+
 Decoders batch continuously within a memory limit (the main decoder's limit leaves room for its
 radix cache); requests beyond it wait in the instance's queue. Everything random comes from one
 seeded generator, drawn in a fixed order, so the same seed gives the same output byte for byte.
+
+The simulation is a state object (`_Simulation`) and an event loop: each event kind (`Event`) has
+one handler method; prefill completions, known in advance, are a sorted stream merged with the
+event heap.
 """
 
 from __future__ import annotations
@@ -20,12 +24,16 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 
 import numpy as np
 
+from pddplan.architectures import Pipeline
 from pddplan.evaluate.analytic import decoder_max_batch
 from pddplan.evaluate.classes import relayed
+from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
@@ -33,8 +41,24 @@ from pddplan.perf.roofline import decode_step_time, extend_time, prefill_time
 from pddplan.scenario import Role, Scenario
 from pddplan.simulate.servers import DecodeInstance, Link
 
-MAX_CATCHUP_ROUNDS = 6
-PIPELINES = ("P-D (RDMA)", "P-D (WAN)", "P-MD", "P-RLD-MD", "P-RLD")  # P-RLD: singular, finished by the relay
+
+class Event(IntEnum):
+    """What happens at an event; its target is a request, a decode instance or (LINK) nothing."""
+
+    PREFILL_DONE = 0  # a request's prefill finished (from the sorted stream, not the heap)
+    DECODER_STEP = 1  # a decode instance's next sequence may have finished (target: instance)
+    LINK = 2  # the WAN link's next flow completion or capacity change
+    JOIN_DECODE = 3  # the RDMA copy reached a (main) decoder
+    JOIN_RELAY = 4  # the RDMA copy reached the relay
+    KV_LANDED = 5  # the WAN transfer's last byte reached the main decoder (RTT/2 after sending)
+    RELAY_NOTICE = 6  # the relay hears that the main decoder has the KV
+    RELAY_FINAL = 7  # the relay's last catch-up round ends: hand over the last chunk
+    MD_ARRIVAL = 8  # work sent to a main decoder over the WAN (token IDs or a plain start) arrives
+
+
+# An event on the heap: (time, sequence number, kind, target, version). The sequence number breaks
+# ties in push order, so the kind is never compared; the version drops superseded server events.
+_Entry = tuple[float, int, Event, int, int]
 
 
 @dataclass(frozen=True)
@@ -92,6 +116,21 @@ def _arrivals(scenario: Scenario, count: int, rng: np.random.Generator) -> np.nd
     return np.cumsum(gaps)
 
 
+def _prefill_fifo(arrival_s: np.ndarray, service_s: np.ndarray, instances: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end times of FIFO prefill over `instances` identical instances with known service
+    times: each request starts at max(its arrival, the earliest time an instance is free)."""
+    start = np.empty(len(arrival_s))
+    end = np.empty(len(arrival_s))
+    free = [0.0] * instances
+    heapq.heapify(free)
+    for i, (arrival, service) in enumerate(zip(arrival_s.tolist(), service_s.tolist(), strict=True)):
+        begin = max(arrival, heapq.heappop(free))
+        start[i] = begin
+        end[i] = begin + service
+        heapq.heappush(free, end[i])
+    return start, end
+
+
 def _decode_pool(scenario: Scenario, role: Role, context: float, reserved_bytes: float) -> list[DecodeInstance]:
     limit = int(decoder_max_batch(scenario, role, context, reserved_bytes))
     limit = max(limit, 1)
@@ -104,306 +143,335 @@ def _least_loaded(pool: list[DecodeInstance]) -> DecodeInstance:
     return min(pool, key=lambda inst: (inst.batch + len(inst.queue), inst.index))
 
 
-def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[RequestTable, SimulationStats]:
-    """Simulate `count` requests; return the per-request table and server statistics."""
-    workload = scenario.workload
-    plan = scenario.plan
-    arch = plan.architecture
-    rng = np.random.default_rng(seed)
-    page = workload.serving.page_tokens
-    arrival = _arrivals(scenario, count, rng)
-    prompt = workload.prompt_tokens.sample(rng, count)
-    hit = workload.hit_rate.sample(rng, count)
-    output = workload.output_tokens.sample(rng, count)
-    fresh = new_tokens(prompt, hit, page)
-    cached = cached_tokens(prompt, hit, page)
-    wan_size = incremental_kv_bytes(scenario.model, prompt, hit, page)
-    full_kv = request_kv_bytes(scenario.model, prompt, page)
-    prefill = scenario.prefill.instance
-    service = prefill_time(prefill, fresh, cached, scenario.chunk_tokens)
-    rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s)
-    relay = relayed(plan.routing if arch == "pdd" else None, hit, wan_size)
+class _Simulation:
+    """The state of one simulation: the drawn requests, their outcomes so far, the servers and the
+    event heap. It is the `pddplan.architectures.Dispatch` an architecture routes a request with."""
 
-    # prefill: FIFO over c identical instances, with known service times
-    start = np.empty(count)
-    end = np.empty(count)
-    free = [0.0] * scenario.prefill.count
-    heapq.heapify(free)
-    arrival_list, service_list = arrival.tolist(), service.tolist()
-    for i in range(count):
-        earliest = heapq.heappop(free)
-        begin = max(arrival_list[i], earliest)
-        start[i] = begin
-        end[i] = begin + service_list[i]
-        heapq.heappush(free, end[i])
+    def __init__(self, scenario: Scenario, count: int, rng: np.random.Generator) -> None:
+        self.scenario = scenario
+        self.architecture = scenario.architecture
+        self.routing = scenario.plan.routing
+        self.handoff = scenario.plan.handoff
+        workload = scenario.workload
+        page = workload.serving.page_tokens
+        # the requests, drawn in a fixed order (arrivals, prompts, hits, outputs; then the line)
+        self.arrival = _arrivals(scenario, count, rng)
+        self.prompt = workload.prompt_tokens.sample(rng, count)
+        self.hit = workload.hit_rate.sample(rng, count)
+        self.output = workload.output_tokens.sample(rng, count)
+        self.fresh = new_tokens(self.prompt, self.hit, page)
+        self.wan_size = incremental_kv_bytes(scenario.model, self.prompt, self.hit, page)
+        prefill = scenario.prefill.instance
+        self.service = prefill_time(
+            prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens
+        )
+        full_kv = request_kv_bytes(scenario.model, self.prompt, page)
+        self.rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s).tolist()
+        self.relay = relayed(self.architecture.relay_rule(self.routing), self.hit, self.wan_size)
+        self.prefill_start, self.prefill_end = _prefill_fifo(self.arrival, self.service, scenario.prefill.count)
+        self.output_list: list[float] = self.output.astype(np.float64).tolist()
+        self.wan_list: list[float] = self.wan_size.tolist()
 
-    mean_context = float(np.mean(prompt) + np.mean(output) / 2)
-    drc = scenario.drc_bytes_per_decode_instance()
-    pools: dict[str, list[DecodeInstance]] = {"decode": _decode_pool(scenario, scenario.decode, mean_context, drc)}
-    if scenario.relay is not None:
-        pools["relay"] = _decode_pool(scenario, scenario.relay, mean_context, 0.0)
-    link: Link | None = None
-    if scenario.link is not None:
-        path = CapacityPath(scenario.link.fluctuation, rng, scenario.link.base_dir)
-        link = Link(scenario.link.capacity_bytes_per_s, scenario.link.flow_cap_bytes_per_s, path)
-    rtt = scenario.link.rtt_s if scenario.link else 0.0
-    half_rtt = rtt / 2
+        # the servers
+        context = float(np.mean(self.prompt) + np.mean(self.output) / 2)
+        drc = scenario.drc_bytes_per_decode_instance()
+        self.pools: dict[str, list[DecodeInstance]] = {"decode": _decode_pool(scenario, scenario.decode, context, drc)}
+        if scenario.relay is not None:
+            self.pools["relay"] = _decode_pool(scenario, scenario.relay, context, 0.0)
+        self.instances: list[tuple[str, DecodeInstance]] = [
+            (name, inst) for name, pool in self.pools.items() for inst in pool
+        ]
+        self.instance_id = {id(inst): n for n, (_, inst) in enumerate(self.instances)}
+        self.link: Link | None = None
+        if scenario.link is not None:
+            path = CapacityPath(scenario.link.fluctuation, rng, scenario.link.base_dir)
+            self.link = Link(scenario.link.capacity_bytes_per_s, scenario.link.flow_cap_bytes_per_s, path)
+        self.rtt_s = scenario.link.rtt_s if scenario.link else 0.0
+        # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
+        # output, interpolated (the step time is smooth in the token count).
+        self.extend_grid = np.unique(np.geomspace(1.0, max(float(self.output.max()), 2.0), 96))
+        self.extend_table = extend_time(scenario.decode.instance, self.extend_grid, context)
 
-    first_token = np.full(count, math.nan)
-    finish = np.full(count, math.nan)
-    worst_gap = np.zeros(count)
-    relay_tokens = np.zeros(count)
-    wan_sent = np.zeros(count)
-    cancelled = np.zeros(count, dtype=bool)
-    direct = {"pd-intra": "P-D (RDMA)", "pd-cross": "P-D (WAN)", "pdd": "P-MD"}[arch]
-    pipeline = np.array([direct] * count, dtype=object)
-    pipeline[relay] = "P-RLD-MD"
-    output_list = output.astype(np.float64).tolist()
-    wan_list = wan_size.tolist()
-    relay_instance: dict[int, DecodeInstance] = {}
-    handoff_mode = plan.handoff
-    decode_instance = scenario.decode.instance
+        # the outcomes
+        self.first_token = np.full(count, math.nan)
+        self.finish = np.full(count, math.nan)
+        self.worst_gap = np.zeros(count)
+        self.relay_tokens = np.zeros(count)
+        self.wan_sent = np.zeros(count)
+        self.cancelled = np.zeros(count, dtype=bool)
+        self.pipeline = np.array([self.architecture.direct_pipeline.value] * count, dtype=object)
+        self.pipeline[self.relay] = Pipeline.P_RLD_MD.value
 
-    events: list[tuple[float, int, int, int, int]] = []  # (time, seq, kind, request or instance, version)
-    seq = 0
-    kinds = {
-        "decoder": 0,
-        "link": 1,
-        "join_decode": 2,
-        "join_relay": 3,
-        "kv_landed": 4,
-        "relay_notice": 5,
-        "relay_final": 6,
-        "md_arrival": 7,
-    }
+        # requests in flight between servers
+        self.relay_instance: dict[int, DecodeInstance] = {}  # relayed request -> its relay instance
+        self.relay_joined: set[int] = set()  # relayed requests whose RDMA copy reached the relay
+        self.relay_skipped: set[int] = set()  # ... whose main decoder had the KV first
+        self.handed_over_at: dict[int, float] = {}  # request waiting for an MD slot -> when the relay stopped
+        self.final_chunk: dict[int, tuple[float, float]] = {}  # catching up: (earlier extends, last chunk)
+        # Work sent to a main decoder over the WAN joins it when it arrives, by an event at that time:
+        # joining "in the future" would move the decoder's clock past events still to be processed.
+        self.md_bound: dict[int, tuple[float, float, float | None]] = {}  # (tokens, stall, handoff time)
 
-    def push(t: float, kind: int, target: int, version: int = 0) -> None:
-        nonlocal seq
-        seq += 1
-        heapq.heappush(events, (t, seq, kind, target, version))
+        self.events: list[_Entry] = []
+        self.seq = 0
+        self.handlers: dict[Event, Callable[[int, float, int], None]] = {
+            Event.PREFILL_DONE: self._on_prefill_done,
+            Event.DECODER_STEP: self._on_decoder_step,
+            Event.LINK: self._on_link,
+            Event.JOIN_DECODE: self._on_join_decode,
+            Event.JOIN_RELAY: self._on_join_relay,
+            Event.KV_LANDED: self._on_kv_landed,
+            Event.RELAY_NOTICE: self._on_relay_notice,
+            Event.RELAY_FINAL: self._on_relay_final,
+            Event.MD_ARRIVAL: self._on_md_arrival,
+        }
 
-    instances: list[tuple[str, DecodeInstance]] = [(name, inst) for name, pool in pools.items() for inst in pool]
-    instance_id = {id(inst): n for n, (_, inst) in enumerate(instances)}
-    owner: dict[int, dict[int, str]] = {n: {} for n in range(len(instances))}
+    # the event loop -------------------------------------------------------------------------------
 
-    def reschedule(inst: DecodeInstance) -> None:
+    def run(self) -> None:
+        """Process every event in time order (a heap event before a prefill completion at the same time)."""
+        order = np.argsort(self.prefill_end, kind="stable").tolist()
+        end = self.prefill_end.tolist()
+        pointer = 0
+        while pointer < len(order) or self.events:
+            next_prefill = end[order[pointer]] if pointer < len(order) else math.inf
+            if self.events and self.events[0][0] <= next_prefill:
+                t, _, kind, target, version = heapq.heappop(self.events)
+            else:
+                t, kind, target, version = next_prefill, Event.PREFILL_DONE, order[pointer], 0
+                pointer += 1
+            self.handlers[kind](target, t, version)
+
+    def push(self, t: float, kind: Event, target: int, version: int = 0) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, kind, target, version))
+
+    def reschedule(self, inst: DecodeInstance) -> None:
+        """Replace `inst`'s pending completion event by one at its next completion."""
         inst.version += 1
         t_next = inst.next_finish()
         if t_next < math.inf:
-            push(t_next, kinds["decoder"], instance_id[id(inst)], inst.version)
+            self.push(t_next, Event.DECODER_STEP, self.instance_id[id(inst)], inst.version)
 
-    def reschedule_link() -> None:
-        assert link is not None
-        link.version += 1
-        t_next = link.next_event()
+    def reschedule_link(self) -> None:
+        """Replace the link's pending event by one at its next completion or capacity change."""
+        assert self.link is not None
+        self.link.version += 1
+        t_next = self.link.next_event()
         if t_next < math.inf:
-            push(t_next, kinds["link"], 0, link.version)
+            self.push(t_next, Event.LINK, 0, self.link.version)
 
-    # handed-over requests waiting for a main-decoder slot: request -> when the relay stopped
-    handed_over_at: dict[int, float] = {}
+    # Dispatch: where an architecture sends a request whose prefill finished -------------------------
 
-    def started(request: int, first: float, step_s: float) -> None:
+    def relayed(self, request: int) -> bool:
+        return bool(self.relay[request])
+
+    def rdma_to_decoder(self, request: int, t: float) -> None:
+        self.push(t + self.rdma[request], Event.JOIN_DECODE, request)
+
+    def rdma_to_relay(self, request: int, t: float) -> None:
+        self.push(t + self.rdma[request], Event.JOIN_RELAY, request)
+
+    def wan_to_decoder(self, request: int, t: float) -> None:
+        assert self.link is not None
+        self.link.start(request, self.wan_list[request], t)
+        self.reschedule_link()
+
+    # decoders -------------------------------------------------------------------------------------
+
+    def started(self, request: int, first: float, step_s: float) -> None:
         """`request`'s first token here is at `first`: its TTFT if it has none yet; after a handoff,
-        the gap since the relay stopped."""
-        if math.isnan(first_token[request]):
-            first_token[request] = first
-        gap = first - handed_over_at.pop(request) if request in handed_over_at else step_s
-        worst_gap[request] = max(worst_gap[request], gap)
+        the gap since the relay stopped (else one step)."""
+        if math.isnan(self.first_token[request]):
+            self.first_token[request] = first
+        handed_over = self.handed_over_at.pop(request, None)
+        gap = step_s if handed_over is None else first - handed_over
+        self.worst_gap[request] = max(self.worst_gap[request], gap)
 
-    def join(inst: DecodeInstance, request: int, tokens: float, t: float, stall_s: float, role: str) -> None:
-        owner[instance_id[id(inst)]][request] = role
+    def join(self, inst: DecodeInstance, request: int, tokens: float, t: float, stall_s: float) -> None:
+        """`request` joins `inst`'s batch at t to decode `tokens` tokens after a stall (or queues)."""
         if inst.batch >= inst.max_batch:
             inst.queue.append((request, tokens, stall_s))
             return
-        started(request, inst.admit(request, tokens, t, stall_s), inst.step_s())
-        reschedule(inst)
+        self.started(request, inst.admit(request, tokens, t, stall_s), inst.step_s())
+        self.reschedule(inst)
 
-    def admit_queued(inst: DecodeInstance, t: float) -> None:
+    def admit_queued(self, inst: DecodeInstance, t: float) -> None:
         while inst.queue and inst.batch < inst.max_batch:
             request, tokens, stall_s = inst.queue.popleft()
-            started(request, inst.admit(request, tokens, t, stall_s), inst.step_s())
-        reschedule(inst)
+            self.started(request, inst.admit(request, tokens, t, stall_s), inst.step_s())
+        self.reschedule(inst)
 
-    def on_link_done(request: int, t: float) -> None:
-        wan_sent[request] = wan_list[request]
-        push(t + half_rtt, kinds["kv_landed"], request)
+    def send_to_md(self, request: int, t: float, tokens: float, stall_s: float, handoff_t: float | None) -> None:
+        """Send work to a main decoder at t; it arrives RTT/2 later."""
+        self.md_bound[request] = (tokens, stall_s, handoff_t)
+        self.push(t + self.rtt_s / 2, Event.MD_ARRIVAL, request)
 
-    pending: dict[int, tuple[float, float]] = {}
-    # Work sent to a main decoder over the WAN joins it when it arrives, by an event at that time:
-    # joining "in the future" would move the decoder's clock past events still to be processed.
-    arrivals: dict[int, tuple[float, float, float | None]] = {}  # request -> (tokens, stall, handoff time)
-    relay_joined: set[int] = set()
-    relay_skipped: set[int] = set()
+    def extend_s(self, tokens: np.ndarray) -> np.ndarray:
+        """The main decoder's extend step over `tokens` eager tokens (at least one)."""
+        return np.interp(np.maximum(tokens, 1.0), self.extend_grid, self.extend_table)
 
-    def send_to_md(request: int, t: float, tokens: float, stall_s: float, handoff_t: float | None) -> None:
-        arrivals[request] = (tokens, stall_s, handoff_t)
-        push(t + half_rtt, kinds["md_arrival"], request)
-
-    def md_arrival(request: int, t: float) -> None:
-        tokens, stall_s, handoff_t = arrivals.pop(request)
-        if handoff_t is not None:
-            handed_over_at[request] = handoff_t
-        join(_least_loaded(pools["decode"]), request, tokens, t, stall_s, "main")
-
-    # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
-    # output, interpolated (the step time is smooth in the token count).
-    extend_grid = np.unique(np.geomspace(1.0, max(float(output.max()), 2.0), 96))
-    extend_table = extend_time(decode_instance, extend_grid, mean_context)
-
-    def extend_of(tokens: float) -> float:
-        return float(np.interp(max(tokens, 1.0), extend_grid, extend_table))
-
-    def relay_notice(request: int, t: float) -> None:
-        """The relay learns (at t) that the main decoder has the KV: hand over now, or catch up."""
-        inst = relay_instance[request]
-        inst.advance(t)
-        if request not in inst.joined_at:  # still queued for a relay slot: go straight to the MD
-            inst.queue = deque(entry for entry in inst.queue if entry[0] != request)
-            owner[instance_id[id(inst)]].pop(request, None)
-            relay_instance.pop(request)
-            send_to_md(request, t, output_list[request], 0.0, None)
-            return
-        utilization = inst.batch / inst.max_batch
-        catch_up = handoff_mode.mode == "catch-up" or (
-            handoff_mode.mode == "adaptive" and utilization < handoff_mode.adaptive_load_threshold
-        )
-        chunk = inst.tokens_done(request)
-        if not catch_up or chunk <= handoff_mode.catchup_threshold_tokens:
-            switch(request, t, chunk, 0.0)
-            return
-        tau_r = inst.step_s()
-        earlier_stalls = 0.0
-        extra = 0.0
-        for _ in range(MAX_CATCHUP_ROUNDS):
-            if chunk <= handoff_mode.catchup_threshold_tokens:
-                break
-            extend_s = extend_of(chunk)
-            earlier_stalls += extend_s
-            extra += rtt + extend_s
-            chunk = (rtt + extend_s) / tau_r
-        pending[request] = (earlier_stalls, chunk)
-        push(t + extra, kinds["relay_final"], request)
-
-    def switch(request: int, t: float, last_chunk: float, earlier_stalls: float) -> None:
+    def switch(self, request: int, t: float, last_chunk: float, earlier_stalls: float) -> None:
         """Stop the relay at t, send the eager token IDs, and let the main decoder extend them."""
-        inst = relay_instance.pop(request)
+        inst = self.relay_instance.pop(request)
         inst.advance(t)
         done = inst.tokens_done(request)
         inst.remove(request)
-        owner[instance_id[id(inst)]].pop(request, None)
-        relay_tokens[request] = done
-        admit_queued(inst, t)
-        send_to_md(request, t, output_list[request] - done, earlier_stalls + extend_of(last_chunk), t)
+        self.relay_tokens[request] = done
+        self.admit_queued(inst, t)
+        stall_s = earlier_stalls + float(self.extend_s(np.array(last_chunk)))
+        self.send_to_md(request, t, self.output_list[request] - done, stall_s, t)
 
-    prefill_order = np.argsort(end, kind="stable").tolist()
-    end_list = end.tolist()
-    pointer = 0
-    while pointer < count or events:
-        next_prefill = end_list[prefill_order[pointer]] if pointer < count else math.inf
-        if events and events[0][0] <= next_prefill:
-            t, _, kind, target, version = heapq.heappop(events)
-        else:
-            t, kind, target, version = next_prefill, -1, prefill_order[pointer], 0
-            pointer += 1
-        if kind == -1:  # prefill done
-            request = target
-            if arch == "pd-intra":
-                push(t + rdma[request], kinds["join_decode"], request)
-                continue
-            assert link is not None
-            if relay[request]:
-                push(t + rdma[request], kinds["join_relay"], request)
-            link.start(request, wan_list[request], t)
-            reschedule_link()
-        elif kind == kinds["link"]:
-            assert link is not None
-            if version != link.version:
-                continue
-            link.pop_finished(t, on_link_done)
-            reschedule_link()
-        elif kind == kinds["join_decode"]:
-            join(_least_loaded(pools["decode"]), target, output_list[target], t, 0.0, "main")
-        elif kind == kinds["join_relay"]:
-            if target in relay_skipped:  # the main decoder had the KV before the relay had its copy
-                continue
-            relay_joined.add(target)
-            inst = _least_loaded(pools["relay"])
-            relay_instance[target] = inst
-            join(inst, target, output_list[target], t, 0.0, "relay")
-        elif kind == kinds["kv_landed"]:
-            request = target
-            if not relay[request]:
-                join(_least_loaded(pools["decode"]), request, output_list[request], t, 0.0, "main")
-            elif request in relay_instance or request not in relay_joined:
-                push(t + half_rtt, kinds["relay_notice"], request)
-        elif kind == kinds["relay_notice"]:
-            if target in relay_instance:
-                relay_notice(target, t)
-            elif target not in relay_joined:
+    def finished_on_relay(self, request: int, t: float) -> None:
+        """The relay produced every token (singular traffic): P-RLD; cancel the WAN transfer if the
+        routing filters singular traffic."""
+        self.relay_tokens[request] = self.output_list[request]
+        self.relay_instance.pop(request, None)
+        self.pipeline[request] = Pipeline.P_RLD.value
+        link = self.link
+        if link is not None and request in link.flows and self.routing.singular_filter:
+            link.advance(t)
+            self.wan_sent[request] = link.sent(request)
+            self.cancelled[request] = True
+            link.stop(request)
+            self.reschedule_link()
+
+    # handlers, one per event kind -------------------------------------------------------------------
+
+    def _on_prefill_done(self, request: int, t: float, version: int) -> None:
+        self.architecture.after_prefill(self, request, t)
+
+    def _on_link(self, target: int, t: float, version: int) -> None:
+        assert self.link is not None
+        if version != self.link.version:
+            return
+        self.link.pop_finished(t, self._on_transfer_done)
+        self.reschedule_link()
+
+    def _on_transfer_done(self, request: int, t: float) -> None:
+        self.wan_sent[request] = self.wan_list[request]
+        self.push(t + self.rtt_s / 2, Event.KV_LANDED, request)
+
+    def _on_join_decode(self, request: int, t: float, version: int) -> None:
+        self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)
+
+    def _on_join_relay(self, request: int, t: float, version: int) -> None:
+        if request in self.relay_skipped:  # the main decoder had the KV before the relay had its copy
+            return
+        self.relay_joined.add(request)
+        inst = _least_loaded(self.pools["relay"])
+        self.relay_instance[request] = inst
+        self.join(inst, request, self.output_list[request], t, 0.0)
+
+    def _on_kv_landed(self, request: int, t: float, version: int) -> None:
+        if not self.relay[request]:
+            self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)
+        elif request in self.relay_instance or request not in self.relay_joined:
+            self.push(t + self.rtt_s / 2, Event.RELAY_NOTICE, request)
+
+    def _on_relay_notice(self, request: int, t: float, version: int) -> None:
+        """The relay learns (at t) that the main decoder has the KV: hand over now, or catch up."""
+        inst = self.relay_instance.get(request)
+        if inst is None:
+            if request not in self.relay_joined:
                 # the RDMA copy has not reached the relay yet: it stays in P-RLD-MD (as routed) but the
                 # relay produces no token and the main decoder starts as soon as it hears
-                relay_skipped.add(target)
-                send_to_md(target, t, output_list[target], 0.0, None)
-        elif kind == kinds["md_arrival"]:
-            md_arrival(target, t)
-        elif kind == kinds["relay_final"]:
-            earlier_stalls, chunk = pending.pop(target)
-            if target in relay_instance:
-                switch(target, t, chunk, earlier_stalls)
-        else:  # a decoder instance's next completion
-            _, inst = instances[target]
-            if version != inst.version:
-                continue
-            inst.advance(t)
-            # finished: due within a token-clock rounding error of now (relative to t, so that long
-            # simulated spans, where t's resolution exceeds a fixed tolerance, still terminate)
-            due = inst.clock + max(1e-9, 64 * math.ulp(t) / inst.step_s())
-            while inst.heap and inst.heap[0][0] <= due:
-                _, request = heapq.heappop(inst.heap)
-                if request not in inst.joined_at:
-                    continue
-                inst.remove(request)
-                role = owner[target].pop(request)
-                if role == "relay":
-                    relay_tokens[request] = output_list[request]
-                    relay_instance.pop(request, None)
-                    pipeline[request] = "P-RLD"
-                    finish[request] = t
-                    if link is not None and request in link.flows and plan.routing.singular_filter:
-                        link.advance(t)
-                        wan_sent[request] = link.sent(request)
-                        cancelled[request] = True
-                        link.stop(request)
-                        reschedule_link()
-                else:
-                    finish[request] = t
-            admit_queued(inst, t)
+                self.relay_skipped.add(request)
+                self.send_to_md(request, t, self.output_list[request], 0.0, None)
+            return
+        inst.advance(t)
+        if request not in inst.joined_at:  # still queued for a relay slot: go straight to the MD
+            inst.queue = deque(entry for entry in inst.queue if entry[0] != request)
+            self.relay_instance.pop(request)
+            self.send_to_md(request, t, self.output_list[request], 0.0, None)
+            return
+        rounds = catch_up_rounds(
+            np.array(inst.tokens_done(request)),
+            inst.step_s(),
+            self.rtt_s,
+            self.handoff.catchup_threshold_tokens,
+            self.extend_s,
+            wants_catch_up(self.handoff, inst.batch / inst.max_batch),
+        )
+        extra_s = float(rounds.extra_relay_s)
+        if extra_s == 0.0:
+            self.switch(request, t, float(rounds.last_chunk_tokens), 0.0)
+            return
+        self.final_chunk[request] = (float(rounds.earlier_extend_s), float(rounds.last_chunk_tokens))
+        self.push(t + extra_s, Event.RELAY_FINAL, request)
 
-    span = float(np.nanmax(finish)) if count else 0.0
-    stats = SimulationStats(
-        span_s=span,
-        prefill_busy_s=float(service.sum()),
-        prefill_instances=scenario.prefill.count,
-        link_bytes=link.bytes_delivered if link else 0.0,
-        link_capacity_integral=link.capacity_integral if link else 0.0,
-        decoder_batch_integral={name: sum(inst.batch_time_integral for inst in pool) for name, pool in pools.items()},
-        decoder_max_batch={name: pool[0].max_batch for name, pool in pools.items()},
-        decoder_instances={name: len(pool) for name, pool in pools.items()},
-    )
-    table = RequestTable(
-        arrival_s=arrival,
-        prompt_tokens=prompt,
-        hit=hit,
-        output_tokens=output,
-        new_tokens=fresh,
-        prefill_start_s=start,
-        prefill_end_s=end,
-        first_token_s=first_token,
-        finish_s=finish,
-        worst_gap_s=worst_gap,
-        relay_tokens=relay_tokens,
-        wan_bytes=np.where(relay & cancelled, wan_sent, wan_size) if arch != "pd-intra" else np.zeros(count),
-        cancelled=cancelled,
-        pipeline=pipeline.astype(str),
-    )
-    return table, stats
+    def _on_relay_final(self, request: int, t: float, version: int) -> None:
+        earlier_stalls, chunk = self.final_chunk.pop(request)
+        if request in self.relay_instance:
+            self.switch(request, t, chunk, earlier_stalls)
+
+    def _on_md_arrival(self, request: int, t: float, version: int) -> None:
+        tokens, stall_s, handoff_t = self.md_bound.pop(request)
+        if handoff_t is not None:
+            self.handed_over_at[request] = handoff_t
+        self.join(_least_loaded(self.pools["decode"]), request, tokens, t, stall_s)
+
+    def _on_decoder_step(self, target: int, t: float, version: int) -> None:
+        """Finish every sequence of the instance that is due now, then admit queued ones."""
+        role, inst = self.instances[target]
+        if version != inst.version:
+            return
+        inst.advance(t)
+        # finished: due within a token-clock rounding error of now (relative to t, so that long
+        # simulated spans, where t's resolution exceeds a fixed tolerance, still terminate)
+        due = inst.clock + max(1e-9, 64 * math.ulp(t) / inst.step_s())
+        while inst.heap and inst.heap[0][0] <= due:
+            _, request = heapq.heappop(inst.heap)
+            if request not in inst.joined_at:
+                continue
+            inst.remove(request)
+            self.finish[request] = t
+            if role == "relay":
+                self.finished_on_relay(request, t)
+        self.admit_queued(inst, t)
+
+    # results --------------------------------------------------------------------------------------
+
+    def table(self) -> RequestTable:
+        if self.link is None:
+            wan_bytes = np.zeros(len(self.arrival))
+        else:
+            wan_bytes = np.where(self.relay & self.cancelled, self.wan_sent, self.wan_size)
+        return RequestTable(
+            arrival_s=self.arrival,
+            prompt_tokens=self.prompt,
+            hit=self.hit,
+            output_tokens=self.output,
+            new_tokens=self.fresh,
+            prefill_start_s=self.prefill_start,
+            prefill_end_s=self.prefill_end,
+            first_token_s=self.first_token,
+            finish_s=self.finish,
+            worst_gap_s=self.worst_gap,
+            relay_tokens=self.relay_tokens,
+            wan_bytes=wan_bytes,
+            cancelled=self.cancelled,
+            pipeline=self.pipeline.astype(str),
+        )
+
+    def stats(self) -> SimulationStats:
+        link = self.link
+        return SimulationStats(
+            span_s=float(np.nanmax(self.finish)) if len(self.finish) else 0.0,
+            prefill_busy_s=float(self.service.sum()),
+            prefill_instances=self.scenario.prefill.count,
+            link_bytes=link.bytes_delivered if link else 0.0,
+            link_capacity_integral=link.capacity_integral if link else 0.0,
+            decoder_batch_integral={
+                name: sum(inst.batch_time_integral for inst in pool) for name, pool in self.pools.items()
+            },
+            decoder_max_batch={name: pool[0].max_batch for name, pool in self.pools.items()},
+            decoder_instances={name: len(pool) for name, pool in self.pools.items()},
+        )
+
+
+def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[RequestTable, SimulationStats]:
+    """Simulate `count` requests; return the per-request table and server statistics."""
+    simulation = _Simulation(scenario, count, np.random.default_rng(seed))
+    simulation.run()
+    return simulation.table(), simulation.stats()
