@@ -34,6 +34,7 @@ from pddplan.architectures import Pipeline
 from pddplan.evaluate.analytic import decoder_max_batch
 from pddplan.evaluate.classes import relayed
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
+from pddplan.evaluate.moments import workload_moments
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
@@ -172,8 +173,8 @@ class _Simulation:
         self.output_list: list[float] = self.output.astype(np.float64).tolist()
         self.wan_list: list[float] = self.wan_size.tolist()
 
-        # the servers
-        context = float(np.mean(self.prompt) + np.mean(self.output) / 2)
+        # the servers; step times at the mean context of the closed form (the same float)
+        context = workload_moments(workload).context_tokens
         drc = scenario.drc_bytes_per_decode_instance()
         self.pools: dict[str, list[DecodeInstance]] = {"decode": _decode_pool(scenario, scenario.decode, context, drc)}
         if scenario.relay is not None:
