@@ -4,10 +4,13 @@ Requests arrive (Poisson or Gamma), queue FIFO for a prefill instance (each runs
 chunks back to back), then go where the plan's architecture (`pddplan.architectures`) sends them:
 RDMA to a decoder in the same datacenter, a WAN transfer of the incremental KV to a decoder in the
 other one, or both at once through a relay decoder (P-RLD-MD): the relay decodes eager tokens at
-once while the WAN transfer runs; when the KV lands, the relay is told (RTT/2), stops (one-shot)
-or keeps going for catch-up rounds (`pddplan.evaluate.handoff`), and sends the eager token IDs
-(RTT/2); the main decoder recomputes them in an extend step (a stall of its instance) and
-continues. A relayed request that finishes on the relay first cancels its WAN transfer
+once while the WAN transfer runs; when the KV lands, the relay is told (RTT/2) and hands the request
+over by its eager token IDs (`pddplan.evaluate.handoff`): one-shot, it stops and sends them all;
+catch-up, it keeps decoding and sends them chunk by chunk, each chunk's IDs reaching the main
+decoder RTT/2 after they leave. The main decoder recomputes each chunk in an extend step when its
+IDs arrive, a stall of its instance (every sequence there waits); the request is pinned to that
+instance, which holds its earlier chunks, and its own hiccup at the switch is the last chunk's
+extend. It then continues there. A relayed request that finishes on the relay first cancels its WAN transfer
 (singular-traffic filtering, if on).
 
 Decoders batch continuously within a memory limit (the main decoder's limit leaves room for its
@@ -55,6 +58,7 @@ class Event(IntEnum):
     RELAY_NOTICE = 6  # the relay hears that the main decoder has the KV
     RELAY_FINAL = 7  # the relay's last catch-up round ends: hand over the last chunk
     MD_ARRIVAL = 8  # work sent to a main decoder over the WAN (token IDs or a plain start) arrives
+    CHUNK_EXTEND = 9  # an earlier catch-up chunk's IDs reach the main decoder (version: chunk index)
 
 
 # An event on the heap: (time, sequence number, kind, target, version). The sequence number breaks
@@ -208,7 +212,9 @@ class _Simulation:
         self.relay_joined: set[int] = set()  # relayed requests whose RDMA copy reached the relay
         self.relay_skipped: set[int] = set()  # ... whose main decoder had the KV first
         self.handed_over_at: dict[int, float] = {}  # request waiting for an MD slot -> when the relay stopped
-        self.final_chunk: dict[int, tuple[float, float]] = {}  # catching up: (earlier extends, last chunk)
+        self.last_chunk: dict[int, float] = {}  # catching up: eager tokens the final chunk will carry
+        self.chunk_extend_s: dict[int, list[float]] = {}  # catching up: the earlier chunks' extend times
+        self.pinned: dict[int, DecodeInstance] = {}  # catching up: the main decoder extending the chunks
         # Work sent to a main decoder over the WAN joins it when it arrives, by an event at that time:
         # joining "in the future" would move the decoder's clock past events still to be processed.
         self.md_bound: dict[int, tuple[float, float, float | None]] = {}  # (tokens, stall, handoff time)
@@ -225,6 +231,7 @@ class _Simulation:
             Event.RELAY_NOTICE: self._on_relay_notice,
             Event.RELAY_FINAL: self._on_relay_final,
             Event.MD_ARRIVAL: self._on_md_arrival,
+            Event.CHUNK_EXTEND: self._on_chunk_extend,
         }
 
     # the event loop -------------------------------------------------------------------------------
@@ -312,15 +319,16 @@ class _Simulation:
         """The main decoder's extend step over `tokens` eager tokens (at least one)."""
         return np.interp(np.maximum(tokens, 1.0), self.extend_grid, self.extend_table)
 
-    def switch(self, request: int, t: float, last_chunk: float, earlier_stalls: float) -> None:
-        """Stop the relay at t, send the eager token IDs, and let the main decoder extend them."""
+    def switch(self, request: int, t: float, last_chunk: float) -> None:
+        """Stop the relay at t and send the last chunk's token IDs: the main decoder extends them
+        (the request's hiccup) and decodes the rest."""
         inst = self.relay_instance.pop(request)
         inst.advance(t)
         done = inst.tokens_done(request)
         inst.remove(request)
         self.relay_tokens[request] = done
         self.admit_queued(inst, t)
-        stall_s = earlier_stalls + float(self.extend_s(np.array(last_chunk)))
+        stall_s = float(self.extend_s(np.array(last_chunk)))
         self.send_to_md(request, t, self.output_list[request] - done, stall_s, t)
 
     def finished_on_relay(self, request: int, t: float) -> None:
@@ -386,31 +394,64 @@ class _Simulation:
             self.relay_instance.pop(request)
             self.send_to_md(request, t, self.output_list[request], 0.0, None)
             return
+        earlier_extend_s: list[float] = []  # catch_up_rounds extends each earlier chunk once, in order
+
+        def extend_recorded(tokens: np.ndarray) -> np.ndarray:
+            extend = self.extend_s(tokens)
+            earlier_extend_s.append(float(extend))
+            return extend
+
         rounds = catch_up_rounds(
             np.array(inst.tokens_done(request)),
             inst.step_s(),
             self.rtt_s,
             self.handoff.catchup_threshold_tokens,
-            self.extend_s,
+            extend_recorded,
             wants_catch_up(self.handoff, inst.batch / inst.max_batch),
         )
-        extra_s = float(rounds.extra_relay_s)
-        if extra_s == 0.0:
-            self.switch(request, t, float(rounds.last_chunk_tokens), 0.0)
+        if not earlier_extend_s:  # one chunk: stop now
+            self.switch(request, t, float(rounds.last_chunk_tokens))
             return
-        self.final_chunk[request] = (float(rounds.earlier_extend_s), float(rounds.last_chunk_tokens))
-        self.push(t + extra_s, Event.RELAY_FINAL, request)
+        self.catch_up(request, t, earlier_extend_s, float(rounds.last_chunk_tokens))
+
+    def catch_up(self, request: int, t: float, earlier_extend_s: list[float], last_chunk: float) -> None:
+        """Hand over in chunks from t: chunk i leaves the relay at t + sum_{j<i} (RTT + e_j) and stalls
+        the (pinned) main decoder for e_i when it lands, RTT/2 later; the last chunk leaves when
+        every earlier round is over."""
+        self.pinned[request] = _least_loaded(self.pools["decode"])
+        self.chunk_extend_s[request] = earlier_extend_s
+        sent = t
+        for chunk, extend in enumerate(earlier_extend_s):
+            self.push(sent + self.rtt_s / 2, Event.CHUNK_EXTEND, request, chunk)
+            sent += self.rtt_s + extend
+        self.last_chunk[request] = last_chunk
+        self.push(sent, Event.RELAY_FINAL, request)
+
+    def _on_chunk_extend(self, request: int, t: float, chunk: int) -> None:
+        """An earlier chunk's IDs reach the main decoder: it extends them, stalling its batch (unless
+        the relay finished the request before the chunk left, and so never sent it)."""
+        extends = self.chunk_extend_s[request]
+        if chunk == len(extends) - 1:
+            del self.chunk_extend_s[request]
+        if self.finish[request] < t - self.rtt_s / 2:
+            return
+        md = self.pinned[request]
+        md.stall(t, extends[chunk])
+        self.reschedule(md)
 
     def _on_relay_final(self, request: int, t: float, version: int) -> None:
-        earlier_stalls, chunk = self.final_chunk.pop(request)
+        chunk = self.last_chunk.pop(request)
         if request in self.relay_instance:
-            self.switch(request, t, chunk, earlier_stalls)
+            self.switch(request, t, chunk)
+        else:  # finished on the relay while catching up
+            self.pinned.pop(request)
 
     def _on_md_arrival(self, request: int, t: float, version: int) -> None:
         tokens, stall_s, handoff_t = self.md_bound.pop(request)
         if handoff_t is not None:
             self.handed_over_at[request] = handoff_t
-        self.join(_least_loaded(self.pools["decode"]), request, tokens, t, stall_s)
+        md = self.pinned.pop(request, None)
+        self.join(_least_loaded(self.pools["decode"]) if md is None else md, request, tokens, t, stall_s)
 
     def _on_decoder_step(self, target: int, t: float, version: int) -> None:
         """Finish every sequence of the instance that is due now, then admit queued ones."""

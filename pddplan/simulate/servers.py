@@ -4,7 +4,8 @@ Both use a virtual clock so that a step-by-step (or byte-by-byte) process costs 
 
 decode instance  every step advances each of its B sequences by one token and takes tau(B) seconds,
                  so its token clock V grows at 1 / tau(B); a sequence joining at V0 that needs m
-                 tokens finishes when V = V0 + m. A stall (an extend step for a handoff) freezes V.
+                 tokens finishes when V = V0 + m. A stall (an extend step for a handoff) freezes V;
+                 stalls queue behind each other.
 link             n flows share capacity C(t), each at rate min(F, C(t) / n) (TCP cap F per flow);
                  the per-flow byte clock S grows at that rate; a flow of x bytes joining at S0
                  finishes when S = S0 + x.
@@ -37,6 +38,7 @@ class DecodeInstance:
     queue: deque[tuple[int, float, float]] = field(default_factory=deque)
     version: int = 0
     batch_time_integral: float = 0.0
+    stalled_s: float = 0.0  # extend steps run so far (seconds)
 
     def step_s(self, batch: int | None = None) -> float:
         """Step time at `batch` sequences (default: the current batch)."""
@@ -65,13 +67,20 @@ class DecodeInstance:
 
     def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
         """Start decoding `tokens` tokens of `request` at `t` after a stall; return its first-token time."""
-        self.advance(t)
         if stall_s > 0:
-            self.stall_until = max(self.stall_until, t) + stall_s
+            self.stall(t, stall_s)
+        self.advance(t)
         self.batch += 1
         self.joined_at[request] = self.clock
         heapq.heappush(self.heap, (self.clock + max(tokens, 1.0), request))
         return max(self.stall_until, t) + self.step_s()
+
+    def stall(self, t: float, seconds: float) -> None:
+        """Run an extend step of `seconds` from `t` (or after the stalls already queued): every
+        sequence here waits. The caller reschedules the instance's next completion."""
+        self.advance(t)
+        self.stall_until = max(self.stall_until, t) + seconds
+        self.stalled_s += seconds
 
     def tokens_done(self, request: int) -> float:
         """Tokens `request` has produced here so far (call after `advance`)."""
