@@ -20,11 +20,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from pddplan import architectures as registry
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.net.lines import pool_lines
 from pddplan.optimize.sizing import Shape, choose_shape, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
-from pddplan.specs.plan import ARCHITECTURES, Architecture, Routing
+from pddplan.specs.plan import ArchitectureName, Routing
 from pddplan.specs.workload import Workload
 
 HitMode = Literal["shift", "fixed"]
@@ -84,9 +85,9 @@ class BathtubResult:
     workload: Workload
     mode: HitMode
     hits: np.ndarray
-    architectures: list[Architecture]
-    figures: dict[Architecture, dict[str, np.ndarray]]
-    plans: dict[Architecture, list[dict[str, Any] | None]]
+    architectures: list[ArchitectureName]
+    figures: dict[ArchitectureName, dict[str, np.ndarray]]
+    plans: dict[ArchitectureName, list[dict[str, Any] | None]]
     tail_chunks: np.ndarray
     chunk_tokens: int
     findings: dict[str, Any] = field(default_factory=dict)
@@ -132,7 +133,7 @@ FIGURES = (
 def bathtub(
     workload: Workload,
     base_dir: Path | None,
-    architectures: Sequence[Architecture] = ARCHITECTURES,
+    architectures: Sequence[ArchitectureName] | None = None,
     mode: HitMode = "fixed",
     points: int = 101,
     chunk_tokens: int | None = None,
@@ -146,14 +147,15 @@ def bathtub(
     chunk = chunk_tokens or workload.serving.chunk_tokens
     nominal = at_hit(workload, workload.hit_rate.mean(), "shift", chunk_tokens) if chunk_tokens else workload
     hits = np.linspace(0.0, 1.0, points)
-    shapes: dict[Architecture, Shape | None] = {}
+    architectures = list(architectures) if architectures is not None else list(registry.names())
+    shapes: dict[ArchitectureName, Shape | None] = {}
     for arch in architectures:
         try:
             shapes[arch] = choose_shape(nominal, base_dir, arch, relay_by_bytes(nominal, base_dir))
         except InfeasibleError:
             shapes[arch] = None
     figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
-    plans: dict[Architecture, list[dict[str, Any] | None]] = {arch: [None] * points for arch in architectures}
+    plans: dict[ArchitectureName, list[dict[str, Any] | None]] = {arch: [None] * points for arch in architectures}
     rate = workload.arrival.rate_rps
     for i, hit in enumerate(hits):
         point = at_hit(workload, float(hit), mode, chunk_tokens)
@@ -277,12 +279,13 @@ def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
 
 def _crossovers(result: BathtubResult) -> list[dict[str, Any]]:
     """Hit rates where PDD's BCR crosses the best baseline's."""
-    if "pdd" not in result.architectures:
+    subject = registry.subject().name
+    if subject not in result.architectures:
         return []
-    baselines = [a for a in result.architectures if a != "pdd"]
+    baselines = [a for a in result.architectures if registry.get(a) in registry.baselines()]
     if not baselines:
         return []
-    pdd = result.figures["pdd"]["bcr"]
+    pdd = result.figures[subject]["bcr"]
     stacked = np.vstack([result.figures[a]["bcr"] for a in baselines])
     # a hit rate where no baseline is feasible has no best baseline (NaN), without a warning
     best = np.where(np.isfinite(stacked).any(axis=0), np.nanmax(np.nan_to_num(stacked, nan=-np.inf), axis=0), np.nan)

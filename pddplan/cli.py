@@ -48,6 +48,10 @@ app.add_typer(models_app, name="models")
 app.add_typer(workloads_app, name="workloads")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Write machine-readable JSON to stdout, nothing else.")]
+ArchitectureOption = Annotated[
+    list[str] | None,
+    typer.Option("--architecture", "-a", help="Architecture (repeatable); default: all `pddplan architectures` lists."),
+]
 
 
 # -- browsing -------------------------------------------------------------------------------------
@@ -153,6 +157,17 @@ def workloads_show(
         output.emit_json(summary)
     else:
         browse_tables.print_workload(output.human(), summary)
+
+
+def _architecture_names(given: list[str] | None) -> list[str]:
+    """The --architecture values, checked against the registry (default: every architecture)."""
+    from pddplan import architectures
+    from pddplan.errors import InputError
+
+    for name in given or []:
+        if name not in architectures.names():
+            raise InputError(f"--architecture = {name!r}: expected one of {', '.join(architectures.names())}")
+    return list(given) if given else list(architectures.names())
 
 
 @app.command("schema")
@@ -400,9 +415,7 @@ def optimize(
     workload: WorkloadArg,
     rate: Annotated[float | None, typer.Option("--rate", help="Cheapest plan serving exactly this req/s.")] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="Most goodput for this $/hour.")] = None,
-    architecture: Annotated[
-        list[str] | None, typer.Option("--architecture", "-a", help="pd-intra, pd-cross, pdd (repeatable).")
-    ] = None,
+    architecture: ArchitectureOption = None,
     solver: Annotated[str, typer.Option("--solver", help="highs (default) or cbc.")] = "highs",
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds per MILP solve.")] = None,
     mip_gap: Annotated[float, typer.Option("--mip-gap", help="Relative MIP gap.")] = 1e-6,
@@ -419,11 +432,10 @@ def optimize(
     the baselines; exit 3 with the binding constraint when nothing is feasible."""
     from pddplan.errors import InfeasibleError, InputError
     from pddplan.inputs import load_workload, workload_dir
+    from pddplan.optimize.options import OptimizeOptions
     from pddplan.optimize.run import optimize as run
-    from pddplan.optimize.search import OptimizeOptions
     from pddplan.optimize.solver import SolverOptions
     from pddplan.report import optimize_report, output
-    from pddplan.specs.plan import ARCHITECTURES
 
     if rate is not None and budget is not None:
         raise InputError("give --rate or --budget, not both")
@@ -437,10 +449,7 @@ def optimize(
         raise InputError(f"--mip-gap = {mip_gap}: must be in [0, 1)")
     if solver not in ("highs", "cbc"):
         raise InputError(f"--solver = {solver!r}: expected highs or cbc")
-    names = architecture or list(ARCHITECTURES)
-    for name in names:
-        if name not in ARCHITECTURES:
-            raise InputError(f"--architecture = {name!r}: expected one of {', '.join(ARCHITECTURES)}")
+    names = _architecture_names(architecture)
     if not 0 <= min_served <= 1:
         raise InputError(f"--min-served = {min_served}: must be in [0, 1]")
     if requests < 100:
@@ -458,7 +467,7 @@ def optimize(
     spec = load_workload(workload)
     console = output.human()
     with console.status("optimizing...") as status:
-        report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))  # type: ignore[arg-type]
+        report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))
     best = report.best
     if output_plan is not None and best is not None and best.plan is not None:
         from pddplan.loading import write_atomic
@@ -567,9 +576,7 @@ def bathtub(
     chunk: Annotated[
         int | None, typer.Option("--chunk", help="Chunked-prefill size (default: the workload's).")
     ] = None,
-    architecture: Annotated[
-        list[str] | None, typer.Option("--architecture", "-a", help="pd-intra, pd-cross, pdd (repeatable).")
-    ] = None,
+    architecture: ArchitectureOption = None,
     png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")] = None,
@@ -584,14 +591,10 @@ def bathtub(
     from pddplan.loading import write_atomic
     from pddplan.report import bathtub_report, output
     from pddplan.report.charts import terminal
-    from pddplan.specs.plan import ARCHITECTURES
 
     if mode not in ("fixed", "shift"):
         raise InputError(f"--mode = {mode!r}: expected fixed or shift")
-    names = architecture or list(ARCHITECTURES)
-    for name in names:
-        if name not in ARCHITECTURES:
-            raise InputError(f"--architecture = {name!r}: expected one of {', '.join(ARCHITECTURES)}")
+    names = _architecture_names(architecture)
     spec = load_workload(workload)
     console = output.human()
     from rich.progress import Progress
@@ -601,7 +604,7 @@ def bathtub(
         result = tub.bathtub(
             spec,
             workload_dir(workload),
-            names,  # type: ignore[arg-type]
+            names,
             mode,  # type: ignore[arg-type]
             points,
             chunk,
@@ -628,9 +631,7 @@ def sweep(
     param: Annotated[str, typer.Option("--param", help="Field path, e.g. deployment.wan_lines[0].capacity_gbps.")],
     values: Annotated[str | None, typer.Option("--values", help="Comma-separated values.")] = None,
     span: Annotated[str | None, typer.Option("--range", help="START:STOP:NUM evenly spaced values.")] = None,
-    architecture: Annotated[
-        list[str] | None, typer.Option("--architecture", "-a", help="pd-intra, pd-cross, pdd (repeatable).")
-    ] = None,
+    architecture: ArchitectureOption = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
     backend: Annotated[str, typer.Option("--backend", help="loky (default), threading, dask or ray.")] = "loky",
     exact: Annotated[
@@ -656,12 +657,8 @@ def sweep(
     from pddplan.loading import write_atomic
     from pddplan.report import output, sweep_report
     from pddplan.report.charts import terminal
-    from pddplan.specs.plan import ARCHITECTURES
 
-    names = architecture or list(ARCHITECTURES)
-    for name in names:
-        if name not in ARCHITECTURES:
-            raise InputError(f"--architecture = {name!r}: expected one of {', '.join(ARCHITECTURES)}")
+    names = _architecture_names(architecture)
     if jobs < 1:
         raise InputError(f"--jobs = {jobs}: must be at least 1")
     points_values = sweeping.parse_values(values, span)
@@ -673,7 +670,7 @@ def sweep(
             path,
             param,
             points_values,
-            names,  # type: ignore[arg-type]
+            names,
             jobs,
             backend,
             exact,

@@ -19,8 +19,8 @@ from pddplan import catalog
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload
 from pddplan.loading import load, write_atomic
+from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
-from pddplan.optimize.search import OptimizeOptions
 from pddplan.report.output import to_json
 from pddplan.specs.baseline import Baseline, GateScenario, Metric, ScenarioResult
 

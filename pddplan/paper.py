@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pddplan.inputs import load_workload, workload_dir
+from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import architecture_figures, optimize
-from pddplan.optimize.search import ArchitectureResult, OptimizeOptions
+from pddplan.optimize.search import ArchitectureResult
 from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes
 from pddplan.report.plan_tables import layout_label
 from pddplan.scenario import build_scenario

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pddplan import architectures
+from pddplan.architectures import Architecture
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.net.lines import LinePool, pool_lines
@@ -18,7 +20,7 @@ from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget
 from pddplan.perf.roofline import Instance
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Architecture, Plan, RoleName, RoleSpec
+from pddplan.specs.plan import Plan, RoleName, RoleSpec
 from pddplan.specs.workload import WanLineOption, Workload
 
 
@@ -63,6 +65,10 @@ class Scenario:
     base_dir: Path | None
 
     @property
+    def architecture(self) -> Architecture:
+        return architectures.get(self.plan.architecture)
+
+    @property
     def prefill(self) -> Role:
         return self.roles["prefill"]
 
@@ -96,13 +102,13 @@ class Scenario:
         plan's rate): Little's law, sessions kept = rate * drc_retention_s, each holding its
         prompt's KV, spread over the decode instances."""
         rate = self.rate_rps if rate_rps is None else rate_rps
-        return rate * drc_bytes_per_rps(self.workload, self.model, self.plan.architecture) / self.decode.count
+        return rate * drc_bytes_per_rps(self.workload, self.model, self.architecture) / self.decode.count
 
 
 def drc_bytes_per_rps(workload: Workload, model: ModelArchitecture, architecture: Architecture) -> float:
-    """Radix-cache bytes one request/s keeps on the main decoders: retention * E[prompt KV] (0 for
-    pd-intra, whose decoders receive the whole KV over RDMA and keep nothing)."""
-    if architecture == "pd-intra":
+    """Radix-cache bytes one request/s keeps on the main decoders: retention * E[prompt KV] (0 when
+    the decoders receive the whole KV over RDMA and keep nothing)."""
+    if not architecture.decode_keeps_prefix_cache:
         return 0.0
     prompts, probs = workload.prompt_tokens.support()
     prompt_kv = float(request_kv_bytes(model, prompts, workload.serving.page_tokens) @ probs)
@@ -158,7 +164,7 @@ def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None,
             usd_per_gpu_hour=gpu_price(hardware, workload, spec.datacenter, spec.gpu),
             kv_capacity_bytes=instance_kv_capacity_bytes(instance, workload.serving.hbm_utilization, chunk),
         )
-    link = _build_link(plan, workload, base_dir, source) if plan.architecture != "pd-intra" else None
+    link = _build_link(plan, workload, base_dir, source) if architectures.get(plan.architecture).uses_wan else None
     return Scenario(
         plan=plan,
         workload=workload,

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pddplan import architectures as registry
 from pddplan.errors import InfeasibleError, InputError, PddplanError
 from pddplan.loading import read_data, validate
-from pddplan.specs.plan import ARCHITECTURES, Architecture
+from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
@@ -91,7 +92,7 @@ class SweepTask:
     data: dict[str, Any]
     source: str
     base_dir: str | None
-    architectures: tuple[Architecture, ...]
+    architectures: tuple[ArchitectureName, ...]
     optimize: bool
 
 
@@ -110,7 +111,7 @@ def run_point(task: SweepTask) -> dict[str, Any]:
     return out
 
 
-def _sized(workload: Workload, base: Path | None, arch: Architecture) -> dict[str, Any]:
+def _sized(workload: Workload, base: Path | None, arch: ArchitectureName) -> dict[str, Any]:
     from pddplan.optimize.sizing import choose_shape, size_plan
     from pddplan.scenario import build_scenario
 
@@ -129,8 +130,9 @@ def _sized(workload: Workload, base: Path | None, arch: Architecture) -> dict[st
     }
 
 
-def _optimized(workload: Workload, base: Path | None, arch: Architecture) -> dict[str, Any]:
-    from pddplan.optimize.search import OptimizeOptions, optimize_architecture
+def _optimized(workload: Workload, base: Path | None, arch: ArchitectureName) -> dict[str, Any]:
+    from pddplan.optimize.options import OptimizeOptions
+    from pddplan.optimize.search import optimize_architecture
 
     result = optimize_architecture(workload, base, arch, OptimizeOptions(verify=False))
     if not result.feasible or result.evaluation is None or result.scenario is None:
@@ -152,13 +154,14 @@ def sweep(
     workload_path: Path,
     param: str,
     values: Sequence[float],
-    architectures: Sequence[Architecture] = ARCHITECTURES,
+    architectures: Sequence[ArchitectureName] | None = None,
     jobs: int = 1,
     backend: str = "loky",
     optimize: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every point; `jobs` workers on `backend` (loky, threading, dask or ray)."""
+    names = tuple(architectures) if architectures is not None else registry.names()
     raw = read_data(workload_path)
     if not isinstance(raw, dict):
         raise InputError(f"{workload_path}: expected a mapping at the top level")
@@ -166,9 +169,7 @@ def sweep(
     for value in values:
         data = set_path(raw, param, value)
         validate(Workload, data, f"{workload_path} with {param} = {value:g}")
-        tasks.append(
-            SweepTask(data, str(workload_path), str(workload_path.resolve().parent), tuple(architectures), optimize)
-        )
+        tasks.append(SweepTask(data, str(workload_path), str(workload_path.resolve().parent), names, optimize))
     results = _run(tasks, jobs, backend, progress)
     return [{"value": value, **point} for value, point in zip(values, results, strict=True)]
 

@@ -11,14 +11,14 @@ decoders   continuous batching: each instance runs B sequences with step time ta
            B = (arrival rate per instance) * (tokens per request) * tau(B) (Little's law), and must
            stay below the memory limit (KV of the batch plus the MD's radix cache).
 relay      a P-RLD-MD request decodes on the relay for the eager window: its WAN transfer, half
-           an RTT to stop, plus catch-up rounds; it hands over k eager tokens, which the MD
-           recomputes in one extend step (a stall of the MD instance); a request whose output ends
-           within the window is finished by the relay (singular traffic).
-TTFT       P-MD: wait + S + WAN + tau_MD.  P-RLD-MD: wait + S + RDMA + tau_RLD.
-           pd-intra: wait + S + RDMA + tau_D.  pd-cross: wait + S + WAN + tau_D.
-goodput    the rate when every SLA percentile holds; otherwise rate * P(TTFT <= the P99 target and
-           TPOT <= the TPOT target), the share of requests that individually meet it; 0 if unstable.
-BCR        goodput requests per dollar: goodput_rps * 3600 / cost_per_hour.
+           an RTT to stop, plus catch-up rounds (`handoff`); the MD recomputes the eager tokens
+           chunk by chunk in extend steps (stalls of the MD instance; the user's hiccup is the
+           last chunk's); a request whose output ends within the window is finished by the relay
+           (singular traffic). Relay and MD are solved together by fixed-point iteration.
+TTFT       wait + S + the architecture's path to the first token (`Architecture.first_token_delay`):
+           RDMA + tau_D, WAN + tau_D, or for pdd P-MD: WAN + tau_MD, P-RLD-MD: RDMA + tau_RLD.
+goodput,   as `pddplan.evaluate.verdict` defines them, shared with the simulation's summary.
+revenue, BCR
 """
 
 from __future__ import annotations
@@ -30,17 +30,21 @@ from typing import Any
 import numpy as np
 
 from pddplan.evaluate.classes import RequestClasses, request_classes
+from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
+from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenario import Role, Scenario
-from pddplan.specs.workload import Workload
 
 QUANTILES = (0.5, 0.9, 0.99)
-MAX_CATCHUP_ROUNDS = 6
+# The relay/main-decoder fixed point stops when tau_RLD, tau_MD and the offered WAN bytes each move
+# by at most this much (relative) in one iteration.
+FIXED_POINT_RTOL = 1e-6
+FIXED_POINT_MAX_ITERATIONS = 50
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class Evaluation:
     wan_gbps_offered: float
     stages: dict[str, StageReport]
     pipelines: dict[str, dict[str, float]] = field(default_factory=dict)
+    fixed_point_iterations: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON view with the documented keys (ttft_p90_s, goodput_rps, bcr, ...)."""
@@ -112,6 +117,7 @@ class Evaluation:
             "wan_gbps_offered": self.wan_gbps_offered,
             "stages": {name: asdict(stage) for name, stage in self.stages.items()},
             "pipelines": self.pipelines,
+            "fixed_point_iterations": self.fixed_point_iterations,
         }
         return out
 
@@ -124,15 +130,6 @@ class _Decoder:
     max_batch: float
     step_s: float
     stable: bool
-
-
-def revenue_per_request(workload: Workload, classes: RequestClasses) -> float:
-    """Mean $ a request pays: uncached input, cached input (discounted) and output tokens."""
-    prices = workload.prices
-    input_usd = (
-        classes.new_tokens * prices.input_usd_per_mtok + classes.cached_tokens * prices.cached_input_usd_per_mtok
-    ) / 1e6
-    return float(input_usd @ classes.input_prob + classes.mean_output_tokens * prices.output_usd_per_mtok / 1e6)
 
 
 def decoder_max_batch(scenario: Scenario, role: Role, context_tokens: float, reserved_bytes: float) -> float:
@@ -170,226 +167,282 @@ def _operating_point(
     return _Decoder(batch=batch, max_batch=max_batch, step_s=step, stable=True)
 
 
-def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
-    """Evaluate `scenario` at `rate_rps` (default: the workload's rate)."""
-    workload = scenario.workload
-    plan = scenario.plan
-    lam = rate_rps if rate_rps is not None else scenario.rate_rps
-    classes = request_classes(scenario)
-    p_in = classes.input_prob
-    outputs = classes.output_tokens
-    p_out = classes.output_prob
-    context = classes.mean_context_tokens
-    cv2_arrival = workload.arrival.cv**2
+@dataclass(frozen=True)
+class _Prefill:
+    """The prefill pool's queue at the evaluated rate."""
 
-    # prefill -------------------------------------------------------------------------------------
-    prefill = scenario.prefill
+    mean_s: float
+    utilization: float
+    p_wait: float
+    wait_mean_s: float
+
+
+@dataclass(frozen=True)
+class _LinkStates:
+    """The line's available capacity per fluctuation state and each state's probability
+    (one state of infinite capacity without a line)."""
+
+    capacity_bytes_per_s: np.ndarray
+    prob: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Decoding:
+    """Decoders' operating points and what the relay does, per (input class, output length,
+    fluctuation state); the WAN transfer time per (input class, fluctuation state)."""
+
+    md: _Decoder
+    relay: _Decoder | None
+    offered_bytes_per_s: float
+    wan_s: np.ndarray
+    eager_tokens: np.ndarray
+    finishes_on_relay: np.ndarray
+    gap_s: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def _prefill_stage(scenario: Scenario, classes: RequestClasses, lam: float) -> _Prefill:
+    """G/G/c wait of the prefill pool (Allen-Cunneen) and its utilization lam E[S] / c."""
+    p_in = classes.input_prob
     mean_s = float(classes.prefill_s @ p_in)
     cv2_s = float((classes.prefill_s**2) @ p_in) / mean_s**2 - 1.0 if mean_s > 0 else 0.0
-    p_wait_arr, wait_mean_arr = allen_cunneen(prefill.count, lam, mean_s, cv2_s, cv2_arrival)
-    p_wait, wait_mean = float(p_wait_arr), float(wait_mean_arr)
-    rho_prefill = lam * mean_s / prefill.count
+    count = scenario.prefill.count
+    p_wait, wait_mean = allen_cunneen(count, lam, mean_s, cv2_s, scenario.workload.arrival.cv**2)
+    return _Prefill(mean_s, lam * mean_s / count, float(p_wait), float(wait_mean))
 
-    # transfers -------------------------------------------------------------------------------------
-    nic = prefill.instance.hardware.nic_bytes_per_s
+
+def _link_states(scenario: Scenario) -> _LinkStates:
+    if scenario.link is None:
+        return _LinkStates(np.array([math.inf]), np.array([1.0]))
+    return _LinkStates(*scenario.link.capacity_support())
+
+
+def _wan_times(
+    scenario: Scenario, classes: RequestClasses, lam: float, states: _LinkStates, sent_fraction: np.ndarray | float
+) -> tuple[float, np.ndarray]:
+    """(offered bytes/s, transfer time per input class and state) when a request of each class sends
+    `sent_fraction` of its incremental KV (singular filtering cancels the rest): offered =
+    lam * E[bytes sent]; the transfer time is processor sharing at that load (zero without a line)."""
     link = scenario.link
-    if link is not None:
-        capacity_f, prob_f = link.capacity_support()
-    else:
-        capacity_f, prob_f = np.array([math.inf]), np.array([1.0])
-    relay = classes.relay
-    relay_role = scenario.relay
-
-    cancel_fraction = np.zeros((len(p_in), len(outputs), len(prob_f)))
-    decoder_relay: _Decoder | None = None
-    wan_time = np.zeros((len(p_in), len(prob_f)))
-    offered = 0.0
-    eager_tokens = np.zeros_like(cancel_fraction)
-    relay_hold = np.zeros_like(cancel_fraction)
-    gap = np.zeros_like(cancel_fraction)
-    md_decoder: _Decoder | None = None
-    extend_s = np.zeros_like(cancel_fraction)
-    drc = scenario.drc_bytes_per_decode_instance(lam)
-    decode_max_batch = decoder_max_batch(scenario, scenario.decode, context, drc)
-    relay_max_batch = decoder_max_batch(scenario, relay_role, context, 0.0) if relay_role else 0.0
-    relay_batches = np.arange(1.0, max(relay_max_batch, 1.0) + 1.0)
-    relay_steps = (
-        decode_step_time(relay_role.instance, relay_batches, context) if relay_role else np.ones_like(relay_batches)
+    if link is None:
+        return 0.0, np.zeros((len(classes.input_prob), len(states.prob)))
+    sent = classes.wan_bytes[:, None, None] * sent_fraction
+    offered = lam * float(np.einsum("iof,i,o,f->", sent, classes.input_prob, classes.output_prob, states.prob))
+    wan = wan_transfer_time(
+        classes.wan_bytes, states.capacity_bytes_per_s, offered, link.flow_cap_bytes_per_s, link.rtt_s
     )
-    for _ in range(4 if plan.architecture == "pdd" else 1):
-        if link is not None:
-            sent = classes.wan_bytes[:, None, None] * (1.0 - cancel_fraction)
-            offered = lam * float(np.einsum("iof,i,o,f->", sent, p_in, p_out, prob_f))
-            wan_time = wan_transfer_time(classes.wan_bytes, capacity_f, offered, link.flow_cap_bytes_per_s, link.rtt_s)
-        if plan.architecture != "pdd" or relay_role is None:
-            break
-        assert link is not None
-        tau_r = (
-            decoder_relay.step_s
-            if decoder_relay and decoder_relay.stable
-            else float(decode_step_time(relay_role.instance, max(relay_max_batch / 2, 1.0), context))
-        )
-        tau_m = (
-            md_decoder.step_s
-            if md_decoder and md_decoder.stable
-            else float(decode_step_time(scenario.decode.instance, max(decode_max_batch / 2, 1.0), context))
-        )
-        utilization_r = decoder_relay.batch / max(relay_max_batch, 1e-9) if decoder_relay else 0.0
-        catch_up = plan.handoff.mode == "catch-up" or (
-            plan.handoff.mode == "adaptive" and utilization_r < plan.handoff.adaptive_load_threshold
-        )
-        window = wan_time + link.rtt_s / 2  # RLD stops half an RTT after the KV lands at the MD
+    return offered, wan
+
+
+def _decode_without_relay(scenario: Scenario, classes: RequestClasses, lam: float, states: _LinkStates) -> _Decoding:
+    """Every request decodes on the decode pool from its first token: B solves Little's law at E[O]."""
+    offered, wan = _wan_times(scenario, classes, lam, states, 1.0)
+    context = classes.mean_context_tokens
+    max_batch = decoder_max_batch(scenario, scenario.decode, context, scenario.drc_bytes_per_decode_instance(lam))
+    md = _operating_point(scenario.decode, lam, classes.mean_output_tokens, context, max_batch, 0.0)
+    zeros = np.zeros((len(classes.input_prob), len(classes.output_tokens), len(states.prob)))
+    return _Decoding(md, None, offered, wan, zeros, zeros.astype(bool), zeros, 1, True)
+
+
+def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, states: _LinkStates) -> _Decoding:
+    """Relay and main decoder together, by fixed-point iteration on (tau_RLD, tau_MD, offered bytes):
+    the step times set the eager window and the handoff work, which set the batches, which set the
+    step times. Stops when each moved by at most FIXED_POINT_RTOL (relative) in one iteration."""
+    relay_role, link = scenario.relay, scenario.link
+    assert relay_role is not None and link is not None
+    handoff, context = scenario.plan.handoff, classes.mean_context_tokens
+    md_max = decoder_max_batch(scenario, scenario.decode, context, scenario.drc_bytes_per_decode_instance(lam))
+    relay_max = decoder_max_batch(scenario, relay_role, context, 0.0)
+    relay_batches = np.arange(1.0, max(relay_max, 1.0) + 1.0)
+    relay_steps = decode_step_time(relay_role.instance, relay_batches, context)
+    weights = np.einsum("i,o,f->iof", classes.input_prob, classes.output_prob, states.prob)
+    o = classes.output_tokens[None, :, None]
+    relayed = classes.relay[:, None, None]
+
+    def extend_s(tokens: np.ndarray) -> np.ndarray:
+        return extend_time(scenario.decode.instance, tokens, context)
+
+    relay: _Decoder | None = None
+    md: _Decoder | None = None
+    cancel = np.zeros(weights.shape)
+    previous: tuple[float, float, float] | None = None
+    iterations = 0
+    while iterations < FIXED_POINT_MAX_ITERATIONS:
+        iterations += 1
+        offered, wan = _wan_times(scenario, classes, lam, states, 1.0 - cancel)
+        tau_r = _step_or_half_full(relay, relay_role, relay_max, context)
+        tau_m = _step_or_half_full(md, scenario.decode, md_max, context)
+        utilization = relay.batch / max(relay_max, 1e-9) if relay else 0.0
+        window = wan + link.rtt_s / 2  # the relay stops half an RTT after the KV lands at the MD
         k0 = window / tau_r
-        extra, k_last = _catch_up(scenario, k0, tau_r, link.rtt_s, catch_up, context)
-        window_total = window + extra
-        eager = np.minimum(outputs[None, :, None], k0[:, None, :] + (extra / tau_r)[:, None, :])
-        finishes_on_relay = relay[:, None, None] & (outputs[None, :, None] <= eager)
-        eager_tokens = np.where(relay[:, None, None], eager, 0.0)
-        relay_hold = np.where(
-            relay[:, None, None],
-            np.minimum(window_total[:, None, :], outputs[None, :, None] * tau_r),
-            0.0,
+        rounds = catch_up_rounds(
+            k0, tau_r, link.rtt_s, handoff.catchup_threshold_tokens, extend_s, wants_catch_up(handoff, utilization)
         )
-        if plan.routing.singular_filter:
-            done_fraction = np.minimum(1.0, outputs[None, :, None] * tau_r / np.maximum(wan_time[:, None, :], 1e-9))
-            cancel_fraction = np.where(finishes_on_relay, 1.0 - done_fraction, 0.0)
-        handoffs = relay[:, None, None] & ~finishes_on_relay
-        extend_s = np.where(handoffs, extend_time(scenario.decode.instance, k_last[:, None, :], context), 0.0)
-        gap = np.where(handoffs, link.rtt_s / 2 + extend_s + tau_m, 0.0)
-        weights = np.einsum("i,o,f->iof", p_in, p_out, prob_f)
-        relay_batch = lam * float((relay_hold * weights).sum()) / relay_role.count
-        decoder_relay = _Decoder(
+        eager = np.minimum(o, (k0 + rounds.extra_relay_s / tau_r)[:, None, :])
+        finishes = relayed & (o <= eager)
+        eager_tokens = np.where(relayed, eager, 0.0)
+        hold = np.where(relayed, np.minimum((window + rounds.extra_relay_s)[:, None, :], o * tau_r), 0.0)
+        if scenario.plan.routing.singular_filter:
+            done_fraction = np.minimum(1.0, o * tau_r / np.maximum(wan[:, None, :], 1e-9))
+            cancel = np.where(finishes, 1.0 - done_fraction, 0.0)
+        handoffs = relayed & ~finishes
+        last_extend = extend_s(np.maximum(rounds.last_chunk_tokens, 1.0))[:, None, :]
+        gap = np.where(handoffs, link.rtt_s / 2 + last_extend + tau_m, 0.0)
+        md_stall = np.where(handoffs, rounds.md_stall_s(extend_s)[:, None, :], 0.0)
+        relay_batch = lam * float((hold * weights).sum()) / relay_role.count
+        relay = _Decoder(
             batch=relay_batch,
-            max_batch=relay_max_batch,
+            max_batch=relay_max,
             step_s=float(np.interp(relay_batch, relay_batches, relay_steps)),
-            stable=relay_batch <= relay_max_batch,
+            stable=relay_batch <= relay_max,
         )
-        stall = lam / scenario.decode.count * float((extend_s * weights).sum())
-        md_tokens = float(((outputs[None, :, None] - eager_tokens) * ~finishes_on_relay * weights).sum())
-        md_rate = lam * float((~finishes_on_relay * weights).sum())
-        md_decoder = _operating_point(
-            scenario.decode, md_rate, md_tokens / max(md_rate / lam, 1e-12), context, decode_max_batch, stall
+        stall = lam / scenario.decode.count * float((md_stall * weights).sum())
+        md_tokens = float(((o - eager_tokens) * ~finishes * weights).sum())
+        md_rate = lam * float((~finishes * weights).sum())
+        md = _operating_point(scenario.decode, md_rate, md_tokens / max(md_rate / lam, 1e-12), context, md_max, stall)
+        current = (relay.step_s, md.step_s, offered)
+        converged = previous is not None and all(
+            math.isclose(a, b, rel_tol=FIXED_POINT_RTOL) for a, b in zip(current, previous, strict=True)
         )
+        if converged:
+            break
+        previous = current
+    assert md is not None
+    return _Decoding(md, relay, offered, wan, eager_tokens, finishes, gap, iterations, converged)
 
-    weights = np.einsum("i,o,f->iof", p_in, p_out, prob_f)
-    if plan.architecture != "pdd":
-        md_decoder = _operating_point(scenario.decode, lam, classes.mean_output_tokens, context, decode_max_batch, 0.0)
-        finishes_on_relay = np.zeros(weights.shape, dtype=bool)
-    assert md_decoder is not None
-    tau_m = md_decoder.step_s
 
-    # TTFT ------------------------------------------------------------------------------------------
-    if plan.architecture == "pd-intra":
-        full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, workload.serving.page_tokens)
-        to_decoder = rdma_time_s(full_kv, prefill.instance.kv_senders, nic)[:, None] + 0 * prob_f[None, :]
-        first = to_decoder + tau_m
-    elif plan.architecture == "pd-cross":
-        first = wan_time + tau_m
-    else:
-        assert decoder_relay is not None and relay_role is not None
-        full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, workload.serving.page_tokens)
-        rdma = rdma_time_s(full_kv, prefill.instance.kv_senders, nic)
-        first = np.where(relay[:, None], (rdma + decoder_relay.step_s)[:, None], wan_time + tau_m)
-    delays = (classes.prefill_s[:, None] + first).ravel()
-    slot_p, slot_mean = _slot_waits(scenario, classes, lam, md_decoder, decoder_relay, finishes_on_relay, weights)
+def _step_or_half_full(decoder: _Decoder | None, role: Role, max_batch: float, context: float) -> float:
+    """A pool's step time: at its operating point when stable, else at half its largest batch
+    (the fixed point's starting guess, and its fallback while a pool is overloaded)."""
+    if decoder is not None and decoder.stable:
+        return decoder.step_s
+    return float(decode_step_time(role.instance, max(max_batch / 2, 1.0), context))
+
+
+def _first_token_delays(scenario: Scenario, classes: RequestClasses, decoding: _Decoding) -> np.ndarray:
+    """Prefill plus the architecture's path to the first token, per (input class, state)."""
+    prefill = scenario.prefill
+    full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)
+    rdma = rdma_time_s(full_kv, prefill.instance.kv_senders, prefill.instance.hardware.nic_bytes_per_s)
+    relay_step = decoding.relay.step_s if decoding.relay is not None else 0.0
+    first = scenario.architecture.first_token_delay(
+        rdma[:, None], decoding.wan_s, decoding.md.step_s, relay_step, classes.relay[:, None]
+    )
+    return classes.prefill_s[:, None] + first
+
+
+def _tpot_and_gaps(decoding: _Decoding, outputs: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(TPOT, worst inter-token gap) per (input class, output length, state).
+
+    Handed over: (k tau_RLD + gap + (O - k - 1) tau_MD) / (O - 1); finished on the relay: tau_RLD;
+    otherwise tau_MD. The worst gap of a handed-over request is max(gap, tau_MD)."""
+    tau_m = decoding.md.step_s
+    tau_r = decoding.relay.step_s if decoding.relay is not None else 0.0
+    o = outputs[None, :, None]
+    eager, finishes, gap = decoding.eager_tokens, decoding.finishes_on_relay, decoding.gap_s
+    relayed = eager > 0
+    with np.errstate(invalid="ignore"):  # inf * 0 in entries np.where discards (an unstable relay)
+        handed_over = (eager * tau_r + gap + np.maximum(o - eager - 1, 0) * tau_m) / np.maximum(o - 1, 1)
+    tpot = np.where(finishes, tau_r, np.where(relayed, handed_over, tau_m))
+    worst = np.where(relayed & ~finishes, np.maximum(gap, tau_m), np.where(finishes, tau_r, tau_m))
+    return np.broadcast_to(tpot, shape), np.broadcast_to(worst, shape)
+
+
+def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
+    """Evaluate `scenario` at `rate_rps` (default: the plan's rate), stage by stage (module docstring)."""
+    workload = scenario.workload
+    lam = rate_rps if rate_rps is not None else scenario.rate_rps
+    classes = request_classes(scenario)
+    p_in, outputs, p_out = classes.input_prob, classes.output_tokens, classes.output_prob
+    prefill = _prefill_stage(scenario, classes, lam)
+    states = _link_states(scenario)
+    decode_stages = _decode_with_relay if scenario.relay is not None else _decode_without_relay
+    decoding = decode_stages(scenario, classes, lam, states)
+    md, relay = decoding.md, decoding.relay
+    weights = np.einsum("i,o,f->iof", p_in, p_out, states.prob)
+
+    first = _first_token_delays(scenario, classes, decoding)
+    delays = first.ravel()
+    slot_p, slot_mean = _slot_waits(scenario, classes, lam, md, relay, decoding.finishes_on_relay, weights)
     slot_p = np.broadcast_to(slot_p[:, None], first.shape).ravel()
     slot_mean = np.broadcast_to(slot_mean[:, None], first.shape).ravel()
-    ttft_weights = np.outer(p_in, prob_f).ravel()
-    stable = rho_prefill < 1 and md_decoder.stable and (decoder_relay is None or decoder_relay.stable)
-    link_utilization = offered / link.mean_capacity_bytes_per_s() if link is not None else 0.0
-    stable = stable and link_utilization < 1
-    if stable:
-        ttft_q = mixture_quantiles(QUANTILES, delays, ttft_weights, p_wait, wait_mean, slot_p, slot_mean)
-    else:
-        ttft_q = np.full(3, math.inf)
+    waits = (prefill.p_wait, prefill.wait_mean_s, slot_p, slot_mean)
+    ttft_weights = np.outer(p_in, states.prob).ravel()
+    link = scenario.link
+    link_utilization = decoding.offered_bytes_per_s / link.mean_capacity_bytes_per_s() if link else 0.0
+    stable = prefill.utilization < 1 and md.stable and (relay is None or relay.stable) and link_utilization < 1
+    ttft_q = mixture_quantiles(QUANTILES, delays, ttft_weights, *waits) if stable else np.full(3, math.inf)
 
-    # TPOT ------------------------------------------------------------------------------------------
-    tau_r_final = decoder_relay.step_s if decoder_relay is not None else 0.0
-    o = outputs[None, :, None]
-    relayed = eager_tokens > 0
-    with np.errstate(invalid="ignore"):  # inf * 0 in entries np.where discards (an unstable relay)
-        handed_over = (eager_tokens * tau_r_final + gap + np.maximum(o - eager_tokens - 1, 0) * tau_m) / np.maximum(
-            o - 1, 1
-        )
-    tpot = np.where(finishes_on_relay, tau_r_final, np.where(relayed, handed_over, tau_m))
-    tpot = np.broadcast_to(tpot, weights.shape)
+    tpot, worst_gap = _tpot_and_gaps(decoding, outputs, weights.shape)
     tpot_q = _weighted_quantiles(tpot.ravel(), weights.ravel(), QUANTILES)
-    worst_gap = np.where(
-        relayed & ~finishes_on_relay, np.maximum(gap, tau_m), np.where(finishes_on_relay, tau_r_final, tau_m)
-    )
-    worst_gap = np.broadcast_to(worst_gap, weights.shape)
     worst_gap_p99 = float(_weighted_quantiles(worst_gap.ravel(), weights.ravel(), (0.99,))[0])
 
-    # SLA, goodput, money ---------------------------------------------------------------------------
     sla = workload.sla
-    violations = []
-    if not stable:
-        violations.append(_instability(rho_prefill, md_decoder, decoder_relay, link_utilization))
-    if ttft_q[1] > sla.ttft_p90_s:
-        violations.append(f"TTFT P90 {ttft_q[1]:.2f} s > {sla.ttft_p90_s:g} s")
-    if ttft_q[2] > sla.ttft_p99_s:
-        violations.append(f"TTFT P99 {ttft_q[2]:.2f} s > {sla.ttft_p99_s:g} s")
-    if sla.tpot_p90_s is not None and tpot_q[1] > sla.tpot_p90_s:
-        violations.append(f"TPOT P90 {tpot_q[1] * 1e3:.1f} ms > {sla.tpot_p90_s * 1e3:g} ms")
+    attainment = 0.0
     if stable:
-        ttft_ok = 1.0 - wait_survival(sla.ttft_p99_s - delays, p_wait, wait_mean, slot_p, slot_mean)
-        ttft_ok = ttft_ok.reshape(len(p_in), 1, len(prob_f))
-        tpot_ok = tpot <= (sla.tpot_p90_s if sla.tpot_p90_s is not None else math.inf)
-        attainment = float((ttft_ok * tpot_ok * weights).sum())
-    else:
-        attainment = 0.0
-    goodput = lam if stable and not violations else lam * attainment
+        ttft_ok = 1.0 - wait_survival(sla.ttft_p99_s - delays, *waits)
+        tpot_ok = tpot <= tpot_target(sla)
+        attainment = float((ttft_ok.reshape(len(p_in), 1, len(states.prob)) * tpot_ok * weights).sum())
+    instability = None if stable else _instability(prefill.utilization, md, relay, link_utilization)
     cost = scenario.cost_per_hour
-    revenue = lam * revenue_per_request(workload, classes) * 3600 if stable else 0.0
-
-    relay_prob = float(relay @ p_in)
-    singular = float((finishes_on_relay * weights).sum())
-    rld_tokens = float((np.minimum(eager_tokens, o) * weights).sum())
-    wan_per_request = offered / lam if lam > 0 else 0.0
-    stages = {
-        "prefill": StageReport(instances=prefill.count, utilization=rho_prefill, step_s=mean_s, stable=rho_prefill < 1),
-        "decode": StageReport(
-            instances=scenario.decode.count,
-            utilization=md_decoder.batch / max(md_decoder.max_batch, 1e-9),
-            batch_per_instance=md_decoder.batch,
-            max_batch=md_decoder.max_batch,
-            step_s=md_decoder.step_s,
-            stable=md_decoder.stable,
-        ),
-    }
-    if decoder_relay is not None and relay_role is not None:
-        stages["relay"] = StageReport(
-            instances=relay_role.count,
-            utilization=decoder_relay.batch / max(decoder_relay.max_batch, 1e-9),
-            batch_per_instance=decoder_relay.batch,
-            max_batch=decoder_relay.max_batch,
-            step_s=decoder_relay.step_s,
-            stable=decoder_relay.stable,
-        )
-    pipelines = _pipelines(
-        plan.architecture, relay, delays, p_in, prob_f, (p_wait, wait_mean, slot_p, slot_mean), stable
+    verdict = judge(
+        sla,
+        Tails(float(ttft_q[1]), float(ttft_q[2]), float(tpot_q[1])),
+        lam,
+        attainment,
+        (revenue_per_request(workload, classes), cost),
+        instability,
     )
+    finishes = decoding.finishes_on_relay
     return Evaluation(
-        architecture=plan.architecture,
+        architecture=scenario.plan.architecture,
         rate_rps=lam,
         ttft=Percentiles(*map(float, ttft_q)),
         tpot=Percentiles(*map(float, tpot_q)),
         worst_gap_p99_s=worst_gap_p99,
-        goodput_rps=goodput,
-        sla_met=not violations,
-        sla_violations=violations,
+        goodput_rps=verdict.goodput_rps,
+        sla_met=verdict.sla_met,
+        sla_violations=verdict.violations,
         cost_per_hour=cost,
-        revenue_per_hour=revenue,
-        bcr=goodput * 3600 / cost if cost > 0 else 0.0,
-        rld_token_share=rld_tokens / classes.mean_output_tokens,
-        singular_share=singular,
-        relay_share=relay_prob,
+        revenue_per_hour=verdict.revenue_per_hour,
+        bcr=verdict.bcr,
+        rld_token_share=float((np.minimum(decoding.eager_tokens, outputs[None, :, None]) * weights).sum())
+        / classes.mean_output_tokens,
+        singular_share=float((finishes * weights).sum()),
+        relay_share=float(classes.relay @ p_in),
         link_utilization=link_utilization,
-        wan_bytes_per_request=wan_per_request,
-        wan_gbps_offered=offered * 8 / 1e9,
-        stages=stages,
-        pipelines=pipelines,
+        wan_bytes_per_request=decoding.offered_bytes_per_s / lam if lam > 0 else 0.0,
+        wan_gbps_offered=decoding.offered_bytes_per_s * 8 / 1e9,
+        stages=_stage_reports(scenario, prefill, decoding),
+        pipelines=_pipelines(scenario, classes.relay, delays, ttft_weights, waits, stable),
+        fixed_point_iterations=decoding.iterations,
     )
+
+
+def _stage_reports(scenario: Scenario, prefill: _Prefill, decoding: _Decoding) -> dict[str, StageReport]:
+    """Instances, utilization, batch and step of each stage."""
+    stages = {
+        "prefill": StageReport(
+            instances=scenario.prefill.count,
+            utilization=prefill.utilization,
+            step_s=prefill.mean_s,
+            stable=prefill.utilization < 1,
+        )
+    }
+    pools = [("decode", scenario.decode, decoding.md), ("relay", scenario.relay, decoding.relay)]
+    for name, role, decoder in pools:
+        if role is None or decoder is None:
+            continue
+        stages[name] = StageReport(
+            instances=role.count,
+            utilization=decoder.batch / max(decoder.max_batch, 1e-9),
+            batch_per_instance=decoder.batch,
+            max_batch=decoder.max_batch,
+            step_s=decoder.step_s,
+            stable=decoder.stable,
+        )
+    return stages
 
 
 def _slot_waits(
@@ -434,31 +487,6 @@ def _slot_waits(
     return p, mean
 
 
-def _catch_up(
-    scenario: Scenario, k0: np.ndarray, tau_r: float, rtt_s: float, catch_up: bool, context: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """(extra relay time beyond the first handoff, eager tokens in the final handoff chunk).
-
-    One-shot: no extra time, the final chunk is all k0 eager tokens. Catch-up: while the MD
-    recomputes chunk k_i (extend time e_i) and the IDs make a round trip, the relay produces
-    k_{i+1} = (RTT + e_i) / tau_RLD more; stop when k_{i+1} <= the threshold.
-    """
-    if not catch_up:
-        return np.zeros_like(k0), k0
-    threshold = scenario.plan.handoff.catchup_threshold_tokens
-    extra = np.zeros_like(k0)
-    chunk = k0
-    active = k0 > threshold
-    for _ in range(MAX_CATCHUP_ROUNDS):
-        if not active.any():
-            break
-        round_s = rtt_s + extend_time(scenario.decode.instance, np.maximum(chunk, 1.0), context)
-        extra = np.where(active, extra + round_s, extra)
-        chunk = np.where(active, round_s / tau_r, chunk)
-        active = active & (chunk > threshold)
-    return extra, chunk
-
-
 def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarray:
     """Quantiles of a discrete distribution (values with weights)."""
     order = np.argsort(values, kind="stable")
@@ -482,27 +510,26 @@ def _instability(rho_prefill: float, md: _Decoder, relay: _Decoder | None, link_
 
 
 def _pipelines(
-    architecture: str,
+    scenario: Scenario,
     relay: np.ndarray,
     delays: np.ndarray,
-    p_in: np.ndarray,
-    prob_f: np.ndarray,
+    ttft_weights: np.ndarray,
     waits: tuple[float, float, np.ndarray, np.ndarray],
     stable: bool,
 ) -> dict[str, dict[str, float]]:
-    """TTFT percentiles per pipeline (P-MD and P-RLD-MD for pdd; one pipeline otherwise)."""
-    names = {"pd-intra": "P-D (RDMA)", "pd-cross": "P-D (WAN)"}
-    groups: dict[str, np.ndarray]
-    if architecture == "pdd":
-        groups = {"P-MD": ~relay, "P-RLD-MD": relay}
-    else:
-        groups = {names[architecture]: np.ones(relay.shape, dtype=bool)}
+    """TTFT percentiles per pipeline of the architecture (P-MD and P-RLD-MD for pdd; one otherwise)."""
+    states = len(ttft_weights) // len(relay)
     out = {}
-    for name, mask in groups.items():
-        share = float(p_in[mask].sum())
+    for pipeline, mask in scenario.architecture.pipelines(relay).items():
+        w = np.where(np.repeat(mask, states), ttft_weights, 0.0)
+        share = float(w.sum())
         if share <= 0:
             continue
-        w = (np.where(mask, p_in, 0.0)[:, None] * prob_f[None, :]).ravel()
         q = mixture_quantiles(QUANTILES, delays, w, *waits) if stable else np.full(3, math.inf)
-        out[name] = {"share": share, "ttft_p50_s": float(q[0]), "ttft_p90_s": float(q[1]), "ttft_p99_s": float(q[2])}
+        out[pipeline.value] = {
+            "share": share,
+            "ttft_p50_s": float(q[0]),
+            "ttft_p90_s": float(q[1]),
+            "ttft_p99_s": float(q[2]),
+        }
     return out

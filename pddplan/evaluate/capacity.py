@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from pddplan.evaluate.classes import RequestClasses
+from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.queueing import allen_cunneen, erlang_c, single_wait_survival
 from pddplan.net.lines import LinePool
 from pddplan.net.tcp import rdma_time_s
@@ -35,8 +36,11 @@ from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.roofline import Instance, decode_step_time, extend_time
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Architecture, Handoff
+from pddplan.specs.plan import Handoff
 from pddplan.specs.workload import Workload
+
+if TYPE_CHECKING:
+    from pddplan.architectures import Architecture
 
 WAN_MAX_UTILIZATION = 0.9
 BISECTION_STEPS = 30
@@ -122,8 +126,19 @@ def decoder_capacity(
 
 
 @dataclass(frozen=True)
+class Downstream:
+    """What a request meets after prefill: the architecture's path, the WAN pool it crosses (None
+    over RDMA) and the step times of the main decoder and the relay."""
+
+    architecture: Architecture
+    line: LinePool | None
+    md_step_s: float
+    relay_step_s: float
+
+
+@dataclass(frozen=True)
 class PathLoad:
-    """Per-request demands of one architecture over one WAN pool (or none for pd-intra)."""
+    """Per-request demands of one architecture over one WAN pool (or none over RDMA)."""
 
     line: LinePool | None
     wan_bytes_per_request: float
@@ -132,48 +147,61 @@ class PathLoad:
     max_rate: float
 
 
+RDMA_PATH = PathLoad(None, 0.0, 1.0, 0.0, math.inf)
+
+
 def path_load(
-    architecture: Architecture,
+    downstream: Downstream,
     classes: RequestClasses,
-    line: LinePool | None,
     rate: float,
-    relay_step_s: float,
     md_candidates: list[Instance],
-    md_step_s: float,
     handoff: Handoff,
-    context: float,
 ) -> PathLoad:
     """Bytes over the WAN, the main decoder's share of output work and the relay hold time, per
-    request, at `rate` requests/s over pool `line` (transfer times at that load)."""
-    p_in, p_out, outputs = classes.input_prob, classes.output_prob, classes.output_tokens
+    request, at `rate` requests/s over the downstream's line (transfer times at that load).
+
+    The relay holds a relayed request for min(window + catch-up rounds, O tau_RLD), window = WAN
+    transfer + RTT/2; the main decoder's work is its remaining tokens plus every handoff chunk's
+    extend time in tokens (sum_i e_i / tau_MD), e from the slowest decoder candidate. Capacities
+    take catch-up whenever the mode allows it (`wants_catch_up` at zero relay load): the longer hold.
+    """
+    line = downstream.line
     if line is None:
-        return PathLoad(None, 0.0, 1.0, 0.0, math.inf)
+        return RDMA_PATH
+    p_in, p_out, outputs = classes.input_prob, classes.output_prob, classes.output_tokens
     wan_bytes = float(classes.wan_bytes @ p_in)
     capacity_f, prob_f = line.capacity_support()
     max_rate = WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / max(wan_bytes, 1.0)
-    if architecture != "pdd":
+    if not downstream.architecture.has_relay:
         return PathLoad(line, wan_bytes, 1.0, 0.0, max_rate)
+    relay_step_s, md_step_s = downstream.relay_step_s, downstream.md_step_s
+    context = classes.mean_context_tokens
     offered = min(rate, max_rate) * wan_bytes
     transfer = wan_transfer_time(classes.wan_bytes, capacity_f, offered, line.flow_cap_bytes_per_s, line.rtt_s)
     window = transfer + line.rtt_s / 2
-    eager = np.minimum(outputs[None, :, None], window[:, None, :] / relay_step_s)
-    relay = classes.relay[:, None, None]
-    weights = np.einsum("i,o,f->iof", p_in, p_out, prob_f)
-    finishes = relay & (outputs[None, :, None] <= eager)
-    hold = np.where(relay, np.minimum(window[:, None, :], outputs[None, :, None] * relay_step_s), 0.0)
     slowest = max(md_candidates, key=lambda instance: float(extend_time(instance, 64.0, context)))
     grid = np.unique(np.geomspace(1.0, max(float(outputs.max()), 2.0), 48).round())
     extend_grid = extend_time(slowest, grid, context)
-    extend = np.where(relay & ~finishes, np.interp(np.maximum(eager, 1.0), grid, extend_grid), 0.0)
-    if handoff.mode != "one-shot":
-        hold = np.where(relay & ~finishes, hold + line.rtt_s, hold)
-    md_tokens = np.where(finishes, 0.0, outputs[None, :, None] - np.where(relay, eager, 0.0))
-    md_tokens = md_tokens + extend / md_step_s
-    mean_output = float(outputs @ p_out)
+
+    def extend_s(tokens: np.ndarray) -> np.ndarray:
+        return np.interp(tokens, grid, extend_grid)
+
+    k0 = window / relay_step_s
+    rounds = catch_up_rounds(
+        k0, relay_step_s, line.rtt_s, handoff.catchup_threshold_tokens, extend_s, wants_catch_up(handoff, 0.0)
+    )
+    o = outputs[None, :, None]
+    eager = np.minimum(o, (k0 + rounds.extra_relay_s / relay_step_s)[:, None, :])
+    relay = classes.relay[:, None, None]
+    weights = np.einsum("i,o,f->iof", p_in, p_out, prob_f)
+    finishes = relay & (o <= eager)
+    hold = np.where(relay, np.minimum((window + rounds.extra_relay_s)[:, None, :], o * relay_step_s), 0.0)
+    stall = np.where(relay & ~finishes, rounds.md_stall_s(extend_s)[:, None, :], 0.0)
+    md_tokens = np.where(finishes, 0.0, o - np.where(relay, eager, 0.0)) + stall / md_step_s
     return PathLoad(
         line=line,
         wan_bytes_per_request=wan_bytes,
-        md_load_fraction=float((md_tokens * weights).sum()) / mean_output,
+        md_load_fraction=float((md_tokens * weights).sum()) / classes.mean_output_tokens,
         relay_hold_s=float((hold * weights).sum()),
         max_rate=max_rate,
     )
@@ -182,10 +210,7 @@ def path_load(
 def prefill_capacity(
     candidate: InstanceKind,
     classes: RequestClasses,
-    architecture: Architecture,
-    line: LinePool | None,
-    downstream_md_s: float,
-    downstream_relay_s: float,
+    downstream: Downstream,
     workload: Workload,
     pool_sizes: np.ndarray,
     rate_ceiling: float,
@@ -193,11 +218,13 @@ def prefill_capacity(
 ) -> np.ndarray:
     """Largest rate each pool size of `candidate` sustains within the TTFT SLA (0 if none).
 
-    TTFT = wait + prefill + (RDMA + relay step | WAN transfer + decode step), the wait from the
-    G/G/c approximation at that rate; feasible when P(TTFT > T90) <= 0.1 and P(TTFT > T99) <= 0.01
-    with the targets scaled by `sla_scale` (< 1 when verification asked for headroom).
+    TTFT = wait + prefill + the architecture's first-token path (RDMA or WAN transfer, relay or
+    decode step), the wait from the G/G/c approximation at that rate; feasible when
+    P(TTFT > T90) <= 0.1 and P(TTFT > T99) <= 0.01 with the targets scaled by `sla_scale` (< 1 when
+    verification asked for headroom).
     """
     sla = workload.sla
+    line = downstream.line
     p_in = classes.input_prob
     service = classes.prefill_s
     mean_s = float(service @ p_in)
@@ -217,21 +244,17 @@ def prefill_capacity(
 
     def feasible(rate: np.ndarray) -> np.ndarray:
         p_wait, wait_mean = allen_cunneen(n, rate, mean_s, cv2_s, cv2_a)
-        if architecture == "pd-intra":
-            downstream = np.broadcast_to((rdma + downstream_md_s)[None, :, None], (len(n), len(p_in), len(prob_f)))
-        else:
-            assert line is not None
+        if line is not None:
             offered = (rate * wan_bytes)[:, None]
             wan = wan_transfer_time(
                 classes.wan_bytes, capacity_f[None, :], offered, line.flow_cap_bytes_per_s, line.rtt_s
             )
-            direct = wan + downstream_md_s
-            if architecture == "pdd":
-                relayed = (rdma + downstream_relay_s)[None, :, None]
-                downstream = np.where(classes.relay[None, :, None], relayed, direct)
-            else:
-                downstream = direct
-        delays = (service[None, :, None] + downstream).reshape(len(n), -1)
+        else:
+            wan = np.zeros((len(n), len(p_in), 1))
+        downstream_s = downstream.architecture.first_token_delay(
+            rdma[None, :, None], wan, downstream.md_step_s, downstream.relay_step_s, classes.relay[None, :, None]
+        )
+        delays = (service[None, :, None] + downstream_s).reshape(len(n), -1)
         ok = np.ones(len(n), dtype=bool)
         for target, share in zip(targets, allowed, strict=True):
             tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])

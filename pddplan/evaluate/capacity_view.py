@@ -25,9 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from pddplan.evaluate.analytic import revenue_per_request
-from pddplan.evaluate.capacity import DecoderCapacity, K, PathLoad, decoder_capacity, path_load, prefill_capacity
+from pddplan.evaluate.capacity import (
+    DecoderCapacity,
+    Downstream,
+    K,
+    PathLoad,
+    decoder_capacity,
+    path_load,
+    prefill_capacity,
+)
 from pddplan.evaluate.classes import RequestClasses, request_classes
+from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.scenario import Scenario, drc_bytes_per_rps
 
 UNBOUNDED_RATE = 1e9
@@ -77,17 +85,30 @@ def relay_rate(cap: DecoderCapacity[K], load: PathLoad) -> float:
     return cap.occupancy / load.relay_hold_s if load.relay_hold_s > 0 else math.inf
 
 
+@dataclass(frozen=True)
+class RolePool:
+    """One role's instances for the fluid view: per-instance capacity (req/s), count, GPUs per
+    instance and $ per instance-hour."""
+
+    rate_rps: float
+    count: int
+    tp: int
+    usd_per_hour: float
+
+
 def fluid_view(
-    rates: dict[str, float],
-    counts: dict[str, int],
-    tp: dict[str, int],
-    usd_per_instance_hour: dict[str, float],
-    wan_rate: float | None,
-    wan_usd_per_hour: float,
+    roles: dict[str, RolePool],
+    wan: tuple[float, float] | None,
     revenue: float,
     prefill_tokens_per_gpu_s: float,
 ) -> CapacityView:
-    """Bottleneck and fluid economics from per-instance capacities (the module docstring's formulas)."""
+    """Bottleneck and fluid economics from per-instance capacities (the module docstring's formulas);
+    `wan` = (the lines' capacity in req/s, their $ per hour), None without lines."""
+    rates = {name: pool.rate_rps for name, pool in roles.items()}
+    counts = {name: pool.count for name, pool in roles.items()}
+    tp = {name: pool.tp for name, pool in roles.items()}
+    usd_per_instance_hour = {name: pool.usd_per_hour for name, pool in roles.items()}
+    wan_rate, wan_usd_per_hour = wan if wan is not None else (None, 0.0)
     totals = {name: counts[name] * rate for name, rate in rates.items()}
     if wan_rate is not None:
         totals["wan"] = wan_rate
@@ -123,43 +144,26 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     decode = decoder_capacity(scenario.decode, workload, model, context, mean_output)
     relay = decoder_capacity(scenario.relay, workload, model, context, mean_output) if scenario.relay else None
     relay_step = relay.step_s if relay is not None else decode.step_s
-    load = path_load(
-        plan.architecture,
-        classes,
-        scenario.link,
-        scenario.rate_rps,
-        relay_step,
-        [scenario.decode.instance],
-        decode.step_s,
-        plan.handoff,
-        context,
-    )
+    downstream = Downstream(scenario.architecture, scenario.link, decode.step_s, relay_step)
+    load = path_load(downstream, classes, scenario.rate_rps, [scenario.decode.instance], plan.handoff)
     pool = prefill_capacity(
-        scenario.prefill,
-        classes,
-        plan.architecture,
-        scenario.link,
-        decode.step_s,
-        relay_step,
-        workload,
-        np.array([scenario.prefill.count]),
-        UNBOUNDED_RATE,
-        1.0,
+        scenario.prefill, classes, downstream, workload, np.array([scenario.prefill.count]), UNBOUNDED_RATE, 1.0
     )
     rates = {
         "prefill": float(pool[0]) / scenario.prefill.count,
-        "decode": decoder_rate(decode, load, mean_output, drc_bytes_per_rps(workload, model, plan.architecture)),
+        "decode": decoder_rate(decode, load, mean_output, drc_bytes_per_rps(workload, model, scenario.architecture)),
     }
     if relay is not None:
         rates["relay"] = relay_rate(relay, load)
     roles = scenario.roles
+    pools = {
+        name: RolePool(rate, roles[name].count, roles[name].tp, roles[name].usd_per_hour / roles[name].count)  # type: ignore[index]
+        for name, rate in rates.items()
+    }
+    link = scenario.link
     return fluid_view(
-        rates,
-        {name: roles[name].count for name in rates},  # type: ignore[index]
-        {name: roles[name].tp for name in rates},  # type: ignore[index]
-        {name: roles[name].usd_per_hour / roles[name].count for name in rates},  # type: ignore[index]
-        load.max_rate if scenario.link is not None else None,
-        scenario.link.usd_per_hour if scenario.link is not None else 0.0,
+        pools,
+        (load.max_rate, link.usd_per_hour) if link is not None else None,
         revenue_per_request(workload, classes),
         prefill_token_throughput(classes, scenario.prefill.tp),
     )

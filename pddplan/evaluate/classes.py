@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pddplan.evaluate.moments import WorkloadMoments, workload_moments
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens
 from pddplan.perf.roofline import Instance, prefill_time
 from pddplan.scenario import Scenario
@@ -35,20 +36,21 @@ class RequestClasses:
     output_tokens: np.ndarray
     input_prob: np.ndarray
     output_prob: np.ndarray
+    moments: WorkloadMoments
 
     @property
     def mean_output_tokens(self) -> float:
-        return float(self.output_tokens @ self.output_prob)
+        return self.moments.output_tokens
 
     @property
     def mean_context_tokens(self) -> float:
-        """Mean context of a decoding sequence: prompt + half the output."""
-        return float(self.prompt_tokens @ self.input_prob + self.mean_output_tokens / 2)
+        """Mean context of a decoding sequence: prompt + half the output (see `moments`)."""
+        return self.moments.context_tokens
 
 
 def relayed(rule: Routing | None, hit: np.ndarray, wan_bytes: np.ndarray) -> np.ndarray:
     """Which requests go through the relay: hit < threshold (kind hit) or incremental KV bytes >
-    threshold (kind bytes); none without a rule (pd-intra, pd-cross)."""
+    threshold (kind bytes); none without a rule (architectures without a relay)."""
     if rule is None:
         return np.zeros(np.shape(hit), dtype=bool)
     if rule.kind == "hit":
@@ -86,6 +88,7 @@ def workload_classes(
         output_tokens=outputs,
         input_prob=input_prob,
         output_prob=output_probs,
+        moments=workload_moments(workload),
     )
 
 
@@ -97,5 +100,5 @@ def request_classes(scenario: Scenario) -> RequestClasses:
         scenario.model,
         scenario.prefill.instance,
         scenario.chunk_tokens,
-        plan.routing if plan.architecture == "pdd" else None,
+        scenario.architecture.relay_rule(plan.routing),
     )

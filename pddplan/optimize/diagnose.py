@@ -11,17 +11,12 @@ every capacity family. The slacks left positive are the binding constraints and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pddplan.optimize import model as milp
-from pddplan.optimize.solver import solve
+from pddplan.optimize.problem import ProblemBuilder, solve_program
 from pddplan.perf.roofline import decode_step_time
-from pddplan.specs.plan import Handoff, Routing
-
-if TYPE_CHECKING:
-    from pddplan.optimize.search import OptimizeOptions, _Setup
 
 FIXES = {
     "prefill-capacity": "loosen the TTFT SLA, add prefill inventory, or use faster prefill GPUs",
@@ -45,16 +40,12 @@ UNITS = {
 }
 
 
-def diagnose(
-    setup: _Setup,
-    options: OptimizeOptions,
-    problem: Callable[[Routing | None, Handoff, float], milp.ProblemData],
-    simulated: bool = True,
-) -> list[dict[str, Any]]:
-    """The binding constraints of an infeasible architecture, each with shortfall and fix."""
+def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, Any]]:
+    """The binding constraints of an infeasible architecture, each with shortfall and fix
+    (`builder` sizes prefill pools beyond the inventory, see `ProblemBuilder`)."""
+    setup, options = builder.setup, builder.options
     findings: list[dict[str, Any]] = []
-    routing = Routing(kind="hit", hit_threshold=0.9) if setup.architecture == "pdd" else None
-    data = problem(routing, Handoff(mode="adaptive"), 1.0)
+    data = builder.build(setup.architecture.default_routing())
     sla = setup.workload.sla
     if not any(d.usable for d in data.decode):
         if data.decode and all(d.memory_bytes < d.sequence_bytes for d in data.decode):
@@ -69,7 +60,7 @@ def diagnose(
                 }
             ]
         best = min(
-            (float(decode_step_time(d.candidate.instance, 1.0, setup.context)) for d in data.decode),
+            (float(decode_step_time(d.candidate.instance, 1.0, setup.moments.context_tokens)) for d in data.decode),
             default=float("inf"),
         )
         findings.append(
@@ -98,15 +89,19 @@ def diagnose(
     at_target = replace(data, mode="rate", target_rate=target, budget_per_hour=None)
     budget = options.budget_per_hour
     if budget is not None:
-        priced = _solve(at_target, options)
+        priced = solve_program(at_target, options)
         if priced is not None and priced.cost_per_hour > budget:
             return [_budget_finding(priced.cost_per_hour, budget, target)]
     weights = _weights(at_target, target)
     # Resources first (GPUs offered, WAN lines): with them unlimited, is the rate reachable?
     # Only if not does a capacity the program cannot buy its way out of (a TTFT floor) bind.
-    solution = _solve(replace(at_target, elastic=True, elastic_families=RESOURCES, slack_weights=weights), options)
+    solution = solve_program(
+        replace(at_target, elastic=True, elastic_families=RESOURCES, slack_weights=weights), options
+    )
     if solution is None:
-        solution = _solve(replace(at_target, elastic=True, elastic_families=CAPACITIES, slack_weights=weights), options)
+        solution = solve_program(
+            replace(at_target, elastic=True, elastic_families=CAPACITIES, slack_weights=weights), options
+        )
     if solution is None:
         return [
             {
@@ -141,13 +136,6 @@ def diagnose(
             }
         )
     return findings
-
-
-def _solve(data: milp.ProblemData, options: OptimizeOptions) -> milp.Solution | None:
-    model, variables = milp.build(data)
-    if solve(model, options.solver) == "infeasible":
-        return None
-    return milp.read_solution(data, variables)
 
 
 def _weights(data: milp.ProblemData, target: float) -> dict[str, float]:

@@ -1,25 +1,28 @@
 """The integer program, built by named `define_*` functions (variables, constraints, objective).
 
 Sets: P prefill candidates c with pool sizes n; D decode and R relay candidates; K WAN line pools
-(directed datacenter pairs with line counts); for pd-intra, datacenters h instead of pools.
+(directed datacenter pairs with line counts); over RDMA, datacenters h instead of pools.
 Every constraint is named after what it means, so an infeasibility report points at its builder.
+What only one architecture needs (a relay, a rule on the decode GPU type) it adds itself
+(`Architecture.define_constraints`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pulp
 
-from pddplan.evaluate.capacity import DecoderCapacity, PathLoad
-from pddplan.net.lines import LinePool
-from pddplan.optimize.candidates import Candidate
-from pddplan.specs.plan import Architecture
+from pddplan.optimize.options import Mode
 
-Mode = Literal["bcr", "rate", "budget"]
+if TYPE_CHECKING:
+    from pddplan.architectures import Architecture
+    from pddplan.evaluate.capacity import DecoderCapacity, PathLoad
+    from pddplan.net.lines import LinePool
+    from pddplan.optimize.candidates import Candidate
 
 SLACK_FAMILIES = (
     "prefill-capacity",
@@ -58,6 +61,29 @@ class ProblemData:
     elastic_families: tuple[str, ...] = SLACK_FAMILIES
     slack_weights: dict[str, float] = field(default_factory=dict)
 
+    def pool_location(self, k: int) -> tuple[str, str]:
+        """(prefill/relay datacenter, decode datacenter) of pool k."""
+        line = self.pools[k].line
+        if line is None:
+            return self.datacenters[k], self.datacenters[k]
+        return line.source, line.target
+
+    def count_bound(self, cap: DecoderCapacity[Candidate]) -> int:
+        """Most instances of one decode or relay kind: its offer's max_count; when elastic, also enough
+        to carry the whole rate alone, ceil(rate * max(1 / r_d, memory per req/s / M_d, hold / occupancy)) + 1."""
+        if not self.elastic:
+            return cap.candidate.max_count
+        rate = max(self.rate_ceiling, self.target_rate or 0.0)
+        hold = max((load.relay_hold_s for load in self.pools), default=0.0)
+        per_rps = [
+            1 / cap.requests_per_s if cap.requests_per_s > 0 else 0.0,
+            cap.memory_per_rps(self.mean_output_tokens, self.drc_bytes_per_rps) / cap.memory_bytes
+            if cap.memory_bytes > 0
+            else 0.0,
+            hold / cap.occupancy if cap.occupancy > 0 else 0.0,
+        ]
+        return max(cap.candidate.max_count, math.ceil(rate * max(per_rps)) + 1)
+
 
 @dataclass
 class Variables:
@@ -74,30 +100,9 @@ class Variables:
     slack: dict[str, Any] = field(default_factory=dict)  # family -> slack variable (or sum, for inventory)
     inventory_slack: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
 
-
-def _pool_location(data: ProblemData, k: int) -> tuple[str, str]:
-    """(prefill/relay datacenter, decode datacenter) of pool k."""
-    line = data.pools[k].line
-    if line is None:
-        return data.datacenters[k], data.datacenters[k]
-    return line.source, line.target
-
-
-def count_bound(data: ProblemData, cap: DecoderCapacity[Candidate]) -> int:
-    """Most instances of one decode or relay kind: its offer's max_count; when elastic, also enough
-    to carry the whole rate alone, ceil(rate * max(1 / r_d, memory per req/s / M_d, hold / occupancy)) + 1."""
-    if not data.elastic:
-        return cap.candidate.max_count
-    rate = max(data.rate_ceiling, data.target_rate or 0.0)
-    hold = max((load.relay_hold_s for load in data.pools), default=0.0)
-    per_rps = [
-        1 / cap.requests_per_s if cap.requests_per_s > 0 else 0.0,
-        cap.memory_per_rps(data.mean_output_tokens, data.drc_bytes_per_rps) / cap.memory_bytes
-        if cap.memory_bytes > 0
-        else 0.0,
-        hold / cap.occupancy if cap.occupancy > 0 else 0.0,
-    ]
-    return max(cap.candidate.max_count, math.ceil(rate * max(per_rps)) + 1)
+    def slack_of(self, family: str) -> Any:
+        """The elastic slack of a constraint family (0 when not elastic)."""
+        return self.slack.get(family, 0)
 
 
 def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
@@ -111,12 +116,12 @@ def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
     for d, cap in enumerate(data.decode):
         if cap.usable:
             v.decode_pick[d] = model.add_variable(f"decode_pick_{d}", cat="Binary")
-            v.decode_count[d] = model.add_variable(f"decode_count_{d}", 0, count_bound(data, cap), cat="Integer")
-    if data.architecture == "pdd":
+            v.decode_count[d] = model.add_variable(f"decode_count_{d}", 0, data.count_bound(cap), cat="Integer")
+    if data.architecture.has_relay:
         for r, cap in enumerate(data.relay):
             if cap.usable:
                 v.relay_pick[r] = model.add_variable(f"relay_pick_{r}", cat="Binary")
-                v.relay_count[r] = model.add_variable(f"relay_count_{r}", 0, count_bound(data, cap), cat="Integer")
+                v.relay_count[r] = model.add_variable(f"relay_count_{r}", 0, data.count_bound(cap), cat="Integer")
     for k in range(len(data.pools)):
         v.pool[k] = model.add_variable(f"pool_{k}", cat="Binary")
         v.pool_rate[k] = model.add_variable(f"pool_rate_{k}", 0)
@@ -132,12 +137,8 @@ def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
     return v
 
 
-def _slack(v: Variables, name: str) -> Any:
-    return v.slack.get(name, 0)
-
-
 def define_served_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
-    """One pool (line configuration, or datacenter for pd-intra) carries the whole served rate:
+    """One pool (line configuration, or datacenter over RDMA) carries the whole served rate:
     sum_k pool_k = 1;  rate = sum_k rate_k;  rate_k <= ceiling * pool_k."""
     model += pulp.lpSum(v.pool.values()) == 1, "one-pool"
     model += v.rate == pulp.lpSum(v.pool_rate.values()), "served-rate"
@@ -155,9 +156,9 @@ def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variabl
             for (c, n), z in v.prefill.items()
             if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
         )
-        model += supply + _slack(v, "prefill-capacity") >= v.pool_rate[k], f"prefill-capacity-{k}"
+        model += supply + v.slack_of("prefill-capacity") >= v.pool_rate[k], f"prefill-capacity-{k}"
     for (c, n), z in v.prefill.items():
-        home = [k for k in v.pool if _pool_location(data, k)[0] == data.prefill[c].datacenter]
+        home = [k for k in v.pool if data.pool_location(k)[0] == data.prefill[c].datacenter]
         model += z <= pulp.lpSum(v.pool[k] for k in home), f"prefill-location-{c}-{n}"
 
 
@@ -165,19 +166,16 @@ def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variable
     """Main decode within the TPOT SLA: sum_d r_d * count_d >= sum_k a_k * rate_k, r_d the full-output
     request rate of one instance at its TPOT-limited batch, a_k its share of the output work
     (eager tokens done by the relay, extend steps counted as tokens); one decode type, placed at
-    the pool's decode datacenter; pd-intra keeps decode on the prefill GPU type (homogeneous)."""
+    the pool's decode datacenter."""
     model += pulp.lpSum(v.decode_pick.values()) == 1, "one-decode-kind"
     supply = pulp.lpSum(data.decode[d].requests_per_s * count for d, count in v.decode_count.items())
     demand = pulp.lpSum(data.pools[k].md_load_fraction * v.pool_rate[k] for k in v.pool)
-    model += supply + _slack(v, "decode-capacity") >= demand, "decode-capacity"
+    model += supply + v.slack_of("decode-capacity") >= demand, "decode-capacity"
     for d, count in v.decode_count.items():
         candidate = data.decode[d].candidate
-        model += count <= count_bound(data, data.decode[d]) * v.decode_pick[d], f"decode-pick-{d}"
-        home = [k for k in v.pool if _pool_location(data, k)[1] == candidate.datacenter]
+        model += count <= data.count_bound(data.decode[d]) * v.decode_pick[d], f"decode-pick-{d}"
+        home = [k for k in v.pool if data.pool_location(k)[1] == candidate.datacenter]
         model += v.decode_pick[d] <= pulp.lpSum(v.pool[k] for k in home), f"decode-location-{d}"
-        if data.architecture == "pd-intra":
-            same_gpu = [z for (c, _), z in v.prefill.items() if data.prefill[c].gpu == candidate.gpu]
-            model += v.decode_pick[d] <= pulp.lpSum(same_gpu), f"homogeneous-{d}"
 
 
 def define_decode_memory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -195,24 +193,7 @@ def define_decode_memory(model: pulp.LpProblem, data: ProblemData, v: Variables)
             for k in v.pool
         )
         supply = cap.memory_bytes / 1e9 * count
-        model += (supply + _slack(v, "decode-memory") >= need - big * (1 - v.decode_pick[d]), f"decode-memory-{d}")
-
-
-def define_relay_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
-    """Relay concurrency by Little's law: sum_r u* B*_r * count_r >= sum_k E[hold_k] * rate_k; one relay
-    type, at the prefill datacenter (it is fed over RDMA)."""
-    if data.architecture != "pdd":
-        return
-    model += pulp.lpSum(v.relay_pick.values()) == 1, "one-relay-kind"
-    supply = pulp.lpSum(data.relay[r].occupancy * count for r, count in v.relay_count.items())
-    demand = pulp.lpSum(data.pools[k].relay_hold_s * v.pool_rate[k] for k in v.pool)
-    model += supply + _slack(v, "relay-capacity") >= demand, "relay-capacity"
-    for r, count in v.relay_count.items():
-        candidate = data.relay[r].candidate
-        model += count <= count_bound(data, data.relay[r]) * v.relay_pick[r], f"relay-pick-{r}"
-        model += count >= v.relay_pick[r], f"relay-nonempty-{r}"
-        home = [k for k in v.pool if _pool_location(data, k)[0] == candidate.datacenter]
-        model += v.relay_pick[r] <= pulp.lpSum(v.pool[k] for k in home), f"relay-location-{r}"
+        model += (supply + v.slack_of("decode-memory") >= need - big * (1 - v.decode_pick[d]), f"decode-memory-{d}")
 
 
 def define_wan_bandwidth(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -220,7 +201,7 @@ def define_wan_bandwidth(model: pulp.LpProblem, data: ProblemData, v: Variables)
     for k, load in enumerate(data.pools):
         if load.line is None:
             continue
-        model += v.pool_rate[k] <= load.max_rate * v.pool[k] + _slack(v, "wan-bandwidth"), f"wan-bandwidth-{k}"
+        model += v.pool_rate[k] <= load.max_rate * v.pool[k] + v.slack_of("wan-bandwidth"), f"wan-bandwidth-{k}"
 
 
 def define_inventory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -262,7 +243,7 @@ def cost_expression(data: ProblemData, v: Variables) -> Any:
 def define_budget(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
     """Optional spending cap: cost <= budget."""
     if data.budget_per_hour is not None:
-        model += cost_expression(data, v) <= data.budget_per_hour + _slack(v, "budget"), "budget"
+        model += cost_expression(data, v) <= data.budget_per_hour + v.slack_of("budget"), "budget"
 
 
 def define_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -304,7 +285,7 @@ def build(data: ProblemData, bcr_price: float = 0.0) -> tuple[pulp.LpProblem, Va
     define_prefill_capacity(model, data, v)
     define_decode_capacity(model, data, v)
     define_decode_memory(model, data, v)
-    define_relay_capacity(model, data, v)
+    data.architecture.define_constraints(model, data, v)
     define_wan_bandwidth(model, data, v)
     define_inventory(model, data, v)
     define_budget(model, data, v)

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pddplan.optimize.search import ArchitectureResult, OptimizeOptions, optimize_architecture
+from pddplan import architectures
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.search import ArchitectureResult, optimize_architecture
 from pddplan.report.plan_tables import scenario_roles, scenario_wan
-from pddplan.specs.plan import ARCHITECTURES, Architecture
+from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 
 
@@ -40,14 +42,14 @@ class OptimizeReport:
         return next((r for r in self.results if r.name == name), None)
 
     def gains(self) -> dict[str, dict[str, float]]:
-        """PDD against each feasible baseline: cost, BCR and TTFT P90/P99 changes (fractions)."""
-        pdd = self.result("pdd")
-        if pdd is None or not pdd.feasible:
+        """PDD against each baseline with a plan: cost, BCR and TTFT P90/P99 changes (fractions)."""
+        subject = self.result(architectures.subject().name)
+        if subject is None or not subject.feasible:
             return {}
-        mine = architecture_figures(pdd)
+        mine = architecture_figures(subject)
         out: dict[str, dict[str, float]] = {}
         for other in self.results:
-            if other.name == "pdd" or other.plan is None:
+            if other is subject or other.plan is None:
                 continue
             theirs = architecture_figures(other)
             out[other.name] = {
@@ -124,9 +126,10 @@ def optimize(
     workload: Workload,
     base_dir: Path | None,
     options: OptimizeOptions,
-    architectures: Sequence[Architecture] = ARCHITECTURES,
+    names: Sequence[ArchitectureName] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> OptimizeReport:
-    """Optimize each architecture under the same SLA and prices."""
-    results = [optimize_architecture(workload, base_dir, name, options, progress) for name in architectures]
+    """Optimize each architecture (default: every registered one) under the same SLA and prices."""
+    chosen = names if names is not None else architectures.names()
+    results = [optimize_architecture(workload, base_dir, name, options, progress) for name in chosen]
     return OptimizeReport(workload=workload, options=options, results=results)

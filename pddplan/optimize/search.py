@@ -1,5 +1,5 @@
-"""Optimize one architecture: capacities, the integer program (Dinkelbach for BCR), the outer search
-over routing threshold and handoff mode, and verification by simulation with tightening."""
+"""Optimize one architecture: the integer program (Dinkelbach for BCR) per routing rule, the handoff
+modes compared in closed form, and verification by simulation with tightening."""
 
 from __future__ import annotations
 
@@ -9,58 +9,37 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pddplan.errors import InfeasibleError
 from pddplan.evaluate.analytic import Evaluation, evaluate
-from pddplan.evaluate.capacity import (
-    PathLoad,
-    decoder_capacity,
-    path_load,
-    prefill_capacity,
-)
-from pddplan.evaluate.classes import RequestClasses, workload_classes
-from pddplan.inputs import load_model
-from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
-from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
-from pddplan.optimize.solver import SolverOptions, solve
-from pddplan.scenario import Scenario, build_scenario, drc_bytes_per_rps
+from pddplan.optimize.diagnose import diagnose
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.problem import (
+    CAPACITY_HANDOFF,
+    Headroom,
+    OptimizeSetup,
+    ProblemBuilder,
+    build_setup,
+    solve_bcr,
+)
+from pddplan.scenario import Scenario, build_scenario
 from pddplan.simulate.summary import simulate
-from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Architecture, Handoff, HandoffMode, Plan, Routing, WanLease
+from pddplan.specs.plan import ArchitectureName, Handoff, Plan, Routing, WanLease
 from pddplan.specs.workload import Workload
 
-HIT_THRESHOLDS = (0.5, 0.8, 0.9, 0.95)
-HANDOFF_MODES: tuple[HandoffMode, ...] = ("adaptive", "catch-up", "one-shot")  # ties: smaller hiccups first
 TIGHTEN = 0.85
 # A decode pool the verifying simulation found at least this busy (time-average batch / max batch)
 # is treated as the cause of a missed TTFT: its slot waits grow without bound near saturation, and
 # the closed form's Erlang-C slot wait is the least exact near there.
 SATURATED_DECODE = 0.8
 MAX_ROUNDS = 4
-DINKELBACH_ITERATIONS = 12
-
-
-@dataclass(frozen=True)
-class OptimizeOptions:
-    """How to optimize."""
-
-    mode: milp.Mode = "bcr"
-    rate: float | None = None
-    budget_per_hour: float | None = None
-    min_served_fraction: float = 1.0
-    solver: SolverOptions = field(default_factory=SolverOptions)
-    verify_requests: int = 10_000
-    seed: int = 0
-    verify: bool = True
 
 
 @dataclass
 class ArchitectureResult:
     """The best plan of one architecture, verified, or why there is none."""
 
-    name: Architecture
+    name: ArchitectureName
     feasible: bool
     plan: Plan | None = None
     scenario: Scenario | None = None
@@ -73,247 +52,20 @@ class ArchitectureResult:
     infeasibility: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass
-class _Setup:
-    """What every solve of one architecture shares."""
+@dataclass(frozen=True)
+class _Pick:
+    """The best plan of one round, with the key it won by."""
 
-    workload: Workload
-    base_dir: Path | None
-    model: ModelArchitecture
-    architecture: Architecture
-    candidates: list[Candidate]
-    lines: list[LinePool]
-    chunk: int
-    context: float
-    mean_output: float
-    rate_ceiling: float
+    key: tuple[float, float, float]
+    plan: Plan
+    evaluation: Evaluation
+    scenario: Scenario
+    routing: Routing | None
 
 
-def _prune_lines(lines: list[LinePool]) -> list[LinePool]:
-    """Drop line pools another pool of the same direction beats outright: at least the capacity and
-    per-flow cap, at most the RTT and price, the same fluctuation, and strictly better on one.
-    (Capacity and price alone are not enough: RTT and the per-flow cap set the transfer tail.)"""
-
-    def no_worse(other: LinePool, line: LinePool) -> bool:
-        return (
-            (other.source, other.target) == (line.source, line.target)
-            and other.fluctuation == line.fluctuation
-            and other.capacity_bytes_per_s >= line.capacity_bytes_per_s
-            and other.flow_cap_bytes_per_s >= line.flow_cap_bytes_per_s
-            and other.rtt_s <= line.rtt_s
-            and other.usd_per_hour <= line.usd_per_hour
-        )
-
-    kept = []
-    for line in lines:
-        dominated = any(other is not line and no_worse(other, line) and not no_worse(line, other) for other in lines)
-        if not dominated:
-            kept.append(line)
-    return kept
-
-
-def _setup(workload: Workload, base_dir: Path | None, architecture: Architecture, rate_ceiling: float) -> _Setup:
-    model = load_model(workload.model, workload.kv_dtype)
-    chunk = workload.serving.chunk_tokens
-    candidates = instance_candidates(workload, model, chunk)
-    home = workload.deployment.home
-    lines = [line for line in _prune_lines(wan_configs(workload, base_dir)) if line.source == home]
-    if architecture == "pd-intra":
-        lines = []
-    prompts, prompt_probs = workload.prompt_tokens.support()
-    outputs, output_probs = workload.output_tokens.support()
-    mean_output = float(outputs @ output_probs)
-    return _Setup(
-        workload=workload,
-        base_dir=base_dir,
-        model=model,
-        architecture=architecture,
-        candidates=candidates,
-        lines=lines,
-        chunk=chunk,
-        context=float(prompts @ prompt_probs) + mean_output / 2,
-        mean_output=mean_output,
-        rate_ceiling=rate_ceiling,
-    )
-
-
-def _problem(
-    setup: _Setup,
-    routing: Routing | None,
-    handoff: Handoff,
-    sla_scale: float,
-    options: OptimizeOptions,
-    memo: dict[tuple[Any, ...], Any] | None = None,
-    decode_scale: float = 1.0,
-    beyond_inventory: bool = False,
-    rate_cap: float = math.inf,
-) -> tuple[milp.ProblemData, dict[int, RequestClasses]]:
-    """Capacities of every candidate for one routing rule and handoff mode.
-
-    `sla_scale` shrinks the TTFT targets prefill pools are sized for and `decode_scale` the rate
-    and concurrency a decode or relay instance is credited with (both 1 until a verification fails).
-    `memo` carries the prefill capacities between calls: they depend on the routing rule and the
-    SLA scale, not on the handoff mode. `beyond_inventory` sizes prefill pools past the offer's
-    max_count (for the elastic diagnosis, which asks how many GPUs would be needed). `rate_cap`
-    bounds the rate the program may serve below the offered rate (budget mode, after a plan
-    failed verification at a higher rate).
-    """
-    workload, model, arch = setup.workload, setup.model, setup.architecture
-    decoders = [
-        replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale)
-        for d in (decoder_capacity(c, workload, model, setup.context, setup.mean_output) for c in setup.candidates)
-    ]
-    usable = [d for d in decoders if d.usable]
-    md_step = max((d.step_s for d in usable), default=math.inf)
-    relay_step = md_step
-    pools: list[PathLoad]
-    datacenters = [workload.deployment.home]
-    prefill_classes = {
-        i: workload_classes(workload, model, c.instance, setup.chunk, routing) for i, c in enumerate(setup.candidates)
-    }
-    any_classes = next(iter(prefill_classes.values()))
-    if arch == "pd-intra":
-        pools = [PathLoad(None, 0.0, 1.0, 0.0, math.inf) for _ in datacenters]
-    else:
-        pools = [
-            path_load(
-                arch,
-                any_classes,
-                line,
-                setup.rate_ceiling,
-                relay_step,
-                [candidate.instance for candidate in setup.candidates],
-                md_step,
-                handoff,
-                setup.context,
-            )
-            for line in setup.lines
-        ]
-    memo_key = (routing.hit_threshold if routing else None, sla_scale)
-    if memo is not None and memo_key in memo:
-        prefill_caps = memo[memo_key]
-        candidates_done = True
-    else:
-        prefill_caps = {}
-        candidates_done = False
-    for i, candidate in enumerate(setup.candidates if not candidates_done else []):
-        if not serves_prefill(candidate):
-            continue
-        classes = prefill_classes[i]
-        mean_s = float(classes.prefill_s @ classes.input_prob)
-        by_rate = math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4
-        top = max(by_rate if beyond_inventory else min(candidate.max_count, by_rate), 1)
-        # a pool of n instances serves less than n / E[S]: smaller pools cannot reach the least rate
-        # the program may serve, so their capacity is left at 0 without computing it
-        lowest = min(max(math.floor(_least_rate(setup, options) * mean_s), 1), top)
-        sizes = np.arange(lowest, top + 1)
-        same_link: dict[Any, np.ndarray] = {}
-        for k, load in enumerate(pools):
-            source = load.line.source if load.line is not None else datacenters[k]
-            if source != candidate.datacenter:
-                continue
-            line = load.line
-            link_key = (
-                (line.capacity_bytes_per_s, line.flow_cap_bytes_per_s, line.rtt_s, line.fluctuation)
-                if line is not None
-                else None
-            )
-            if link_key in same_link:
-                prefill_caps[(i, k)] = same_link[link_key]
-                continue
-            caps = prefill_capacity(
-                candidate,
-                classes,
-                arch,
-                load.line,
-                md_step,
-                relay_step,
-                workload,
-                sizes,
-                setup.rate_ceiling,
-                sla_scale,
-            )
-            padded = np.concatenate([np.zeros(lowest - 1), caps])
-            same_link[link_key] = padded
-            prefill_caps[(i, k)] = padded
-    if memo is not None:
-        memo[memo_key] = prefill_caps
-    drc = drc_bytes_per_rps(workload, model, arch)
-    inventory = {(dc.name, offer.type): offer.max_count for dc in workload.deployment.datacenters for offer in dc.gpus}
-    data = milp.ProblemData(
-        architecture=arch,
-        prefill=setup.candidates,
-        prefill_caps=prefill_caps,
-        decode=decoders,
-        relay=decoders if arch == "pdd" else [],
-        pools=pools,
-        datacenters=datacenters,
-        drc_bytes_per_rps=drc,
-        mean_output_tokens=setup.mean_output,
-        inventory=inventory,
-        rate_ceiling=min(setup.rate_ceiling, rate_cap),
-        mode=options.mode,
-        target_rate=options.rate,
-        budget_per_hour=options.budget_per_hour,
-        min_served_fraction=options.min_served_fraction,
-    )
-    return data, prefill_classes
-
-
-def _least_rate(setup: _Setup, options: OptimizeOptions) -> float:
-    """The least rate a plan may serve: the target (--rate), min_served x offered (BCR), else 0."""
-    if options.mode == "rate":
-        return setup.rate_ceiling
-    if options.mode == "bcr":
-        return options.min_served_fraction * setup.rate_ceiling
-    return 0.0
-
-
-def _solve(
-    data: milp.ProblemData, options: OptimizeOptions, start_ratio: float = 0.0
-) -> tuple[milp.Solution | None, int]:
-    """Solve the program; for BCR run Dinkelbach: q <- rate / cost until rate - q * cost ~ 0.
-
-    Starting from a ratio another feasible plan already achieved (`start_ratio`) skips the first
-    iterations; if no plan beats it, the loop restarts from 0 so a solution is always returned.
-    """
-    solves = 0
-    if data.mode != "bcr":
-        model, variables = milp.build(data)
-        solves += 1
-        if solve(model, options.solver) == "infeasible":
-            return None, solves
-        solution = milp.read_solution(data, variables)
-        if solution.rate <= 1e-9:  # budget mode: the budget buys nothing that serves
-            return None, solves
-        return solution, solves
-    ratio = start_ratio
-    best: milp.Solution | None = None
-    for _ in range(DINKELBACH_ITERATIONS):
-        model, variables = milp.build(data, ratio)
-        solves += 1
-        if solve(model, options.solver) == "infeasible":
-            return best, solves
-        solution = milp.read_solution(data, variables)
-        if solution.rate <= 1e-9 or solution.cost_per_hour <= 0:
-            if best is None and ratio > 0:
-                ratio = 0.0
-                continue
-            return best, solves
-        gap = solution.rate - ratio * solution.cost_per_hour
-        best = solution
-        if abs(gap) <= 1e-7 * solution.cost_per_hour and ratio > 0:
-            break
-        ratio = solution.rate / solution.cost_per_hour
-    return best, solves
-
-
-def _plan(
-    setup: _Setup, data: milp.ProblemData, solution: milp.Solution, routing: Routing | None, handoff: Handoff
-) -> Plan:
+def _plan(setup: OptimizeSetup, data: milp.ProblemData, solution: milp.Solution, routing: Routing | None) -> Plan:
     """The plan file a solution describes."""
     c, n = solution.prefill
-    prefill = data.prefill[c]
     decode = data.decode[solution.decode[0]].candidate
     relay = None
     if solution.relay is not None:
@@ -323,51 +75,126 @@ def _plan(
     offered = setup.workload.arrival.rate_rps
     served = None if abs(solution.rate - offered) <= 1e-9 * offered else solution.rate
     return Plan(
-        name=f"{setup.workload.name}-{setup.architecture}",
+        name=f"{setup.workload.name}-{setup.architecture.name}",
         rate_rps=served,
-        architecture=setup.architecture,
-        prefill=prefill.role(n),
+        architecture=setup.architecture.name,
+        prefill=data.prefill[c].role(n),
         relay=relay,
         decode=decode.role(max(solution.decode[1], 1)),
         wan=wan,
         routing=routing or Routing(),
-        handoff=handoff,
+        handoff=CAPACITY_HANDOFF,
     )
 
 
-def _routings(setup: _Setup) -> list[Routing | None]:
-    if setup.architecture != "pdd":
-        return [None]
-    hits, _ = setup.workload.hit_rate.support()
-    out: list[Routing | None] = []
-    seen: set[int] = set()
-    for threshold in HIT_THRESHOLDS:
-        relayed = int((hits < threshold).sum())
-        if relayed == 0 or relayed in seen:
-            continue
-        seen.add(relayed)
-        out.append(Routing(kind="hit", hit_threshold=threshold))
-    return out or [Routing(kind="hit", hit_threshold=HIT_THRESHOLDS[0])]
-
-
 def _score(evaluation: Evaluation, options: OptimizeOptions) -> float:
+    if not evaluation.sla_met:
+        return -math.inf
     if options.mode == "rate":
-        return -evaluation.cost_per_hour if evaluation.sla_met else -math.inf
+        return -evaluation.cost_per_hour
     if options.mode == "budget":
-        return evaluation.goodput_rps if evaluation.sla_met else -math.inf
-    return evaluation.bcr if evaluation.sla_met else -math.inf
+        return evaluation.goodput_rps
+    return evaluation.bcr
+
+
+def _best_of_round(
+    builder: ProblemBuilder,
+    routings: list[Routing | None],
+    headroom: Headroom,
+    result: ArchitectureResult,
+    progress: Callable[[str], None] | None,
+    ratio: float,
+) -> tuple[_Pick | None, float]:
+    """Solve the program per routing rule, then compare the architecture's handoff modes on each
+    solution in closed form; the best by score, then P99 TTFT, then P99 hiccup. `ratio` is the best
+    BCR a solved program reached so far (Dinkelbach's warm start); the new one is returned too."""
+    setup, options = builder.setup, builder.options
+    arch = setup.architecture
+    best: _Pick | None = None
+    for routing in routings:
+        if progress:
+            progress(f"{arch.name}: routing {routing.hit_threshold if routing else '-'}, round {result.rounds}")
+        data = builder.build(routing, headroom)
+        solution, solves = solve_bcr(data, options, ratio)
+        result.solves += solves
+        if solution is None:
+            continue
+        if options.mode == "bcr" and solution.cost_per_hour > 0:
+            ratio = max(ratio, solution.rate / solution.cost_per_hour)
+        plan = _plan(setup, data, solution, routing)
+        for mode in arch.handoff_modes():
+            candidate = plan.model_copy(update={"handoff": Handoff(mode=mode)})
+            scenario = build_scenario(candidate, setup.workload, setup.base_dir, source="optimized plan")
+            evaluation = evaluate(scenario)
+            key = (float(f"{_score(evaluation, options):.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
+            if best is None or key > best.key:
+                best = _Pick(key, candidate, evaluation, scenario, routing)
+    return best, ratio
+
+
+def _after_miss(
+    headroom: Headroom, pick: _Pick, verified: dict[str, Any] | None, options: OptimizeOptions, ceiling: float
+) -> Headroom:
+    """The headroom the next round asks for after `pick` missed the SLA (in closed form when
+    `verified` is None, else in the simulation)."""
+    sla_scale = headroom.sla_scale * TIGHTEN
+    decode_scale = headroom.decode_scale
+    rate_cap = headroom.rate_cap
+    if verified is None:
+        if options.mode == "budget":  # the budget may be what binds (see below)
+            rate_cap = TIGHTEN * (pick.plan.rate_rps or ceiling)
+        return Headroom(sla_scale, decode_scale, rate_cap)
+    decoders_busy = [u for name, u in verified["utilization"].items() if name != "prefill"]
+    if max(decoders_busy, default=0.0) >= SATURATED_DECODE:
+        decode_scale *= TIGHTEN
+    if options.mode == "budget":
+        # The budget, not a capacity, may be what binds: then tighter capacities leave the same
+        # plan at the same rate, so ask for less traffic on the same money instead.
+        rate_cap = TIGHTEN * pick.evaluation.goodput_rps
+    return Headroom(sla_scale, decode_scale, rate_cap)
+
+
+def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Callable[[str], None] | None) -> None:
+    """Rounds of solve -> closed form -> simulation, tightening after each miss (at most MAX_ROUNDS)."""
+    setup, options = builder.setup, builder.options
+    hits, _ = setup.workload.hit_rate.support()
+    routings = setup.architecture.routings(hits)
+    headroom = Headroom()
+    ratio = 0.0
+    for round_number in range(1, MAX_ROUNDS + 1):
+        result.rounds = round_number
+        pick, ratio = _best_of_round(builder, routings, headroom, result, progress, ratio)
+        if pick is None:
+            return
+        routings = [pick.routing]
+        result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
+        result.simulation = None
+        result.routing_threshold = pick.routing.hit_threshold if pick.routing else None
+        result.handoff_mode = pick.plan.handoff.mode if setup.architecture.has_relay else None
+        if pick.key[0] == -math.inf:  # the closed form already misses the SLA: ask for headroom, re-solve
+            headroom = _after_miss(headroom, pick, None, options, setup.rate_ceiling)
+            continue
+        if not options.verify:
+            result.feasible = True
+            return
+        verified = simulate(pick.scenario, options.verify_requests, options.seed).summary
+        result.simulation = verified
+        if verified["sla_met"]:
+            result.feasible = True
+            return
+        headroom = _after_miss(headroom, pick, verified, options, setup.rate_ceiling)
 
 
 def optimize_architecture(
     workload: Workload,
     base_dir: Path | None,
-    architecture: Architecture,
+    architecture: ArchitectureName,
     options: OptimizeOptions,
     progress: Callable[[str], None] | None = None,
 ) -> ArchitectureResult:
     """Best verified plan of `architecture` for `workload`, or a report of what binds."""
     ceiling = options.rate if options.mode == "rate" and options.rate else workload.arrival.rate_rps
-    setup = _setup(workload, base_dir, architecture, ceiling)
+    setup = build_setup(workload, base_dir, architecture, ceiling)
     result = ArchitectureResult(name=architecture, feasible=False)
     if not setup.candidates:
         result.infeasibility = [
@@ -378,74 +205,15 @@ def optimize_architecture(
             }
         ]
         return result
-    if architecture != "pd-intra" and not setup.lines:
-        result.infeasibility = [{"constraint": "wan-bandwidth", "message": "the workload offers no WAN line option"}]
+    unavailable = setup.architecture.why_unavailable(workload, len(setup.lines))
+    if unavailable is not None:
+        constraint = "wan-bandwidth" if setup.architecture.uses_wan else "deployment"
+        result.infeasibility = [{"constraint": constraint, "message": unavailable}]
         return result
-    sla_scale = decode_scale = 1.0
-    rate_cap = math.inf
-    chosen: list[Routing | None] | None = None
-    memo: dict[tuple[Any, ...], Any] = {}
-    ratio = 0.0
-    for round_number in range(1, MAX_ROUNDS + 1):
-        result.rounds = round_number
-        best: tuple[tuple[float, float, float], Plan, Evaluation, Scenario, Routing | None] | None = None
-        for routing in chosen if chosen is not None else _routings(setup):
-            if progress:
-                progress(f"{architecture}: routing {routing.hit_threshold if routing else '-'}, round {round_number}")
-            # Capacities use the adaptive handoff, which holds the relay at least as long as one-shot.
-            data, _ = _problem(
-                setup, routing, Handoff(mode="adaptive"), sla_scale, options, memo, decode_scale, rate_cap=rate_cap
-            )
-            solution, solves = _solve(data, options, ratio)
-            result.solves += solves
-            if solution is None:
-                continue
-            if options.mode == "bcr" and solution.cost_per_hour > 0:
-                ratio = max(ratio, solution.rate / solution.cost_per_hour)
-            plan = _plan(setup, data, solution, routing, Handoff(mode="adaptive"))
-            for mode in HANDOFF_MODES if architecture == "pdd" else ("adaptive",):
-                candidate_plan = plan.model_copy(update={"handoff": Handoff(mode=mode)})
-                scenario = build_scenario(candidate_plan, workload, base_dir, source="optimized plan")
-                evaluation = evaluate(scenario)
-                key = (float(f"{_score(evaluation, options):.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
-                if best is None or key > best[0]:
-                    best = (key, candidate_plan, evaluation, scenario, routing)
-        if best is None:
-            break
-        key, plan, evaluation, scenario, routing = best
-        chosen = [routing]
-        result.plan, result.evaluation, result.scenario = plan, evaluation, scenario
-        result.simulation = None
-        result.routing_threshold = routing.hit_threshold if routing else None
-        result.handoff_mode = plan.handoff.mode if architecture == "pdd" else None
-        if key[0] == -math.inf:  # the closed form already misses the SLA: ask for headroom and re-solve
-            sla_scale *= TIGHTEN
-            if options.mode == "budget":  # see below: the budget may be what binds
-                rate_cap = TIGHTEN * (plan.rate_rps or setup.rate_ceiling)
-            continue
-        if not options.verify:
-            result.feasible = True
-            return result
-        verified = simulate(scenario, options.verify_requests, options.seed).summary
-        result.simulation = verified
-        if verified["sla_met"]:
-            result.feasible = True
-            return result
-        sla_scale *= TIGHTEN
-        decoders_busy = [u for name, u in verified["utilization"].items() if name != "prefill"]
-        if max(decoders_busy, default=0.0) >= SATURATED_DECODE:
-            decode_scale *= TIGHTEN
-        if options.mode == "budget":
-            # The budget, not a capacity, may be what binds: then tighter capacities leave the same
-            # plan at the same rate, so ask for less traffic on the same money instead.
-            rate_cap = TIGHTEN * evaluation.goodput_rps
+    _search(ProblemBuilder(setup, options), result, progress)
     if not result.feasible:
-        from pddplan.optimize.diagnose import diagnose
-
         simulated = result.simulation is not None
-        result.infeasibility = diagnose(
-            setup, options, lambda r, h, s: _problem(setup, r, h, s, options, beyond_inventory=True)[0], simulated
-        )
+        result.infeasibility = diagnose(ProblemBuilder(setup, options, beyond_inventory=True), simulated)
         if not simulated:  # keep only a plan the simulation tried (and report what it measured)
             result.plan = result.scenario = result.evaluation = None
     return result

@@ -9,16 +9,19 @@ program's answer whenever one instance kind per role is optimal and roles do not
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from pddplan import architectures
+from pddplan.architectures import Architecture
 from pddplan.errors import InfeasibleError
-from pddplan.evaluate.analytic import revenue_per_request
 from pddplan.evaluate.capacity import (
+    RDMA_PATH,
     WAN_MAX_UTILIZATION,
     DecoderCapacity,
+    Downstream,
     PathLoad,
     decoder_capacity,
     path_load,
@@ -27,18 +30,22 @@ from pddplan.evaluate.capacity import (
 from pddplan.evaluate.capacity_view import (
     UNBOUNDED_RATE,
     CapacityView,
+    RolePool,
     decoder_rate,
     fluid_view,
     prefill_token_throughput,
     relay_rate,
 )
 from pddplan.evaluate.classes import RequestClasses, workload_classes
+from pddplan.evaluate.moments import workload_moments
+from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.inputs import load_model
 from pddplan.net.lines import LinePool
 from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
+from pddplan.perf.roofline import Instance
 from pddplan.scenario import drc_bytes_per_rps
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import Architecture, Handoff, Plan, RoleSpec, Routing, WanLease
+from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleSpec, Routing, WanLease
 from pddplan.specs.workload import Workload
 
 MAX_POOL = 4096
@@ -70,80 +77,79 @@ class SizedPlan:
     view: CapacityView
 
 
-def _context(workload: Workload) -> tuple[float, float]:
-    prompts, prompt_probs = workload.prompt_tokens.support()
-    outputs, output_probs = workload.output_tokens.support()
-    mean_output = float(outputs @ output_probs)
-    return float(prompts @ prompt_probs) + mean_output / 2, mean_output
-
-
 def choose_shape(
-    workload: Workload, base_dir: Path | None, architecture: Architecture, routing: Routing | None = None
+    workload: Workload, base_dir: Path | None, architecture: ArchitectureName, routing: Routing | None = None
 ) -> Shape:
     """The cheapest instance kind per role (dollars per request/s) and the cheapest sufficient line pool."""
+    arch = architectures.get(architecture)
     model = load_model(workload.model, workload.kv_dtype)
     chunk = workload.serving.chunk_tokens
-    rate = workload.arrival.rate_rps
-    context, mean_output = _context(workload)
+    moments = workload_moments(workload)
     home = workload.deployment.home
     candidates = instance_candidates(workload, model, chunk)
     at_home = [c for c in candidates if c.datacenter == home and serves_prefill(c)]
     if not at_home:
         raise InfeasibleError(f"model '{model.name}' fits no GPU offered in the home datacenter {home}")
-    if architecture == "pdd" and routing is None:
-        routing = Routing(kind="hit", hit_threshold=0.9)
-    relay_rule = routing if architecture == "pdd" else None
+    routing = routing or arch.default_routing()
+    relay_rule = arch.relay_rule(routing) if routing is not None else None
     classes = {id(c): workload_classes(workload, model, c.instance, chunk, relay_rule) for c in at_home}
     prefill = min(at_home, key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob))
-    line: LinePool | None = None
-    drc = drc_bytes_per_rps(workload, model, architecture)
-    decoders = [decoder_capacity(c, workload, model, context, mean_output) for c in candidates]
+    drc = drc_bytes_per_rps(workload, model, arch)
+    decoders = [decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens) for c in candidates]
     usable = [d for d in decoders if d.usable]
     if not usable:
         raise InfeasibleError("no decode instance kind meets the TPOT SLA at batch 1")
     step = max(d.step_s for d in usable)
-    handoff = Handoff(mode="adaptive")
-    any_classes = classes[id(prefill)]
-    if architecture == "pd-intra":
-        options = [d for d in usable if d.candidate.datacenter == home and d.candidate.gpu == prefill.gpu]
-        load = PathLoad(None, 0.0, 1.0, 0.0, math.inf)
-        line_options: tuple[LinePool, ...] = ()
-    else:
-        lines = [pool for pool in wan_configs(workload, base_dir) if pool.source == home]
-        if not lines:
-            raise InfeasibleError(f"no WAN line option leaves the home datacenter {home}")
-        loads = [
-            path_load(
-                architecture,
-                any_classes,
-                pool,
-                rate,
-                step,
-                [d.candidate.instance for d in usable],
-                step,
-                handoff,
-                context,
-            )
-            for pool in lines
-        ]
-        enough = [(pool, ld) for pool, ld in zip(lines, loads, strict=True) if ld.max_rate >= rate]
-        line, load = (
-            min(enough, key=lambda pair: pair[0].usd_per_hour)
-            if enough
-            else max(zip(lines, loads, strict=True), key=lambda pair: pair[1].max_rate)
-        )
-        options = [d for d in usable if d.candidate.datacenter == line.target]
-        line_options = tuple(pool for pool in lines if pool.target == line.target)
+    line, load, line_options = _choose_line(
+        workload,
+        base_dir,
+        Downstream(arch, None, step, step),
+        classes[id(prefill)],
+        [d.candidate.instance for d in usable],
+    )
+    decode_dc = line.target if line is not None else home
+    options = [
+        d
+        for d in usable
+        if d.candidate.datacenter == decode_dc and arch.decode_gpu_allowed(prefill.gpu, d.candidate.gpu)
+    ]
     if not options:
-        raise InfeasibleError("no decode instance kind is offered where decode must run")
+        raise InfeasibleError(f"no decode instance kind for {arch.name} is offered where decode must run ({decode_dc})")
+    mean_output = moments.output_tokens
     decode = min(options, key=lambda d: d.candidate.usd_per_hour / max(decoder_rate(d, load, mean_output, drc), 1e-12))
     relay = None
-    if architecture == "pdd":
+    if arch.has_relay:
         relays = [d for d in usable if d.candidate.datacenter == home]
         if not relays:
             raise InfeasibleError(f"no relay instance kind fits in the home datacenter {home}")
         relay = min(relays, key=lambda d: d.candidate.usd_per_hour / max(d.occupancy, 1e-12))
-    return Shape(architecture, model, prefill, decode, relay, line, routing, line_options)
+    return Shape(arch, model, prefill, decode, relay, line, routing, line_options)
+
+
+def _choose_line(
+    workload: Workload,
+    base_dir: Path | None,
+    downstream: Downstream,
+    classes: RequestClasses,
+    decoders: list[Instance],
+) -> tuple[LinePool | None, PathLoad, tuple[LinePool, ...]]:
+    """(line pool, its path load, the pools of its direction): the cheapest pool leaving the home
+    datacenter whose bytes capacity carries the rate, else the largest; none over RDMA."""
+    if not downstream.architecture.uses_wan:
+        return None, RDMA_PATH, ()
+    home, rate = workload.deployment.home, workload.arrival.rate_rps
+    lines = [pool for pool in wan_configs(workload, base_dir) if pool.source == home]
+    if not lines:
+        raise InfeasibleError(f"no WAN line option leaves the home datacenter {home}")
+    handoff = Handoff(mode="adaptive")
+    loads = [path_load(replace(downstream, line=pool), classes, rate, decoders, handoff) for pool in lines]
+    enough = [(pool, ld) for pool, ld in zip(lines, loads, strict=True) if ld.max_rate >= rate]
+    line, load = (
+        min(enough, key=lambda pair: pair[0].usd_per_hour)
+        if enough
+        else max(zip(lines, loads, strict=True), key=lambda pair: pair[1].max_rate)
+    )
+    return line, load, tuple(pool for pool in lines if pool.target == line.target)
 
 
 def _cheapest_line(shape: Shape, classes: RequestClasses, rate: float) -> LinePool | None:
@@ -168,25 +174,15 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     model = shape.model
     rate = workload.arrival.rate_rps
     arch = shape.architecture
-    classes = workload_classes(
-        workload, model, shape.prefill.instance, workload.serving.chunk_tokens, shape.routing if arch == "pdd" else None
-    )
+    relay_rule = arch.relay_rule(shape.routing) if shape.routing is not None else None
+    classes = workload_classes(workload, model, shape.prefill.instance, workload.serving.chunk_tokens, relay_rule)
     mean_output = classes.mean_output_tokens
     decode, relay = shape.decode, shape.relay
     handoff = Handoff(mode="adaptive")
     relay_step = relay.step_s if relay is not None else decode.step_s
     line = _cheapest_line(shape, classes, rate)
-    load = path_load(
-        arch,
-        classes,
-        line,
-        rate,
-        relay_step,
-        [decode.candidate.instance],
-        decode.step_s,
-        handoff,
-        classes.mean_context_tokens,
-    )
+    downstream = Downstream(arch, line, decode.step_s, relay_step)
+    load = path_load(downstream, classes, rate, [decode.candidate.instance], handoff)
     rates = {"decode": decoder_rate(decode, load, mean_output, drc_bytes_per_rps(workload, model, arch))}
     if rates["decode"] <= 0:
         raise InfeasibleError(f"{decode.candidate.key} cannot decode within the TPOT SLA")
@@ -195,9 +191,7 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     mean_s = float(classes.prefill_s @ classes.input_prob)
     top = min(MAX_POOL, max(math.ceil(rate * mean_s * 2) + 8, 8))
     sizes = np.arange(1, top + 1)
-    caps = prefill_capacity(
-        shape.prefill, classes, arch, line, decode.step_s, relay_step, workload, sizes, UNBOUNDED_RATE, 1.0
-    )
+    caps = prefill_capacity(shape.prefill, classes, downstream, workload, sizes, UNBOUNDED_RATE, 1.0)
     enough = np.nonzero(caps >= rate * (1 - 1e-9))[0]
     if len(enough) == 0:
         raise InfeasibleError(f"no pool of up to {top} x {shape.prefill.key} meets the TTFT SLA at {rate:g} req/s")
@@ -216,8 +210,8 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
         return kinds[key].role(counts[key])
 
     plan = Plan(
-        name=name or f"{workload.name}-{arch}-sized",
-        architecture=arch,
+        name=name or f"{workload.name}-{arch.name}-sized",
+        architecture=arch.name,
         prefill=role("prefill"),
         relay=role("relay") if relay is not None else None,
         decode=role("decode"),
@@ -226,12 +220,12 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
         handoff=handoff,
     )
     view = fluid_view(
-        {key: rates[key] for key in ("prefill", "decode", "relay") if key in rates},
-        counts,
-        {key: kinds[key].tp for key in kinds},
-        {key: kinds[key].usd_per_hour for key in kinds},
-        load.max_rate if line is not None else None,
-        line.usd_per_hour if line is not None else 0.0,
+        {
+            key: RolePool(rates[key], counts[key], kinds[key].tp, kinds[key].usd_per_hour)
+            for key in ("prefill", "decode", "relay")
+            if key in rates
+        },
+        (load.max_rate, line.usd_per_hour) if line is not None else None,
         revenue_per_request(workload, classes),
         prefill_token_throughput(classes, shape.prefill.tp),
     )

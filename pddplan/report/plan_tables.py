@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from pddplan import architectures
 from pddplan.scenario import Scenario
 
 
@@ -36,7 +37,7 @@ def drawing(roles: dict[str, dict[str, Any]], wan: dict[str, Any] | None, archit
     """
     by_dc: dict[str, list[str]] = {}
     for name, role in roles.items():
-        label = {"decode": "MD" if architecture == "pdd" else "D", "prefill": "P", "relay": "RLD"}[name]
+        label = {"decode": architectures.get(architecture).decode_label, "prefill": "P", "relay": "RLD"}[name]
         label = f"{label:<3}"
         by_dc.setdefault(role["datacenter"], []).append(_role_line(label, role))
     boxes = []

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from pddplan.evaluate.analytic import revenue_per_request
+from pddplan.architectures import Pipeline
 from pddplan.evaluate.classes import request_classes
+from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
 from pddplan.loading import write_atomic
 from pddplan.scenario import Scenario
 from pddplan.simulate.engine import RequestTable, SimulationStats, simulate_requests
@@ -45,9 +46,9 @@ def simulate(scenario: Scenario, requests: int = 20_000, seed: int = 0) -> Simul
 def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -> dict[str, Any]:
     """TTFT/TPOT percentiles overall and per pipeline, utilizations, relay share, goodput, BCR.
 
-    Goodput is the offered rate when every SLA percentile holds, else the rate times the share of
-    requests that individually meet TTFT <= the P99 target and TPOT <= the TPOT target (as the
-    evaluator does; the offered rate, not the sample's, so that seeds do not add noise).
+    The SLA verdict, goodput, revenue and BCR are `pddplan.evaluate.verdict`'s, as in the closed
+    form, at the offered rate (not the sample's, so that seeds do not add noise) with the attainment
+    the simulated requests reached.
     """
     workload = scenario.workload
     sla = workload.sla
@@ -57,17 +58,16 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
     tpot = table.tpot_s[keep]
     ttft_pct = _percentiles(ttft)
     tpot_pct = _percentiles(tpot[table.output_tokens[keep] > 1])
-    tpot_target = sla.tpot_p90_s if sla.tpot_p90_s is not None else float("inf")
-    meets = (ttft <= sla.ttft_p99_s) & (tpot <= tpot_target)
-    violations = []
-    if ttft_pct["p90_s"] > sla.ttft_p90_s:
-        violations.append(f"TTFT P90 {ttft_pct['p90_s']:.2f} s > {sla.ttft_p90_s:g} s")
-    if ttft_pct["p99_s"] > sla.ttft_p99_s:
-        violations.append(f"TTFT P99 {ttft_pct['p99_s']:.2f} s > {sla.ttft_p99_s:g} s")
-    if sla.tpot_p90_s is not None and tpot_pct["p90_s"] > sla.tpot_p90_s:
-        violations.append(f"TPOT P90 {tpot_pct['p90_s'] * 1e3:.1f} ms > {sla.tpot_p90_s * 1e3:g} ms")
+    meets = (ttft <= sla.ttft_p99_s) & (tpot <= tpot_target(sla))
     attainment = float(meets.mean()) if len(meets) else 0.0
-    goodput = scenario.rate_rps if not violations else scenario.rate_rps * attainment
+    cost = scenario.cost_per_hour
+    verdict = judge(
+        sla,
+        Tails(ttft_pct["p90_s"], ttft_pct["p99_s"], tpot_pct["p90_s"]),
+        scenario.rate_rps,
+        attainment,
+        (revenue_per_request(workload, request_classes(scenario)), cost),
+    )
     pipelines = {}
     several_tokens = table.output_tokens[keep] > 1  # TPOT is undefined for one-token outputs
     for name in sorted(set(table.pipeline[keep].tolist())):
@@ -86,8 +86,6 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
         },
     }
     link_utilization = stats.link_bytes / stats.link_capacity_integral if stats.link_capacity_integral > 0 else 0.0
-    cost = scenario.cost_per_hour
-    revenue = goodput * revenue_per_request(scenario.workload, request_classes(scenario)) * 3600
     outputs = table.output_tokens.astype(np.float64)
     return {
         "architecture": scenario.plan.architecture,
@@ -101,14 +99,14 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
         "tpot_p90_s": tpot_pct["p90_s"],
         "tpot_p99_s": tpot_pct["p99_s"],
         "worst_gap_p99_s": float(np.percentile(table.worst_gap_s[keep], 99)),
-        "goodput_rps": goodput,
-        "sla_met": not violations,
-        "sla_violations": violations,
+        "goodput_rps": verdict.goodput_rps,
+        "sla_met": verdict.sla_met,
+        "sla_violations": verdict.violations,
         "cost_per_hour": cost,
-        "revenue_per_hour": revenue,
-        "bcr": goodput * 3600 / cost if cost > 0 else 0.0,
+        "revenue_per_hour": verdict.revenue_per_hour,
+        "bcr": verdict.bcr,
         "rld_token_share": float(table.relay_tokens[keep].sum() / outputs[keep].sum()),
-        "singular_share": float((table.pipeline[keep] == "P-RLD").mean()),
+        "singular_share": float((table.pipeline[keep] == Pipeline.P_RLD.value).mean()),
         "cancelled_transfers": int(table.cancelled[keep].sum()),
         "link_utilization": link_utilization,
         "wan_bytes_per_request": float(table.wan_bytes[keep].mean()),

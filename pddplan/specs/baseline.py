@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pddplan.specs.common import NonNegativeFloat, PositiveFloat, StrictModel
-from pddplan.specs.plan import ARCHITECTURES, Architecture
+from pddplan.specs.plan import ArchitectureName
 
 Metric = Literal["cost_per_hour", "bcr", "goodput_rps"]
 
@@ -19,9 +19,21 @@ class ScenarioOptions(StrictModel):
     rate_rps: PositiveFloat | None = None
     budget_per_hour: PositiveFloat | None = None
     min_served_fraction: float = Field(default=1.0, ge=0, le=1)
-    architectures: list[Architecture] = Field(default_factory=lambda: list(ARCHITECTURES), min_length=1)
+    architectures: list[ArchitectureName] | None = Field(
+        default=None, min_length=1, description="default: every architecture pddplan knows"
+    )
     requests: int = Field(default=5000, ge=100, description="requests simulated to verify")
     seed: int = 0
+
+    @field_validator("architectures")
+    @classmethod
+    def _known(cls, names: list[str] | None) -> list[str] | None:
+        from pddplan import architectures
+
+        for name in names or []:
+            if name not in architectures.names():
+                raise ValueError(f"unknown architecture {name!r}: expected one of {', '.join(architectures.names())}")
+        return names
 
     @model_validator(mode="after")
     def _mode_inputs(self) -> ScenarioOptions:

@@ -7,14 +7,14 @@ handoff mode, chunk size and decode batch limit.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from pddplan.specs.common import Fraction, Name, NonNegativeInt, PositiveFloat, PositiveInt, StrictModel
 
-Architecture = Literal["pd-intra", "pd-cross", "pdd"]
-ARCHITECTURES: tuple[Architecture, ...] = ("pd-intra", "pd-cross", "pdd")
+# An architecture's name, as `pddplan.architectures` registers it (checked when a plan is read).
+ArchitectureName = str
 RoleName = Literal["prefill", "relay", "decode"]
 HandoffMode = Literal["one-shot", "catch-up", "adaptive"]
 
@@ -75,7 +75,7 @@ class Plan(StrictModel):
     """One deployment of one workload."""
 
     name: str = Field(default="plan", min_length=1)
-    architecture: Architecture
+    architecture: ArchitectureName = Field(json_schema_extra=lambda schema: _architecture_enum(schema))
     prefill: RoleSpec
     relay: RoleSpec | None = None
     decode: RoleSpec
@@ -89,30 +89,24 @@ class Plan(StrictModel):
     chunk_tokens: PositiveInt | None = Field(default=None, description="default: the workload's")
     max_decode_batch: PositiveInt | None = Field(default=None, description="default: the workload's")
 
+    @field_validator("architecture")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from pddplan import architectures
+
+        if name not in architectures.names():
+            raise ValueError(f"unknown architecture {name!r}: expected one of {', '.join(architectures.names())}")
+        return name
+
     @model_validator(mode="after")
     def _shape(self) -> Plan:
-        if self.architecture == "pdd":
-            if self.relay is None or self.relay.count == 0:
-                raise ValueError("architecture pdd needs relay instances (relay.count > 0)")
-            if self.relay.datacenter != self.prefill.datacenter:
-                raise ValueError(
-                    f"relay.datacenter = {self.relay.datacenter!r}: the relay must sit with prefill "
-                    f"in {self.prefill.datacenter!r} (it is fed over RDMA)"
-                )
-        elif self.relay is not None and self.relay.count > 0:
-            raise ValueError(f"architecture {self.architecture} has no relay; remove `relay`")
+        from pddplan import architectures
+
         if self.decode.count == 0:
             raise ValueError("decode.count = 0: a plan needs at least one (main) decode instance")
         if self.prefill.count == 0:
             raise ValueError("prefill.count = 0: a plan needs at least one prefill instance")
-        same_dc = self.decode.datacenter == self.prefill.datacenter
-        if self.architecture == "pd-intra" and not same_dc:
-            raise ValueError("architecture pd-intra keeps prefill and decode in one datacenter")
-        if self.architecture != "pd-intra":
-            if same_dc:
-                raise ValueError(f"architecture {self.architecture} puts decode in another datacenter than prefill")
-            if not self.wan:
-                raise ValueError(f"architecture {self.architecture} needs at least one WAN line (`wan`)")
+        architectures.get(self.architecture).validate(self)
         return self
 
     def roles(self) -> dict[RoleName, RoleSpec]:
@@ -122,3 +116,10 @@ class Plan(StrictModel):
             out["relay"] = self.relay
         out["decode"] = self.decode
         return out
+
+
+def _architecture_enum(schema: dict[str, Any]) -> None:
+    """JSON Schema of `architecture`: the registered names (looked up when the schema is written)."""
+    from pddplan import architectures
+
+    schema["enum"] = list(architectures.names())

@@ -1,0 +1,207 @@
+"""What every serving architecture is, as one interface the rest of pddplan asks.
+
+An architecture says where its roles run and how a request's KV reaches the decoder that streams
+its first token; the evaluator, the simulator, the optimizer and the reports ask it instead of
+comparing names. One module per architecture in this package implements it (see `registry`).
+
+Each answer is a small rule:
+  roles           prefill and decode, plus a relay decoder for architectures that have one;
+  placement       decode in the prefill datacenter (KV over RDMA) or in another one (KV over the WAN);
+  decode GPU      the same type as prefill, another type, or any type;
+  first token     after prefill: RDMA + one decode step, or WAN transfer + one decode step, or (with a
+                  relay) RDMA + one relay step for the relayed requests;
+  pipelines       the names TTFT is reported under, with the requests each carries;
+  program         the integer program's constraints that only this architecture has;
+  simulation      where a request goes when its prefill finishes.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pddplan.specs.plan import HandoffMode, Plan, Routing
+    from pddplan.specs.workload import Workload
+
+
+class Pipeline(StrEnum):
+    """The path a request takes, as reported in TTFT breakdowns and per-request tables."""
+
+    PD_RDMA = "P-D (RDMA)"
+    PD_WAN = "P-D (WAN)"
+    P_MD = "P-MD"
+    P_RLD_MD = "P-RLD-MD"
+    P_RLD = "P-RLD"  # singular traffic: a relayed request the relay finished on its own
+
+
+class Transport(StrEnum):
+    """How the KV of a finished prefill reaches the (main) decoder."""
+
+    RDMA = "rdma"  # same datacenter
+    WAN = "wan"  # the other datacenter, over the leased lines
+
+
+class DecodeGpu(StrEnum):
+    """Which GPU types decode may use, relative to prefill's."""
+
+    SAME = "same"
+    OTHER = "other"
+    ANY = "any"
+
+
+class Dispatch(Protocol):
+    """What the simulator offers an architecture when a request's prefill finishes."""
+
+    def relayed(self, request: int) -> bool: ...
+
+    def rdma_to_decoder(self, request: int, t: float) -> None: ...
+
+    def rdma_to_relay(self, request: int, t: float) -> None: ...
+
+    def wan_to_decoder(self, request: int, t: float) -> None: ...
+
+
+class Architecture:
+    """One serving architecture (subclasses set the class attributes and override what differs)."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    order: ClassVar[int]  # position in tables and default runs
+    transport: ClassVar[Transport]
+    decode_gpu: ClassVar[DecodeGpu] = DecodeGpu.ANY
+    has_relay: ClassVar[bool] = False
+    direct_pipeline: ClassVar[Pipeline]
+    subject: ClassVar[bool] = False  # the architecture the others are baselines for (PDD)
+
+    @property
+    def uses_wan(self) -> bool:
+        return self.transport is Transport.WAN
+
+    @property
+    def decode_label(self) -> str:
+        """Short name of the decode role in tables: MD (main decoder) beside a relay, else D."""
+        return "MD" if self.has_relay else "D"
+
+    @property
+    def decode_keeps_prefix_cache(self) -> bool:
+        """Whether the decoders keep a radix cache of prompt KV (DRC): those fed over the WAN do, so
+        that only the incremental KV crosses it; RDMA-fed decoders receive the whole KV each time."""
+        return self.uses_wan
+
+    def __repr__(self) -> str:
+        return f"<architecture {self.name}>"
+
+    # plan files ---------------------------------------------------------------------------------
+
+    def validate(self, plan: Plan) -> None:
+        """Raise ValueError when `plan`'s roles, datacenters or lines do not fit this architecture."""
+        relay = plan.relay
+        if self.has_relay:
+            if relay is None or relay.count == 0:
+                raise ValueError(f"architecture {self.name} needs relay instances (relay.count > 0)")
+            if relay.datacenter != plan.prefill.datacenter:
+                raise ValueError(
+                    f"relay.datacenter = {relay.datacenter!r}: the relay must sit with prefill "
+                    f"in {plan.prefill.datacenter!r} (it is fed over RDMA)"
+                )
+        elif relay is not None and relay.count > 0:
+            raise ValueError(f"architecture {self.name} has no relay; remove `relay`")
+        same_dc = plan.decode.datacenter == plan.prefill.datacenter
+        if self.uses_wan:
+            if same_dc:
+                raise ValueError(f"architecture {self.name} puts decode in another datacenter than prefill")
+            if not plan.wan:
+                raise ValueError(f"architecture {self.name} needs at least one WAN line (`wan`)")
+        elif not same_dc:
+            raise ValueError(f"architecture {self.name} keeps prefill and decode in one datacenter")
+        if not self.decode_gpu_allowed(plan.prefill.gpu, plan.decode.gpu):
+            raise ValueError(
+                f"decode.gpu = {plan.decode.gpu!r}: architecture {self.name} decodes on "
+                f"{'the same GPU type as' if self.decode_gpu is DecodeGpu.SAME else 'another GPU type than'} "
+                f"prefill ({plan.prefill.gpu!r})"
+            )
+
+    def decode_gpu_allowed(self, prefill_gpu: str, decode_gpu: str) -> bool:
+        """Whether decode may run on `decode_gpu` when prefill runs on `prefill_gpu`."""
+        if self.decode_gpu is DecodeGpu.SAME:
+            return decode_gpu == prefill_gpu
+        if self.decode_gpu is DecodeGpu.OTHER:
+            return decode_gpu != prefill_gpu
+        return True
+
+    def why_unavailable(self, workload: Workload, wan_options: int) -> str | None:
+        """Why the workload's deployment cannot host this architecture at all (None if it can);
+        `wan_options` counts the WAN line pools that leave the home datacenter."""
+        if self.uses_wan and wan_options == 0:
+            return "the workload offers no WAN line option"
+        return None
+
+    # routing and handoff --------------------------------------------------------------------------
+
+    def relay_rule(self, routing: Routing) -> Routing | None:
+        """The rule that sends requests through the relay (None: no request is relayed)."""
+        return routing if self.has_relay else None
+
+    def routings(self, hits: np.ndarray) -> list[Routing | None]:
+        """The routing rules the optimizer tries, given the workload's hit-rate support points."""
+        return [None]
+
+    def default_routing(self) -> Routing | None:
+        """The routing rule used where none was searched (diagnosis, fast sizing)."""
+        return None
+
+    def handoff_modes(self) -> tuple[HandoffMode, ...]:
+        """Handoff modes the optimizer compares (one, irrelevant, without a relay)."""
+        return ("adaptive",)
+
+    # closed form ---------------------------------------------------------------------------------
+
+    def first_token_delay(
+        self,
+        rdma_s: np.ndarray,
+        wan_s: np.ndarray,
+        decode_step_s: Any,
+        relay_step_s: Any,
+        relayed: np.ndarray,
+    ) -> np.ndarray:
+        """Time from the end of prefill to the first token, per class (arrays broadcast together):
+        RDMA + tau_D when the KV goes by RDMA, WAN transfer + tau_D when it goes over the WAN."""
+        to_decoder = rdma_s if self.transport is Transport.RDMA else wan_s
+        shape = np.broadcast_shapes(np.shape(rdma_s), np.shape(wan_s), np.shape(relayed))
+        return np.broadcast_to(to_decoder + decode_step_s, shape)
+
+    def pipelines(self, relayed: np.ndarray) -> dict[Pipeline, np.ndarray]:
+        """Which requests (a mask over the classes) each pipeline carries."""
+        return {self.direct_pipeline: np.ones(np.shape(relayed), dtype=bool)}
+
+    # integer program -------------------------------------------------------------------------------
+
+    def define_constraints(self, model: Any, data: Any, variables: Any) -> None:
+        """Add the constraints only this architecture has to the integer program (pulp model,
+        `pddplan.optimize.model.ProblemData`, its `Variables`)."""
+        if self.decode_gpu is not DecodeGpu.ANY:
+            define_decode_gpu(model, data, variables, same=self.decode_gpu is DecodeGpu.SAME)
+
+    # simulation ---------------------------------------------------------------------------------
+
+    def after_prefill(self, sim: Dispatch, request: int, t: float) -> None:
+        """Send a request whose prefill finished at `t` on its way to a decoder."""
+        if self.transport is Transport.RDMA:
+            sim.rdma_to_decoder(request, t)
+        else:
+            sim.wan_to_decoder(request, t)
+
+
+def define_decode_gpu(model: Any, data: Any, v: Any, same: bool) -> None:
+    """Decode on prefill's GPU type (same) or on another (not same):
+    pick_d <= sum of the prefill choices z(c, n) whose GPU type is (or is not) d's."""
+    import pulp
+
+    for d in v.decode_count:
+        gpu = data.decode[d].candidate.gpu
+        allowed = [z for (c, _), z in v.prefill.items() if (data.prefill[c].gpu == gpu) == same]
+        label = "homogeneous" if same else "heterogeneous"
+        model += v.decode_pick[d] <= pulp.lpSum(allowed), f"{label}-{d}"

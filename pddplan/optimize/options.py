@@ -1,0 +1,33 @@
+"""How to optimize: the objective, the verification and the solver (shared by search and diagnosis)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pddplan.optimize.solver import SolverOptions
+
+# bcr: most goodput per dollar; rate: cheapest plan for a rate; budget: most goodput for a budget.
+Mode = Literal["bcr", "rate", "budget"]
+
+
+@dataclass(frozen=True)
+class OptimizeOptions:
+    """How to optimize."""
+
+    mode: Mode = "bcr"
+    rate: float | None = None
+    budget_per_hour: float | None = None
+    min_served_fraction: float = 1.0
+    solver: SolverOptions = field(default_factory=SolverOptions)
+    verify_requests: int = 10_000
+    seed: int = 0
+    verify: bool = True
+
+    def least_rate(self, rate_ceiling: float) -> float:
+        """The least rate a plan may serve: the target (--rate), min_served x offered (BCR), else 0."""
+        if self.mode == "rate":
+            return rate_ceiling
+        if self.mode == "bcr":
+            return self.min_served_fraction * rate_ceiling
+        return 0.0

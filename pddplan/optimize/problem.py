@@ -1,0 +1,280 @@
+"""The numbers one architecture's integer programs are built from, and solving them.
+
+`build_setup` resolves what every solve of an architecture shares (model, instance candidates,
+line pools); a `ProblemBuilder` turns it into `ProblemData` for one routing rule and one amount
+of headroom, keeping the prefill capacities it computed (they depend on the routing rule and the
+SLA scale only); `solve_program` solves one program, `solve_bcr` runs Dinkelbach on it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pddplan import architectures
+from pddplan.architectures import Architecture
+from pddplan.evaluate.capacity import RDMA_PATH, DecoderCapacity, Downstream, PathLoad, decoder_capacity, path_load
+from pddplan.evaluate.capacity import prefill_capacity as pool_capacities
+from pddplan.evaluate.classes import RequestClasses, workload_classes
+from pddplan.evaluate.moments import WorkloadMoments, workload_moments
+from pddplan.inputs import load_model
+from pddplan.net.lines import LinePool
+from pddplan.optimize import model as milp
+from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.solver import solve
+from pddplan.scenario import drc_bytes_per_rps
+from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import ArchitectureName, Handoff, Routing
+from pddplan.specs.workload import Workload
+
+DINKELBACH_ITERATIONS = 12
+# Capacities use the adaptive handoff, which holds the relay at least as long as one-shot.
+CAPACITY_HANDOFF = Handoff(mode="adaptive")
+
+
+@dataclass(frozen=True)
+class OptimizeSetup:
+    """What every solve of one architecture shares."""
+
+    workload: Workload
+    base_dir: Path | None
+    model: ModelArchitecture
+    architecture: Architecture
+    candidates: list[Candidate]
+    lines: list[LinePool]
+    moments: WorkloadMoments
+    rate_ceiling: float
+
+    @property
+    def chunk(self) -> int:
+        return self.workload.serving.chunk_tokens
+
+
+def prune_lines(lines: list[LinePool]) -> list[LinePool]:
+    """Drop line pools another pool of the same direction beats outright: at least the capacity and
+    per-flow cap, at most the RTT and price, the same fluctuation, and strictly better on one.
+    (Capacity and price alone are not enough: RTT and the per-flow cap set the transfer tail.)"""
+
+    def no_worse(other: LinePool, line: LinePool) -> bool:
+        return (
+            (other.source, other.target) == (line.source, line.target)
+            and other.fluctuation == line.fluctuation
+            and other.capacity_bytes_per_s >= line.capacity_bytes_per_s
+            and other.flow_cap_bytes_per_s >= line.flow_cap_bytes_per_s
+            and other.rtt_s <= line.rtt_s
+            and other.usd_per_hour <= line.usd_per_hour
+        )
+
+    kept = []
+    for line in lines:
+        dominated = any(other is not line and no_worse(other, line) and not no_worse(line, other) for other in lines)
+        if not dominated:
+            kept.append(line)
+    return kept
+
+
+def build_setup(
+    workload: Workload, base_dir: Path | None, architecture: ArchitectureName, rate_ceiling: float
+) -> OptimizeSetup:
+    """Model, instance candidates and (for architectures over the WAN) the undominated line pools
+    leaving the home datacenter."""
+    arch = architectures.get(architecture)
+    model = load_model(workload.model, workload.kv_dtype)
+    candidates = instance_candidates(workload, model, workload.serving.chunk_tokens)
+    lines: list[LinePool] = []
+    if arch.uses_wan:
+        home = workload.deployment.home
+        lines = [line for line in prune_lines(wan_configs(workload, base_dir)) if line.source == home]
+    return OptimizeSetup(
+        workload=workload,
+        base_dir=base_dir,
+        model=model,
+        architecture=arch,
+        candidates=candidates,
+        lines=lines,
+        moments=workload_moments(workload),
+        rate_ceiling=rate_ceiling,
+    )
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """How much a failed verification asks of the next program (all neutral at first).
+
+    sla_scale   shrinks the TTFT targets prefill pools are sized for;
+    decode_scale shrinks the rate and concurrency a decode or relay instance is credited with;
+    rate_cap    bounds the rate the program may serve below the offered rate (budget mode, after a
+                plan failed verification at a higher rate)."""
+
+    sla_scale: float = 1.0
+    decode_scale: float = 1.0
+    rate_cap: float = math.inf
+
+
+@dataclass
+class ProblemBuilder:
+    """Builds one architecture's programs; `beyond_inventory` sizes prefill pools past the offer's
+    max_count (for the elastic diagnosis, which asks how many GPUs would be needed)."""
+
+    setup: OptimizeSetup
+    options: OptimizeOptions
+    beyond_inventory: bool = False
+    _prefill_memo: dict[tuple[Any, ...], dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
+
+    def decoders(self, decode_scale: float = 1.0) -> list[DecoderCapacity[Candidate]]:
+        """Capacity of every candidate as a decoder, credited `decode_scale` of its rate and concurrency."""
+        moments = self.setup.moments
+        workload, model = self.setup.workload, self.setup.model
+        return [
+            replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale)
+            for d in (
+                decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens)
+                for c in self.setup.candidates
+            )
+        ]
+
+    def build(self, routing: Routing | None, headroom: Headroom = Headroom()) -> milp.ProblemData:
+        """Capacities of every candidate for one routing rule (the program's numbers)."""
+        setup, options = self.setup, self.options
+        arch, workload = setup.architecture, setup.workload
+        decoders = self.decoders(headroom.decode_scale)
+        md_step = max((d.step_s for d in decoders if d.usable), default=math.inf)
+        relay_rule = arch.relay_rule(routing) if routing is not None else None
+        classes = {
+            i: workload_classes(workload, setup.model, c.instance, setup.chunk, relay_rule)
+            for i, c in enumerate(setup.candidates)
+        }
+        any_classes = next(iter(classes.values()))
+        datacenters = [workload.deployment.home]
+        downstream = Downstream(arch, None, md_step, md_step)
+        pools: list[PathLoad] = (
+            [
+                path_load(
+                    replace(downstream, line=line),
+                    any_classes,
+                    setup.rate_ceiling,
+                    [candidate.instance for candidate in setup.candidates],
+                    CAPACITY_HANDOFF,
+                )
+                for line in setup.lines
+            ]
+            if arch.uses_wan
+            else [RDMA_PATH for _ in datacenters]
+        )
+        memo_key = (routing.hit_threshold if routing else None, headroom.sla_scale)
+        if memo_key not in self._prefill_memo:
+            self._prefill_memo[memo_key] = self._prefill_capacities(classes, pools, downstream, headroom.sla_scale)
+        inventory = {
+            (dc.name, offer.type): offer.max_count for dc in workload.deployment.datacenters for offer in dc.gpus
+        }
+        return milp.ProblemData(
+            architecture=arch,
+            prefill=setup.candidates,
+            prefill_caps=self._prefill_memo[memo_key],
+            decode=decoders,
+            relay=decoders if arch.has_relay else [],
+            pools=pools,
+            datacenters=datacenters,
+            drc_bytes_per_rps=drc_bytes_per_rps(workload, setup.model, arch),
+            mean_output_tokens=setup.moments.output_tokens,
+            inventory=inventory,
+            rate_ceiling=min(setup.rate_ceiling, headroom.rate_cap),
+            mode=options.mode,
+            target_rate=options.rate,
+            budget_per_hour=options.budget_per_hour,
+            min_served_fraction=options.min_served_fraction,
+        )
+
+    def _prefill_capacities(
+        self,
+        classes: dict[int, RequestClasses],
+        pools: list[PathLoad],
+        downstream: Downstream,
+        sla_scale: float,
+    ) -> dict[tuple[int, int], np.ndarray]:
+        """(prefill candidate, pool) -> the rate each pool size 1..N sustains within the TTFT SLA."""
+        setup = self.setup
+        caps: dict[tuple[int, int], np.ndarray] = {}
+        least = self.options.least_rate(setup.rate_ceiling)
+        for i, candidate in enumerate(setup.candidates):
+            if not serves_prefill(candidate):
+                continue
+            mean_s = float(classes[i].prefill_s @ classes[i].input_prob)
+            by_rate = math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4
+            top = max(by_rate if self.beyond_inventory else min(candidate.max_count, by_rate), 1)
+            # a pool of n instances serves less than n / E[S]: smaller pools cannot reach the least rate
+            # the program may serve, so their capacity is left at 0 without computing it
+            lowest = min(max(math.floor(least * mean_s), 1), top)
+            sizes = np.arange(lowest, top + 1)
+            same_link: dict[Any, np.ndarray] = {}
+            for k, load in enumerate(pools):
+                line = load.line
+                source = line.source if line is not None else setup.workload.deployment.home
+                if source != candidate.datacenter:
+                    continue
+                link_key = (
+                    (line.capacity_bytes_per_s, line.flow_cap_bytes_per_s, line.rtt_s, line.fluctuation)
+                    if line is not None
+                    else None
+                )
+                if link_key not in same_link:
+                    rates = pool_capacities(
+                        candidate,
+                        classes[i],
+                        replace(downstream, line=line),
+                        setup.workload,
+                        sizes,
+                        setup.rate_ceiling,
+                        sla_scale,
+                    )
+                    same_link[link_key] = np.concatenate([np.zeros(lowest - 1), rates])
+                caps[(i, k)] = same_link[link_key]
+        return caps
+
+
+def solve_program(data: milp.ProblemData, options: OptimizeOptions, bcr_price: float = 0.0) -> milp.Solution | None:
+    """Solve one program; None when infeasible."""
+    model, variables = milp.build(data, bcr_price)
+    if solve(model, options.solver) == "infeasible":
+        return None
+    return milp.read_solution(data, variables)
+
+
+def solve_bcr(
+    data: milp.ProblemData, options: OptimizeOptions, start_ratio: float = 0.0
+) -> tuple[milp.Solution | None, int]:
+    """(best solution, solves). Rate and budget modes: one solve. BCR: Dinkelbach,
+    q <- rate / cost until rate - q * cost ~ 0.
+
+    Starting from a ratio another feasible plan already achieved (`start_ratio`) skips the first
+    iterations; if no plan beats it, the loop restarts from 0 so a solution is always returned.
+    """
+    if data.mode != "bcr":
+        solution = solve_program(data, options)
+        if solution is None or solution.rate <= 1e-9:  # budget mode: the budget buys nothing that serves
+            return None, 1
+        return solution, 1
+    solves = 0
+    ratio = start_ratio
+    best: milp.Solution | None = None
+    for _ in range(DINKELBACH_ITERATIONS):
+        solution = solve_program(data, options, ratio)
+        solves += 1
+        if solution is None:
+            return best, solves
+        if solution.rate <= 1e-9 or solution.cost_per_hour <= 0:
+            if best is None and ratio > 0:
+                ratio = 0.0
+                continue
+            return best, solves
+        gap = solution.rate - ratio * solution.cost_per_hour
+        best = solution
+        if abs(gap) <= 1e-7 * solution.cost_per_hour and ratio > 0:
+            break
+        ratio = solution.rate / solution.cost_per_hour
+    return best, solves
