@@ -10,7 +10,7 @@ from _timing import ROOT, repeat, report, run_cli
 
 from pddplan.bathtub import bathtub
 from pddplan.inputs import load_workload, workload_dir
-from pddplan.sweep import sweep
+from pddplan.sweep import Execution, sweep
 
 
 def main() -> None:
@@ -23,8 +23,8 @@ def main() -> None:
     ok &= report("pddplan bathtub (CLI process, 101 points)", repeat(lambda: run_cli("bathtub", "--json"), 3), 5.0)
     path = ROOT / "workloads/pdd-agent-64k.yaml"
     values = [1.0 + 15.0 * i / 999 for i in range(1000)]
-    one = repeat(lambda: sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), jobs=1), 1)
-    two = repeat(lambda: sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), jobs=2), 1)
+    one = repeat(lambda: sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), Execution(jobs=1)), 1)
+    two = repeat(lambda: sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), Execution(jobs=2)), 1)
     report("sweep, 1,000 points, 1 worker", one, None)
     ok &= report("sweep, 1,000 points, 2 workers (target: faster than 1 worker)", two, one[0])
     ok &= report(

@@ -223,19 +223,23 @@ def estimate(
     json_out: JsonFlag = False,
 ) -> None:
     """Predict one prefill, decode step or extend step, with its breakdown and binding resource."""
+    from pddplan.perf.estimate import StepQuery
     from pddplan.perf.estimate import estimate as run
     from pddplan.report import output, perf_tables
 
-    result = run(
-        model,
-        gpu,
-        tp,
+    query = StepQuery(
         prefill_tokens=prefill,
         cached_tokens=cached,
         chunk_tokens=chunk,
         decode_batch=decode_batch,
         extend_tokens=extend,
         context_tokens=context,
+    )
+    result = run(
+        model,
+        gpu,
+        tp,
+        query,
         kv_dtype=_kv_dtype(kv_dtype),
         expert_parallel=ep,
         stack=stack,
@@ -671,9 +675,7 @@ def sweep(
             param,
             points_values,
             names,
-            jobs,
-            backend,
-            exact,
+            sweeping.Execution(jobs, backend, exact),
             progress=lambda done, total: progress.update(task, completed=done),
         )
     chart = sweep_report.chart(param, points, names)

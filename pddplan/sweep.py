@@ -150,17 +150,26 @@ def _optimized(workload: Workload, base: Path | None, arch: ArchitectureName) ->
     }
 
 
+@dataclass(frozen=True)
+class Execution:
+    """How a sweep runs: `jobs` workers on `backend` (loky, threading, dask or ray); `optimize`
+    solves the integer program at each point instead of the fast sizing."""
+
+    jobs: int = 1
+    backend: str = "loky"
+    optimize: bool = False
+
+
 def sweep(
     workload_path: Path,
     param: str,
     values: Sequence[float],
     architectures: Sequence[ArchitectureName] | None = None,
-    jobs: int = 1,
-    backend: str = "loky",
-    optimize: bool = False,
+    execution: Execution = Execution(),
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point; `jobs` workers on `backend` (loky, threading, dask or ray)."""
+    """Run every point (see `Execution`)."""
+    jobs, backend, optimize = execution.jobs, execution.backend, execution.optimize
     names = tuple(architectures) if architectures is not None else registry.names()
     raw = read_data(workload_path)
     if not isinstance(raw, dict):

@@ -16,7 +16,7 @@ from cli_results import one_error_line
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.loading import read_data, validate
-from pddplan.perf.estimate import estimate
+from pddplan.perf.estimate import StepQuery, estimate
 from pddplan.perf.memory import max_batch, memory_budget
 from pddplan.perf.roofline import Instance, prefill_time, step_time
 from pddplan.specs.hardware import Efficiency
@@ -50,7 +50,9 @@ def ok_json(result: Any) -> dict[str, Any]:
 
 # -- estimate: the library ------------------------------------------------------------------------
 def test_estimate_prefill_matches_roofline() -> None:
-    out = estimate("llama-3.1-8b", "h100-sxm", 1, prefill_tokens=20_000, cached_tokens=1000, chunk_tokens=8192)
+    out = estimate(
+        "llama-3.1-8b", "h100-sxm", 1, StepQuery(prefill_tokens=20_000, cached_tokens=1000, chunk_tokens=8192)
+    )
     inst = Instance(load_model("llama-3.1-8b"), load_hardware("h100-sxm"), 1)
     assert out["mode"] == "prefill"
     assert out["prefill_s"] == pytest.approx(float(prefill_time(inst, 20_000, 1000, 8192)), rel=1e-12)
@@ -64,20 +66,20 @@ def test_estimate_prefill_matches_roofline() -> None:
         "kv_budget_bytes": budget.kv_bytes,
     }
     assert out["efficiency_source"] == inst.efficiency.source
-    unchunked = estimate("llama-3.1-8b", "h100-sxm", 1, prefill_tokens=20_000)
+    unchunked = estimate("llama-3.1-8b", "h100-sxm", 1, StepQuery(prefill_tokens=20_000))
     assert (unchunked["chunks"], unchunked["tail_chunk_tokens"]) == (1, 20_000)
     assert unchunked["memory_per_gpu"]["activations_bytes"] == memory_budget(inst, step_tokens=20_000).activation_bytes
 
 
 def test_estimate_decode_and_extend_match_roofline() -> None:
     inst = Instance(load_model("qwen3-235b-a22b"), load_hardware("h200"), 8)
-    decode = estimate("qwen3-235b-a22b", "h200", 8, decode_batch=64, context_tokens=30_000)
+    decode = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(decode_batch=64, context_tokens=30_000))
     step = float(step_time(inst, 1, 30_000, 64).total_s)
     assert decode["decode_step_s"] == pytest.approx(step, rel=1e-12)
     assert decode["tokens_per_s"] == pytest.approx(64 / step, rel=1e-12)
     assert decode["max_batch_by_memory"] == int(max_batch(inst, 30_000))
     assert decode["expert_parallel"] is False
-    extend = estimate("qwen3-235b-a22b", "h200", 8, extend_tokens=100, context_tokens=30_000)
+    extend = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(extend_tokens=100, context_tokens=30_000))
     ext = float(step_time(inst, 100, 30_000, 1).total_s)
     assert extend["extend_s"] == pytest.approx(ext, rel=1e-12)
     assert extend["equivalent_decode_steps"] == pytest.approx(ext / float(step_time(inst, 1, 30_000, 1).total_s))
@@ -85,14 +87,16 @@ def test_estimate_decode_and_extend_match_roofline() -> None:
 
 
 def test_estimate_kv_dtype_and_ep_switches() -> None:
-    bf16 = estimate("deepseek-v3.2", "h200", 8, decode_batch=32, context_tokens=60_000, kv_dtype="bf16")
-    fp8 = estimate("deepseek-v3.2", "h200", 8, decode_batch=32, context_tokens=60_000)
+    bf16 = estimate("deepseek-v3.2", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000), kv_dtype="bf16")
+    fp8 = estimate("deepseek-v3.2", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000))
     assert bf16["max_batch_by_memory"] < fp8["max_batch_by_memory"]
     # a GQA model reads its whole KV per decode step: fp8 KV halves the attention reads
-    gqa_bf16 = estimate("qwen3-235b-a22b", "h200", 8, decode_batch=32, context_tokens=60_000)
-    gqa_fp8 = estimate("qwen3-235b-a22b", "h200", 8, decode_batch=32, context_tokens=60_000, kv_dtype="fp8")
+    gqa_bf16 = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000))
+    gqa_fp8 = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000), kv_dtype="fp8")
     assert gqa_bf16["breakdown"]["attention_s"] > gqa_fp8["breakdown"]["attention_s"]
-    forced = estimate("deepseek-v3.2", "h200", 8, decode_batch=32, context_tokens=60_000, expert_parallel=True)
+    forced = estimate(
+        "deepseek-v3.2", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000), expert_parallel=True
+    )
     assert forced["expert_parallel"] is True and fp8["expert_parallel"] is False
     # the MLA latent on each of the 8 ranks under TP attention, once under data-parallel attention;
     # qwen3-235b's 4 KV heads twice over 8 ranks
@@ -110,7 +114,7 @@ def test_estimate_kv_dtype_and_ep_switches() -> None:
 )
 def test_estimate_rejects_bad_modes(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError, match=message):
-        estimate("llama-3.1-8b", "h100-sxm", 1, **kwargs)
+        estimate("llama-3.1-8b", "h100-sxm", 1, StepQuery(**kwargs))
 
 
 # -- estimate: the CLI ----------------------------------------------------------------------------

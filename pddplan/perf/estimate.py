@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pddplan.errors import InputError
@@ -11,28 +12,39 @@ from pddplan.perf.roofline import Instance, prefill_time, step_time
 from pddplan.specs.model import KvDtype
 
 
-def estimate(
-    model_name: str,
-    gpu: str,
-    tp: int,
-    *,
-    prefill_tokens: int | None = None,
-    cached_tokens: int = 0,
-    chunk_tokens: int | None = None,
-    decode_batch: int | None = None,
-    extend_tokens: int | None = None,
-    context_tokens: int | None = None,
-    kv_dtype: KvDtype | None = None,
-    expert_parallel: bool | None = None,
-    stack: str | None = None,
-) -> dict[str, Any]:
-    """Predict a prefill, a decode step or an extend step; exactly one mode must be given.
+@dataclass(frozen=True)
+class StepQuery:
+    """Which step to predict; exactly one of prefill_tokens, decode_batch and extend_tokens.
 
     prefill: `prefill_tokens` new tokens on `cached_tokens` cached ones (chunked by `chunk_tokens`);
     decode:  one step of `decode_batch` sequences at `context_tokens`;
     extend:  `extend_tokens` recomputed on `context_tokens` (the token-ID handoff).
+    """
+
+    prefill_tokens: int | None = None
+    cached_tokens: int = 0
+    chunk_tokens: int | None = None
+    decode_batch: int | None = None
+    extend_tokens: int | None = None
+    context_tokens: int | None = None
+
+
+def estimate(
+    model_name: str,
+    gpu: str,
+    tp: int,
+    query: StepQuery,
+    *,
+    kv_dtype: KvDtype | None = None,
+    expert_parallel: bool | None = None,
+    stack: str | None = None,
+) -> dict[str, Any]:
+    """Predict a prefill, a decode step or an extend step (see `StepQuery`).
+
     `stack` picks the factors the GPU's profile holds for that serving stack (else its default ones).
     """
+    prefill_tokens, cached_tokens, chunk_tokens = query.prefill_tokens, query.cached_tokens, query.chunk_tokens
+    decode_batch, extend_tokens, context_tokens = query.decode_batch, query.extend_tokens, query.context_tokens
     for flag, value, least in (
         ("--prefill", prefill_tokens, 1),
         ("--decode-batch", decode_batch, 1),
