@@ -104,7 +104,7 @@ class ByHand:
         return self.first_chunk + float(self.rounds.extra_relay_s) / self.tau_relay
 
 
-# rtt 20 ms: one catch-up round; 200 ms, threshold 64: one round of ~28 tokens... then stop;
+# rtt 20 ms: one catch-up round; 200 ms, threshold 64: one round, whose next chunk (~28 tokens) is the last;
 # 200 ms, threshold 16: RTT / tau_RLD ~ 24 tokens > 16 every round, so all six rounds run
 @pytest.mark.parametrize(("rtt_ms", "threshold", "rounds"), [(20, 16, 1), (200, 64, 1), (200, 16, 6)])
 def test_isolated_catch_up_hiccup_is_the_last_chunks_extend(rtt_ms: float, threshold: int, rounds: int) -> None:
