@@ -72,6 +72,12 @@ def _model_rows(model: type[BaseModel], prefix: str, seen: frozenset[type[BaseMo
         annotation = field.annotation
         members = _models_in(annotation)
         type_name = _type_name(annotation)
+        extra = field.json_schema_extra
+        if callable(extra):  # values known only at run time (the registered architectures)
+            schema: dict[str, Any] = {}
+            extra(schema)
+            if "enum" in schema:
+                type_name = "one of " + ", ".join(repr(value) for value in schema["enum"])
         if field.default is PydanticUndefined and field.default_factory is None:
             default = "required"
         elif field.default_factory is not None:

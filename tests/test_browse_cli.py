@@ -27,7 +27,13 @@ def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_shipped_catalogs() -> None:
     assert len(HARDWARE) >= 10
     assert len(MODELS) == 13
-    assert WORKLOADS == ["chat-short-lowhit", "coding-agent-128k", "pdd-agent-64k", "rag-longdoc-lowhit"]
+    assert WORKLOADS == [
+        "chat-short-lowhit",
+        "coding-agent-128k",
+        "pdd-agent-64k",
+        "pdd-agent-64k-hetero",
+        "rag-longdoc-lowhit",
+    ]
 
 
 # -- hardware -------------------------------------------------------------------------------------

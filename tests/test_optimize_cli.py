@@ -169,7 +169,7 @@ def budget_runs(
 def test_json_stdout_is_one_document(agent_data: dict[str, Any]) -> None:
     assert {"best", "architectures"} <= set(agent_data)
     assert agent_data["workload"] == AGENT and agent_data["mode"] == "bcr"
-    assert [arch["name"] for arch in agent_data["architectures"]] == ["pd-intra", "pd-cross", "pdd"]
+    assert [arch["name"] for arch in agent_data["architectures"]] == ["pd-intra", "pd-hetero", "pd-cross", "pdd"]
 
 
 def test_highs_banner_goes_to_stderr_not_stdout(agent: tuple[Run, Path]) -> None:
