@@ -128,6 +128,19 @@ def models_show(
         browse_tables.print_model(output.human(), summary)
 
 
+@app.command("architectures")
+def architectures_list(json_out: JsonFlag = False) -> None:
+    """List the architectures pddplan plans (each a module in pddplan/architectures)."""
+    from pddplan.architectures import describe
+    from pddplan.report import browse_tables, output
+
+    rows = describe()
+    if json_out:
+        output.emit_json(rows)
+    else:
+        output.human().print(browse_tables.architectures_table(rows))
+
+
 @workloads_app.command("list")
 def workloads_list(json_out: JsonFlag = False) -> None:
     """List the shipped workloads."""

@@ -4,6 +4,7 @@ architecture names, the import graph has no cycle, and pd-hetero behaves as spec
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -151,3 +152,21 @@ def test_pd_hetero_optimizes_on_the_two_type_variant() -> None:
     assert plan.prefill.datacenter == plan.decode.datacenter == workload.deployment.home
     assert plan.wan == [] and plan.relay is None
     assert result.evaluation.sla_met and result.evaluation.wan_gbps_offered == 0.0
+
+
+def test_architectures_command_lists_the_registry() -> None:
+    from typer.testing import CliRunner
+
+    from pddplan.cli import app
+
+    result = CliRunner().invoke(app, ["architectures", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [row["name"] for row in rows] == list(architectures.names())
+    hetero = rows[1]
+    assert (hetero["kv_path"], hetero["decode_gpu"], hetero["relay"], hetero["decode_datacenter"]) == (
+        "rdma",
+        "other",
+        False,
+        "same",
+    )

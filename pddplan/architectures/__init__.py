@@ -55,6 +55,22 @@ def baselines() -> tuple[Architecture, ...]:
     return tuple(a for a in _registry().values() if not a.subject)
 
 
+def describe() -> list[dict[str, object]]:
+    """One plain record per architecture: what `pddplan architectures` lists."""
+    return [
+        {
+            "name": a.name,
+            "summary": a.summary,
+            "kv_path": a.transport.value,
+            "decode_gpu": a.decode_gpu.value,
+            "relay": a.has_relay,
+            "decode_datacenter": "other" if a.uses_wan else "same",
+            "subject": a.subject,
+        }
+        for a in _registry().values()
+    ]
+
+
 __all__ = [
     "Architecture",
     "DecodeGpu",
@@ -63,6 +79,7 @@ __all__ = [
     "Transport",
     "all_architectures",
     "baselines",
+    "describe",
     "get",
     "names",
     "subject",

@@ -154,6 +154,23 @@ def print_model(console: Console, summary: dict[str, Any]) -> None:
     console.print(table)
 
 
+def architectures_table(rows: list[dict[str, Any]]) -> Table:
+    """One line per architecture: where decode runs, how the KV gets there, the decode GPU rule."""
+    table = Table(title="Architectures")
+    for header in ("name", "decode DC", "KV path", "decode GPU", "relay", "what it is"):
+        table.add_column(header, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["name"],
+            str(row["decode_datacenter"]),
+            str(row["kv_path"]).upper(),
+            f"{row['decode_gpu']} type",
+            "yes" if row["relay"] else "-",
+            str(row["summary"]),
+        )
+    return table
+
+
 def workloads_table(rows: list[dict[str, Any]]) -> Table:
     """One line per workload."""
     table = Table(title="Workloads")
