@@ -19,13 +19,14 @@ import pytest
 from cli_results import one_error_line
 from typer.testing import CliRunner
 
+from pddplan import architectures
 from pddplan import bathtub as tub
 from pddplan.cli import app
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.report import bathtub_report
 from pddplan.scenario import build_scenario
-from pddplan.specs.plan import ARCHITECTURES, Plan
+from pddplan.specs.plan import Plan
 
 WORKLOAD = "pdd-agent-64k"
 PROMPT = 64512  # pdd-agent-64k: fixed prompt length
@@ -65,15 +66,15 @@ def test_json_has_points_and_findings() -> None:
     assert data["mode"] == "fixed"
     assert data["chunk_tokens"] == 8192
     assert data["rate_rps"] == load_workload(WORKLOAD).arrival.rate_rps
-    assert data["architectures"] == list(ARCHITECTURES)
+    assert data["architectures"] == list(architectures.names())
     points = data["points"]
     assert len(points) == 101
     assert [p["hit"] for p in points] == pytest.approx([i / 100 for i in range(101)], abs=1e-12)
     assert points[0]["hit"] == 0.0 and points[-1]["hit"] == 1.0
     for point in points:
-        assert set(point) == {"hit", "tail_chunk_tokens", *ARCHITECTURES}
+        assert set(point) == {"hit", "tail_chunk_tokens", *architectures.names()}
         assert point["tail_chunk_tokens"] == tub.tail_chunk_tokens(PROMPT, point["hit"], 8192, PAGE)
-        for arch in ARCHITECTURES:
+        for arch in architectures.names():
             entry = point[arch]
             assert set(entry) == {*tub.FIGURES, "plan"}
             if entry["plan"] is None:
@@ -91,7 +92,7 @@ def test_json_has_points_and_findings() -> None:
     findings = data["findings"]
     assert set(findings) >= {"workload_mean_hit", "architectures", "predicted_dips", "pdd_vs_baselines"}
     assert findings["workload_mean_hit"] == pytest.approx(load_workload(WORKLOAD).hit_rate.mean(), abs=1e-12)
-    assert set(findings["architectures"]) == set(ARCHITECTURES)
+    assert set(findings["architectures"]) == set(architectures.names())
     for arch, entry in findings["architectures"].items():
         feasible = sum(p[arch]["plan"] is not None for p in points)
         assert entry["feasible_points"] == feasible
@@ -127,7 +128,7 @@ def test_dips_sit_within_one_grid_step_of_the_arithmetic(chunk: int) -> None:
     step = 1 / (len(data["points"]) - 1)
     predicted = arithmetic_dips(chunk)
     hits = np.array([p["hit"] for p in data["points"]])
-    for arch in ARCHITECTURES:
+    for arch in architectures.names():
         throughput = np.array(
             [
                 np.nan if p[arch]["prefill_tokens_per_gpu_s"] is None else p[arch]["prefill_tokens_per_gpu_s"]

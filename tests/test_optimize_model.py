@@ -8,7 +8,7 @@ constraints allow (the minimum over them), then applies the mode's objective:
 
   rate    minimum cost serving exactly the target rate;
   budget  maximum served rate with cost <= budget (cost * 1e-6 breaks ties, as documented);
-  bcr     maximum rate / cost (Dinkelbach through `search._solve`); with min_served_fraction = 1
+  bcr     maximum rate / cost (Dinkelbach through `problem.solve_bcr`); with min_served_fraction = 1
           the rate is fixed at the ceiling, otherwise each choice serves its own maximum rate.
 """
 
@@ -24,12 +24,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pddplan.evaluate.capacity import DecoderCapacity, PathLoad
+from pddplan import architectures
+from pddplan.architectures import DecodeGpu
+from pddplan.evaluate.capacity import RDMA_PATH, DecoderCapacity, PathLoad
 from pddplan.inputs import load_hardware, load_model, load_workload, workload_dir
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import Candidate, wan_configs
-from pddplan.optimize.search import OptimizeOptions, _solve
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.problem import solve_bcr
 from pddplan.optimize.solver import SolverOptions, solve
 from pddplan.perf.roofline import Instance
 
@@ -104,11 +107,12 @@ def line(source: str, target: str, usd: float) -> LinePool:
 def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> milp.ProblemData:
     """A small random ProblemData: hypothesis draws the seed of a generator that draws the rest."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    arch = ("pd-intra", "pd-cross", "pdd")[int(rng.integers(3))]
+    names = architectures.names()
+    arch = architectures.get(names[int(rng.integers(len(names)))])
     n_pools = int(rng.integers(1, 4))
     n_prefill = int(rng.integers(1, 3))
     n_decode = int(rng.integers(1, 4))
-    n_relay = int(rng.integers(1, 3)) if arch == "pdd" else 0
+    n_relay = int(rng.integers(1, 3)) if arch.has_relay else 0
     ceiling = float(rng.uniform(1.0, 5.0))
 
     def dc_choice(options: list[str]) -> str:
@@ -120,9 +124,9 @@ def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> mil
             dc_choice(dcs), dc_choice(list(GPUS)), tp, tp * float(rng.uniform(1.0, 4.0)), int(rng.integers(1, 5))
         )
 
-    if arch == "pd-intra":
+    if not arch.uses_wan:
         datacenters = ["dc-a", "dc-b", "dc-c"][:n_pools]
-        pools = [PathLoad(None, 0.0, 1.0, 0.0, math.inf) for _ in datacenters]
+        pools = [RDMA_PATH for _ in datacenters]
         prefill_dcs = decode_dcs = datacenters
         relay_dcs: list[str] = []
     else:
@@ -134,8 +138,8 @@ def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> mil
                 PathLoad(
                     line=line("dc-a", target, float(rng.uniform(0.5, 15.0))),
                     wan_bytes_per_request=1e8,
-                    md_load_fraction=float(rng.uniform(0.3, 1.0)) if arch == "pdd" else 1.0,
-                    relay_hold_s=float(rng.uniform(0.5, 4.0)) if arch == "pdd" else 0.0,
+                    md_load_fraction=float(rng.uniform(0.3, 1.0)) if arch.has_relay else 1.0,
+                    relay_hold_s=float(rng.uniform(0.5, 4.0)) if arch.has_relay else 0.0,
                     max_rate=ceiling * float(rng.uniform(0.5, 1.6)),
                 )
             )
@@ -155,14 +159,16 @@ def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> mil
             if locations_of(pools, datacenters, k)[0] == cand.datacenter:
                 prefill_caps[(c, k)] = caps * float(rng.uniform(0.7, 1.2))
     mean_output = float(rng.uniform(100.0, 1000.0))
-    drc = 0.0 if arch == "pd-intra" else float(rng.uniform(0.0, 10e9))
+    drc = float(rng.uniform(0.0, 10e9)) if arch.uses_wan else 0.0
     decode = []
     for _ in range(n_decode):
         cand = make_candidate(decode_dcs)
-        if arch == "pd-intra" and rng.random() < 0.7:  # usually where a prefill kind of its GPU type is
+        if not arch.uses_wan and rng.random() < 0.7:
+            # usually where a prefill kind is, on its GPU type (pd-intra) or the other one (pd-hetero)
             twin = prefill[int(rng.integers(len(prefill)))]
-            cand = replace(cand, datacenter=twin.datacenter, gpu=twin.gpu)
-        elif arch != "pd-intra" and rng.random() < 0.7:  # usually at the end of some line pool
+            gpu = twin.gpu if arch.decode_gpu is DecodeGpu.SAME else next(g for g in GPUS if g != twin.gpu)
+            cand = replace(cand, datacenter=twin.datacenter, gpu=gpu)
+        elif arch.uses_wan and rng.random() < 0.7:  # usually at the end of some line pool
             cand = replace(cand, datacenter=locations_of(pools, datacenters, int(rng.integers(len(pools))))[1])
         step = float(rng.uniform(0.01, 0.05))
         seq_gb = float(rng.uniform(0.05, 0.5))
@@ -187,7 +193,7 @@ def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> mil
     for cand in [*prefill, *(d.candidate for d in decode), *(r.candidate for r in relay)]:
         inventory[(cand.datacenter, cand.gpu)] = int(rng.integers(4, 33))
     data = milp.ProblemData(
-        architecture=arch,  # type: ignore[arg-type]
+        architecture=arch,
         prefill=prefill,
         prefill_caps=prefill_caps,
         decode=decode,
@@ -248,7 +254,10 @@ def evaluate_choice(
     dec = data.decode[d]
     if pre.datacenter != source or dec.candidate.datacenter != target:
         return None
-    if data.architecture == "pd-intra" and dec.candidate.gpu != pre.gpu:
+    rule = data.architecture.decode_gpu
+    if rule is DecodeGpu.SAME and dec.candidate.gpu != pre.gpu:
+        return None
+    if rule is DecodeGpu.OTHER and dec.candidate.gpu == pre.gpu:
         return None
     used: dict[tuple[str, str], int] = {}
     used[(pre.datacenter, pre.gpu)] = used.get((pre.datacenter, pre.gpu), 0) + n * pre.tp
@@ -292,7 +301,7 @@ def all_choices(data: milp.ProblemData) -> list[Choice]:
     ]
     decode = [(d, m) for d, cap in enumerate(data.decode) if cap.usable for m in range(cap.candidate.max_count + 1)]
     relay: list[tuple[int, int] | None] = [None]
-    if data.architecture == "pdd":
+    if data.architecture.has_relay:
         relay = [
             (r, m) for r, cap in enumerate(data.relay) if cap.usable for m in range(1, cap.candidate.max_count + 1)
         ]
@@ -394,7 +403,7 @@ def test_budget_mode_matches_brute_force(data: milp.ProblemData) -> None:
 def test_bcr_full_rate_matches_brute_force(data: milp.ProblemData) -> None:
     """min_served_fraction = 1: the rate is the ceiling, so the best ratio is ceiling / min cost."""
     expected = brute_bcr(data)
-    solution, solves = _solve(data, OptimizeOptions(solver=OPTIONS))
+    solution, solves = solve_bcr(data, OptimizeOptions(solver=OPTIONS))
     if expected is None:
         assert solution is None, f"Dinkelbach returned {solution} where no choice serves the ceiling"
         return
@@ -410,7 +419,7 @@ def test_bcr_full_rate_matches_brute_force(data: milp.ProblemData) -> None:
 def test_bcr_partial_rate_matches_brute_force(data: milp.ProblemData) -> None:
     """min_served_fraction < 1: each choice may serve anything from the floor to its own maximum."""
     expected = brute_bcr(data)
-    solution, _ = _solve(data, OptimizeOptions(solver=OPTIONS))
+    solution, _ = solve_bcr(data, OptimizeOptions(solver=OPTIONS))
     if expected is None:
         assert solution is None, f"Dinkelbach returned {solution} where no choice serves the floor"
         return
@@ -432,7 +441,7 @@ def test_random_instances_are_varied() -> None:
     @settings(max_examples=40, deadline=None, derandomize=True)
     @given(problems("rate"), problems("budget"), problems("bcr", min_served=1.0))
     def count(rate: milp.ProblemData, budget: milp.ProblemData, bcr: milp.ProblemData) -> None:
-        bump(rate.architecture)
+        bump(rate.architecture.name)
         bump("rate-feasible" if brute_rate(rate) is not None else "rate-infeasible")
         best = brute_budget(budget)
         if best is not None and 1e-9 < best[1] < budget.rate_ceiling * (1 - 1e-9):
@@ -441,7 +450,7 @@ def test_random_instances_are_varied() -> None:
             bump("bcr-full-feasible")
 
     count()
-    assert all(seen.get(arch, 0) >= 5 for arch in ("pd-intra", "pd-cross", "pdd")), seen
+    assert all(seen.get(arch, 0) >= 5 for arch in architectures.names()), seen
     assert seen.get("rate-feasible", 0) >= 10 and seen.get("rate-infeasible", 0) >= 5, seen
     assert seen.get("budget-partial", 0) >= 5 and seen.get("bcr-full-feasible", 0) >= 5, seen
 
@@ -465,7 +474,7 @@ def pdd_problem(mode: milp.Mode = "bcr", **changes: Any) -> milp.ProblemData:
         (1, 1): np.array([0.0, 1.0, 1.8, 2.6]),
     }
     data = milp.ProblemData(
-        architecture="pdd",
+        architecture=architectures.get("pdd"),
         prefill=[p0, p1],
         prefill_caps=caps,
         decode=[decoder(d0, 1.2, 60.0), decoder(d1, 0.9, 30.0)],
@@ -489,12 +498,12 @@ def intra_problem(**changes: Any) -> milp.ProblemData:
     d1 = candidate("dc-a", "h20", 1, 1.0, 4)
     d2 = candidate("dc-b", "h20", 2, 3.0, 4)
     data = milp.ProblemData(
-        architecture="pd-intra",
+        architecture=architectures.get("pd-intra"),
         prefill=[p0, p1],
         prefill_caps={(0, 0): np.array([1.0, 2.1, 3.0, 3.9]), (1, 1): np.array([0.4, 0.9, 1.3, 1.8])},
         decode=[decoder(d0, 1.5, 80.0), decoder(d1, 5.0, 80.0), decoder(d2, 0.8, 80.0)],
         relay=[],
-        pools=[PathLoad(None, 0.0, 1.0, 0.0, math.inf), PathLoad(None, 0.0, 1.0, 0.0, math.inf)],
+        pools=[RDMA_PATH, RDMA_PATH],
         datacenters=["dc-a", "dc-b"],
         drc_bytes_per_rps=0.0,
         mean_output_tokens=300.0,
@@ -520,9 +529,11 @@ def expected_names(data: milp.ProblemData, variables: milp.Variables) -> set[str
     for d, cap in enumerate(data.decode):
         if cap.usable:
             names |= {f"decode-pick-{d}", f"decode-location-{d}", f"decode-memory-{d}"}
-            if data.architecture == "pd-intra":
+            if data.architecture.decode_gpu is DecodeGpu.SAME:
                 names.add(f"homogeneous-{d}")
-    if data.architecture == "pdd":
+            elif data.architecture.decode_gpu is DecodeGpu.OTHER:
+                names.add(f"heterogeneous-{d}")
+    if data.architecture.has_relay:
         names |= {"one-relay-kind", "relay-capacity"}
         for r, cap in enumerate(data.relay):
             if cap.usable:
@@ -547,10 +558,11 @@ def expected_names(data: milp.ProblemData, variables: milp.Variables) -> set[str
         pdd_problem("budget", budget_per_hour=40.0),
         pdd_problem("rate", target_rate=2.0),
         pdd_problem("bcr", min_served_fraction=0.0),
-        replace(pdd_problem("rate", target_rate=2.0), architecture="pd-cross", relay=[]),
+        replace(pdd_problem("rate", target_rate=2.0), architecture=architectures.get("pd-cross"), relay=[]),
         intra_problem(),
+        intra_problem(architecture=architectures.get("pd-hetero")),
     ],
-    ids=["pdd-bcr", "pdd-budget", "pdd-rate", "pdd-bcr-floor0", "pd-cross-rate", "pd-intra-rate"],
+    ids=["pdd-bcr", "pdd-budget", "pdd-rate", "pdd-bcr-floor0", "pd-cross-rate", "pd-intra-rate", "pd-hetero-rate"],
 )
 def test_constraints_are_named_as_documented(data: milp.ProblemData) -> None:
     model, variables = milp.build(data)
@@ -559,9 +571,9 @@ def test_constraints_are_named_as_documented(data: milp.ProblemData) -> None:
     assert set(names) == expected_names(data, variables)
     for family in ("one_pool", "prefill_capacity_", "decode_capacity", "decode_memory_", "inventory_"):
         assert any(name.startswith(family) for name in names), family
-    if data.architecture != "pd-intra":
+    if data.architecture.uses_wan:
         assert any(name.startswith("wan_bandwidth_") for name in names)
-    if data.architecture == "pdd":
+    if data.architecture.has_relay:
         assert "relay_capacity" in names
 
 
@@ -588,7 +600,11 @@ def test_elastic_adds_one_slack_per_family() -> None:
         (pdd_problem("rate", target_rate=3.0), brute_rate),
         (intra_problem(), brute_rate),
         (intra_problem(target_rate=1.2), brute_rate),
-        (replace(pdd_problem("rate", target_rate=2.0), architecture="pd-cross", relay=[]), brute_rate),
+        (
+            replace(pdd_problem("rate", target_rate=2.0), architecture=architectures.get("pd-cross"), relay=[]),
+            brute_rate,
+        ),
+        (intra_problem(architecture=architectures.get("pd-hetero")), brute_rate),
     ],
 )
 def test_hand_made_rate_instances(data: milp.ProblemData, brute: Any) -> None:
@@ -610,6 +626,22 @@ def test_pd_intra_keeps_decode_on_the_prefill_gpu() -> None:
     d, _ = solution.decode
     assert data.prefill[c].gpu == data.decode[d].candidate.gpu
     assert data.prefill[c].datacenter == data.decode[d].candidate.datacenter
+
+
+def test_pd_hetero_moves_decode_to_another_gpu() -> None:
+    """The same instance under pd-hetero: decode must run on another GPU type than prefill, in the
+    same datacenter, so dc-a's h100 prefill pool decodes on dc-a's h20 (dc-b offers no other type)."""
+    data = intra_problem(architecture=architectures.get("pd-hetero"))
+    solution = solve_mode(data)
+    assert solution is not None
+    c, _ = solution.prefill
+    d, _ = solution.decode
+    assert data.prefill[c].gpu != data.decode[d].candidate.gpu
+    assert data.prefill[c].datacenter == data.decode[d].candidate.datacenter
+    assert (data.prefill[c].gpu, data.decode[d].candidate.key) == ("h100-sxm", data.decode[1].candidate.key)
+    homogeneous = solve_mode(intra_problem())
+    assert homogeneous is not None
+    assert solution.cost_per_hour < homogeneous.cost_per_hour  # the cheap h20 decoder is now allowed
 
 
 def test_budget_mode_serves_less_when_the_budget_binds() -> None:
@@ -720,16 +752,15 @@ def test_in_domain_expert_parallel_kinds_decode_but_do_not_prefill() -> None:
     not prefill (one request's attention would run on one rank, which the step model does not
     represent); tp16 spans two domains and is expert-parallel, the only layout, so it may prefill."""
     from pddplan.optimize.candidates import instance_candidates, serves_prefill
-    from pddplan.optimize.search import OptimizeOptions, _problem, _setup
-    from pddplan.specs.plan import Handoff
+    from pddplan.optimize.problem import ProblemBuilder, build_setup
 
     workload = load_workload("coding-agent-128k")
     model = load_model(workload.model, workload.kv_dtype)
     found = {c.key: c for c in instance_candidates(workload, model, workload.serving.chunk_tokens)}
     assert not serves_prefill(found["dc-a/b200/tp8/ep"])
     assert serves_prefill(found["dc-a/b200/tp8"]) and serves_prefill(found["dc-a/b200/tp16/ep"])
-    setup = _setup(workload, workload_dir("coding-agent-128k"), "pd-intra", workload.arrival.rate_rps)
-    data, _ = _problem(setup, None, Handoff(mode="adaptive"), 1.0, OptimizeOptions())
+    setup = build_setup(workload, workload_dir("coding-agent-128k"), "pd-intra", workload.arrival.rate_rps)
+    data = ProblemBuilder(setup, OptimizeOptions()).build(None)
     keys = {setup.candidates[c].key for c, _ in data.prefill_caps}
     assert "dc-a/b200/tp8/ep" not in keys and "dc-a/b200/tp8" in keys
     assert any(d.candidate.key == "dc-a/b200/tp8/ep" for d in data.decode)

@@ -1,4 +1,4 @@
-"""`pddplan.optimize.search` and `pddplan.optimize.diagnose`: Dinkelbach iterations, line pruning,
+"""`pddplan.optimize.search`, `.problem` and `.diagnose`: Dinkelbach iterations, line pruning,
 routing rules, the elastic diagnosis of infeasible programs, and whole-architecture searches on
 the shipped workloads (in-process; the CLI's subprocess tests are in test_optimize_cli.py).
 """
@@ -27,24 +27,18 @@ from test_optimize_model import (  # shared synthetic builders and brute force
     pdd_problem,
 )
 
+from pddplan import architectures
+from pddplan.architectures.pdd import HIT_THRESHOLDS
 from pddplan.errors import InfeasibleError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.capacity import PathLoad
+from pddplan.evaluate.moments import WorkloadMoments
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import FIXES, diagnose
-from pddplan.optimize.search import (
-    HIT_THRESHOLDS,
-    MAX_ROUNDS,
-    TIGHTEN,
-    OptimizeOptions,
-    _prune_lines,
-    _routings,
-    _setup,
-    _solve,
-    optimize_architecture,
-    require_feasible,
-)
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.problem import Headroom, build_setup, prune_lines, solve_bcr
+from pddplan.optimize.search import MAX_ROUNDS, TIGHTEN, optimize_architecture, require_feasible
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import decode_step_time
 from pddplan.specs.workload import Fluctuation
@@ -57,7 +51,7 @@ def test_dinkelbach_converges_to_the_brute_force_ratio() -> None:
     data = pdd_problem("bcr", min_served_fraction=0.0)
     expected = brute_bcr(data)
     assert expected is not None
-    solution, solves = _solve(data, OptimizeOptions())
+    solution, solves = solve_bcr(data, OptimizeOptions())
     assert solution is not None
     assert close(solution.rate / solution.cost_per_hour, expected)
     assert 2 <= solves <= 12
@@ -70,14 +64,14 @@ def test_dinkelbach_from_a_start_ratio_still_returns_the_optimum(factor: float) 
         data = pdd_problem("bcr", min_served_fraction=floor)
         expected = brute_bcr(data)
         assert expected is not None
-        solution, _ = _solve(data, OptimizeOptions(), start_ratio=expected * factor)
+        solution, _ = solve_bcr(data, OptimizeOptions(), start_ratio=expected * factor)
         assert solution is not None, (floor, factor)
         assert close(solution.rate / solution.cost_per_hour, expected), (floor, factor)
 
 
 def test_full_rate_bcr_is_the_cheapest_plan_at_the_ceiling() -> None:
     data = pdd_problem("bcr")
-    solution, _ = _solve(data, OptimizeOptions())
+    solution, _ = solve_bcr(data, OptimizeOptions())
     cheapest = brute_rate(replace(data, mode="rate", target_rate=data.rate_ceiling))
     assert solution is not None and cheapest is not None
     assert close(solution.rate, data.rate_ceiling)
@@ -88,7 +82,7 @@ def test_solve_reports_infeasible_programs_as_none() -> None:
     starved = {("dc-a", "h100-sxm"): 1, ("dc-a", "h20"): 1}
     for mode, extra in (("rate", {"target_rate": 3.0}), ("budget", {"budget_per_hour": 1.0}), ("bcr", {})):
         data = pdd_problem(mode, inventory=starved, **extra)  # type: ignore[arg-type]
-        solution, solves = _solve(data, OptimizeOptions(mode=mode))  # type: ignore[arg-type]
+        solution, solves = solve_bcr(data, OptimizeOptions(mode=mode))  # type: ignore[arg-type]
         assert solution is None, mode
         assert solves == 1, mode
 
@@ -100,16 +94,16 @@ def test_prune_lines_drops_only_dominated_pools() -> None:
     cheaper_same_size = replace(a, usd_per_hour=5.0)
     other_direction = replace(a, source="dc-b", target="dc-a", usd_per_hour=50.0)
     trade_off = replace(a, capacity_bytes_per_s=a.capacity_bytes_per_s * 3, usd_per_hour=20.0)
-    kept = _prune_lines([a, bigger_same_price, cheaper_same_size, other_direction, trade_off])
+    kept = prune_lines([a, bigger_same_price, cheaper_same_size, other_direction, trade_off])
     assert a not in kept
     assert bigger_same_price in kept and cheaper_same_size in kept
     assert other_direction in kept and trade_off in kept
     twin = replace(a)
-    assert _prune_lines([a, twin]) == [a, twin]  # equal pools dominate neither
+    assert prune_lines([a, twin]) == [a, twin]  # equal pools dominate neither
 
 
 def test_prune_lines_keeps_a_dearer_pool_with_a_better_transfer_tail() -> None:
-    """Guards _prune_lines: a pool cheaper and at least as large must not prune one with a lower RTT,
+    """Guards prune_lines: a pool cheaper and at least as large must not prune one with a lower RTT,
     a higher per-flow TCP cap or another fluctuation (RTT and the flow cap set the transfer tail, so
     a cheap slow option hid the fast lines); a pool beaten on every axis is still pruned."""
     fast = line("dc-a", "dc-b", 10.0)
@@ -119,7 +113,7 @@ def test_prune_lines_keeps_a_dearer_pool_with_a_better_transfer_tail() -> None:
     capped = replace(cheap_big, flow_cap_bytes_per_s=fast.flow_cap_bytes_per_s / 4)
     steady = replace(cheap_big, fluctuation=Fluctuation(kind="none"))
     for other in (far, capped, steady):
-        assert _prune_lines([fast, other]) == [fast, other]
+        assert prune_lines([fast, other]) == [fast, other]
     beaten = replace(
         fast,
         usd_per_hour=20.0,
@@ -127,39 +121,59 @@ def test_prune_lines_keeps_a_dearer_pool_with_a_better_transfer_tail() -> None:
         flow_cap_bytes_per_s=fast.flow_cap_bytes_per_s / 2,
         rtt_s=2 * fast.rtt_s,
     )
-    assert _prune_lines([fast, beaten]) == [fast]
+    assert prune_lines([fast, beaten]) == [fast]
     slower_only = replace(fast, rtt_s=2 * fast.rtt_s)  # equal on every other axis, worse RTT
-    assert _prune_lines([slower_only, fast]) == [fast]
-    assert _prune_lines([fast, far, beaten]) == [fast, far]
+    assert prune_lines([slower_only, fast]) == [fast]
+    assert prune_lines([fast, far, beaten]) == [fast, far]
 
 
 def test_routing_rules_are_distinct_relay_sets() -> None:
     workload = load_workload("pdd-agent-64k")
-    setup = _setup(workload, workload_dir("pdd-agent-64k"), "pdd", workload.arrival.rate_rps)
-    rules = _routings(setup)
+    setup = build_setup(workload, workload_dir("pdd-agent-64k"), "pdd", workload.arrival.rate_rps)
     hits, _ = workload.hit_rate.support()
+    rules = setup.architecture.routings(hits)
     relayed = [int((hits < rule.hit_threshold).sum()) for rule in rules]  # type: ignore[union-attr]
     assert rules and all(rule is not None and rule.hit_threshold in HIT_THRESHOLDS for rule in rules)
     assert len(set(relayed)) == len(relayed) and all(n > 0 for n in relayed)
-    assert _routings(_setup(workload, None, "pd-intra", 4.0)) == [None]
-    intra = _setup(workload, workload_dir("pdd-agent-64k"), "pd-intra", 4.0)
-    assert intra.lines == []
+    for name in architectures.names():
+        arch = architectures.get(name)
+        if not arch.has_relay:  # without a relay there is nothing to route
+            assert build_setup(workload, None, name, 4.0).architecture.routings(hits) == [None], name
+        if not arch.uses_wan:  # RDMA-only architectures lease no lines
+            assert build_setup(workload, workload_dir("pdd-agent-64k"), name, 4.0).lines == [], name
     assert all(pool.source == workload.deployment.home for pool in setup.lines)
+    assert setup.lines
 
 
 # -- elastic diagnosis on hand-made programs -------------------------------------------------------------
-def fake_setup(data: milp.ProblemData, tpot: float = 0.05, ttft90: float = 2.0, ttft99: float = 5.0) -> Any:
-    sla = SimpleNamespace(tpot_p90_s=tpot, ttft_p90_s=ttft90, ttft_p99_s=ttft99)
-    return SimpleNamespace(
-        architecture=data.architecture,
-        workload=SimpleNamespace(sla=sla),
-        context=2000.0,
-        rate_ceiling=data.rate_ceiling,
-    )
+class FixedBuilder:
+    """Stands in for a `ProblemBuilder`: a setup with an SLA and a mean context of 2000 tokens
+    (E[prompt] 1800 + E[output] 400 / 2), whose programs are all `data`."""
+
+    def __init__(
+        self,
+        data: milp.ProblemData,
+        options: OptimizeOptions,
+        tpot: float = 0.05,
+        ttft90: float = 2.0,
+        ttft99: float = 5.0,
+    ) -> None:
+        sla = SimpleNamespace(tpot_p90_s=tpot, ttft_p90_s=ttft90, ttft_p99_s=ttft99)
+        self.setup = SimpleNamespace(
+            architecture=data.architecture,
+            workload=SimpleNamespace(sla=sla),
+            moments=WorkloadMoments(prompt_tokens=1800.0, output_tokens=400.0),
+            rate_ceiling=data.rate_ceiling,
+        )
+        self.options = options
+        self.data = data
+
+    def build(self, routing: Any, headroom: Headroom | None = None) -> milp.ProblemData:
+        return self.data
 
 
 def run_diagnose(data: milp.ProblemData, options: OptimizeOptions | None = None, **sla: float) -> list[dict[str, Any]]:
-    return diagnose(fake_setup(data, **sla), options or OptimizeOptions(), lambda routing, handoff, scale: data)
+    return diagnose(FixedBuilder(data, options or OptimizeOptions(), **sla))  # type: ignore[arg-type]
 
 
 def ample_pdd(**changes: Any) -> milp.ProblemData:
@@ -168,7 +182,7 @@ def ample_pdd(**changes: Any) -> milp.ProblemData:
     rel = candidate("dc-a", "h100-sxm", 1, 0.2, 10)
     dec = candidate("dc-b", "h20", 1, 0.2, 10)
     data = milp.ProblemData(
-        architecture="pdd",
+        architecture=architectures.get("pdd"),
         prefill=[pre],
         prefill_caps={(0, 0): np.array([0.0, 0.0, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5])},
         decode=[decoder(dec, 1.6, 500.0)],
@@ -189,7 +203,7 @@ def only(findings: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_ample_program_is_feasible() -> None:
-    solution, _ = _solve(ample_pdd(), OptimizeOptions())
+    solution, _ = solve_bcr(ample_pdd(), OptimizeOptions())
     assert solution is not None
     assert solution.prefill == (0, 3) and solution.relay == (0, 3) and solution.decode == (0, 2)
 
@@ -473,11 +487,12 @@ def test_decoder_too_small_for_one_sequence_is_reported_as_memory(tmp_path: Path
     assert finding["constraint"] == "decode-memory"
     assert "holds one sequence's KV" in finding["message"]
     assert "TPOT" not in finding["message"]
-    setup = _setup(workload, tmp_path, "pd-cross", 0.01)
-    sequence = float(request_kv_bytes(setup.model, setup.context, workload.serving.page_tokens))
+    setup = build_setup(workload, tmp_path, "pd-cross", 0.01)
+    context = setup.moments.context_tokens
+    sequence = float(request_kv_bytes(setup.model, context, workload.serving.page_tokens))
     roomiest = max(c.kv_capacity_bytes for c in setup.candidates)
     assert sequence > roomiest
     assert finding["shortfall"] == pytest.approx((sequence - roomiest) / 1e9, rel=1e-9)
     # at batch 1 the decoders are fast enough: TPOT was never the problem
-    best = min(float(decode_step_time(c.instance, 1.0, setup.context)) for c in setup.candidates)
+    best = min(float(decode_step_time(c.instance, 1.0, context)) for c in setup.candidates)
     assert workload.sla.tpot_p90_s is not None and best < workload.sla.tpot_p90_s

@@ -143,10 +143,10 @@ def test_sizing_matches_the_program_on_pdd_agent() -> None:
 # -- the capacity functions sizing and the program share (pddplan.evaluate.capacity) ----------------------
 @pytest.fixture(scope="module")
 def agent_setup() -> Any:
-    from pddplan.optimize.search import _setup
+    from pddplan.optimize.problem import build_setup
 
     workload = load_workload("pdd-agent-64k")
-    return _setup(workload, workload_dir("pdd-agent-64k"), "pdd", workload.arrival.rate_rps)
+    return build_setup(workload, workload_dir("pdd-agent-64k"), "pdd", workload.arrival.rate_rps)
 
 
 @pytest.mark.parametrize("slots", [1, 2, 8, 64, 256])
@@ -168,7 +168,7 @@ def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setu
     from pddplan.perf.roofline import decode_step_time
 
     workload, model = agent_setup.workload, agent_setup.model
-    context, mean_output = agent_setup.context, agent_setup.mean_output
+    context, mean_output = agent_setup.moments.context_tokens, agent_setup.moments.output_tokens
     tpot = workload.sla.tpot_p90_s
     for cand in agent_setup.candidates:
         cap = decoder_capacity(cand, workload, model, context, mean_output)
@@ -192,41 +192,57 @@ def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setu
 
 
 def test_path_load_per_architecture(agent_setup: Any) -> None:
-    from pddplan.evaluate.capacity import WAN_MAX_UTILIZATION, decoder_capacity, path_load
+    from pddplan import architectures
+    from pddplan.evaluate.capacity import RDMA_PATH, WAN_MAX_UTILIZATION, Downstream, decoder_capacity, path_load
     from pddplan.evaluate.classes import workload_classes
     from pddplan.specs.plan import Handoff, Routing
 
     workload, model = agent_setup.workload, agent_setup.model
+    moments = agent_setup.moments
     cand = agent_setup.candidates[0]
-    cap = decoder_capacity(cand, workload, model, agent_setup.context, agent_setup.mean_output)
+    cap = decoder_capacity(cand, workload, model, moments.context_tokens, moments.output_tokens)
     rule = Routing(kind="hit", hit_threshold=0.9)
     classes = workload_classes(workload, model, cand.instance, agent_setup.chunk, rule)
     line = min(agent_setup.lines, key=lambda pool: pool.capacity_bytes_per_s)
-    args = (4.0, cap.step_s, [cand.instance], cap.step_s, Handoff(mode="adaptive"), agent_setup.context)
-    intra = path_load("pd-intra", classes, None, *args)
-    assert (intra.line, intra.wan_bytes_per_request, intra.md_load_fraction, intra.relay_hold_s) == (None, 0, 1, 0)
-    assert intra.max_rate == float("inf")
-    cross = path_load("pd-cross", classes, line, *args)
+
+    def load(name: str, over: Any, mode: str = "adaptive") -> Any:
+        handoff = Handoff(mode=mode)  # type: ignore[arg-type]
+        downstream = Downstream(architectures.get(name), over, cap.step_s, cap.step_s)
+        return path_load(downstream, classes, 4.0, [cand.instance], handoff)
+
+    for name in architectures.names():  # over RDMA every architecture's path costs nothing extra
+        if not architectures.get(name).uses_wan:
+            rdma = load(name, None)
+            assert rdma == RDMA_PATH, name
+            assert (rdma.line, rdma.wan_bytes_per_request, rdma.md_load_fraction, rdma.relay_hold_s) == (None, 0, 1, 0)
+            assert rdma.max_rate == float("inf")
+    cross = load("pd-cross", line)
     wan_bytes = float(classes.wan_bytes @ classes.input_prob)
     assert cross.wan_bytes_per_request == pytest.approx(wan_bytes)
     assert cross.md_load_fraction == 1.0 and cross.relay_hold_s == 0.0
     assert cross.max_rate == pytest.approx(WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / wan_bytes)
-    pdd = path_load("pdd", classes, line, *args)
+    pdd = load("pdd", line)
     assert pdd.max_rate == cross.max_rate
     assert 0 < pdd.md_load_fraction < 1  # the relay's eager tokens take work off the main decoder
     assert pdd.relay_hold_s > 0
-    one_shot = path_load("pdd", classes, line, *args[:4], Handoff(mode="one-shot"), agent_setup.context)
-    assert one_shot.relay_hold_s <= pdd.relay_hold_s  # catch-up / adaptive hold the relay longer
+    one_shot = load("pdd", line, "one-shot")
+    catch_up = load("pdd", line, "catch-up")
+    # catch-up holds the relay for the window plus the catch-up rounds, one-shot releases it after
+    # the window; capacities size adaptive as catch-up (its choice at an idle relay)
+    assert 0 < one_shot.relay_hold_s < catch_up.relay_hold_s
+    assert pdd.relay_hold_s == pytest.approx(catch_up.relay_hold_s, rel=1e-12)
+    assert pdd.md_load_fraction == pytest.approx(catch_up.md_load_fraction, rel=1e-12)
 
 
 def test_prefill_capacity_grows_with_the_pool_and_meets_the_ttft_targets(agent_setup: Any) -> None:
-    from pddplan.evaluate.capacity import decoder_capacity, prefill_capacity
+    from pddplan.evaluate.capacity import Downstream, decoder_capacity, prefill_capacity
     from pddplan.evaluate.classes import workload_classes
     from pddplan.specs.plan import Routing
 
     workload, model = agent_setup.workload, agent_setup.model
     cand = agent_setup.candidates[0]
-    cap = decoder_capacity(cand, workload, model, agent_setup.context, agent_setup.mean_output)
+    moments = agent_setup.moments
+    cap = decoder_capacity(cand, workload, model, moments.context_tokens, moments.output_tokens)
     classes = workload_classes(
         workload, model, cand.instance, agent_setup.chunk, Routing(kind="hit", hit_threshold=0.9)
     )
@@ -234,7 +250,8 @@ def test_prefill_capacity_grows_with_the_pool_and_meets_the_ttft_targets(agent_s
     sizes = np.arange(1, 9)
 
     def caps(scale: float, ceiling: float = 1e9) -> np.ndarray:
-        return prefill_capacity(cand, classes, "pdd", line, cap.step_s, cap.step_s, workload, sizes, ceiling, scale)
+        downstream = Downstream(agent_setup.architecture, line, cap.step_s, cap.step_s)
+        return prefill_capacity(cand, classes, downstream, workload, sizes, ceiling, scale)
 
     full = caps(1.0)
     mean_s = float(classes.prefill_s @ classes.input_prob)

@@ -17,7 +17,7 @@ import yaml
 from cli_results import one_error_line
 from typer.testing import CliRunner
 
-from pddplan import catalog
+from pddplan import architectures, catalog
 from pddplan import sweep as sweeping
 from pddplan.cli import app
 from pddplan.errors import InputError
@@ -27,7 +27,6 @@ from pddplan.loading import read_data
 from pddplan.optimize.sizing import choose_shape, size_plan
 from pddplan.report import sweep_report
 from pddplan.scenario import build_scenario
-from pddplan.specs.plan import ARCHITECTURES
 
 WORKLOAD = "pdd-agent-64k"
 RATE_ARGS = ("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,4", "--json")
@@ -171,12 +170,12 @@ def test_sweep_json() -> None:
     data = sweep_json(*RATE_ARGS)
     assert data["workload"] == WORKLOAD
     assert data["param"] == "arrival.rate_rps"
-    assert data["architectures"] == list(ARCHITECTURES)
+    assert data["architectures"] == list(architectures.names())
     points = data["points"]
     assert [p["value"] for p in points] == [2.0, 4.0]
     for point in points:
-        assert set(point) == {"value", *ARCHITECTURES}
-        for arch in ARCHITECTURES:
+        assert set(point) == {"value", *architectures.names()}
+        for arch in architectures.names():
             entry = point[arch]
             assert isinstance(entry["feasible"], bool)
             if not entry["feasible"]:
@@ -265,12 +264,12 @@ def test_csv(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     rows = list(csv.reader(io.StringIO((tmp_path / "s.csv").read_text())))
     keys = ("feasible", "cost_per_hour", "bcr_of_plan", "throughput_per_gpu_hour", "revenue_per_cost", "wan_gbps")
-    assert rows[0] == ["value", *[f"{a}.{k}" for a in ARCHITECTURES for k in keys]]
+    assert rows[0] == ["value", *[f"{a}.{k}" for a in architectures.names() for k in keys]]
     assert len(rows) == 3
     for row, point in zip(rows[1:], data["points"], strict=True):
         assert float(row[0]) == point["value"]
         cells = dict(zip(rows[0], row, strict=True))
-        for arch in ARCHITECTURES:
+        for arch in architectures.names():
             entry = point[arch]
             assert cells[f"{arch}.feasible"] == str(entry["feasible"])
             if entry["feasible"]:
