@@ -18,7 +18,9 @@ def main() -> None:
     base = workload_dir("pdd-agent-64k")
     bathtub(workload, base, points=11)  # warm imports and caches
     ok = report(
-        "bathtub, 101 points x every architecture (library)", repeat(lambda: bathtub(workload, base, points=101), 3), 3.0
+        "bathtub, 101 points x every architecture (library)",
+        repeat(lambda: bathtub(workload, base, points=101), 3),
+        3.0,
     )
     ok &= report("pddplan bathtub (CLI process, 101 points)", repeat(lambda: run_cli("bathtub", "--json"), 3), 5.0)
     path = ROOT / "workloads/pdd-agent-64k.yaml"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from _timing import ROOT, repeat, report
 
 from pddplan.evaluate.analytic import evaluate
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.optimize.run import optimize
 from pddplan.optimize.search import OptimizeOptions
@@ -22,13 +23,15 @@ def main() -> None:
     report_ = optimize(workload, base, OptimizeOptions(verify=False), ("pdd",))
     plan = report_.results[0].plan
     assert plan is not None
-    scenario = build_scenario(plan, workload, base)
+    scenario = build_scenario(plan, load_input_set(workload, base))
     evaluate(scenario)  # warm imports
     ok = report("evaluate (closed form), optimized pdd plan", repeat(lambda: evaluate(scenario), 20), 0.05)
     ok &= report(
         "simulate 100,000 requests of pdd-agent-64k", repeat(lambda: simulate_requests(scenario, 100_000, 0), 3), 10.0
     )
-    hand = build_scenario(load_plan(str(ROOT / "examples/plans/pdd-agent-64k-pdd.yaml")), workload, base)
+    hand = build_scenario(
+        load_plan(str(ROOT / "examples/plans/pdd-agent-64k-pdd.yaml")), load_input_set(workload, base)
+    )
     ok &= report("evaluate (closed form), hand-written pdd plan", repeat(lambda: evaluate(hand), 20), 0.05)
     raise SystemExit(0 if ok else 1)
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from pddplan import architectures as registry
 from pddplan.errors import InfeasibleError, InputError
+from pddplan.input_set import load_input_set
 from pddplan.net.lines import pool_lines
 from pddplan.optimize.sizing import Shape, choose_shape, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
@@ -147,11 +148,12 @@ def bathtub(
     chunk = chunk_tokens or workload.serving.chunk_tokens
     nominal = at_hit(workload, workload.hit_rate.mean(), "shift", chunk_tokens) if chunk_tokens else workload
     hits = np.linspace(0.0, 1.0, points)
+    inputs = load_input_set(workload, base_dir)  # the files, read once for every point
     architectures = list(architectures) if architectures is not None else list(registry.names())
     shapes: dict[ArchitectureName, Shape | None] = {}
     for arch in architectures:
         try:
-            shapes[arch] = choose_shape(nominal, base_dir, arch, relay_by_bytes(nominal, base_dir))
+            shapes[arch] = choose_shape(inputs.with_workload(nominal), arch, relay_by_bytes(nominal))
         except InfeasibleError:
             shapes[arch] = None
     figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
@@ -197,14 +199,14 @@ def bathtub(
 RELAY_TRANSFER_BUDGET = 0.25  # relay a request whose transfer alone would take a quarter of the P90 target
 
 
-def relay_by_bytes(workload: Workload, base_dir: Path | None) -> Routing | None:
+def relay_by_bytes(workload: Workload) -> Routing | None:
     """Routing for a hit-rate sweep: relay by incremental bytes, not by hit, so the rule means the
     same at every hit rate: relay when the transfer at one flow's TCP cap would take more than a
     quarter of the TTFT P90 target (None when the workload has no WAN option)."""
     options = workload.deployment.wan_lines
     if not options:
         return None
-    pool = pool_lines(options[0].between[0], options[0].between[1], [(options[0], 1)], base_dir)
+    pool = pool_lines(options[0].between[0], options[0].between[1], [(options[0], 1)])
     threshold = pool.flow_cap_bytes_per_s * RELAY_TRANSFER_BUDGET * workload.sla.ttft_p90_s
     return Routing(kind="bytes", incremental_bytes_threshold=threshold)
 

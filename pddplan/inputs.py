@@ -14,23 +14,14 @@ from pddplan.specs.model import KvDtype, ModelArchitecture
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 
-_HARDWARE_FILES: dict[tuple[str, int], HardwareProfile] = {}
-
 
 def load_hardware(name_or_path: str) -> HardwareProfile:
-    """A hardware profile from the catalog (`h100-sxm`) or a YAML file.
-
-    Parsed profiles are kept by (path, modification time): a plan is built many times during an
-    optimization, and an edited file is read again.
-    """
+    """A hardware profile from the catalog (`h100-sxm`) or a YAML file (read each time: a run reads
+    its profiles once, into its `pddplan.input_set.InputSet`)."""
     path = catalog.resolve("hardware_profiles", name_or_path, "GPU")
-    key = (str(path.resolve()), path.stat().st_mtime_ns)
-    if key in _HARDWARE_FILES:
-        return _HARDWARE_FILES[key]
     profile = load(HardwareProfile, path)
     if path.parent == catalog.catalog_dir("hardware_profiles") and profile.name != path.stem:
         raise InputError(f"{path}: name = {profile.name!r}: must equal the file name {path.stem!r}")
-    _HARDWARE_FILES[key] = profile
     return profile
 
 

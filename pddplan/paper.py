@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import architecture_figures, optimize
@@ -74,11 +75,12 @@ def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], Non
     assert pdd.plan is not None and intra.plan is not None
     if progress:
         progress("simulating the plans")
-    pdd_scenario = build_scenario(pdd.plan, workload, base_dir)
+    inputs = load_input_set(workload, base_dir)
+    pdd_scenario = build_scenario(pdd.plan, inputs)
     pdd_sim = simulate(pdd_scenario, requests, seed).summary
-    intra_sim = simulate(build_scenario(intra.plan, workload, base_dir), requests, seed).summary
+    intra_sim = simulate(build_scenario(intra.plan, inputs), requests, seed).summary
     cross_plan = pdd.plan.model_copy(update={"architecture": "pd-cross", "relay": None, "name": "pdd-without-relay"})
-    cross_sim = simulate(build_scenario(cross_plan, workload, base_dir), requests, seed).summary
+    cross_sim = simulate(build_scenario(cross_plan, inputs), requests, seed).summary
     model = pdd_scenario.model
     if progress:
         progress("optimizing the variant with both GPU types in datacenter A")

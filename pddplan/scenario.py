@@ -8,12 +8,11 @@ join the two datacenters.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from pddplan import architectures
 from pddplan.architectures import Architecture
 from pddplan.errors import InputError
-from pddplan.inputs import load_hardware, load_model
+from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget
@@ -62,7 +61,6 @@ class Scenario:
     link: LinePool | None
     chunk_tokens: int
     max_decode_batch: int
-    base_dir: Path | None
 
     @property
     def architecture(self) -> Architecture:
@@ -126,9 +124,9 @@ def gpu_price(hardware: HardwareProfile, workload: Workload, datacenter: str, of
     return hardware.cost_usd_per_gpu_hour(workload.deployment.price_basis)
 
 
-def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None, source: str = "plan") -> Scenario:
-    """Resolve `plan` against `workload`; InputError naming the plan field when they disagree."""
-    model = load_model(workload.model, workload.kv_dtype)
+def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenario:
+    """Resolve `plan` against the workload of `inputs`; InputError naming the plan field when they disagree."""
+    workload, model = inputs.workload, inputs.model
     chunk = plan.chunk_tokens or workload.serving.chunk_tokens
     roles: dict[RoleName, Role] = {}
     used: dict[tuple[str, str], int] = {}
@@ -144,7 +142,7 @@ def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None,
             raise InputError(
                 f"{source}: {name}.gpu = {spec.gpu!r}: datacenter {spec.datacenter} offers only {', '.join(offers)}"
             )
-        hardware = load_hardware(spec.gpu)
+        hardware = inputs.hardware_for(spec.gpu)
         instance = Instance(model, hardware, spec.tp, spec.expert_parallel, stack=workload.serving.stack)
         try:
             memory_budget(instance, workload.serving.hbm_utilization, chunk)
@@ -164,7 +162,7 @@ def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None,
             usd_per_gpu_hour=gpu_price(hardware, workload, spec.datacenter, spec.gpu),
             kv_capacity_bytes=instance_kv_capacity_bytes(instance, workload.serving.hbm_utilization, chunk),
         )
-    link = _build_link(plan, workload, base_dir, source) if architectures.get(plan.architecture).uses_wan else None
+    link = _build_link(plan, inputs, source) if architectures.get(plan.architecture).uses_wan else None
     return Scenario(
         plan=plan,
         workload=workload,
@@ -173,11 +171,11 @@ def build_scenario(plan: Plan, workload: Workload, base_dir: Path | None = None,
         link=link,
         chunk_tokens=chunk,
         max_decode_batch=plan.max_decode_batch or workload.serving.max_decode_batch,
-        base_dir=base_dir,
     )
 
 
-def _build_link(plan: Plan, workload: Workload, base_dir: Path | None, source: str) -> LinePool:
+def _build_link(plan: Plan, inputs: InputSet, source: str) -> LinePool:
+    workload = inputs.workload
     options = {option.name: option for option in workload.deployment.wan_lines}
     ends = {plan.prefill.datacenter, plan.decode.datacenter}
     leases: list[tuple[WanLineOption, int]] = []
@@ -198,4 +196,4 @@ def _build_link(plan: Plan, workload: Workload, base_dir: Path | None, source: s
                 f"{source}: wan[{index}].count = {lease.count}: option {lease.option} allows at most {option.max_lines}"
             )
         leases.append((option, lease.count))
-    return pool_lines(plan.prefill.datacenter, plan.decode.datacenter, leases, base_dir)
+    return pool_lines(plan.prefill.datacenter, plan.decode.datacenter, leases, inputs.traces)

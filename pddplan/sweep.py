@@ -18,13 +18,16 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pddplan import architectures as registry
 from pddplan.errors import InfeasibleError, InputError, PddplanError
 from pddplan.loading import read_data, validate
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
+
+if TYPE_CHECKING:
+    from pddplan.input_set import InputSet
 
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
 
@@ -98,25 +101,27 @@ class SweepTask:
 
 def run_point(task: SweepTask) -> dict[str, Any]:
     """Figures of every architecture at one parameter value (runs in a worker)."""
+    from pddplan.input_set import load_input_set
     from pddplan.inputs import check_workload
 
     workload = check_workload(validate(Workload, task.data, task.source), Path(task.source))
-    base = Path(task.base_dir) if task.base_dir else None
+    inputs = load_input_set(workload, Path(task.base_dir) if task.base_dir else None)
     out: dict[str, Any] = {}
     for arch in task.architectures:
         try:
-            out[arch] = _optimized(workload, base, arch) if task.optimize else _sized(workload, base, arch)
+            out[arch] = _optimized(inputs, arch) if task.optimize else _sized(inputs, arch)
         except PddplanError as exc:
             out[arch] = {"feasible": False, "reason": str(exc)}
     return out
 
 
-def _sized(workload: Workload, base: Path | None, arch: ArchitectureName) -> dict[str, Any]:
+def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
     from pddplan.optimize.sizing import choose_shape, size_plan
     from pddplan.scenario import build_scenario
 
-    sized = size_plan(workload, choose_shape(workload, base, arch))
-    scenario = build_scenario(sized.plan, workload, base, source="sized plan")
+    workload = inputs.workload
+    sized = size_plan(workload, choose_shape(inputs, arch))
+    scenario = build_scenario(sized.plan, inputs, source="sized plan")
     view = sized.view
     return {
         "feasible": True,
@@ -130,11 +135,11 @@ def _sized(workload: Workload, base: Path | None, arch: ArchitectureName) -> dic
     }
 
 
-def _optimized(workload: Workload, base: Path | None, arch: ArchitectureName) -> dict[str, Any]:
+def _optimized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.optimize.search import optimize_architecture
 
-    result = optimize_architecture(workload, base, arch, OptimizeOptions(verify=False))
+    result = optimize_architecture(inputs, arch, OptimizeOptions(verify=False))
     if not result.feasible or result.evaluation is None or result.scenario is None:
         raise InfeasibleError("; ".join(item["message"] for item in result.infeasibility) or "infeasible")
     scenario = result.scenario

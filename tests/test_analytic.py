@@ -20,6 +20,7 @@ import yaml
 
 from pddplan.evaluate.analytic import decoder_max_batch, evaluate, revenue_per_request
 from pddplan.evaluate.classes import request_classes
+from pddplan.input_set import load_input_set
 from pddplan.loading import validate
 from pddplan.net.fluctuation import mean_fraction
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
@@ -65,7 +66,7 @@ def plan_data(name: str, **changes: Any) -> dict[str, Any]:
 
 
 def scenario(plan: dict[str, Any], w: Workload | None = None) -> Scenario:
-    return build_scenario(validate(Plan, plan, "plan.yaml"), w or workload(), PLANS)
+    return build_scenario(validate(Plan, plan, "plan.yaml"), load_input_set(w or workload(), PLANS))
 
 
 # -- hand checks on a deterministic workload ------------------------------------------------------------
@@ -252,7 +253,7 @@ def test_fluctuation_raises_link_utilization() -> None:
     s = scenario(traced_plan)
     traced = evaluate(s)
     assert s.link is not None
-    f = mean_fraction(s.link.fluctuation, PLANS)
+    f = mean_fraction(s.link.fluctuation, s.link.trace)
     assert f < 1
     assert traced.link_utilization == pytest.approx(steady.link_utilization / f, rel=1e-9)
     assert traced.ttft.p90_s >= steady.ttft.p90_s

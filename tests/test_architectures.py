@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from pddplan import architectures
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import optimize_architecture
@@ -135,7 +136,9 @@ def test_first_token_paths() -> None:
 
 def test_pd_hetero_is_unavailable_where_one_datacenter_offers_one_gpu_type() -> None:
     workload = load_workload("pdd-agent-64k")
-    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pd-hetero", OptimizeOptions(verify=False))
+    result = optimize_architecture(
+        load_input_set(workload, workload_dir("pdd-agent-64k")), "pd-hetero", OptimizeOptions(verify=False)
+    )
     assert not result.feasible
     assert "offers one GPU type (gpu-a)" in result.infeasibility[0]["message"]
 
@@ -145,7 +148,9 @@ def test_pd_hetero_optimizes_on_the_two_type_variant() -> None:
     datacenter, leases no line and meets the SLA."""
     name = "pdd-agent-64k-hetero"
     workload = load_workload(name)
-    result = optimize_architecture(workload, workload_dir(name), "pd-hetero", OptimizeOptions(verify_requests=2000))
+    result = optimize_architecture(
+        load_input_set(workload, workload_dir(name)), "pd-hetero", OptimizeOptions(verify_requests=2000)
+    )
     assert result.feasible and result.plan is not None and result.evaluation is not None
     plan = result.plan
     assert plan.prefill.gpu != plan.decode.gpu

@@ -23,6 +23,7 @@ from pddplan import architectures
 from pddplan import bathtub as tub
 from pddplan.cli import app
 from pddplan.evaluate.capacity_view import capacity_view
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.report import bathtub_report
 from pddplan.scenario import build_scenario
@@ -193,7 +194,7 @@ def _check_point(data: dict[str, Any], index: int, mode: str, chunk: int | None)
             continue
         plan = Plan.model_validate(entry["plan"])
         assert plan.architecture == arch
-        scenario = build_scenario(plan, at, workload_dir(WORKLOAD), source="bathtub point")
+        scenario = build_scenario(plan, load_input_set(at, workload_dir(WORKLOAD)), source="bathtub point")
         view = capacity_view(scenario)
         for name in VIEW_FIGURES:
             assert entry[name] == pytest.approx(getattr(view, name), rel=1e-9, abs=0), (index, arch, name)

@@ -15,6 +15,7 @@ import pytest
 from scipy import integrate, stats
 
 from pddplan.errors import InputError
+from pddplan.input_set import load_trace
 from pddplan.net.fluctuation import CapacityPath, mean_fraction, read_trace, stationary_support
 from pddplan.net.lines import HOURS_PER_MONTH, pool_lines
 from pddplan.net.tcp import (
@@ -185,18 +186,20 @@ def test_trace_stationary_support_weights_by_duration(tmp_path: Path) -> None:
     """Durations 1, 2 and (for the last point) the mean spacing 1.5: weights 1/4.5, 2/4.5, 1.5/4.5."""
     write(tmp_path / "trace.csv", "time_s,capacity_fraction\n0,1.0\n1,0.5\n3,0.8\n")
     spec = Fluctuation(kind="trace", trace_file="trace.csv")
-    fractions, probs = stationary_support(spec, tmp_path)
+    fractions, probs = stationary_support(spec, load_trace(spec, tmp_path))
     np.testing.assert_allclose(fractions, [1.0, 0.5, 0.8])
     np.testing.assert_allclose(probs, [1 / 4.5, 2 / 4.5, 1.5 / 4.5])
-    assert mean_fraction(spec, tmp_path) == pytest.approx((1.0 * 1 + 0.5 * 2 + 0.8 * 1.5) / 4.5)
+    assert mean_fraction(spec, load_trace(spec, tmp_path)) == pytest.approx((1.0 * 1 + 0.5 * 2 + 0.8 * 1.5) / 4.5)
 
 
 def test_trace_path_absolute_and_relative(tmp_path: Path) -> None:
     path = write(tmp_path / "abs.csv", "time_s,capacity_fraction\n0,0.5\n10,0.5\n")
-    assert mean_fraction(Fluctuation(kind="trace", trace_file=str(path))) == pytest.approx(0.5)
+    absolute = Fluctuation(kind="trace", trace_file=str(path))
+    assert mean_fraction(absolute, load_trace(absolute)) == pytest.approx(0.5)
     (tmp_path / "sub").mkdir()
     write(tmp_path / "sub" / "rel.csv", "time_s,capacity_fraction\n0,0.25\n4,0.25\n")
-    assert mean_fraction(Fluctuation(kind="trace", trace_file="sub/rel.csv"), tmp_path) == pytest.approx(0.25)
+    relative = Fluctuation(kind="trace", trace_file="sub/rel.csv")
+    assert mean_fraction(relative, load_trace(relative, tmp_path)) == pytest.approx(0.25)
 
 
 def test_single_row_trace_is_constant_or_rejected(tmp_path: Path) -> None:
@@ -208,12 +211,12 @@ def test_single_row_trace_is_constant_or_rejected(tmp_path: Path) -> None:
     write(tmp_path / "one.csv", "time_s,capacity_fraction\n0,0.25\n")
     spec = Fluctuation(kind="trace", trace_file="one.csv")
     try:
-        fractions, probs = stationary_support(spec, tmp_path)
+        fractions, probs = stationary_support(spec, load_trace(spec, tmp_path))
     except InputError as exc:
         assert "one.csv" in str(exc)
         return
     assert float(fractions @ probs) == pytest.approx(0.25)
-    path = CapacityPath(spec, np.random.default_rng(0), tmp_path)
+    path = CapacityPath(spec, np.random.default_rng(0), load_trace(spec, tmp_path))
     fraction, following = path.next_step(7.0)
     assert fraction == pytest.approx(0.25)
     assert following > 7.0
@@ -247,13 +250,20 @@ def test_read_trace_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="capacity trace file not found"):
         read_trace(tmp_path / "nope.csv")
     with pytest.raises(InputError, match="capacity trace file not found"):
-        stationary_support(Fluctuation(kind="trace", trace_file="nope.csv"), tmp_path)
+        stationary_support(
+            Fluctuation(kind="trace", trace_file="nope.csv"),
+            load_trace(Fluctuation(kind="trace", trace_file="nope.csv"), tmp_path),
+        )
 
 
 def test_trace_capacity_path_steps_and_repeats(tmp_path: Path) -> None:
     """Trace 0->1.0, 1->0.5, 3->0.8 with period 4.5 s (last point held for the mean spacing)."""
     write(tmp_path / "trace.csv", "time_s,capacity_fraction\n0,1.0\n1,0.5\n3,0.8\n")
-    path = CapacityPath(Fluctuation(kind="trace", trace_file="trace.csv"), np.random.default_rng(0), tmp_path)
+    path = CapacityPath(
+        Fluctuation(kind="trace", trace_file="trace.csv"),
+        np.random.default_rng(0),
+        load_trace(Fluctuation(kind="trace", trace_file="trace.csv"), tmp_path),
+    )
     assert not path.constant
     assert path.next_step(0.0) == pytest.approx((1.0, 1.0))
     assert path.next_step(1.5) == pytest.approx((0.5, 3.0))
@@ -268,7 +278,11 @@ def test_trace_path_always_moves_forward(tmp_path: Path) -> None:
     third period's 2.2 s knot) `(t - t0) % period` lands a rounding error below 2.2, so the next
     change comes out as t itself and a simulated link waiting for it never moves again."""
     write(tmp_path / "t.csv", "time_s,capacity_fraction\n0,1.0\n0.7,0.2\n1.5,0.6\n2.2,0.35\n")
-    path = CapacityPath(Fluctuation(kind="trace", trace_file="t.csv"), np.random.default_rng(0), tmp_path)
+    path = CapacityPath(
+        Fluctuation(kind="trace", trace_file="t.csv"),
+        np.random.default_rng(0),
+        load_trace(Fluctuation(kind="trace", trace_file="t.csv"), tmp_path),
+    )
     t, steps = 0.0, 0
     while t < 300.0:
         fraction, following = path.next_step(t)
@@ -336,7 +350,7 @@ def option(name: str, gbps: float, rtt_ms: float, usd: float, **extra: object) -
 def test_pool_lines_adds_capacity_and_cost() -> None:
     big = option("big", 100, 30, 5200, loss_rate=1e-5)
     small = option("small", 40, 25, 2450, loss_rate=0.0, tcp={"streams": 2, "window_bytes": 1e6})
-    pool = pool_lines("dc-a", "dc-b", [(big, 1), (small, 2)], None)
+    pool = pool_lines("dc-a", "dc-b", [(big, 1), (small, 2)])
     assert pool.capacity_bytes_per_s == pytest.approx((100 + 2 * 40) * 1e9 / 8)
     assert pool.gbps == pytest.approx(180)
     assert pool.lines == 3
@@ -352,7 +366,7 @@ def test_pool_lines_adds_capacity_and_cost() -> None:
 def test_pool_lines_main_option_is_by_leased_capacity() -> None:
     big = option("big", 100, 30, 5200)
     small = option("small", 40, 12, 2450, tcp={"streams": 2, "window_bytes": 1e6})
-    pool = pool_lines("dc-a", "dc-b", [(big, 1), (small, 3)], None)  # 3 x 40 = 120 > 100
+    pool = pool_lines("dc-a", "dc-b", [(big, 1), (small, 3)])  # 3 x 40 = 120 > 100
     assert pool.rtt_s == pytest.approx(0.012)
     assert pool.flow_cap_bytes_per_s == pytest.approx(min(2 * 1e6 / 0.012, 40e9 / 8))
 
@@ -360,10 +374,12 @@ def test_pool_lines_main_option_is_by_leased_capacity() -> None:
 def test_pool_capacity_support_scales_the_fluctuation(tmp_path: Path) -> None:
     write(tmp_path / "trace.csv", "time_s,capacity_fraction\n0,1.0\n1,0.5\n")
     line = option("t", 10, 20, 720, fluctuation={"kind": "trace", "trace_file": "trace.csv"})
-    pool = pool_lines("dc-a", "dc-b", [(line, 2)], tmp_path)
+    pool = pool_lines(
+        "dc-a", "dc-b", [(line, 2)], {str(line.fluctuation.trace_file): load_trace(line.fluctuation, tmp_path)}
+    )
     capacity, probs = pool.capacity_support()
     np.testing.assert_allclose(capacity, [2.5e9, 1.25e9])
     np.testing.assert_allclose(probs, [0.5, 0.5])
     assert pool.mean_capacity_bytes_per_s() == pytest.approx(2.5e9 * 0.75)
-    steady = pool_lines("dc-a", "dc-b", [(option("s", 10, 20, 720), 1)], None)
+    steady = pool_lines("dc-a", "dc-b", [(option("s", 10, 20, 720), 1)])
     assert steady.mean_capacity_bytes_per_s() == pytest.approx(1.25e9)

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from pddplan import architectures
 from pddplan.architectures import DecodeGpu
 from pddplan.evaluate.capacity import RDMA_PATH, DecoderCapacity, PathLoad
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_workload, workload_dir
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
@@ -60,7 +61,7 @@ def base_line() -> LinePool:
     """A real pooled WAN line, to copy with other endpoints and prices."""
     global _LINE
     if _LINE is None:
-        _LINE = wan_configs(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))[0]
+        _LINE = wan_configs(load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k")))[0]
     return _LINE
 
 
@@ -687,7 +688,7 @@ def test_instance_candidates_follow_the_offers() -> None:
         workload = load_workload(name)
         model = load_model(workload.model, workload.kv_dtype)
         chunk = workload.serving.chunk_tokens
-        found = instance_candidates(workload, model, chunk)
+        found = instance_candidates(load_input_set(workload), chunk)
         assert found
         offers = {(dc.name, offer.type): offer for dc in workload.deployment.datacenters for offer in dc.gpus}
         for cand in found:
@@ -718,7 +719,7 @@ def test_instance_candidates_follow_the_offers() -> None:
                     assert (ep in layouts) == fits_ep
             else:
                 assert layouts == {cand.instance.uses_ep}
-    both = {c.key for c in instance_candidates(load_workload("pdd-agent-64k"), load_model("deepseek-v3.2"), 8192)}
+    both = {c.key for c in instance_candidates(load_input_set(load_workload("pdd-agent-64k")), 8192)}
     assert {"dc-b/gpu-b/tp8", "dc-b/gpu-b/tp8/ep"} <= both
 
 
@@ -735,7 +736,7 @@ def test_wan_configs_enumerate_every_nonempty_line_combination() -> None:
     from pddplan.net.lines import HOURS_PER_MONTH
 
     workload = load_workload("pdd-agent-64k")
-    pools = wan_configs(workload, workload_dir("pdd-agent-64k"))
+    pools = wan_configs(load_input_set(workload, workload_dir("pdd-agent-64k")))
     options = workload.deployment.wan_lines
     per_direction = math.prod(option.max_lines + 1 for option in options) - 1
     assert len(pools) == 2 * per_direction
@@ -755,11 +756,12 @@ def test_in_domain_expert_parallel_kinds_decode_but_do_not_prefill() -> None:
     from pddplan.optimize.problem import ProblemBuilder, build_setup
 
     workload = load_workload("coding-agent-128k")
-    model = load_model(workload.model, workload.kv_dtype)
-    found = {c.key: c for c in instance_candidates(workload, model, workload.serving.chunk_tokens)}
+    found = {c.key: c for c in instance_candidates(load_input_set(workload), workload.serving.chunk_tokens)}
     assert not serves_prefill(found["dc-a/b200/tp8/ep"])
     assert serves_prefill(found["dc-a/b200/tp8"]) and serves_prefill(found["dc-a/b200/tp16/ep"])
-    setup = build_setup(workload, workload_dir("coding-agent-128k"), "pd-intra", workload.arrival.rate_rps)
+    setup = build_setup(
+        load_input_set(workload, workload_dir("coding-agent-128k")), "pd-intra", workload.arrival.rate_rps
+    )
     data = ProblemBuilder(setup, OptimizeOptions()).build(None)
     keys = {setup.candidates[c].key for c, _ in data.prefill_caps}
     assert "dc-a/b200/tp8/ep" not in keys and "dc-a/b200/tp8" in keys

@@ -33,6 +33,7 @@ from pddplan.errors import InfeasibleError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.capacity import PathLoad
 from pddplan.evaluate.moments import WorkloadMoments
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import FIXES, diagnose
@@ -129,7 +130,7 @@ def test_prune_lines_keeps_a_dearer_pool_with_a_better_transfer_tail() -> None:
 
 def test_routing_rules_are_distinct_relay_sets() -> None:
     workload = load_workload("pdd-agent-64k")
-    setup = build_setup(workload, workload_dir("pdd-agent-64k"), "pdd", workload.arrival.rate_rps)
+    setup = build_setup(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", workload.arrival.rate_rps)
     hits, _ = workload.hit_rate.support()
     rules = setup.architecture.routings(hits)
     relayed = [int((hits < rule.hit_threshold).sum()) for rule in rules]  # type: ignore[union-attr]
@@ -138,9 +139,9 @@ def test_routing_rules_are_distinct_relay_sets() -> None:
     for name in architectures.names():
         arch = architectures.get(name)
         if not arch.has_relay:  # without a relay there is nothing to route
-            assert build_setup(workload, None, name, 4.0).architecture.routings(hits) == [None], name
+            assert build_setup(load_input_set(workload, None), name, 4.0).architecture.routings(hits) == [None], name
         if not arch.uses_wan:  # RDMA-only architectures lease no lines
-            assert build_setup(workload, workload_dir("pdd-agent-64k"), name, 4.0).lines == [], name
+            assert build_setup(load_input_set(workload, workload_dir("pdd-agent-64k")), name, 4.0).lines == [], name
     assert all(pool.source == workload.deployment.home for pool in setup.lines)
     assert setup.lines
 
@@ -326,7 +327,7 @@ def constraints(result: Any) -> list[str]:
 
 def test_pdd_agent_search_without_verification() -> None:
     workload = load_workload("pdd-agent-64k")
-    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pdd", NO_VERIFY)
+    result = optimize_architecture(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", NO_VERIFY)
     assert result.feasible and result.rounds == 1 and result.simulation is None
     plan = result.plan
     assert plan is not None and plan.relay is not None and plan.wan
@@ -340,7 +341,7 @@ def test_pdd_agent_search_without_verification() -> None:
 def test_prefill_and_relay_share_a_starved_inventory(tmp_path: Path) -> None:
     """16 GPU-A in DC A hold one TP16 instance: PDD needs a prefill and a relay instance there."""
     workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(0, 16))
-    result = optimize_architecture(workload, folder, "pdd", NO_VERIFY)
+    result = optimize_architecture(load_input_set(workload, folder), "pdd", NO_VERIFY)
     assert not result.feasible
     assert "inventory" in constraints(result)
     item = next(i for i in result.infeasibility if i["constraint"] == "inventory")
@@ -355,7 +356,7 @@ def test_starved_decode_inventory_is_diagnosed_as_inventory(tmp_path: Path) -> N
     TP8 ones lack the memory). The binding constraint is the GPU inventory, and the fix is to raise
     max_count; the elastic program must say so rather than report a memory shortfall in GB."""
     workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(1, 16))
-    result = optimize_architecture(workload, folder, "pdd", NO_VERIFY)
+    result = optimize_architecture(load_input_set(workload, folder), "pdd", NO_VERIFY)
     assert not result.feasible
     assert "inventory" in constraints(result), result.infeasibility
 
@@ -363,11 +364,13 @@ def test_starved_decode_inventory_is_diagnosed_as_inventory(tmp_path: Path) -> N
 def test_inventory_shortfall_is_what_would_fix_it(tmp_path: Path) -> None:
     """pd-intra with 16 GPU-A: one TP16 prefill and six TP16 decoders (112 GPUs) serve 4 req/s
     (the unconstrained optimum), so the inventory is short by 96 GPUs, not 16."""
-    full = optimize_architecture(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"), "pd-intra", NO_VERIFY)
+    full = optimize_architecture(
+        load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k")), "pd-intra", NO_VERIFY
+    )
     assert full.scenario is not None
     needed = sum(full.scenario.gpus_by_type().values())
     workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(0, 16))
-    result = optimize_architecture(workload, folder, "pd-intra", NO_VERIFY)
+    result = optimize_architecture(load_input_set(workload, folder), "pd-intra", NO_VERIFY)
     assert not result.feasible
     item = next(i for i in result.infeasibility if i["constraint"] == "inventory")
     assert item["shortfall"] >= needed - 16 - 1e-6, result.infeasibility
@@ -379,7 +382,7 @@ def test_tpot_nothing_meets_on_a_real_workload(tmp_path: Path) -> None:
         spec["sla"]["tpot_p90_s"] = 0.001
 
     workload, folder = workload_copy(tmp_path, "pdd-agent-64k", edit)
-    result = optimize_architecture(workload, folder, "pdd", NO_VERIFY)
+    result = optimize_architecture(load_input_set(workload, folder), "pdd", NO_VERIFY)
     assert not result.feasible and result.plan is None
     finding = only(result.infeasibility)
     assert finding["constraint"] == "decode-capacity" and finding["shortfall"] > 0
@@ -391,7 +394,7 @@ def test_budget_below_every_plan_is_infeasible_not_a_crash() -> None:
     answer is 'infeasible, budget binds', not an invalid plan."""
     workload = load_workload("pdd-agent-64k")
     options = OptimizeOptions(mode="budget", budget_per_hour=60.0, verify=False)
-    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pdd", options)
+    result = optimize_architecture(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", options)
     assert not result.feasible
     assert "budget" in constraints(result)
 
@@ -400,7 +403,7 @@ def test_budget_mode_never_serves_nothing() -> None:
     """Budget mode maximizes goodput: a feasible result serves a positive rate within budget."""
     workload = load_workload("pdd-agent-64k")
     options = OptimizeOptions(mode="budget", budget_per_hour=90.0, verify=False)
-    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pdd", options)
+    result = optimize_architecture(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", options)
     assert result.feasible and result.evaluation is not None
     assert 0 < result.evaluation.goodput_rps <= workload.arrival.rate_rps
     assert result.evaluation.cost_per_hour <= 90.0 + 1e-9
@@ -421,7 +424,7 @@ def test_budget_mode_serves_less_after_a_failed_verification(monkeypatch: pytest
     monkeypatch.setattr("pddplan.optimize.search.simulate", simulated)
     workload = load_workload("pdd-agent-64k")
     options = OptimizeOptions(mode="budget", budget_per_hour=90.0)
-    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pdd", options)
+    result = optimize_architecture(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", options)
     assert rates[0] > 2.5  # the budget buys more than the fake simulation accepts
     for before, after in itertools.pairwise(rates):
         assert after <= TIGHTEN * before + 1e-9
@@ -443,7 +446,9 @@ def test_closed_form_missing_the_sla_in_every_round_keeps_no_plan(monkeypatch: p
     monkeypatch.setattr("pddplan.optimize.search.evaluate", missing)
     monkeypatch.setattr("pddplan.optimize.search.simulate", no_simulation)
     workload = load_workload("pdd-agent-64k")
-    result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), "pd-intra", OptimizeOptions())
+    result = optimize_architecture(
+        load_input_set(workload, workload_dir("pdd-agent-64k")), "pd-intra", OptimizeOptions()
+    )
     assert not result.feasible
     assert result.rounds == MAX_ROUNDS
     assert result.simulation is None
@@ -459,7 +464,9 @@ def test_bcr_diagnosis_is_at_the_least_rate_it_may_serve(tmp_path: Path) -> None
     least rate BCR mode may serve (0.5 x the offered 4 req/s = 2 req/s), not at the offered rate."""
     workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(0, 16))
     assert workload.arrival.rate_rps == 4.0
-    result = optimize_architecture(workload, folder, "pdd", OptimizeOptions(min_served_fraction=0.5, verify=False))
+    result = optimize_architecture(
+        load_input_set(workload, folder), "pdd", OptimizeOptions(min_served_fraction=0.5, verify=False)
+    )
     assert not result.feasible
     finding = next(i for i in result.infeasibility if i["constraint"] == "inventory")
     assert finding["shortfall"] == pytest.approx(16.0, rel=1e-6)
@@ -481,13 +488,13 @@ def test_decoder_too_small_for_one_sequence_is_reported_as_memory(tmp_path: Path
     path = tmp_path / "giant-prompt.yaml"
     path.write_text(yaml.safe_dump(spec))
     workload = load_workload(str(path))
-    result = optimize_architecture(workload, tmp_path, "pd-cross", NO_VERIFY)
+    result = optimize_architecture(load_input_set(workload, tmp_path), "pd-cross", NO_VERIFY)
     assert not result.feasible and result.plan is None
     finding = only(result.infeasibility)
     assert finding["constraint"] == "decode-memory"
     assert "holds one sequence's KV" in finding["message"]
     assert "TPOT" not in finding["message"]
-    setup = build_setup(workload, tmp_path, "pd-cross", 0.01)
+    setup = build_setup(load_input_set(workload, tmp_path), "pd-cross", 0.01)
     context = setup.moments.context_tokens
     sequence = float(request_kv_bytes(setup.model, context, workload.serving.page_tokens))
     roomiest = max(c.kv_capacity_bytes for c in setup.candidates)

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from pddplan.errors import InputError
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.loading import validate
 from pddplan.optimize.candidates import instance_candidates
@@ -67,8 +68,9 @@ def plan_error(changes: Any) -> str:
 
 
 def scenario_error(p: Plan, workload: Workload) -> str:
+    inputs = load_input_set(workload, PLANS)  # the folder of the small workload's capacity trace
     with pytest.raises(InputError) as info:
-        build_scenario(p, workload, None, source="plan.yaml")
+        build_scenario(p, inputs, source="plan.yaml")
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -78,7 +80,7 @@ def scenario_error(p: Plan, workload: Workload) -> str:
 
 
 def test_hand_plan_resolves(agent: Workload) -> None:
-    scenario = build_scenario(plan(), agent)
+    scenario = build_scenario(plan(), load_input_set(agent))
     assert list(scenario.roles) == ["prefill", "relay", "decode"]
     assert scenario.prefill.count == 2 and scenario.prefill.gpus == 32
     assert scenario.relay is not None and scenario.relay.gpus == 16
@@ -92,7 +94,7 @@ def test_hand_plan_resolves(agent: Workload) -> None:
 
 
 def test_hand_plan_link_and_cost_by_hand(agent: Workload) -> None:
-    scenario = build_scenario(plan(), agent)
+    scenario = build_scenario(plan(), load_input_set(agent))
     line = line_option("pdd-agent-64k", "express-100g")
     link = scenario.link
     assert link is not None
@@ -108,7 +110,7 @@ def test_hand_plan_link_and_cost_by_hand(agent: Workload) -> None:
 
 def test_two_line_options_pool(agent: Workload) -> None:
     p = plan(lambda d: d.update(wan=[{"option": "express-100g", "count": 2}, {"option": "express-40g", "count": 3}]))
-    scenario = build_scenario(p, agent)
+    scenario = build_scenario(p, load_input_set(agent))
     assert scenario.link is not None
     assert scenario.link.gbps == pytest.approx(2 * 100 + 3 * 40)
     assert scenario.link.lines == 5
@@ -119,7 +121,7 @@ def test_two_line_options_pool(agent: Workload) -> None:
 
 
 def test_defaults_come_from_the_workload(agent: Workload) -> None:
-    scenario = build_scenario(plan(), agent)
+    scenario = build_scenario(plan(), load_input_set(agent))
     assert scenario.rate_rps == agent.arrival.rate_rps
     assert scenario.chunk_tokens == agent.serving.chunk_tokens
     assert scenario.max_decode_batch == agent.serving.max_decode_batch
@@ -127,7 +129,7 @@ def test_defaults_come_from_the_workload(agent: Workload) -> None:
 
 def test_plan_overrides_rate_chunk_and_batch(agent: Workload) -> None:
     p = plan(lambda d: d.update(rate_rps=1.25, chunk_tokens=4096, max_decode_batch=64))
-    scenario = build_scenario(p, agent)
+    scenario = build_scenario(p, load_input_set(agent))
     assert scenario.rate_rps == 1.25
     assert scenario.chunk_tokens == 4096
     assert scenario.max_decode_batch == 64
@@ -135,18 +137,18 @@ def test_plan_overrides_rate_chunk_and_batch(agent: Workload) -> None:
 
 def test_drc_bytes_by_littles_law(agent: Workload) -> None:
     """sessions = rate x retention, each holding its prompt's KV, spread over the MD instances."""
-    scenario = build_scenario(plan(), agent)
+    scenario = build_scenario(plan(), load_input_set(agent))
     prompt_kv = float(request_kv_bytes(scenario.model, 64512, agent.serving.page_tokens))
     expected = agent.arrival.rate_rps * agent.serving.drc_retention_s * prompt_kv / 4
     assert scenario.drc_bytes_per_decode_instance() == pytest.approx(expected, rel=1e-12)
-    doubled = build_scenario(plan(lambda d: d["decode"].update(count=8)), agent)
+    doubled = build_scenario(plan(lambda d: d["decode"].update(count=8)), load_input_set(agent))
     assert doubled.drc_bytes_per_decode_instance() == pytest.approx(expected / 2)
 
 
 def test_drc_bytes_scale_with_the_given_rate(agent: Workload) -> None:
     """Guards `drc_bytes_per_decode_instance(rate)`: the radix-cache reservation is sized at the rate
     asked for (evaluate --rate), proportional to it, not always at the plan's rate."""
-    scenario = build_scenario(plan(lambda d: d.update(rate_rps=2.0)), agent)
+    scenario = build_scenario(plan(lambda d: d.update(rate_rps=2.0)), load_input_set(agent))
     at_plan_rate = scenario.drc_bytes_per_decode_instance()
     assert at_plan_rate > 0
     assert scenario.drc_bytes_per_decode_instance(2.0) == pytest.approx(at_plan_rate, rel=1e-12)
@@ -156,7 +158,7 @@ def test_drc_bytes_scale_with_the_given_rate(agent: Workload) -> None:
 
 def test_pd_intra_has_no_link_and_no_line_cost() -> None:
     workload = load_workload(str(PLANS / "small-workload.yaml"))
-    scenario = build_scenario(load_plan(str(PLANS / "small-pd-intra.yaml")), workload)
+    scenario = build_scenario(load_plan(str(PLANS / "small-pd-intra.yaml")), load_input_set(workload, PLANS))
     assert scenario.link is None
     assert scenario.relay is None
     assert scenario.cost_per_hour == pytest.approx(4 * rental("gpu-a"))
@@ -166,7 +168,7 @@ def test_relay_with_zero_count_is_absent_outside_pdd() -> None:
     workload = load_workload(str(PLANS / "small-workload.yaml"))
     data = yaml.safe_load((PLANS / "small-pd-cross.yaml").read_text())
     data["relay"] = {"datacenter": "dc-a", "gpu": "gpu-a", "tp": 1, "count": 0}
-    scenario = build_scenario(validate(Plan, data, "p"), workload)
+    scenario = build_scenario(validate(Plan, data, "p"), load_input_set(workload, PLANS))
     assert "relay" not in scenario.roles
     assert scenario.relay is None
 
@@ -176,7 +178,7 @@ def test_workload_price_override_wins(agent: Workload) -> None:
     dc_b = agent.deployment.datacenters[1].model_copy(update={"gpus": [offers]})
     deployment = agent.deployment.model_copy(update={"datacenters": [agent.deployment.datacenters[0], dc_b]})
     workload = agent.model_copy(update={"deployment": deployment})
-    scenario = build_scenario(plan(), workload)
+    scenario = build_scenario(plan(), load_input_set(workload))
     assert scenario.decode.usd_per_gpu_hour == 2.5
     assert scenario.prefill.usd_per_gpu_hour == pytest.approx(rental("gpu-a"))
     assert gpu_price(scenario.decode.instance.hardware, workload, "dc-b") == 2.5
@@ -191,7 +193,7 @@ def test_price_override_of_an_offer_named_by_file_path(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "workloads" / "pdd-agent-64k.yaml").read_text(encoding="utf-8"))
     data["deployment"]["datacenters"][1]["gpus"] = [{"type": str(profile), "max_count": 256, "usd_per_gpu_hour": 2.5}]
     workload = validate(Workload, data, "workload.yaml")
-    scenario = build_scenario(plan(lambda d: d["decode"].update(gpu=str(profile))), workload)
+    scenario = build_scenario(plan(lambda d: d["decode"].update(gpu=str(profile))), load_input_set(workload))
     assert scenario.decode.instance.hardware.name == "gpu-b"
     assert rental("gpu-b") != 2.5
     assert scenario.decode.usd_per_gpu_hour == 2.5
@@ -199,7 +201,7 @@ def test_price_override_of_an_offer_named_by_file_path(tmp_path: Path) -> None:
     line = line_option("pdd-agent-64k", "express-100g")
     expected = 48 * rental("gpu-a") + 32 * 2.5 + line["usd_per_month"] / 730
     assert scenario.cost_per_hour == pytest.approx(expected, rel=1e-12)
-    candidates = instance_candidates(workload, scenario.model, workload.serving.chunk_tokens)
+    candidates = instance_candidates(load_input_set(workload), workload.serving.chunk_tokens)
     by_path = [c for c in candidates if c.gpu == str(profile)]
     assert by_path
     for c in by_path:
@@ -218,7 +220,7 @@ def test_purchase_basis_uses_amortized_price(agent: Workload) -> None:
         + data["power"]["tdp_w"]["value"] / 1000 * price["pue"]["value"] * price["power_usd_per_kwh"]["value"]
     )
     workload = agent.model_copy(update={"deployment": agent.deployment.model_copy(update={"price_basis": "purchase"})})
-    hardware = build_scenario(plan(), agent).decode.instance.hardware
+    hardware = build_scenario(plan(), load_input_set(agent)).decode.instance.hardware
     assert gpu_price(hardware, workload, "dc-b") == pytest.approx(expected, rel=1e-12)
     # gpu-a has no purchase price: using it on a purchase basis is one line naming the figure
     message = scenario_error(plan(), workload)
@@ -232,7 +234,7 @@ def test_trace_fluctuation_resolves_against_the_workload_folder() -> None:
         {**yaml.safe_load((PLANS / "small-pd-cross.yaml").read_text()), "wan": [{"option": "line-trace", "count": 2}]},
         "p",
     )
-    scenario = build_scenario(p, workload, workload_dir(str(PLANS / "small-workload.yaml")))
+    scenario = build_scenario(p, load_input_set(workload, workload_dir(str(PLANS / "small-workload.yaml"))))
     assert scenario.link is not None
     capacity, probs = scenario.link.capacity_support()
     assert probs.sum() == pytest.approx(1.0)
@@ -312,7 +314,7 @@ def test_more_gpus_than_the_datacenter_offers(agent: Workload) -> None:
 
 def test_prefill_and_relay_share_the_datacenter_offer(agent: Workload) -> None:
     """15 x 16 prefill GPUs fit alone (240 <= 256); with 2 x 16 relay GPUs on the same offer they do not."""
-    build_scenario(plan(lambda d: (d["prefill"].update(count=15), d["relay"].update(count=1))), agent)
+    build_scenario(plan(lambda d: (d["prefill"].update(count=15), d["relay"].update(count=1))), load_input_set(agent))
     message = scenario_error(plan(lambda d: (d["prefill"].update(count=15), d["relay"].update(count=2))), agent)
     assert "relay: 272 x gpu-a in dc-a exceeds the 256" in message
 
@@ -353,8 +355,8 @@ def test_line_joining_other_datacenters() -> None:
 def test_a_workload_stack_reaches_every_role(agent: Workload) -> None:
     """serving.stack switches each role's instance to the GPU profile's factors for that stack."""
     stacked = agent.model_copy(update={"serving": agent.serving.model_copy(update={"stack": "vllm-ci-2024"})})
-    plain = build_scenario(plan(), agent)
-    with_stack = build_scenario(plan(), stacked)
+    plain = build_scenario(plan(), load_input_set(agent))
+    with_stack = build_scenario(plan(), load_input_set(stacked))
     for name, role in with_stack.roles.items():
         assert role.instance.stack == "vllm-ci-2024"
         assert role.instance.efficiency == role.instance.hardware.stack_efficiency["vllm-ci-2024"]

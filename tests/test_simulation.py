@@ -34,6 +34,7 @@ from toys import plan_data as plan
 import pddplan.simulate.engine as engine
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.queueing import md1_mean_wait, mm1_mean_wait
+from pddplan.input_set import load_input_set, load_trace
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.loading import validate
 from pddplan.net.fluctuation import CapacityPath
@@ -60,7 +61,7 @@ def workload(line: dict[str, Any] | None = None, **changes: Any) -> Workload:
 
 
 def scenario(plan_data: dict[str, Any], w: Workload | None = None) -> Scenario:
-    return build_scenario(validate(Plan, plan_data, "plan.yaml"), w or workload(), PLANS)
+    return build_scenario(validate(Plan, plan_data, "plan.yaml"), load_input_set(w or workload(), PLANS))
 
 
 @contextlib.contextmanager
@@ -156,7 +157,8 @@ def test_link_follows_a_capacity_trace(tmp_path: Path) -> None:
     """Trace 1.0 on [0,2), 0.25 on [2,4), period 4 s, on a 1 GB/s line; one 3 GB flow from 0:
     2 GB in the first 2 s, 0.5 GB in the next 2 s, the last 0.5 GB at full rate from 4 s."""
     (tmp_path / "t.csv").write_text("time_s,capacity_fraction\n0,1.0\n2,0.25\n", encoding="utf-8")
-    path = CapacityPath(Fluctuation(kind="trace", trace_file="t.csv"), np.random.default_rng(0), tmp_path)
+    spec = Fluctuation(kind="trace", trace_file="t.csv")
+    path = CapacityPath(spec, np.random.default_rng(0), load_trace(spec, tmp_path))
     link = Link(1e9, math.inf, path)
     done = run_link(link, np.array([0.0]), np.array([3e9]))
     assert done[0] == pytest.approx(4.5)
@@ -462,8 +464,7 @@ def test_evaluator_agrees_with_the_simulator_on_a_moderate_pdd_plan() -> None:
     exponentials, so it is an approximation; these bounds say "the same answer for planning"."""
     s = build_scenario(
         load_plan(str(PLANS / "pdd-agent-64k-moderate.yaml")),
-        load_workload("pdd-agent-64k"),
-        workload_dir("pdd-agent-64k"),
+        load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k")),
     )
     closed = evaluate(s)
     sim = simulate(s, 20_000, seed=0).summary
@@ -721,8 +722,7 @@ def test_same_seed_same_table_different_seed_different_table() -> None:
 def test_ou_fluctuating_line_simulates_deterministically() -> None:
     s = build_scenario(
         load_plan(str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")).model_copy(update={"rate_rps": 1.0}),
-        load_workload("pdd-agent-64k"),
-        workload_dir("pdd-agent-64k"),
+        load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k")),
     )
     a = simulate(s, 1_000, seed=12).summary
     b = simulate(s, 1_000, seed=12).summary

@@ -28,6 +28,7 @@ from toys import plan_data as plan
 import pddplan.simulate.engine as engine
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.handoff import CatchUp, catch_up_rounds
+from pddplan.input_set import load_input_set
 from pddplan.loading import validate
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
@@ -55,7 +56,7 @@ def relay_workload(rtt_ms: float, output_tokens: int = 3000) -> Workload:
 
 
 def scenario(w: Workload, **changes: Any) -> Scenario:
-    return build_scenario(validate(Plan, plan("small-pdd", **changes), "plan.yaml"), w, PLANS)
+    return build_scenario(validate(Plan, plan("small-pdd", **changes), "plan.yaml"), load_input_set(w, PLANS))
 
 
 def alone(table: RequestTable, margin_s: float = 100.0) -> np.ndarray:
@@ -205,7 +206,8 @@ def loaded(**handoff: Any) -> RequestTable:
     data = copy.deepcopy(BASE_WORKLOAD)
     data["deployment"]["wan_lines"][0]["rtt_ms"] = 200
     s = build_scenario(
-        validate(Plan, plan("small-pdd", handoff=handoff), "plan.yaml"), validate(Workload, data, "w"), PLANS
+        validate(Plan, plan("small-pdd", handoff=handoff), "plan.yaml"),
+        load_input_set(validate(Workload, data, "w"), PLANS),
     )
     return simulate(s, 2_000, seed=1).table
 

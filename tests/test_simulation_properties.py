@@ -29,6 +29,7 @@ from toys import PLANS
 from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
+from pddplan.input_set import load_input_set, load_trace
 from pddplan.loading import validate
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.roofline import decode_step_time
@@ -64,7 +65,7 @@ def workload(output_median: float, low_hit_share: float, rtt_ms: float = 20.0) -
 
 
 def scenario(plan_data: dict[str, Any], w: Workload) -> Scenario:
-    return build_scenario(validate(Plan, plan_data, "plan.yaml"), w, PLANS)
+    return build_scenario(validate(Plan, plan_data, "plan.yaml"), load_input_set(w, PLANS))
 
 
 # -- more capacity never delays a transfer -----------------------------------------------------------
@@ -115,7 +116,7 @@ def test_link_more_capacity_never_delays_a_flow(
     sizes = [x for _, x in flows]
 
     def completion(c: float) -> dict[int, float]:
-        path = CapacityPath(spec, np.random.default_rng(0), trace_dir)
+        path = CapacityPath(spec, np.random.default_rng(0), load_trace(spec, trace_dir))
         with deadline(10):
             return run_link(Link(c, flow_cap, path), arrivals, sizes)
 

@@ -17,6 +17,7 @@ from pddplan.errors import InfeasibleError
 from pddplan.evaluate.capacity import WAN_MAX_UTILIZATION
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.evaluate.classes import request_classes
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.search import OptimizeOptions, optimize_architecture
 from pddplan.optimize.sizing import SizedPlan, choose_shape, size_plan
@@ -34,7 +35,10 @@ ROLES = ("prefill", "decode", "relay")
 
 @pytest.fixture(scope="module")
 def shapes() -> dict[tuple[str, str], Any]:
-    return {(name, arch): choose_shape(load_workload(name), workload_dir(name), arch) for name, arch in CASES}
+    return {
+        (name, arch): choose_shape(load_input_set(load_workload(name), workload_dir(name)), arch)
+        for name, arch in CASES
+    }
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +51,7 @@ def sized(shapes: dict[tuple[str, str], Any]) -> dict[tuple[str, str], tuple[Any
 
 
 def view_of(plan: Plan, workload: Any, name: str) -> Any:
-    return capacity_view(build_scenario(plan, workload, workload_dir(name)))
+    return capacity_view(build_scenario(plan, load_input_set(workload, workload_dir(name))))
 
 
 # Sizing and the capacity view run the same capacity functions on separately assembled inputs, so
@@ -105,7 +109,7 @@ def test_pd_cross_sizing_reports_the_ttft_wall(name: str) -> None:
     """Cross-datacenter PD sends every request's incremental KV over the WAN before the first
     token: no prefill pool meets the TTFT targets of these workloads (the optimizer agrees)."""
     workload = load_workload(name)
-    shape = choose_shape(workload, workload_dir(name), "pd-cross")
+    shape = choose_shape(load_input_set(workload, workload_dir(name)), "pd-cross")
     with pytest.raises(InfeasibleError, match="TTFT"):
         size_plan(workload, shape)
 
@@ -115,7 +119,7 @@ def test_pdd_line_is_the_cheapest_that_carries_the_bytes(shapes: Any, sized: Any
     """0.9 * E[available capacity] >= rate * E[incremental KV bytes], and no cheaper pool of the
     shape's direction does that."""
     workload, result = sized[(name, arch)]
-    scenario = build_scenario(result.plan, workload, workload_dir(name))
+    scenario = build_scenario(result.plan, load_input_set(workload, workload_dir(name)))
     assert scenario.link is not None
     classes = request_classes(scenario)
     need = workload.arrival.rate_rps * float(classes.wan_bytes @ classes.input_prob)
@@ -137,8 +141,12 @@ def test_sizing_matches_the_program_on_pdd_agent() -> None:
     integer program's answer (module docstring)."""
     workload = load_workload("pdd-agent-64k")
     for arch in ("pd-intra", "pdd"):
-        sized_plan = size_plan(workload, choose_shape(workload, workload_dir("pdd-agent-64k"), arch)).plan
-        result = optimize_architecture(workload, workload_dir("pdd-agent-64k"), arch, OptimizeOptions(verify=False))
+        sized_plan = size_plan(
+            workload, choose_shape(load_input_set(workload, workload_dir("pdd-agent-64k")), arch)
+        ).plan
+        result = optimize_architecture(
+            load_input_set(workload, workload_dir("pdd-agent-64k")), arch, OptimizeOptions(verify=False)
+        )
         assert result.plan is not None
         for role in ROLES:
             mine, theirs = getattr(sized_plan, role), getattr(result.plan, role)
@@ -160,7 +168,7 @@ def agent_setup() -> Any:
     from pddplan.optimize.problem import build_setup
 
     workload = load_workload("pdd-agent-64k")
-    return build_setup(workload, workload_dir("pdd-agent-64k"), "pdd", workload.arrival.rate_rps)
+    return build_setup(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", workload.arrival.rate_rps)
 
 
 @pytest.mark.parametrize("slots", [1, 2, 8, 64, 256])

@@ -22,6 +22,7 @@ from pddplan import sweep as sweeping
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.evaluate.capacity_view import capacity_view
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.loading import read_data
 from pddplan.optimize.sizing import choose_shape, size_plan
@@ -201,8 +202,8 @@ def test_sweep_point_is_the_sized_plan_under_its_capacity_view() -> None:
     for point in data["points"]:
         at = workload.model_copy(update={"arrival": workload.arrival.model_copy(update={"rate_rps": point["value"]})})
         for arch in ("pd-intra", "pdd"):
-            sized = size_plan(at, choose_shape(at, base, arch))
-            scenario = build_scenario(sized.plan, at, base)
+            sized = size_plan(at, choose_shape(load_input_set(at, base), arch))
+            scenario = build_scenario(sized.plan, load_input_set(at, base))
             view = capacity_view(scenario)
             entry = point[arch]
             assert entry["cost_per_hour"] == pytest.approx(scenario.cost_per_hour, rel=1e-12)

@@ -11,6 +11,7 @@ import pytest
 
 from pddplan import catalog
 from pddplan.errors import InputError
+from pddplan.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_workload, workload_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,8 +247,7 @@ def test_serving_stack_selects_the_stack_factors_for_plans_and_candidates(tmp_pa
     stack = "vllm-ci-2024"  # calibrated on h100-sxm (gpu-a copies it) and h200 (gpu-b copies it)
     workload = load_workload(str(edited(tmp_path, "serving:\n", f"serving:\n  stack: {stack}\n")))
     assert workload.serving.stack == stack
-    model = load_model(workload.model, workload.kv_dtype)
-    candidates = instance_candidates(workload, model, workload.serving.chunk_tokens)
+    candidates = instance_candidates(load_input_set(workload), workload.serving.chunk_tokens)
     assert candidates
     for candidate in candidates:
         hardware = load_hardware(candidate.gpu)
@@ -255,4 +255,4 @@ def test_serving_stack_selects_the_stack_factors_for_plans_and_candidates(tmp_pa
         assert candidate.instance.efficiency != efficiency_of(hardware)
     plain = load_workload(str(GOOD))
     assert plain.serving.stack is None
-    assert all(c.instance.stack is None for c in instance_candidates(plain, model, plain.serving.chunk_tokens))
+    assert all(c.instance.stack is None for c in instance_candidates(load_input_set(plain), plain.serving.chunk_tokens))

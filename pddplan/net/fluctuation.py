@@ -11,8 +11,8 @@ repeated. The closed-form evaluator uses the stationary distribution of f; the s
 from __future__ import annotations
 
 import csv
-import functools
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,20 +23,16 @@ from pddplan.specs.workload import Fluctuation
 SUPPORT_POINTS = 8
 
 
+@dataclass(frozen=True, eq=False)
+class CapacityTrace:
+    """A measured capacity trace of a line: the available fraction from each time on (repeated)."""
+
+    times_s: np.ndarray
+    fractions: np.ndarray
+
+
 def read_trace(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(times_s, fractions) of a capacity trace CSV, validated; read once per file version
-    (closed forms ask for the support at every evaluation point)."""
-    try:
-        modified_ns = path.stat().st_mtime_ns
-    except FileNotFoundError:
-        raise InputError(f"{path}: capacity trace file not found") from None
-    times, fractions = _read_trace(str(path), modified_ns)
-    return times.copy(), fractions.copy()
-
-
-@functools.lru_cache(maxsize=64)
-def _read_trace(name: str, modified_ns: int) -> tuple[np.ndarray, np.ndarray]:
-    path = Path(name)
+    """(times_s, fractions) of a capacity trace CSV (`time_s,capacity_fraction`), validated."""
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
@@ -60,12 +56,14 @@ def _read_trace(name: str, modified_ns: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(times), np.array(fractions)
 
 
-def stationary_support(spec: Fluctuation, base_dir: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(capacity fractions, probabilities) of the stationary distribution, for closed forms."""
+def stationary_support(spec: Fluctuation, trace: CapacityTrace | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(capacity fractions, probabilities) of the stationary distribution, for closed forms; a
+    `kind: trace` fluctuation needs its loaded `trace` (each fraction weighted by how long it holds)."""
     if spec.kind == "none" or (spec.kind == "ou" and spec.cv == 0):
         return np.array([1.0]), np.array([1.0])
     if spec.kind == "trace":
-        times, fractions = read_trace(_trace_path(spec, base_dir))
+        assert trace is not None, "a trace fluctuation needs its loaded trace (see pddplan.input_set)"
+        times, fractions = trace.times_s, trace.fractions
         if len(times) == 1:
             return fractions, np.array([1.0])
         durations = np.diff(times, append=times[-1] + (times[-1] - times[0]) / max(len(times) - 1, 1))
@@ -77,23 +75,24 @@ def stationary_support(spec: Fluctuation, base_dir: Path | None = None) -> tuple
     return fractions, np.full(SUPPORT_POINTS, 1.0 / SUPPORT_POINTS)
 
 
-def mean_fraction(spec: Fluctuation, base_dir: Path | None = None) -> float:
+def mean_fraction(spec: Fluctuation, trace: CapacityTrace | None = None) -> float:
     """Long-run mean available fraction E[f]."""
-    fractions, probs = stationary_support(spec, base_dir)
+    fractions, probs = stationary_support(spec, trace)
     return float(fractions @ probs)
 
 
 class CapacityPath:
     """A sampled path of f(t), piecewise constant on steps, drawn lazily from a seeded generator."""
 
-    def __init__(self, spec: Fluctuation, rng: np.random.Generator, base_dir: Path | None = None) -> None:
+    def __init__(self, spec: Fluctuation, rng: np.random.Generator, trace: CapacityTrace | None = None) -> None:
         self.spec = spec
         self.rng = rng
         self._x = float(rng.standard_normal()) if spec.kind == "ou" else 0.0
         self._last_t: float | None = None
         self._trace: tuple[np.ndarray, np.ndarray] | None = None
         if spec.kind == "trace":
-            self._trace = read_trace(_trace_path(spec, base_dir))
+            assert trace is not None, "a trace fluctuation needs its loaded trace (see pddplan.input_set)"
+            self._trace = (trace.times_s, trace.fractions)
 
     @property
     def constant(self) -> bool:
@@ -124,9 +123,3 @@ class CapacityPath:
         self._last_t = t
         fraction = min(max(1.0 + self.spec.cv * self._x, self.spec.min_fraction), 1.0)
         return fraction, t + self.spec.step_s
-
-
-def _trace_path(spec: Fluctuation, base_dir: Path | None) -> Path:
-    assert spec.trace_file is not None
-    path = Path(spec.trace_file)
-    return path if path.is_absolute() or base_dir is None else base_dir / path

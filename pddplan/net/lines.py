@@ -7,12 +7,12 @@ option's TCP bound on one of its lines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from pddplan.net.fluctuation import mean_fraction, stationary_support
+from pddplan.net.fluctuation import CapacityTrace, mean_fraction, stationary_support
 from pddplan.net.tcp import flow_cap_bytes_per_s
 from pddplan.specs.workload import Fluctuation, WanLineOption
 
@@ -31,7 +31,7 @@ class LinePool:
     rtt_s: float
     fluctuation: Fluctuation
     usd_per_hour: float
-    base_dir: Path | None
+    trace: CapacityTrace | None = field(default=None, compare=False)  # loaded, for kind: trace
 
     @property
     def key(self) -> str:
@@ -48,15 +48,21 @@ class LinePool:
 
     def capacity_support(self) -> tuple[np.ndarray, np.ndarray]:
         """(available capacity in bytes/s, probability) of the stationary fluctuation."""
-        fractions, probs = stationary_support(self.fluctuation, self.base_dir)
+        fractions, probs = stationary_support(self.fluctuation, self.trace)
         return fractions * self.capacity_bytes_per_s, probs
 
     def mean_capacity_bytes_per_s(self) -> float:
-        return self.capacity_bytes_per_s * mean_fraction(self.fluctuation, self.base_dir)
+        return self.capacity_bytes_per_s * mean_fraction(self.fluctuation, self.trace)
 
 
-def pool_lines(source: str, target: str, leases: list[tuple[WanLineOption, int]], base_dir: Path | None) -> LinePool:
-    """Pool `leases` (option, count) into one link from `source` to `target`."""
+def pool_lines(
+    source: str,
+    target: str,
+    leases: list[tuple[WanLineOption, int]],
+    traces: Mapping[str, CapacityTrace] | None = None,
+) -> LinePool:
+    """Pool `leases` (option, count) into one link from `source` to `target`; `traces` holds the
+    loaded capacity traces by file name (needed when the main option's fluctuation is a trace)."""
     main, _ = max(leases, key=lambda pair: pair[0].capacity_gbps * pair[1])
     return LinePool(
         source=source,
@@ -69,5 +75,5 @@ def pool_lines(source: str, target: str, leases: list[tuple[WanLineOption, int]]
         rtt_s=main.rtt_ms / 1e3,
         fluctuation=main.fluctuation,
         usd_per_hour=sum(option.usd_per_month * n for option, n in leases) / HOURS_PER_MONTH,
-        base_dir=base_dir,
+        trace=(traces or {}).get(main.fluctuation.trace_file or ""),
     )

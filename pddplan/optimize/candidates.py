@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from pathlib import Path
 
-from pddplan.inputs import load_hardware
+from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.memory import fits, instance_kv_capacity_bytes
 from pddplan.perf.roofline import Instance
@@ -79,15 +78,16 @@ def tp_degrees(workload: Workload, domain: int) -> list[int]:
     return degrees
 
 
-def instance_candidates(workload: Workload, model: ModelArchitecture, chunk_tokens: int) -> list[Candidate]:
+def instance_candidates(inputs: InputSet, chunk_tokens: int) -> list[Candidate]:
     """Every (datacenter, GPU, TP, layout) the model fits on, smallest TP first within a GPU."""
+    workload, model = inputs.workload, inputs.model
     out = []
     utilization = workload.serving.hbm_utilization
     for dc in workload.deployment.datacenters:
         for offer in dc.gpus:
             if offer.max_count == 0:
                 continue
-            hardware = load_hardware(offer.type)
+            hardware = inputs.hardware_for(offer.type)
             for tp in tp_degrees(workload, hardware.scale_up_domain):
                 if tp > offer.max_count:
                     continue
@@ -110,9 +110,9 @@ def instance_candidates(workload: Workload, model: ModelArchitecture, chunk_toke
     return out
 
 
-def wan_configs(workload: Workload, base_dir: Path | None) -> list[LinePool]:
+def wan_configs(inputs: InputSet) -> list[LinePool]:
     """Every non-empty combination of line counts per ordered datacenter pair."""
-    options = workload.deployment.wan_lines
+    options = inputs.workload.deployment.wan_lines
     pairs: dict[tuple[str, str], list[WanLineOption]] = {}
     for option in options:
         a, b = option.between
@@ -125,5 +125,5 @@ def wan_configs(workload: Workload, base_dir: Path | None) -> list[LinePool]:
             if not any(counts):
                 continue
             leased = [(option, n) for option, n in zip(pair_options, counts, strict=True) if n]
-            out.append(pool_lines(source, target, leased, base_dir))
+            out.append(pool_lines(source, target, leased, inputs.traces))
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,7 @@ from pddplan.evaluate.capacity import RDMA_PATH, DecoderCapacity, Downstream, Pa
 from pddplan.evaluate.capacity import prefill_capacity as pool_capacities
 from pddplan.evaluate.classes import RequestClasses, workload_classes
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
-from pddplan.inputs import load_model
+from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
@@ -41,14 +40,20 @@ CAPACITY_HANDOFF = Handoff(mode="adaptive")
 class OptimizeSetup:
     """What every solve of one architecture shares."""
 
-    workload: Workload
-    base_dir: Path | None
-    model: ModelArchitecture
+    inputs: InputSet
     architecture: Architecture
     candidates: list[Candidate]
     lines: list[LinePool]
     moments: WorkloadMoments
     rate_ceiling: float
+
+    @property
+    def workload(self) -> Workload:
+        return self.inputs.workload
+
+    @property
+    def model(self) -> ModelArchitecture:
+        return self.inputs.model
 
     @property
     def chunk(self) -> int:
@@ -78,22 +83,18 @@ def prune_lines(lines: list[LinePool]) -> list[LinePool]:
     return kept
 
 
-def build_setup(
-    workload: Workload, base_dir: Path | None, architecture: ArchitectureName, rate_ceiling: float
-) -> OptimizeSetup:
-    """Model, instance candidates and (for architectures over the WAN) the undominated line pools
-    leaving the home datacenter."""
+def build_setup(inputs: InputSet, architecture: ArchitectureName, rate_ceiling: float) -> OptimizeSetup:
+    """Instance candidates and (for architectures over the WAN) the undominated line pools leaving
+    the home datacenter."""
+    workload = inputs.workload
     arch = architectures.get(architecture)
-    model = load_model(workload.model, workload.kv_dtype)
-    candidates = instance_candidates(workload, model, workload.serving.chunk_tokens)
+    candidates = instance_candidates(inputs, workload.serving.chunk_tokens)
     lines: list[LinePool] = []
     if arch.uses_wan:
         home = workload.deployment.home
-        lines = [line for line in prune_lines(wan_configs(workload, base_dir)) if line.source == home]
+        lines = [line for line in prune_lines(wan_configs(inputs)) if line.source == home]
     return OptimizeSetup(
-        workload=workload,
-        base_dir=base_dir,
-        model=model,
+        inputs=inputs,
         architecture=arch,
         candidates=candidates,
         lines=lines,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pddplan import architectures
+from pddplan.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import ArchitectureResult, optimize_architecture
 from pddplan.report.plan_tables import scenario_roles, scenario_wan
@@ -129,7 +130,10 @@ def optimize(
     names: Sequence[ArchitectureName] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> OptimizeReport:
-    """Optimize each architecture (default: every registered one) under the same SLA and prices."""
+    """Optimize each architecture (default: every registered one) under the same SLA and prices.
+
+    The files the workload names are read once, here (see `pddplan.input_set`)."""
     chosen = names if names is not None else architectures.names()
-    results = [optimize_architecture(workload, base_dir, name, options, progress) for name in chosen]
+    inputs = load_input_set(workload, base_dir)
+    results = [optimize_architecture(inputs, name, options, progress) for name in chosen]
     return OptimizeReport(workload=workload, options=options, results=results)

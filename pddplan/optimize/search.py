@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from pddplan.errors import InfeasibleError
 from pddplan.evaluate.analytic import Evaluation, evaluate
+from pddplan.input_set import InputSet
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import diagnose
 from pddplan.optimize.options import OptimizeOptions
@@ -25,7 +25,6 @@ from pddplan.optimize.problem import (
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import ArchitectureName, Handoff, Plan, Routing, WanLease
-from pddplan.specs.workload import Workload
 
 TIGHTEN = 0.85
 # A decode pool the verifying simulation found at least this busy (time-average batch / max batch)
@@ -124,7 +123,7 @@ def _best_of_round(
         plan = _plan(setup, data, solution, routing)
         for mode in arch.handoff_modes():
             candidate = plan.model_copy(update={"handoff": Handoff(mode=mode)})
-            scenario = build_scenario(candidate, setup.workload, setup.base_dir, source="optimized plan")
+            scenario = build_scenario(candidate, setup.inputs, source="optimized plan")
             evaluation = evaluate(scenario)
             key = (float(f"{_score(evaluation, options):.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
             if best is None or key > best.key:
@@ -186,15 +185,15 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
 
 
 def optimize_architecture(
-    workload: Workload,
-    base_dir: Path | None,
+    inputs: InputSet,
     architecture: ArchitectureName,
     options: OptimizeOptions,
     progress: Callable[[str], None] | None = None,
 ) -> ArchitectureResult:
-    """Best verified plan of `architecture` for `workload`, or a report of what binds."""
+    """Best verified plan of `architecture` for the workload of `inputs`, or a report of what binds."""
+    workload = inputs.workload
     ceiling = options.rate if options.mode == "rate" and options.rate else workload.arrival.rate_rps
-    setup = build_setup(workload, base_dir, architecture, ceiling)
+    setup = build_setup(inputs, architecture, ceiling)
     result = ArchitectureResult(name=architecture, feasible=False)
     if not setup.candidates:
         result.infeasibility = [

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
@@ -39,7 +38,7 @@ from pddplan.evaluate.capacity_view import (
 from pddplan.evaluate.classes import RequestClasses, workload_classes
 from pddplan.evaluate.moments import workload_moments
 from pddplan.evaluate.verdict import revenue_per_request
-from pddplan.inputs import load_model
+from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool
 from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
 from pddplan.perf.roofline import Instance
@@ -77,16 +76,14 @@ class SizedPlan:
     view: CapacityView
 
 
-def choose_shape(
-    workload: Workload, base_dir: Path | None, architecture: ArchitectureName, routing: Routing | None = None
-) -> Shape:
+def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Routing | None = None) -> Shape:
     """The cheapest instance kind per role (dollars per request/s) and the cheapest sufficient line pool."""
     arch = architectures.get(architecture)
-    model = load_model(workload.model, workload.kv_dtype)
+    workload, model = inputs.workload, inputs.model
     chunk = workload.serving.chunk_tokens
     moments = workload_moments(workload)
     home = workload.deployment.home
-    candidates = instance_candidates(workload, model, chunk)
+    candidates = instance_candidates(inputs, chunk)
     at_home = [c for c in candidates if c.datacenter == home and serves_prefill(c)]
     if not at_home:
         raise InfeasibleError(f"model '{model.name}' fits no GPU offered in the home datacenter {home}")
@@ -101,8 +98,7 @@ def choose_shape(
         raise InfeasibleError("no decode instance kind meets the TPOT SLA at batch 1")
     step = max(d.step_s for d in usable)
     line, load, line_options = _choose_line(
-        workload,
-        base_dir,
+        inputs,
         Downstream(arch, None, step, step),
         classes[id(prefill)],
         [d.candidate.instance for d in usable],
@@ -127,8 +123,7 @@ def choose_shape(
 
 
 def _choose_line(
-    workload: Workload,
-    base_dir: Path | None,
+    inputs: InputSet,
     downstream: Downstream,
     classes: RequestClasses,
     decoders: list[Instance],
@@ -137,8 +132,9 @@ def _choose_line(
     datacenter whose bytes capacity carries the rate, else the largest; none over RDMA."""
     if not downstream.architecture.uses_wan:
         return None, RDMA_PATH, ()
+    workload = inputs.workload
     home, rate = workload.deployment.home, workload.arrival.rate_rps
-    lines = [pool for pool in wan_configs(workload, base_dir) if pool.source == home]
+    lines = [pool for pool in wan_configs(inputs) if pool.source == home]
     if not lines:
         raise InfeasibleError(f"no WAN line option leaves the home datacenter {home}")
     handoff = Handoff(mode="adaptive")

@@ -189,7 +189,7 @@ class _Simulation:
         self.instance_id = {id(inst): n for n, (_, inst) in enumerate(self.instances)}
         self.link: Link | None = None
         if scenario.link is not None:
-            path = CapacityPath(scenario.link.fluctuation, rng, scenario.link.base_dir)
+            path = CapacityPath(scenario.link.fluctuation, rng, scenario.link.trace)
             self.link = Link(scenario.link.capacity_bytes_per_s, scenario.link.flow_cap_bytes_per_s, path)
         self.rtt_s = scenario.link.rtt_s if scenario.link else 0.0
         # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
