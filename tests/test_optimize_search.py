@@ -236,6 +236,9 @@ def test_diagnose_wan_bandwidth_shortfall() -> None:
     assert finding["constraint"] == "wan-bandwidth"
     assert finding["shortfall"] == pytest.approx(0.75, rel=1e-6)
     assert FIXES["wan-bandwidth"] in finding["message"]
+    # the report names the line pool whose bandwidth binds
+    assert load.line is not None and finding["pool"] == load.line.key
+    assert f"wan-bandwidth binds on {load.line.key}:" in finding["message"]
 
 
 def test_diagnose_prefill_capacity_shortfall() -> None:
@@ -244,6 +247,9 @@ def test_diagnose_prefill_capacity_shortfall() -> None:
     assert finding["constraint"] == "prefill-capacity"
     assert finding["shortfall"] == pytest.approx(0.4, rel=1e-6)
     assert "req/s" in finding["message"] and FIXES["prefill-capacity"] in finding["message"]
+    # the report names the prefill pool the least-short plan strains: the largest of the only kind
+    data = ample_pdd(prefill_caps=caps)
+    assert finding["pool"].startswith(f"5 x {data.prefill[0].key} over ")
 
 
 def test_diagnose_budget_shortfall_with_cheap_instances() -> None:

@@ -116,11 +116,14 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
         if name == "inventory":
             findings.append(_inventory_finding(at_target, solution, target))
             continue
+        where = binding_pool(at_target, solution, name)
         findings.append(
             {
                 "constraint": name,
+                "pool": where,
                 "shortfall": amount,
-                "message": f"{name} binds: short by {amount:,.3g} {UNITS[name]} at {target:g} req/s; {FIXES[name]}",
+                "message": f"{name} binds{f' on {where}' if where else ''}: short by {amount:,.3g} {UNITS[name]} "
+                f"at {target:g} req/s; {FIXES[name]}",
             }
         )
     if findings and budget is not None and solution.cost_per_hour > budget:
@@ -136,6 +139,23 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
             }
         )
     return findings
+
+
+def binding_pool(data: milp.ProblemData, solution: milp.Solution, family: str) -> str | None:
+    """The instance kind or line pool whose constraint of `family` the least-short plan strains:
+    the prefill, decode or relay kind it picked (`datacenter/gpu/tpN[/ep]`), or its line pool."""
+    pool = data.pools[solution.pool]
+    line = pool.line.key if pool.line is not None else None
+    if family == "prefill-capacity":
+        c, n = solution.prefill
+        return f"{n} x {data.prefill[c].key}" + (f" over {line}" if line else "")
+    if family in ("decode-capacity", "decode-memory"):
+        return data.decode[solution.decode[0]].candidate.key
+    if family == "relay-capacity" and solution.relay is not None:
+        return data.relay[solution.relay[0]].candidate.key
+    if family == "wan-bandwidth":
+        return line
+    return None
 
 
 def _weights(data: milp.ProblemData, target: float) -> dict[str, float]:
