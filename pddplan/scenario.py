@@ -15,7 +15,7 @@ from pddplan.errors import InputError
 from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.kv import request_kv_bytes
-from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget
+from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget, prompt_room
 from pddplan.perf.roofline import Instance
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
@@ -148,6 +148,8 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
             memory_budget(instance, workload.serving.hbm_utilization, chunk)
         except InputError as exc:
             raise InputError(f"{source}: {name}: {exc}") from None
+        kv_capacity = instance_kv_capacity_bytes(instance, workload.serving.hbm_utilization, chunk)
+        _check_prompt_room(name, spec, instance, kv_capacity, inputs, source)
         key = (spec.datacenter, spec.gpu)
         used[key] = used.get(key, 0) + spec.gpus
         if used[key] > offers[spec.gpu].max_count:
@@ -160,7 +162,7 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
             spec=spec,
             instance=instance,
             usd_per_gpu_hour=gpu_price(hardware, workload, spec.datacenter, spec.gpu),
-            kv_capacity_bytes=instance_kv_capacity_bytes(instance, workload.serving.hbm_utilization, chunk),
+            kv_capacity_bytes=kv_capacity,
         )
     link = _build_link(plan, inputs, source) if architectures.get(plan.architecture).uses_wan else None
     return Scenario(
@@ -171,6 +173,23 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
         link=link,
         chunk_tokens=chunk,
         max_decode_batch=plan.max_decode_batch or workload.serving.max_decode_batch,
+    )
+
+
+def _check_prompt_room(
+    name: RoleName, spec: RoleSpec, instance: Instance, kv_capacity_bytes: float, inputs: InputSet, source: str
+) -> None:
+    """InputError when one instance of a role cannot hold the KV of the longest prompt the workload
+    can draw (prefill keeps it until it is sent; a relay or decoder receives all of it)."""
+    workload = inputs.workload
+    longest = workload.prompt_tokens.largest()
+    if prompt_room(kv_capacity_bytes, instance, longest, workload.serving.page_tokens) >= 1:
+        return
+    need = float(request_kv_bytes(instance.model, longest, workload.serving.page_tokens))
+    raise InputError(
+        f"{source}: {name}: one {spec.gpu} TP{spec.tp} instance keeps {kv_capacity_bytes / 1e9:.3g} GB of KV "
+        f"(over {instance.kv_pools} rank pool(s)), but the longest prompt ({longest:,} tokens) needs "
+        f"{need / 1e9:.3g} GB; use more GPUs per instance, GPUs with more memory, or a smaller kv_dtype"
     )
 
 

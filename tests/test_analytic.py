@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
+from pddplan.errors import InputError
 from pddplan.evaluate.analytic import decoder_max_batch, evaluate, revenue_per_request
 from pddplan.evaluate.classes import request_classes
 from pddplan.input_set import load_input_set
@@ -326,19 +327,33 @@ def test_overloaded_prefill_and_decode_are_unstable() -> None:
     assert "decode needs" in decode.sla_violations[0]
 
 
+def test_plan_whose_prefill_cannot_hold_the_longest_prompt_is_rejected() -> None:
+    """A 500,000-token prompt's KV (~66 GB) exceeds gpu-a's KV budget (~55 GB): the plan's prefill
+    instance could not keep the prompt it prefills, so the plan is refused with the role named."""
+    w = workload(prompt_tokens={"kind": "fixed", "tokens": 500_000})
+    with pytest.raises(InputError, match=r"prefill: one gpu-a TP1 instance keeps .* the longest prompt \(500,000"):
+        scenario(plan_data("small-pdd"), w)
+
+
 def test_relay_that_cannot_hold_one_sequence_is_unstable_not_a_crash() -> None:
-    """Guards the relay's load in the closed form (batch / relay max batch): a 500,000-token prompt's
-    KV (~66 GB) exceeds gpu-a's KV budget (~55 GB), so the relay holds no sequence (max batch 0)
-    while the gpu-b main decoder holds one. Evaluating must report an unstable relay and the SLA
-    missed, not raise ZeroDivisionError."""
+    """Guards the relay's load in the closed form (batch / relay max batch): the prompt's KV just
+    fits gpu-a's KV budget (so prefill and relay may receive it), but not with the output the
+    relay decodes on top (the mean context, prompt + half the output, does not fit): the relay
+    holds no sequence (max batch 0) while the gpu-b main decoder holds one. Evaluating must report
+    an unstable relay and the SLA missed, not raise ZeroDivisionError."""
+    probe = scenario(plan_data("small-pdd"))
+    assert probe.relay is not None
+    capacity, page = probe.relay.kv_capacity_bytes, probe.workload.serving.page_tokens
+    tokens = np.arange(64, 2_000_000, 64)
+    prompt = int(tokens[request_kv_bytes(probe.model, tokens, page) <= capacity].max())
     w = workload(
-        prompt_tokens={"kind": "fixed", "tokens": 500_000},
+        prompt_tokens={"kind": "fixed", "tokens": prompt},
         arrival={"rate_rps": 0.01, "process": "poisson"},
         serving={**BASE_WORKLOAD["serving"], "drc_retention_s": 0},
     )
     s = scenario(plan_data("small-pdd"), w)
     assert s.relay is not None
-    context = 500_000 + 100.0
+    context = s.workload.prompt_tokens.mean() + s.workload.output_tokens.mean() / 2
     assert decoder_max_batch(s, s.relay, context, 0.0) == 0
     assert decoder_max_batch(s, s.decode, context, 0.0) >= 1
     result = evaluate(s)

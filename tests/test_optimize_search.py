@@ -42,6 +42,7 @@ from pddplan.optimize.problem import Headroom, build_setup, prune_lines, solve_b
 from pddplan.optimize.search import MAX_ROUNDS, TIGHTEN, optimize_architecture, require_feasible
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import decode_step_time
+from pddplan.specs.distributions import FixedLength
 from pddplan.specs.workload import Fluctuation
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,11 +161,13 @@ class FixedBuilder:
         ttft99: float = 5.0,
     ) -> None:
         sla = SimpleNamespace(tpot_p90_s=tpot, ttft_p90_s=ttft90, ttft_p99_s=ttft99)
+        prompts = FixedLength(kind="fixed", tokens=1800)
         self.setup = SimpleNamespace(
             architecture=data.architecture,
-            workload=SimpleNamespace(sla=sla),
+            workload=SimpleNamespace(sla=sla, prompt_tokens=prompts, serving=SimpleNamespace(page_tokens=64)),
             moments=WorkloadMoments(prompt_tokens=1800.0, output_tokens=400.0),
             rate_ceiling=data.rate_ceiling,
+            candidates=[*data.prefill, *(d.candidate for d in data.decode)],
         )
         self.options = options
         self.data = data
@@ -481,10 +484,10 @@ def test_bcr_diagnosis_is_at_the_least_rate_it_may_serve(tmp_path: Path) -> None
 
 
 def test_decoder_too_small_for_one_sequence_is_reported_as_memory(tmp_path: Path) -> None:
-    """Guards the diagnosis when no decode candidate holds one sequence's KV: a 1M-token prompt of
+    """Guards the diagnosis when no candidate holds one sequence's KV: a 1M-token prompt of
     llama-3.1-8b (~131 GB of KV) on TP1 GPUs (at most ~110 GB of KV budget on gpu-b). The binding
-    constraint is decode memory ("holds one sequence's KV", short by the difference), not a TPOT
-    the decoders would in fact meet at batch 1."""
+    constraint is memory for the longest prompt (no instance kind can even prefill it; short by
+    the difference), not a TPOT the decoders would in fact meet at batch 1."""
     spec = yaml.safe_load((ROOT / "tests" / "data" / "plans" / "small-workload.yaml").read_text())
     spec["name"] = "giant-prompt"
     spec["prompt_tokens"] = {"kind": "fixed", "tokens": 1_000_000}
@@ -497,15 +500,15 @@ def test_decoder_too_small_for_one_sequence_is_reported_as_memory(tmp_path: Path
     result = optimize_architecture(load_input_set(workload, tmp_path), "pd-cross", NO_VERIFY)
     assert not result.feasible and result.plan is None
     finding = only(result.infeasibility)
-    assert finding["constraint"] == "decode-memory"
-    assert "holds one sequence's KV" in finding["message"]
+    assert finding["constraint"] == "prompt-memory"
+    assert "holds the KV of the longest prompt (1,000,000 tokens" in finding["message"]
     assert "TPOT" not in finding["message"]
     setup = build_setup(load_input_set(workload, tmp_path), "pd-cross", 0.01)
     context = setup.moments.context_tokens
-    sequence = float(request_kv_bytes(setup.model, context, workload.serving.page_tokens))
-    roomiest = max(c.kv_capacity_bytes for c in setup.candidates)
-    assert sequence > roomiest
-    assert finding["shortfall"] == pytest.approx((sequence - roomiest) / 1e9, rel=1e-9)
+    prompt_kv = float(request_kv_bytes(setup.model, 1_000_000, workload.serving.page_tokens))
+    roomiest = max(c.kv_capacity_bytes for c in setup.candidates)  # dense TP1: one pool per instance
+    assert prompt_kv > roomiest
+    assert finding["shortfall"] == pytest.approx((prompt_kv - roomiest) / 1e9, rel=1e-9)
     # at batch 1 the decoders are fast enough: TPOT was never the problem
     best = min(float(decode_step_time(c.instance, 1.0, context)) for c in setup.candidates)
     assert workload.sla.tpot_p90_s is not None and best < workload.sla.tpot_p90_s

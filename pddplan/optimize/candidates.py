@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
-from pddplan.perf.memory import fits, instance_kv_capacity_bytes
+from pddplan.perf.memory import fits, instance_kv_capacity_bytes, prompt_room
 from pddplan.perf.roofline import Instance
 from pddplan.scenario import gpu_price
 from pddplan.specs.model import ModelArchitecture
@@ -57,6 +57,14 @@ def serves_prefill(candidate: Candidate) -> bool:
     request's prefill; across domains expert parallelism is the only layout and is kept (see
     docs/model.md, section 3)."""
     return not (candidate.expert_parallel and candidate.tp <= candidate.instance.hardware.scale_up_domain)
+
+
+def holds_longest_prompt(candidate: Candidate, workload: Workload) -> bool:
+    """Whether one instance of the kind holds the KV of the longest prompt the workload can draw
+    (`prompt_room` >= 1): a prefill instance keeps it until it is sent, a relay or decoder receives it."""
+    longest = workload.prompt_tokens.largest()
+    room = prompt_room(candidate.kv_capacity_bytes, candidate.instance, longest, workload.serving.page_tokens)
+    return room >= 1
 
 
 def layouts(model: ModelArchitecture, tp: int, domain: int) -> list[bool | None]:

@@ -15,7 +15,9 @@ from dataclasses import replace
 from typing import Any
 
 from pddplan.optimize import model as milp
-from pddplan.optimize.problem import ProblemBuilder, solve_program
+from pddplan.optimize.candidates import holds_longest_prompt
+from pddplan.optimize.problem import OptimizeSetup, ProblemBuilder, solve_program
+from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import decode_step_time
 
 FIXES = {
@@ -45,6 +47,8 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
     (`builder` sizes prefill pools beyond the inventory, see `ProblemBuilder`)."""
     setup, options = builder.setup, builder.options
     findings: list[dict[str, Any]] = []
+    if not any(holds_longest_prompt(c, setup.workload) for c in setup.candidates):
+        return [_prompt_memory_finding(setup)]
     data = builder.build(setup.architecture.default_routing())
     sla = setup.workload.sla
     if not any(d.usable for d in data.decode):
@@ -139,6 +143,23 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
             }
         )
     return findings
+
+
+def _prompt_memory_finding(setup: OptimizeSetup) -> dict[str, Any]:
+    """No instance kind holds the KV of the longest prompt: by how much the roomiest one is short."""
+    workload = setup.workload
+    longest = workload.prompt_tokens.largest()
+    need = float(request_kv_bytes(setup.model, longest, workload.serving.page_tokens))
+    roomiest = max(setup.candidates, key=lambda c: c.kv_capacity_bytes / c.instance.kv_pools)
+    room = roomiest.kv_capacity_bytes / roomiest.instance.kv_pools
+    return {
+        "constraint": "prompt-memory",
+        "pool": roomiest.key,
+        "shortfall": (need - room) / 1e9,
+        "message": f"no instance kind holds the KV of the longest prompt ({longest:,} tokens, {need / 1e9:.3g} GB): "
+        f"the roomiest, {roomiest.key}, keeps {room / 1e9:.3g} GB per sequence; allow a larger TP degree, offer "
+        "GPUs with more memory, or use a smaller kv_dtype",
+    }
 
 
 def binding_pool(data: milp.ProblemData, solution: milp.Solution, family: str) -> str | None:

@@ -23,7 +23,13 @@ from pddplan.evaluate.moments import WorkloadMoments, workload_moments
 from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
-from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
+from pddplan.optimize.candidates import (
+    Candidate,
+    holds_longest_prompt,
+    instance_candidates,
+    serves_prefill,
+    wan_configs,
+)
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.solver import solve
 from pddplan.scenario import drc_bytes_per_rps
@@ -128,16 +134,17 @@ class ProblemBuilder:
     _prefill_memo: dict[tuple[Any, ...], dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
 
     def decoders(self, decode_scale: float = 1.0) -> list[DecoderCapacity[Candidate]]:
-        """Capacity of every candidate as a decoder, credited `decode_scale` of its rate and concurrency."""
+        """Capacity of every candidate as a decoder, credited `decode_scale` of its rate and
+        concurrency; a kind that cannot hold the longest prompt's KV gets none (batch 0)."""
         moments = self.setup.moments
         workload, model = self.setup.workload, self.setup.model
-        return [
-            replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale)
-            for d in (
-                decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens)
-                for c in self.setup.candidates
-            )
-        ]
+        out = []
+        for candidate in self.setup.candidates:
+            d = decoder_capacity(candidate, workload, model, moments.context_tokens, moments.output_tokens)
+            if not holds_longest_prompt(candidate, workload):
+                d = replace(d, batch=0, requests_per_s=0.0, occupancy=0.0)
+            out.append(replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale))
+        return out
 
     def build(self, routing: Routing | None, headroom: Headroom = Headroom()) -> milp.ProblemData:
         """Capacities of every candidate for one routing rule (the program's numbers)."""
@@ -203,7 +210,7 @@ class ProblemBuilder:
         caps: dict[tuple[int, int], np.ndarray] = {}
         least = self.options.least_rate(setup.rate_ceiling)
         for i, candidate in enumerate(setup.candidates):
-            if not serves_prefill(candidate):
+            if not (serves_prefill(candidate) and holds_longest_prompt(candidate, setup.workload)):
                 continue
             mean_s = float(classes[i].prefill_s @ classes[i].input_prob)
             by_rate = math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4

@@ -40,7 +40,13 @@ from pddplan.evaluate.moments import workload_moments
 from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool
-from pddplan.optimize.candidates import Candidate, instance_candidates, serves_prefill, wan_configs
+from pddplan.optimize.candidates import (
+    Candidate,
+    holds_longest_prompt,
+    instance_candidates,
+    serves_prefill,
+    wan_configs,
+)
 from pddplan.perf.roofline import Instance
 from pddplan.scenario import drc_bytes_per_rps
 from pddplan.specs.model import ModelArchitecture
@@ -87,15 +93,21 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
     at_home = [c for c in candidates if c.datacenter == home and serves_prefill(c)]
     if not at_home:
         raise InfeasibleError(f"model '{model.name}' fits no GPU offered in the home datacenter {home}")
+    at_home = [c for c in at_home if holds_longest_prompt(c, workload)]
+    if not at_home:
+        raise InfeasibleError(
+            f"no prefill instance kind in {home} holds the KV of the longest prompt "
+            f"({workload.prompt_tokens.largest():,} tokens)"
+        )
     routing = routing or arch.default_routing()
     relay_rule = arch.relay_rule(routing) if routing is not None else None
     classes = {id(c): workload_classes(workload, model, c.instance, chunk, relay_rule) for c in at_home}
     prefill = min(at_home, key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob))
     drc = drc_bytes_per_rps(workload, model, arch)
     decoders = [decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens) for c in candidates]
-    usable = [d for d in decoders if d.usable]
+    usable = [d for d in decoders if d.usable and holds_longest_prompt(d.candidate, workload)]
     if not usable:
-        raise InfeasibleError("no decode instance kind meets the TPOT SLA at batch 1")
+        raise InfeasibleError("no decode instance kind holds the longest prompt and meets the TPOT SLA at batch 1")
     step = max(d.step_s for d in usable)
     line, load, line_options = _choose_line(
         inputs,

@@ -110,6 +110,14 @@ def sequences_that_fit(capacity_bytes: ArrayLike, sequence_bytes: ArrayLike, poo
     return pools * np.floor(capacity / np.maximum(np.asarray(sequence_bytes, dtype=np.float64), 1.0))
 
 
+def prompt_room(kv_capacity_bytes: float, instance: Instance, prompt_tokens: int, page_tokens: int) -> float:
+    """How many of the longest prompts' KV an instance holds at once (< 1: not even one):
+    sequences_that_fit(KV capacity, KV(prompt), per-rank pools). A prefill instance keeps the KV
+    of the prompt it prefills until it is sent; a decoder or relay receives all of it."""
+    need = request_kv_bytes(instance.model, prompt_tokens, page_tokens)
+    return float(sequences_that_fit(kv_capacity_bytes, need, instance.kv_pools))
+
+
 def max_batch(
     instance: Instance,
     context_tokens: ArrayLike,

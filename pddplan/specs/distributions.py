@@ -36,6 +36,10 @@ class FixedLength(StrictModel):
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.full(n, self.tokens, dtype=np.int64)
 
+    def largest(self) -> int:
+        """The longest length a request can draw."""
+        return self.tokens
+
     def support(self) -> tuple[np.ndarray, np.ndarray]:
         """(values, probabilities) of a discrete approximation, for closed-form averages."""
         return np.array([float(self.tokens)]), np.array([1.0])
@@ -91,6 +95,10 @@ class LognormalLength(StrictModel):
         draws = rng.lognormal(math.log(self.median_tokens), self.sigma, size=n)
         return np.clip(np.rint(draws), self.min_tokens, self.max_tokens).astype(np.int64)
 
+    def largest(self) -> int:
+        """The longest length a request can draw (`sample` clips at max_tokens)."""
+        return self.max_tokens
+
 
 class LengthBin(StrictModel):
     """Lengths in [low_tokens, high_tokens], uniformly, with probability `share`."""
@@ -126,6 +134,10 @@ class HistogramLength(StrictModel):
     def mean(self) -> float:
         values, probs = self.support()
         return float(values @ probs)
+
+    def largest(self) -> int:
+        """The longest length a request can draw (the top of the highest bin with a share)."""
+        return max(b.high_tokens for b in self.bins if b.share > 0)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         shares = np.array([b.share for b in self.bins])

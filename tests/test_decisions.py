@@ -1,0 +1,75 @@
+"""Decisions that hold: plans the optimizer writes are physically possible (every instance holds
+the longest prompt's KV), and a plan that is not is refused with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from pddplan.catalog import entries
+from pddplan.errors import InputError
+from pddplan.input_set import InputSet, load_input_set
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.run import optimize
+from pddplan.optimize.search import optimize_architecture
+from pddplan.perf.memory import prompt_room
+from pddplan.scenario import build_scenario
+from pddplan.specs.plan import Plan
+
+
+def agent_with_h20() -> InputSet:
+    """pdd-agent-64k with 64 H20 offered in datacenter A beside GPU-A."""
+    workload = load_workload("pdd-agent-64k")
+    datacenters = [
+        dc.model_copy(update={"gpus": [*dc.gpus, dc.gpus[0].model_copy(update={"type": "h20", "max_count": 64})]})
+        if dc.name == "dc-a"
+        else dc
+        for dc in workload.deployment.datacenters
+    ]
+    variant = workload.model_copy(
+        update={"deployment": workload.deployment.model_copy(update={"datacenters": datacenters})}
+    )
+    return load_input_set(variant, workload_dir("pdd-agent-64k"))
+
+
+H20_PREFILL = {
+    "architecture": "pdd",
+    "prefill": {"datacenter": "dc-a", "gpu": "h20", "tp": 8, "count": 2},
+    "relay": {"datacenter": "dc-a", "gpu": "gpu-a", "tp": 16, "count": 1},
+    "decode": {"datacenter": "dc-b", "gpu": "gpu-b", "tp": 16, "count": 2},
+    "wan": [{"option": "express-40g", "count": 1}],
+}
+
+
+def test_prefill_on_instances_too_small_for_one_prompt_is_refused() -> None:
+    """DeepSeek-V3.2 on 8 x H20 leaves ~1.17 GB of KV per instance (674 GB of weights on 8 x 96 GB
+    at 90%); a 64,512-token FP8 prompt needs 3.1 GB (48,068 B/token, MLA kept on every TP rank)."""
+    inputs = agent_with_h20()
+    with pytest.raises(InputError) as info:
+        build_scenario(Plan.model_validate(H20_PREFILL), inputs, source="plan.yaml")
+    message = str(info.value)
+    assert message.startswith("plan.yaml: prefill: one h20 TP8 instance keeps 1.17 GB of KV")
+    assert "the longest prompt (64,512 tokens) needs 3.1 GB" in message
+    assert "\n" not in message
+
+
+def test_optimizer_never_prefills_where_a_prompt_does_not_fit() -> None:
+    inputs = agent_with_h20()
+    result = optimize_architecture(inputs, "pdd", OptimizeOptions(verify=False))
+    assert result.feasible and result.plan is not None
+    assert (result.plan.prefill.gpu, result.plan.prefill.tp) != ("h20", 8)
+
+
+@pytest.mark.parametrize("name", entries("workloads"))
+def test_every_shipped_plan_holds_the_longest_prompt_in_every_role(name: str) -> None:
+    workload = load_workload(name)
+    report = optimize(workload, workload_dir(name), OptimizeOptions(verify=False))
+    longest = workload.prompt_tokens.largest()
+    checked = 0
+    for result in report.feasible:
+        assert result.scenario is not None
+        for role in result.scenario.roles.values():
+            room = prompt_room(role.kv_capacity_bytes, role.instance, longest, workload.serving.page_tokens)
+            assert room >= 1, (name, result.name, role.name)
+            checked += 1
+    assert checked >= 2
