@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pddplan.specs.plan import HandoffMode, Routing
 
 # Hit-rate thresholds the optimizer tries for the P-RLD-MD route (below: relayed).
-HIT_THRESHOLDS = (0.5, 0.8, 0.9, 0.95)
+HIT_THRESHOLDS = (0.5, 0.8, 0.9, 0.95, 0.97, 0.99)
 
 
 class Pdd(Architecture):
