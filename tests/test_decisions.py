@@ -7,6 +7,7 @@ import pytest
 
 from pddplan.catalog import entries
 from pddplan.errors import InputError
+from pddplan.evaluate.analytic import evaluate
 from pddplan.input_set import InputSet, load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
@@ -14,6 +15,7 @@ from pddplan.optimize.run import optimize
 from pddplan.optimize.search import optimize_architecture
 from pddplan.perf.memory import prompt_room
 from pddplan.scenario import build_scenario
+from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import Plan
 
 
@@ -73,3 +75,31 @@ def test_every_shipped_plan_holds_the_longest_prompt_in_every_role(name: str) ->
             assert room >= 1, (name, result.name, role.name)
             checked += 1
     assert checked >= 2
+
+
+@pytest.mark.parametrize("name", entries("workloads"))
+def test_no_plan_one_instance_smaller_passes(name: str) -> None:
+    """For every shipped workload and every feasible architecture, the optimized plan with one
+    instance fewer in any role is refused, or misses the SLA in closed form or in one of two
+    simulations: the optimizer does not buy an instance the SLA does not need."""
+    workload = load_workload(name)
+    inputs = load_input_set(workload, workload_dir(name))
+    report = optimize(workload, workload_dir(name), OptimizeOptions(verify_requests=3000))
+    tried = 0
+    for result in report.feasible:
+        assert result.plan is not None
+        for role in ("prefill", "relay", "decode"):
+            spec = getattr(result.plan, role)
+            if spec is None or spec.count <= 1:
+                continue
+            smaller = result.plan.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})})
+            tried += 1
+            try:
+                scenario = build_scenario(smaller, inputs)
+            except InputError:
+                continue
+            if not evaluate(scenario).sla_met:
+                continue
+            verdicts = [simulate(scenario, 3000, seed).summary["sla_met"] for seed in (0, 1)]
+            assert not all(verdicts), f"{name} {result.name}: {role} {spec.count} -> {spec.count - 1} also passes"
+    assert tried >= 1

@@ -200,14 +200,20 @@ def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setu
         by_memory = pools * int(cand.kv_capacity_bytes / pools // per_sequence)
         assert cap.usable
         assert cap.batch <= min(workload.serving.max_decode_batch, by_memory)
-        # the bytes the optimizer may fill: less what whole sequences per rank cannot use
-        assert cap.memory_bytes == pytest.approx(cand.kv_capacity_bytes - (pools - 1) * per_sequence)
+        # the bytes the optimizer may fill: less what whole sequences per rank cannot use, but at least
+        # the whole sequences that do fit
+        lossy = cand.kv_capacity_bytes - (pools - 1) * per_sequence
+        assert cap.memory_bytes == pytest.approx(max(lossy, by_memory * per_sequence), rel=1e-12)
         assert cap.step_s == pytest.approx(float(decode_step_time(cand.instance, float(cap.batch), context)))
         assert cap.step_s <= tpot
         if cap.batch < min(workload.serving.max_decode_batch, by_memory):
             assert float(decode_step_time(cand.instance, float(cap.batch + 1), context)) > tpot
         assert cap.occupancy == pytest.approx(slot_utilization(cap.batch) * cap.batch)
         assert cap.requests_per_s == pytest.approx(cap.occupancy / (cap.step_s * mean_output))
+        # pooled over four instances, the slots may run fuller (Erlang C on 4 B* servers)
+        four = decoder_capacity(cand, workload, model, context, mean_output, 4)
+        assert four.occupancy == pytest.approx(slot_utilization(4 * cap.batch) * cap.batch, rel=1e-12)
+        assert four.requests_per_s >= cap.requests_per_s
         assert cap.memory_per_rps(100.0, 5.0) == pytest.approx(100.0 * cap.step_s * cap.sequence_bytes + 5.0)
         strict = workload.model_copy(update={"sla": workload.sla.model_copy(update={"tpot_p90_s": cap.step_s / 1000})})
         assert not decoder_capacity(cand, strict, model, context, mean_output).usable
@@ -282,3 +288,13 @@ def test_prefill_capacity_grows_with_the_pool_and_meets_the_ttft_targets(agent_s
     assert (full <= sizes / mean_s).all()  # below the pool's service capacity
     assert (caps(0.7) <= full + 1e-9).all()  # tighter targets, less capacity
     assert (caps(1.0, ceiling=1.0) <= 1.0 + 1e-12).all()
+
+
+def test_pool_size_estimate_is_the_fewest_instances_at_full_fill() -> None:
+    """floor(rate E[O] tau / B*), at least 1: 4 req/s x 1,000 tokens x 50 ms / 48 slots = 4.17 -> 4."""
+    from pddplan.evaluate.capacity import pool_size_estimate
+
+    assert pool_size_estimate(4.0, 48, 0.05, 1000.0) == 4
+    assert pool_size_estimate(0.01, 48, 0.05, 1000.0) == 1
+    assert pool_size_estimate(4.0, 0, 0.05, 1000.0) == 1
+    assert pool_size_estimate(4.0, 48, math.inf, 1000.0) == 1

@@ -87,24 +87,53 @@ class DecoderCapacity(Generic[K]):
 SLOT_WAIT_PROBABILITY = 0.05
 
 
+SLOT_GRID = 1000  # slot utilizations are found on the grid u = k / 1000
+
+
 def slot_utilization(slots: int) -> float:
-    """Largest u with Erlang C(slots, u * slots) <= 5% (to 0.1%): how full a decoder's batch may run."""
-    grid = np.linspace(0.0, 1.0, 1001)[:-1]
-    ok = erlang_c(np.full(grid.shape, slots), grid * slots) <= SLOT_WAIT_PROBABILITY
-    return float(grid[ok].max(initial=0.0))
+    """Largest u = k / 1000 with Erlang C(slots, u * slots) <= 5%: how full a pool of `slots` batch
+    slots may run. P(wait) rises with u, so bisection on k finds it in O(log 1000) Erlang C calls
+    of O(slots) each (a pool of thousands of instances has hundreds of thousands of slots)."""
+    if erlang_c(slots, 0.0) > SLOT_WAIT_PROBABILITY:
+        return 0.0
+    low, high = 0, SLOT_GRID  # u = low / 1000 meets the bound; u = high / 1000 does not (u = 1 never does)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if float(erlang_c(slots, mid / SLOT_GRID * slots)) <= SLOT_WAIT_PROBABILITY:
+            low = mid
+        else:
+            high = mid
+    return low / SLOT_GRID
+
+
+def pool_size_estimate(rate_rps: float, batch: int, step_s: float, mean_output: float) -> int:
+    """The fewest instances that could carry `rate_rps` even with every slot busy:
+    max(1, floor(rate * E[O] * tau(B*) / B*)). Any plan has at least this many, so pooling the slot
+    wait over them (see `decoder_capacity`) never credits more than the plan will have."""
+    if batch < 1 or not math.isfinite(step_s):
+        return 1
+    return max(1, math.floor(rate_rps * mean_output * step_s / batch))
 
 
 def decoder_capacity(
-    candidate: K, workload: Workload, model: ModelArchitecture, context: float, mean_output: float
+    candidate: K,
+    workload: Workload,
+    model: ModelArchitecture,
+    context: float,
+    mean_output: float,
+    pool_instances: int = 1,
 ) -> DecoderCapacity[K]:
-    """B*, tau(B*) and full-output request rate of one decode instance candidate."""
+    """B*, tau(B*) and full-output request rate of one decode instance candidate in a pool of
+    `pool_instances`: the slots run at the utilization u* where a request waits for one of the
+    pool's pool_instances * B* slots with probability <= 5% (Erlang C), r = u* B* / (tau(B*) E[O])."""
     limit = workload.serving.max_decode_batch
     per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
     pools = candidate.instance.kv_pools
     by_memory = int(sequences_that_fit(candidate.kv_capacity_bytes, per_sequence, pools))
-    # the optimizer budgets memory in bytes: leave out what whole sequences per rank cannot use
-    # (under pools ranks, up to pools - 1 sequences more than one shared memory would lose)
-    memory = max(candidate.kv_capacity_bytes - (pools - 1) * per_sequence, 0.0)
+    # the optimizer budgets memory in bytes: leave out what whole sequences per rank cannot use.
+    # Under `pools` ranks at most pools - 1 sequences more than one shared memory are lost, and the
+    # whole sequences that do fit (by_memory) are usable exactly: the larger of the two bounds.
+    memory = max(candidate.kv_capacity_bytes - (pools - 1) * per_sequence, by_memory * per_sequence, 0.0)
     batches = np.arange(1, max(min(limit, by_memory), 1) + 1, dtype=np.float64)
     steps = decode_step_time(candidate.instance, batches, context)
     target = workload.sla.tpot_p90_s or math.inf
@@ -113,7 +142,7 @@ def decoder_capacity(
         return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, memory, per_sequence)
     best = int(batches[ok].max())
     step = float(steps[best - 1])
-    usable = slot_utilization(best)
+    usable = slot_utilization(best * max(pool_instances, 1))
     return DecoderCapacity(
         candidate=candidate,
         batch=best,

@@ -141,8 +141,12 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     classes = classes or request_classes(scenario)
     mean_output = classes.mean_output_tokens
     context = classes.mean_context_tokens
-    decode = decoder_capacity(scenario.decode, workload, model, context, mean_output)
-    relay = decoder_capacity(scenario.relay, workload, model, context, mean_output) if scenario.relay else None
+    decode = decoder_capacity(scenario.decode, workload, model, context, mean_output, scenario.decode.count)
+    relay = (
+        decoder_capacity(scenario.relay, workload, model, context, mean_output, scenario.relay.count)
+        if scenario.relay
+        else None
+    )
     relay_step = relay.step_s if relay is not None else decode.step_s
     downstream = Downstream(scenario.architecture, scenario.link, decode.step_s, relay_step)
     load = path_load(downstream, classes, scenario.rate_rps, [scenario.decode.instance], plan.handoff)

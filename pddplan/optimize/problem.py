@@ -16,7 +16,15 @@ import numpy as np
 
 from pddplan import architectures
 from pddplan.architectures import Architecture
-from pddplan.evaluate.capacity import RDMA_PATH, DecoderCapacity, Downstream, PathLoad, decoder_capacity, path_load
+from pddplan.evaluate.capacity import (
+    RDMA_PATH,
+    DecoderCapacity,
+    Downstream,
+    PathLoad,
+    decoder_capacity,
+    path_load,
+    pool_size_estimate,
+)
 from pddplan.evaluate.capacity import prefill_capacity as pool_capacities
 from pddplan.evaluate.classes import RequestClasses, workload_classes
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
@@ -133,14 +141,19 @@ class ProblemBuilder:
     beyond_inventory: bool = False
     _prefill_memo: dict[tuple[Any, ...], dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
 
-    def decoders(self, decode_scale: float = 1.0) -> list[DecoderCapacity[Candidate]]:
+    def decoders(self, decode_scale: float = 1.0, pooled_rps: float = 0.0) -> list[DecoderCapacity[Candidate]]:
         """Capacity of every candidate as a decoder, credited `decode_scale` of its rate and
-        concurrency; a kind that cannot hold the longest prompt's KV gets none (batch 0)."""
+        concurrency; a kind that cannot hold the longest prompt's KV gets none (batch 0). With
+        `pooled_rps` > 0, a kind's slot wait is pooled over the fewest instances that could carry
+        that rate (`pool_size_estimate`), else taken on one instance's slots."""
         moments = self.setup.moments
         workload, model = self.setup.workload, self.setup.model
         out = []
         for candidate in self.setup.candidates:
             d = decoder_capacity(candidate, workload, model, moments.context_tokens, moments.output_tokens)
+            pool = pool_size_estimate(pooled_rps, d.batch, d.step_s, moments.output_tokens)
+            if pool > 1:
+                d = decoder_capacity(candidate, workload, model, moments.context_tokens, moments.output_tokens, pool)
             if not holds_longest_prompt(candidate, workload):
                 d = replace(d, batch=0, requests_per_s=0.0, occupancy=0.0)
             out.append(replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale))
@@ -150,8 +163,8 @@ class ProblemBuilder:
         """Capacities of every candidate for one routing rule (the program's numbers)."""
         setup, options = self.setup, self.options
         arch, workload = setup.architecture, setup.workload
-        decoders = self.decoders(headroom.decode_scale)
-        md_step = max((d.step_s for d in decoders if d.usable), default=math.inf)
+        relays = self.decoders(headroom.decode_scale)  # a relay pool's size is not known: one instance's slots
+        md_step = max((d.step_s for d in relays if d.usable), default=math.inf)
         relay_rule = arch.relay_rule(routing) if routing is not None else None
         classes = {
             i: workload_classes(workload, setup.model, c.instance, setup.chunk, relay_rule)
@@ -174,6 +187,10 @@ class ProblemBuilder:
             if arch.uses_wan
             else [RDMA_PATH for _ in datacenters]
         )
+        # the least main-decoder load the program may place: the least rate it may serve, times the
+        # smallest share of output work the main decoders do on any line pool
+        least_md_rps = options.least_rate(setup.rate_ceiling) * min(load.md_load_fraction for load in pools)
+        decoders = self.decoders(headroom.decode_scale, least_md_rps)
         memo_key = (routing.hit_threshold if routing else None, headroom.sla_scale)
         if memo_key not in self._prefill_memo:
             self._prefill_memo[memo_key] = self._prefill_capacities(classes, pools, downstream, headroom.sla_scale)
@@ -185,7 +202,7 @@ class ProblemBuilder:
             prefill=setup.candidates,
             prefill_caps=self._prefill_memo[memo_key],
             decode=decoders,
-            relay=decoders if arch.has_relay else [],
+            relay=relays if arch.has_relay else [],
             pools=pools,
             datacenters=datacenters,
             drc_bytes_per_rps=drc_bytes_per_rps(workload, setup.model, arch),

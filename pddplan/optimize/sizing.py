@@ -24,6 +24,7 @@ from pddplan.evaluate.capacity import (
     PathLoad,
     decoder_capacity,
     path_load,
+    pool_size_estimate,
     prefill_capacity,
 )
 from pddplan.evaluate.capacity_view import (
@@ -176,8 +177,10 @@ def _cheapest_line(shape: Shape, classes: RequestClasses, rate: float) -> LinePo
 def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> SizedPlan:
     """The smallest instance counts of `shape` that carry the workload's rate within the SLA.
 
-    decode: ceil(rate / per-instance rate); relay: ceil(rate / per-instance rate);
-    prefill: the smallest pool whose TTFT-limited capacity reaches the rate.
+    decode: ceil(rate / per-instance rate), the slot wait pooled over the fewest instances that
+    could carry the main decoders' load; relay: ceil(rate / per-instance rate) on one instance's
+    slots; prefill: the smallest pool whose TTFT-limited capacity reaches the rate. The view is
+    the plan's capacity view (each role's slot wait pooled over its count).
     """
     model = shape.model
     rate = workload.arrival.rate_rps
@@ -191,7 +194,14 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     line = _cheapest_line(shape, classes, rate)
     downstream = Downstream(arch, line, decode.step_s, relay_step)
     load = path_load(downstream, classes, rate, [decode.candidate.instance], handoff)
-    rates = {"decode": decoder_rate(decode, load, mean_output, drc_bytes_per_rps(workload, model, arch))}
+    drc = drc_bytes_per_rps(workload, model, arch)
+    context = classes.mean_context_tokens
+
+    def pooled(cap: DecoderCapacity[Candidate], instances: int) -> DecoderCapacity[Candidate]:
+        return decoder_capacity(cap.candidate, workload, model, context, mean_output, instances)
+
+    least = pool_size_estimate(rate * load.md_load_fraction, decode.batch, decode.step_s, mean_output)
+    rates = {"decode": decoder_rate(pooled(decode, least), load, mean_output, drc)}
     if rates["decode"] <= 0:
         raise InfeasibleError(f"{decode.candidate.key} cannot decode within the TPOT SLA")
     if relay is not None:
@@ -209,9 +219,11 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     }
     rates["prefill"] = float(caps[enough[0]]) / counts["prefill"]
     kinds = {"prefill": shape.prefill, "decode": decode.candidate}
+    rates["decode"] = decoder_rate(pooled(decode, counts["decode"]), load, mean_output, drc)
     if relay is not None:
         counts["relay"] = max(math.ceil(rate / rates["relay"] - 1e-9), 1)
         kinds["relay"] = relay.candidate
+        rates["relay"] = relay_rate(pooled(relay, counts["relay"]), load)
     wan = [WanLease(option=option.name, count=count) for option, count in line.leases] if line else []
 
     def role(key: str) -> RoleSpec:
