@@ -404,3 +404,25 @@ def test_more_lines_never_raise_ttft() -> None:
     for a, b in pairwise(stable):
         assert b.ttft.p50_s <= a.ttft.p50_s + slack(a.ttft.p50_s)
         assert b.ttft.p90_s <= a.ttft.p90_s + slack(a.ttft.p90_s)
+
+
+def test_handoff_settings_move_the_closed_form() -> None:
+    """The catch-up threshold and the adaptive load bound are not nominal: a smaller threshold
+    keeps the relay longer (more relay tokens), an adaptive bound of 0 is one-shot (the relay is
+    never below it) and a bound of 1 is catch-up (it is always below it)."""
+
+    def figures(**handoff: Any) -> Any:
+        return evaluate(scenario(plan_data("small-pdd", handoff=handoff)))
+
+    loose, tight = (
+        figures(mode="catch-up", catchup_threshold_tokens=64),
+        figures(mode="catch-up", catchup_threshold_tokens=4),
+    )
+    assert tight.rld_token_share > loose.rld_token_share  # one more round on some classes
+    one_shot, catch_up = figures(mode="one-shot"), figures(mode="catch-up", catchup_threshold_tokens=4)
+    never = figures(mode="adaptive", adaptive_load_threshold=0.0, catchup_threshold_tokens=4)
+    always = figures(mode="adaptive", adaptive_load_threshold=1.0, catchup_threshold_tokens=4)
+    assert never.rld_token_share == pytest.approx(one_shot.rld_token_share, rel=1e-9)
+    assert always.rld_token_share == pytest.approx(catch_up.rld_token_share, rel=1e-9)
+    assert catch_up.rld_token_share > one_shot.rld_token_share
+    assert catch_up.worst_gap_p99_s < one_shot.worst_gap_p99_s  # the last chunk is smaller than all of them
