@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pddplan.evaluate.drc import md_prefix_hit_probability
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
-from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens
+from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import Instance, prefill_time
 from pddplan.scenario import Scenario
 from pddplan.specs.model import ModelArchitecture
@@ -65,16 +66,30 @@ def workload_classes(
     chunk_tokens: int,
     relay_rule: Routing | None,
 ) -> RequestClasses:
-    """Discretize `workload`; prefill times on `prefill`; relay marks by `relay_rule` (None: no relay)."""
+    """Discretize `workload`; prefill times on `prefill`; relay marks by `relay_rule` (None: no relay).
+
+    When the main decoder's radix cache holds a prefill hit's prefix with probability 0 < q < 1
+    (`pddplan.evaluate.drc`), each (prompt, hit) class splits in two: held (probability x q, the
+    incremental KV crosses the WAN) and missed (x (1 - q), the whole prompt's KV crosses)."""
     page = workload.serving.page_tokens
     prompts, prompt_probs = workload.prompt_tokens.support()
     hits, hit_probs = workload.hit_rate.support()
     prompt = np.repeat(prompts, len(hits))
     hit = np.tile(hits, len(prompts))
     input_prob = np.repeat(prompt_probs, len(hits)) * np.tile(hit_probs, len(prompts))
+    incremental = incremental_kv_bytes(model, prompt, hit, page)
+    held = md_prefix_hit_probability(workload.serving)
+    if held >= 1:
+        wan_bytes = incremental
+    elif held <= 0:
+        wan_bytes = request_kv_bytes(model, prompt, page)
+    else:
+        full = request_kv_bytes(model, prompt, page)
+        prompt, hit = np.concatenate([prompt, prompt]), np.concatenate([hit, hit])
+        input_prob = np.concatenate([input_prob * held, input_prob * (1 - held)])
+        wan_bytes = np.concatenate([incremental, full])
     fresh = new_tokens(prompt, hit, page)
     cached = cached_tokens(prompt, hit, page)
-    wan_bytes = incremental_kv_bytes(model, prompt, hit, page)
     relay = relayed(relay_rule, hit, wan_bytes)
     outputs, output_probs = workload.output_tokens.support()
     return RequestClasses(

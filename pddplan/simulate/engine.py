@@ -36,6 +36,7 @@ import numpy as np
 from pddplan.architectures import Pipeline
 from pddplan.evaluate.analytic import decoder_max_batch
 from pddplan.evaluate.classes import relayed
+from pddplan.evaluate.drc import md_prefix_hit_probability
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.moments import workload_moments
 from pddplan.net.fluctuation import CapacityPath
@@ -110,6 +111,21 @@ class SimulationStats:
     decoder_instances: dict[str, int]
 
 
+def _wan_bytes(
+    scenario: Scenario, prompt: np.ndarray, hit: np.ndarray, full_kv: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """KV bytes each request sends over the WAN: the incremental KV when the main decoder's radix
+    cache still holds the prefix (drawn with `md_prefix_hit_probability`, only when it is strictly
+    between 0 and 1, so other draws keep their order), else the whole prompt's."""
+    incremental = incremental_kv_bytes(scenario.model, prompt, hit, scenario.workload.serving.page_tokens)
+    held = md_prefix_hit_probability(scenario.workload.serving)
+    if held >= 1:
+        return incremental
+    if held <= 0:
+        return np.asarray(full_kv, dtype=np.float64)
+    return np.where(rng.random(len(prompt)) < held, incremental, full_kv)
+
+
 def _arrivals(scenario: Scenario, count: int, rng: np.random.Generator) -> np.ndarray:
     arrival = scenario.workload.arrival
     mean_gap = 1.0 / scenario.rate_rps
@@ -165,12 +181,12 @@ class _Simulation:
         self.hit = workload.hit_rate.sample(rng, count)
         self.output = workload.output_tokens.sample(rng, count)
         self.fresh = new_tokens(self.prompt, self.hit, page)
-        self.wan_size = incremental_kv_bytes(scenario.model, self.prompt, self.hit, page)
+        full_kv = request_kv_bytes(scenario.model, self.prompt, page)
+        self.wan_size = _wan_bytes(scenario, self.prompt, self.hit, full_kv, rng)
         prefill = scenario.prefill.instance
         self.service = prefill_time(
             prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens
         )
-        full_kv = request_kv_bytes(scenario.model, self.prompt, page)
         self.rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s).tolist()
         self.relay = relayed(self.architecture.relay_rule(self.routing), self.hit, self.wan_size)
         self.prefill_start, self.prefill_end = _prefill_fifo(self.arrival, self.service, scenario.prefill.count)

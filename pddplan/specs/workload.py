@@ -196,6 +196,13 @@ class ServingOptions(StrictModel):
     drc_retention_s: NonNegativeFloat = Field(
         default=60.0, description="how long the MD keeps a finished request's KV in its radix cache"
     )
+    turn_gap_s: PositiveFloat | None = Field(
+        default=None,
+        description="mean time between a session's consecutive requests (exponential); a main decoder "
+        "across the WAN still holds a request's cached prefix with probability 1 - exp(-drc_retention_s / "
+        "turn_gap_s), else the whole prompt's KV crosses; omit to assume it holds every prefix prefill "
+        "holds (the most the radix cache can save), except with drc_retention_s 0, when it holds none",
+    )
     stack: str | None = Field(
         default=None,
         min_length=1,

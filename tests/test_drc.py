@@ -1,0 +1,82 @@
+"""The main decoder's radix cache decides how much KV crosses the WAN: the incremental KV when it
+still holds the prefix, the whole prompt's when it does not."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from test_analytic import BASE_WORKLOAD, plan_data, scenario
+
+from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate.classes import request_classes
+from pddplan.evaluate.drc import md_prefix_hit_probability
+from pddplan.loading import validate
+from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
+from pddplan.simulate.summary import simulate
+from pddplan.specs.workload import ServingOptions, Workload
+
+
+def serving(**changes: Any) -> ServingOptions:
+    return ServingOptions.model_validate({**BASE_WORKLOAD["serving"], **changes})
+
+
+def test_hit_probability_by_hand() -> None:
+    assert md_prefix_hit_probability(serving(drc_retention_s=0)) == 0.0
+    assert md_prefix_hit_probability(serving(drc_retention_s=60)) == 1.0  # no turn gap given: the bound
+    assert md_prefix_hit_probability(serving(drc_retention_s=60, turn_gap_s=60)) == pytest.approx(
+        1 - math.exp(-1), rel=1e-12
+    )
+    assert md_prefix_hit_probability(serving(drc_retention_s=30, turn_gap_s=120)) == pytest.approx(
+        1 - math.exp(-0.25), rel=1e-12
+    )
+
+
+def workload(**serving_changes: Any) -> Workload:
+    data = copy.deepcopy(BASE_WORKLOAD)
+    data["serving"].update(serving_changes)
+    return validate(Workload, data, "workload.yaml")
+
+
+def test_classes_split_into_held_and_missed() -> None:
+    """q = 1 - e^-1: each class twice, probabilities q and 1 - q of the original, the held half
+    sends the incremental KV, the missed half the whole prompt's."""
+    held = scenario(plan_data("small-pdd"), workload(turn_gap_s=60.0, drc_retention_s=60.0))
+    always = scenario(plan_data("small-pdd"), workload(drc_retention_s=60.0))
+    split, plain = request_classes(held), request_classes(always)
+    n = len(plain.input_prob)
+    q = 1 - math.exp(-1)
+    assert len(split.input_prob) == 2 * n
+    np.testing.assert_allclose(split.input_prob[:n], plain.input_prob * q, rtol=1e-12)
+    np.testing.assert_allclose(split.input_prob[n:], plain.input_prob * (1 - q), rtol=1e-12)
+    page = held.workload.serving.page_tokens
+    np.testing.assert_allclose(
+        split.wan_bytes[:n], incremental_kv_bytes(held.model, plain.prompt_tokens, plain.hit, page), rtol=1e-12
+    )
+    np.testing.assert_allclose(split.wan_bytes[n:], request_kv_bytes(held.model, plain.prompt_tokens, page), rtol=1e-12)
+    assert split.input_prob.sum() == pytest.approx(1.0, rel=1e-12)
+
+
+def test_shorter_retention_sends_more_bytes() -> None:
+    """Retention 0 sends every prompt whole; longer retention never sends more."""
+    sent = [
+        evaluate(scenario(plan_data("small-pdd"), workload(drc_retention_s=r, turn_gap_s=30.0))).wan_bytes_per_request
+        for r in (0.0, 10.0, 30.0, 120.0)
+    ]
+    assert all(a >= b for a, b in itertools.pairwise(sent)), sent
+    assert sent[0] > sent[-1] * 1.5
+    unlimited = evaluate(scenario(plan_data("small-pdd"), workload(drc_retention_s=120.0))).wan_bytes_per_request
+    assert unlimited <= sent[-1]
+
+
+def test_simulation_draws_the_same_share_of_misses() -> None:
+    """The simulated mean WAN bytes per request match the closed form's expectation within 3%
+    (relayed requests the relay finishes first cancel part of theirs in both)."""
+    s = scenario(plan_data("small-pdd"), workload(drc_retention_s=30.0, turn_gap_s=30.0))
+    expected = evaluate(s).wan_bytes_per_request
+    simulated = simulate(s, 20_000, 3).summary["wan_bytes_per_request"]
+    assert simulated == pytest.approx(expected, rel=0.03)
