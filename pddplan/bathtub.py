@@ -21,12 +21,12 @@ from typing import Any, Literal
 import numpy as np
 
 from pddplan import architectures as registry
+from pddplan.architectures.pdd import relay_by_bytes
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.input_set import load_input_set
-from pddplan.net.lines import pool_lines
 from pddplan.optimize.sizing import Shape, choose_shape, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
-from pddplan.specs.plan import ArchitectureName, Routing
+from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 
 HitMode = Literal["shift", "fixed"]
@@ -194,21 +194,6 @@ def bathtub(
     )
     result.findings = findings(result, mean_prompt)
     return result
-
-
-RELAY_TRANSFER_BUDGET = 0.25  # relay a request whose transfer alone would take a quarter of the P90 target
-
-
-def relay_by_bytes(workload: Workload) -> Routing | None:
-    """Routing for a hit-rate sweep: relay by incremental bytes, not by hit, so the rule means the
-    same at every hit rate: relay when the transfer at one flow's TCP cap would take more than a
-    quarter of the TTFT P90 target (None when the workload has no WAN option)."""
-    options = workload.deployment.wan_lines
-    if not options:
-        return None
-    pool = pool_lines(options[0].between[0], options[0].between[1], [(options[0], 1)])
-    threshold = pool.flow_cap_bytes_per_s * RELAY_TRANSFER_BUDGET * workload.sla.ttft_p90_s
-    return Routing(kind="bytes", incremental_bytes_threshold=threshold)
 
 
 def local_dips(values: np.ndarray) -> list[int]:

@@ -133,18 +133,34 @@ def test_routing_rules_are_distinct_relay_sets() -> None:
     workload = load_workload("pdd-agent-64k")
     setup = build_setup(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", workload.arrival.rate_rps)
     hits, _ = workload.hit_rate.support()
-    rules = setup.architecture.routings(hits)
+    rules = setup.architecture.routings(workload)
     relayed = [int((hits < rule.hit_threshold).sum()) for rule in rules]  # type: ignore[union-attr]
     assert rules and all(rule is not None and rule.hit_threshold in HIT_THRESHOLDS for rule in rules)
     assert len(set(relayed)) == len(relayed) and all(n > 0 for n in relayed)
     for name in architectures.names():
         arch = architectures.get(name)
         if not arch.has_relay:  # without a relay there is nothing to route
-            assert build_setup(load_input_set(workload, None), name, 4.0).architecture.routings(hits) == [None], name
+            assert build_setup(load_input_set(workload, None), name, 4.0).architecture.routings(workload) == [None], (
+                name
+            )
         if not arch.uses_wan:  # RDMA-only architectures lease no lines
             assert build_setup(load_input_set(workload, workload_dir("pdd-agent-64k")), name, 4.0).lines == [], name
     assert all(pool.source == workload.deployment.home for pool in setup.lines)
     assert setup.lines
+
+
+def test_a_main_decoder_that_may_miss_adds_the_bytes_rule() -> None:
+    """With turn gaps given, the main decoder misses some prefixes prefill hit; a high-hit request
+    may then send its whole prompt, so relaying by bytes joins the hit rules (after them)."""
+    workload = load_workload("pdd-agent-64k")
+    gapped = workload.model_copy(update={"serving": workload.serving.model_copy(update={"turn_gap_s": 30.0})})
+    arch = architectures.get("pdd")
+    plain, missing = arch.routings(workload), arch.routings(gapped)
+    assert all(rule is not None and rule.kind == "hit" for rule in plain)
+    assert missing[: len(plain)] == plain
+    extra = missing[len(plain) :]
+    assert len(extra) == 1 and extra[0] is not None and extra[0].kind == "bytes"
+    assert extra[0].incremental_bytes_threshold > 0
 
 
 # -- elastic diagnosis on hand-made programs -------------------------------------------------------------

@@ -145,8 +145,8 @@ class Architecture:
         """The rule that sends requests through the relay (None: no request is relayed)."""
         return routing if self.has_relay else None
 
-    def routings(self, hits: np.ndarray) -> list[Routing | None]:
-        """The routing rules the optimizer tries, given the workload's hit-rate support points."""
+    def routings(self, workload: Workload) -> list[Routing | None]:
+        """The routing rules the optimizer tries for `workload`."""
         return [None]
 
     def default_routing(self) -> Routing | None:

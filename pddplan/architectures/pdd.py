@@ -16,9 +16,27 @@ from pddplan.architectures.base import Architecture, Dispatch, Pipeline, Transpo
 
 if TYPE_CHECKING:
     from pddplan.specs.plan import HandoffMode, Routing
+    from pddplan.specs.workload import Workload
 
 # Hit-rate thresholds the optimizer tries for the P-RLD-MD route (below: relayed).
 HIT_THRESHOLDS = (0.5, 0.8, 0.9, 0.95, 0.97, 0.99)
+RELAY_TRANSFER_BUDGET = 0.25  # relay a request whose transfer alone would take a quarter of the P90 target
+
+
+def relay_by_bytes(workload: Workload) -> Routing | None:
+    """Relay by the bytes a request must send over the WAN, not by its hit rate: relay when the
+    transfer at one flow's TCP cap would take more than a quarter of the TTFT P90 target (None
+    when the workload has no WAN option). It means the same at every hit rate (bathtub), and it
+    relays a high-hit request whose prefix the main decoder no longer holds."""
+    from pddplan.net.lines import pool_lines
+    from pddplan.specs.plan import Routing
+
+    options = workload.deployment.wan_lines
+    if not options:
+        return None
+    pool = pool_lines(options[0].between[0], options[0].between[1], [(options[0], 1)])
+    threshold = pool.flow_cap_bytes_per_s * RELAY_TRANSFER_BUDGET * workload.sla.ttft_p90_s
+    return Routing(kind="bytes", incremental_bytes_threshold=threshold)
 
 
 class Pdd(Architecture):
@@ -30,10 +48,14 @@ class Pdd(Architecture):
     direct_pipeline = Pipeline.P_MD
     subject = True
 
-    def routings(self, hits: np.ndarray) -> list[Routing | None]:
-        """One rule per distinct set of relayed hit-rate support points (thresholds HIT_THRESHOLDS)."""
+    def routings(self, workload: Workload) -> list[Routing | None]:
+        """One rule per distinct set of relayed hit-rate support points (thresholds HIT_THRESHOLDS),
+        and the bytes rule when the main decoder may miss a prefix prefill hit (then a high hit
+        rate no longer means a small transfer)."""
+        from pddplan.evaluate.drc import md_prefix_hit_probability
         from pddplan.specs.plan import Routing
 
+        hits, _ = workload.hit_rate.support()
         out: list[Routing | None] = []
         seen: set[int] = set()
         for threshold in HIT_THRESHOLDS:
@@ -42,7 +64,11 @@ class Pdd(Architecture):
                 continue
             seen.add(relayed)
             out.append(Routing(kind="hit", hit_threshold=threshold))
-        return out or [Routing(kind="hit", hit_threshold=HIT_THRESHOLDS[0])]
+        out = out or [Routing(kind="hit", hit_threshold=HIT_THRESHOLDS[0])]
+        by_bytes = relay_by_bytes(workload)
+        if by_bytes is not None and md_prefix_hit_probability(workload.serving) < 1:
+            out.append(by_bytes)
+        return out
 
     def default_routing(self) -> Routing | None:
         from pddplan.specs.plan import Routing

@@ -191,7 +191,7 @@ class ProblemBuilder:
         # smallest share of output work the main decoders do on any line pool
         least_md_rps = options.least_rate(setup.rate_ceiling) * min(load.md_load_fraction for load in pools)
         decoders = self.decoders(headroom.decode_scale, least_md_rps)
-        memo_key = (routing.hit_threshold if routing else None, headroom.sla_scale)
+        memo_key = (routing.model_dump_json() if routing else None, headroom.sla_scale)
         if memo_key not in self._prefill_memo:
             self._prefill_memo[memo_key] = self._prefill_capacities(classes, pools, downstream, headroom.sla_scale)
         inventory = {

@@ -111,6 +111,7 @@ def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:
         rld_token_share=verified.get("rld_token_share", evaluation.rld_token_share),
         link_utilization=verified.get("link_utilization", evaluation.link_utilization),
         routing_threshold=result.routing_threshold,
+        routing_rule=result.routing_rule,
         handoff_mode=result.handoff_mode,
         verified=bool(verified),
         verification_rounds=result.rounds,

@@ -46,7 +46,8 @@ class ArchitectureResult:
     simulation: dict[str, Any] | None = None
     rounds: int = 0
     solves: int = 0
-    routing_threshold: float | None = None
+    routing_threshold: float | None = None  # of a hit rule
+    routing_rule: str | None = None  # the rule, as words: 'hit < 0.95', 'WAN bytes > 1.2 GB'
     handoff_mode: str | None = None
     infeasibility: list[dict[str, Any]] = field(default_factory=list)
 
@@ -86,6 +87,15 @@ def _plan(setup: OptimizeSetup, data: milp.ProblemData, solution: milp.Solution,
     )
 
 
+def rule_text(routing: Routing | None) -> str:
+    """A routing rule in words: which requests take the relay."""
+    if routing is None:
+        return "-"
+    if routing.kind == "hit":
+        return f"hit < {routing.hit_threshold:g}"
+    return f"WAN bytes > {routing.incremental_bytes_threshold / 1e9:.3g} GB"
+
+
 def _score(evaluation: Evaluation, options: OptimizeOptions) -> float:
     if not evaluation.sla_met:
         return -math.inf
@@ -112,7 +122,7 @@ def _best_of_round(
     best: _Pick | None = None
     for routing in routings:
         if progress:
-            progress(f"{arch.name}: routing {routing.hit_threshold if routing else '-'}, round {result.rounds}")
+            progress(f"{arch.name}: routing {rule_text(routing)}, round {result.rounds}")
         data = builder.build(routing, headroom)
         solution, solves = solve_bcr(data, options, ratio)
         result.solves += solves
@@ -156,8 +166,7 @@ def _after_miss(
 def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Callable[[str], None] | None) -> None:
     """Rounds of solve -> closed form -> simulation, tightening after each miss (at most MAX_ROUNDS)."""
     setup, options = builder.setup, builder.options
-    hits, _ = setup.workload.hit_rate.support()
-    routings = setup.architecture.routings(hits)
+    routings = setup.architecture.routings(setup.workload)
     headroom = Headroom()
     ratio = 0.0
     for round_number in range(1, MAX_ROUNDS + 1):
@@ -168,7 +177,9 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
         routings = [pick.routing]
         result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
         result.simulation = None
-        result.routing_threshold = pick.routing.hit_threshold if pick.routing else None
+        by_hit = pick.routing is not None and pick.routing.kind == "hit"
+        result.routing_threshold = pick.routing.hit_threshold if by_hit and pick.routing else None
+        result.routing_rule = rule_text(pick.routing) if pick.routing else None
         result.handoff_mode = pick.plan.handoff.mode if setup.architecture.has_relay else None
         if pick.key[0] == -math.inf:  # the closed form already misses the SLA: ask for headroom, re-solve
             headroom = _after_miss(headroom, pick, None, options, setup.rate_ceiling)

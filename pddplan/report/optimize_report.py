@@ -91,9 +91,7 @@ def print_report(console: Console, report: OptimizeReport, written: Path | None)
     row("relay token share", lambda f: f"{f['rld_token_share']:.1%}" if "rld_token_share" in f else "-")
     row(
         "routing / handoff",
-        lambda f: (
-            f"hit < {f['routing_threshold']:g} / {f['handoff_mode']}" if f.get("routing_threshold") is not None else "-"
-        ),
+        lambda f: f"{f['routing_rule']} / {f['handoff_mode']}" if f.get("routing_rule") else "-",
     )
     row(
         "verified (rounds)",
