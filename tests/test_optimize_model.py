@@ -723,13 +723,17 @@ def test_instance_candidates_follow_the_offers() -> None:
     assert {"dc-b/gpu-b/tp8", "dc-b/gpu-b/tp8/ep"} <= both
 
 
-def test_tp_degrees_default_to_powers_of_two_up_to_twice_the_domain() -> None:
+def test_tp_degrees_default_to_powers_of_two_up_to_eight_domains() -> None:
     from pddplan.optimize.candidates import tp_degrees
 
     workload = load_workload("chat-short-lowhit")
     assert workload.deployment.tp_options is None or not workload.deployment.tp_options
-    assert tp_degrees(workload, 8) == [1, 2, 4, 8, 16]
-    assert tp_degrees(load_workload("pdd-agent-64k"), 8) == [8, 16]
+    assert tp_degrees(workload, 8) == [1, 2, 4, 8, 16, 32, 64]
+    assert tp_degrees(workload, 4) == [1, 2, 4, 8, 16, 32]
+    narrowed = workload.model_copy(
+        update={"deployment": workload.deployment.model_copy(update={"tp_options": [16, 8]})}
+    )
+    assert tp_degrees(narrowed, 8) == [8, 16]
 
 
 def test_wan_configs_enumerate_every_nonempty_line_combination() -> None:

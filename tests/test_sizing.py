@@ -137,17 +137,20 @@ def test_pdd_line_is_the_cheapest_that_carries_the_bytes(shapes: Any, sized: Any
 
 
 def test_sizing_matches_the_program_on_pdd_agent() -> None:
-    """One instance kind per role is optimal and inventory does not bind: the sizer gives the
-    integer program's answer (module docstring)."""
+    """pd-intra: one instance kind per role is optimal and inventory does not bind, so the sizer
+    gives the integer program's answer (module docstring). pdd: the sizer picks the relay kind by
+    $ per concurrent sequence (a TP32 instance), the program by the whole count (one TP16 holds
+    the relayed load): the program's plan is never dearer than the sizer's."""
     workload = load_workload("pdd-agent-64k")
+    inputs = load_input_set(workload, workload_dir("pdd-agent-64k"))
     for arch in ("pd-intra", "pdd"):
-        sized_plan = size_plan(
-            workload, choose_shape(load_input_set(workload, workload_dir("pdd-agent-64k")), arch)
-        ).plan
-        result = optimize_architecture(
-            load_input_set(workload, workload_dir("pdd-agent-64k")), arch, OptimizeOptions(verify=False)
-        )
-        assert result.plan is not None
+        sized_plan = size_plan(workload, choose_shape(inputs, arch)).plan
+        result = optimize_architecture(inputs, arch, OptimizeOptions(verify=False))
+        assert result.plan is not None and result.scenario is not None
+        sized_cost = build_scenario(sized_plan, inputs).cost_per_hour
+        assert result.scenario.cost_per_hour <= sized_cost * (1 + 1e-9), arch
+        if arch != "pd-intra":
+            continue
         for role in ROLES:
             mine, theirs = getattr(sized_plan, role), getattr(result.plan, role)
             if mine is None:

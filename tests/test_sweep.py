@@ -84,7 +84,9 @@ def test_set_path_list_items(raw: dict[str, Any]) -> None:
     # an index as the last part sets the list item
     out = sweeping.set_path(raw, "hit_rate.article_shares[0]", 0.2)
     assert out["hit_rate"]["article_shares"] == [0.2, *raw["hit_rate"]["article_shares"][1:]]
-    out = sweeping.set_path(raw, "deployment.tp_options[1]", 32.0)
+    out = sweeping.set_path(
+        {**raw, "deployment": {**raw["deployment"], "tp_options": [8, 16]}}, "deployment.tp_options[1]", 32.0
+    )
     assert out["deployment"]["tp_options"] == [8, 32] and type(out["deployment"]["tp_options"][1]) is int
 
 

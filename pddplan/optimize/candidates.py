@@ -75,15 +75,28 @@ def layouts(model: ModelArchitecture, tp: int, domain: int) -> list[bool | None]
     return [None]
 
 
+# Widest instance tried by default, in scale-up domains: production MoE deployments run expert
+# parallelism over several nodes (DeepSeek's decode instances span dozens of GPUs), with the
+# all-to-all over the scale-out NICs priced by the step model.
+DEFAULT_MAX_DOMAINS = 8
+
+
 def tp_degrees(workload: Workload, domain: int) -> list[int]:
-    """TP degrees to try: the workload's list, else powers of two up to twice the scale-up domain."""
+    """Instance widths (GPUs per instance) to try: the workload's list, else powers of two up to
+    DEFAULT_MAX_DOMAINS scale-up domains."""
     if workload.deployment.tp_options:
         return sorted(set(workload.deployment.tp_options))
     degrees, tp = [], 1
-    while tp <= 2 * domain:
+    while tp <= DEFAULT_MAX_DOMAINS * domain:
         degrees.append(tp)
         tp *= 2
     return degrees
+
+
+def instance_widths(inputs: InputSet) -> dict[str, list[int]]:
+    """The instance widths (GPUs per instance) tried per offered GPU type."""
+    workload = inputs.workload
+    return {gpu: tp_degrees(workload, inputs.hardware_for(gpu).scale_up_domain) for gpu in sorted(inputs.hardware)}
 
 
 def instance_candidates(inputs: InputSet, chunk_tokens: int) -> list[Candidate]:

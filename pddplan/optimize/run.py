@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pddplan import architectures
 from pddplan.input_set import load_input_set
+from pddplan.optimize.candidates import instance_widths
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import ArchitectureResult, optimize_architecture
 from pddplan.report.plan_tables import scenario_roles, scenario_wan
@@ -23,6 +24,12 @@ class OptimizeReport:
     workload: Workload
     options: OptimizeOptions
     results: list[ArchitectureResult]
+    widths: dict[str, list[int]] = field(default_factory=dict)  # instance widths tried, per GPU type
+
+    @property
+    def widths_narrowed(self) -> bool:
+        """Whether the workload narrowed the widths (deployment.tp_options) below the default."""
+        return bool(self.workload.deployment.tp_options)
 
     @property
     def feasible(self) -> list[ArchitectureResult]:
@@ -72,6 +79,7 @@ class OptimizeReport:
             "best": best.name if best else None,
             "architectures": [architecture_figures(r) for r in self.results],
             "gains": self.gains(),
+            "instance_widths": {"by_gpu": self.widths, "narrowed_by_workload": self.widths_narrowed},
         }
 
 
@@ -137,4 +145,4 @@ def optimize(
     chosen = names if names is not None else architectures.names()
     inputs = load_input_set(workload, base_dir)
     results = [optimize_architecture(inputs, name, options, progress) for name in chosen]
-    return OptimizeReport(workload=workload, options=options, results=results)
+    return OptimizeReport(workload=workload, options=options, results=results, widths=instance_widths(inputs))

@@ -24,6 +24,20 @@ def _pct(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{value:+.1%}"
 
 
+def widths_note(report: OptimizeReport) -> str:
+    """Which instance widths were searched, and whether the workload narrowed them."""
+    spans = "; ".join(
+        f"{gpu} {widths[0]}-{widths[-1]}" if len(widths) > 2 else f"{gpu} {', '.join(map(str, widths))}"
+        for gpu, widths in report.widths.items()
+    )
+    why = (
+        "narrowed by the workload's deployment.tp_options"
+        if report.widths_narrowed
+        else "the default: powers of two up to 8 scale-up domains; deployment.tp_options narrows them"
+    )
+    return f"instance widths tried (GPUs per instance): {spans} ({why})"
+
+
 def print_report(console: Console, report: OptimizeReport, written: Path | None) -> None:
     """Summary box with the drawing, side-by-side table, PDD's gains, and infeasibility reasons."""
     figures = [architecture_figures(r) for r in report.results]
@@ -115,5 +129,6 @@ def print_report(console: Console, report: OptimizeReport, written: Path | None)
     for result in report.results:
         for item in result.infeasibility:
             console.print(f"[yellow]{result.name}[/yellow]: {item['message']}")
+    console.print(widths_note(report))
     if written is not None:
         console.print(f"wrote the best plan to {written}")
