@@ -169,7 +169,7 @@ class Link:
             if request not in self.flows:
                 heapq.heappop(self.heap)
                 continue
-            if size_clock - self.clock > 1e-6 * max(size_clock, 1.0):
+            if size_clock - self.clock > 1e-9 * max(size_clock, 1.0):  # ~1e-9 s per second of sending
                 break
             heapq.heappop(self.heap)
             self.stop(request)
