@@ -439,7 +439,9 @@ def test_random_instances_are_varied() -> None:
     def bump(key: str) -> None:
         seen[key] = seen.get(key, 0) + 1
 
-    @settings(max_examples=40, deadline=None, derandomize=True)
+    # 100 examples: the fixed sample changes with each hypothesis release, and 40 left some releases
+    # (6.100, 6.120, 6.130) with a single pd-cross instance
+    @settings(max_examples=100, deadline=None, derandomize=True)
     @given(problems("rate"), problems("budget"), problems("bcr", min_served=1.0))
     def count(rate: milp.ProblemData, budget: milp.ProblemData, bcr: milp.ProblemData) -> None:
         bump(rate.architecture.name)

@@ -55,7 +55,15 @@ def quiet_stdout() -> Iterator[None]:
 def make_solver(options: SolverOptions) -> pulp.LpSolver:
     """A configured PuLP solver; InputError when the requested one is not installed."""
     if options.name == "highs":
-        solver = pulp.HiGHS(msg=False, timeLimit=options.time_limit_s, gapRel=options.mip_gap, threads=1)
+        # HiGHS's default integer-feasibility tolerance (1e-6) lets a served rate exceed a capacity
+        # by 1e-6 req/s; plans are compared to capacities within 1e-9.
+        solver = pulp.HiGHS(
+            msg=False,
+            timeLimit=options.time_limit_s,
+            gapRel=options.mip_gap,
+            threads=1,
+            mip_feasibility_tolerance=1e-9,
+        )
     elif options.name == "cbc":
         solver = pulp.COIN_CMD(msg=False, timeLimit=options.time_limit_s, gapRel=options.mip_gap)
         if not solver.available() and hasattr(pulp, "PULP_CBC_CMD"):
@@ -74,9 +82,14 @@ def solve(model: pulp.LpProblem, options: SolverOptions) -> str:
     """Solve in place; return 'optimal', 'feasible' (stopped early with a solution) or 'infeasible'."""
     solver = make_solver(options)
     with quiet_stdout():
-        model.solve(solver)
-    if model.sol_status in (pulp.LpSolutionOptimal,):
-        return "optimal"
-    if model.sol_status == pulp.LpSolutionIntegerFeasible:
-        return "feasible"
-    return "infeasible"
+        result = model.solve(solver)
+    if hasattr(model, "sol_status"):  # PuLP 3
+        if model.sol_status == pulp.LpSolutionOptimal:
+            return "optimal"
+        if model.sol_status == pulp.LpSolutionIntegerFeasible:
+            return "feasible"
+        return "infeasible"
+    # PuLP 4 (on Python 3.12+): solve() returns a result with the status and whether it has a solution
+    if not result.has_solution:
+        return "infeasible"
+    return "optimal" if result.status == pulp.LpSolveStatus.Optimal else "feasible"
