@@ -42,3 +42,27 @@ def test_ci_runs_the_readme_commands() -> None:
 def test_inputs_reference_is_current() -> None:
     committed = (ROOT / "docs" / "inputs.md").read_text(encoding="utf-8")
     assert committed == markdown_reference(), "regenerate with: pddplan schema --markdown docs/inputs.md"
+
+
+def test_shared_figures_are_documented_once() -> None:
+    """docs/model.md lists the keys evaluate and simulate share; the list is exactly those keys."""
+    import re
+
+    from pddplan.evaluate.analytic import evaluate
+    from pddplan.input_set import load_input_set
+    from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.scenario import build_scenario
+    from pddplan.simulate.summary import simulate
+
+    text = (ROOT / "docs" / "model.md").read_text(encoding="utf-8")
+    section = text.split("### The figures `evaluate` and `simulate` share", 1)[1].split("\n## ", 1)[0]
+    documented = {
+        key
+        for row in section.splitlines()
+        if row.startswith("| `")
+        for key in re.findall(r"`([a-z0-9_]+)`", row.split("|")[1])
+    }
+    inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
+    scenario = build_scenario(load_plan(str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")), inputs)
+    shared = set(evaluate(scenario).to_dict()) & set(simulate(scenario, 500, 0).summary)
+    assert documented == shared
