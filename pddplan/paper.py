@@ -262,11 +262,17 @@ def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
     bandwidth = main_hw.hbm_bytes_per_s / base_hw.hbm_bytes_per_s - 1
     base_layout = layout_label(base.instance.tp, base.instance.uses_ep)
     main_layout = layout_label(main.instance.tp, main.instance.uses_ep)
+    scenario = pdd.scenario
+    radix_gb = scenario.drc_bytes_per_decode_instance() * main.count / 1e9
+    relay = scenario.relay
+    relay_text = f"a relay of {relay.gpus} x {relay.instance.hardware.name}, " if relay is not None else ""
+    line = scenario.link.usd_per_hour if scenario.link is not None else 0.0
     return (
         f"the baseline decodes on {base.count} x {base_hw.name} {base_layout}, PDD on {main.count} x "
-        f"{main_hw.name} {main_layout}, which has {memory:+.0%} memory and {bandwidth:+.0%} memory "
-        "bandwidth per GPU, so fewer decode GPUs hold the running batch and the radix cache; the article's "
-        "GPUs are unnamed, so its gap need not match."
+        f"{main_hw.name} {main_layout} ({memory:+.0%} memory, {bandwidth:+.0%} memory bandwidth per GPU). PDD "
+        f"also pays for {relay_text}the line (${line:,.2f}/h) and {radix_gb:,.0f} GB of main-decoder memory "
+        "for the radix cache that lets only incremental KV cross the WAN, which the baseline does not need; "
+        "the article's GPUs are unnamed, so its gap need not match."
     )
 
 
