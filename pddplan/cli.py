@@ -445,6 +445,14 @@ def optimize(
         float, typer.Option("--min-served", help="BCR mode: serve at least this share of the offered rate.")
     ] = 1.0,
     output_plan: Annotated[Path | None, typer.Option("--output", help="Write the best plan here (YAML).")] = None,
+    robust: Annotated[
+        bool,
+        typer.Option(
+            "--robustness",
+            help="Then re-optimize up to 5 more times (rate x0.5 and x2, the price of the GPU only PDD decodes on "
+            "-10% and +10%, instance widths two powers of two wider) and show how the decision moves.",
+        ),
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Best deployment (GPU counts per role and datacenter, WAN lines) for BCR under the SLA, beside
@@ -487,6 +495,13 @@ def optimize(
     console = output.human()
     with console.status("optimizing...") as status:
         report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))
+        robustness = None
+        if robust:
+            from pddplan.optimize.robustness import robustness as vary
+
+            robustness = vary(
+                spec, workload_dir(workload), options, report, names, progress=lambda text: status.update(text)
+            )
     best = report.best
     if output_plan is not None and best is not None and best.plan is not None:
         from pddplan.loading import write_atomic
@@ -494,9 +509,13 @@ def optimize(
 
         write_atomic(output_plan, plan_yaml(best.plan, spec.name))
     if json_out:
-        output.emit_json(report.to_dict())
+        output.emit_json(report.to_dict() | ({"robustness": robustness.to_dict()} if robustness else {}))
     else:
         optimize_report.print_report(console, report, output_plan if best else None)
+        if robustness is not None:
+            from pddplan.report import robustness_report
+
+            robustness_report.print_report(console, robustness)
     if best is None:
         reasons = "; ".join(
             f"{r.name}: " + "; ".join(item["message"] for item in r.infeasibility) for r in report.results
@@ -734,6 +753,10 @@ def paper(
     for row in result["rows"]:
         table.add_row(row["metric"], row["article"], row["pddplan"], row["why"])
     console.print(table)
+    from pddplan.optimize.robustness import RobustnessReport
+    from pddplan.report import robustness_report
+
+    robustness_report.print_report(console, RobustnessReport.from_dict(result["robustness"]))
 
 
 @app.command("agreement")

@@ -16,12 +16,15 @@ from typing import Any
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.robustness import robustness
 from pddplan.optimize.run import architecture_figures, optimize
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes
+from pddplan.report import robustness_report
 from pddplan.report.plan_tables import layout_label
 from pddplan.scenario import build_scenario
 from pddplan.simulate.summary import simulate
+from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 
 WORKLOAD = "pdd-agent-64k"
@@ -30,6 +33,8 @@ WORKLOAD = "pdd-agent-64k"
 HETERO_WORKLOAD = "pdd-agent-64k-hetero"
 SPLIT = ("pd-intra", "pd-hetero", "pdd")
 PREMIUMS = (0.20, 0.25, 0.30)
+NOMINAL_PREMIUM = 0.25  # the workload's own GPU-B price
+COMPARED: tuple[ArchitectureName, ...] = ("pd-intra", "pdd")
 
 
 @dataclass(frozen=True)
@@ -65,12 +70,13 @@ def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], Non
     base_dir = workload_dir(WORKLOAD)
     options = OptimizeOptions(verify_requests=requests, seed=seed)
     by_premium: dict[float, dict[Any, Any]] = {}
+    reports = {}
     for premium in PREMIUMS:
         if progress:
             progress(f"optimizing with GPU-B at +{premium:.0%}")
-        report = optimize(_with_premium(workload, premium), base_dir, options, ("pd-intra", "pdd"))
-        by_premium[premium] = {r.name: r for r in report.results}
-    nominal = by_premium[0.25]
+        reports[premium] = optimize(_with_premium(workload, premium), base_dir, options, COMPARED)
+        by_premium[premium] = {r.name: r for r in reports[premium].results}
+    nominal = by_premium[NOMINAL_PREMIUM]
     intra, pdd = nominal["pd-intra"], nominal["pdd"]
     assert pdd.plan is not None and intra.plan is not None
     if progress:
@@ -87,9 +93,13 @@ def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], Non
     hetero = load_workload(HETERO_WORKLOAD)
     split = optimize(_with_premium(hetero, 0.25), workload_dir(HETERO_WORKLOAD), options, SPLIT)
     rows = _rows(workload, intra_sim, cross_sim, pdd_sim, by_premium, model) + _split_rows(split.results)
+    moves = robustness(
+        _with_premium(workload, NOMINAL_PREMIUM), base_dir, options, reports[NOMINAL_PREMIUM], COMPARED, progress
+    )
     return {
         "workload": WORKLOAD,
         "rows": [row.__dict__ for row in rows],
+        "robustness": moves.to_dict(),
         "plans": {
             "pd-intra": architecture_figures(intra),
             "pdd": architecture_figures(pdd),
@@ -288,6 +298,18 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     lines.extend(f"| {row['metric']} | {row['article']} | {row['pddplan']} | {row['why']} |" for row in result["rows"])
+    if "robustness" in result:
+        lines.extend(
+            [
+                "",
+                "## How the decision moves",
+                "",
+                f"PDD against {COMPARED[0]} at GPU-B +{NOMINAL_PREMIUM:.0%}, re-optimized under each variation "
+                "(`pddplan optimize --robustness`; the article's comparison is PDD against intra-datacenter PD).",
+                "",
+                *robustness_report.markdown(result["robustness"]),
+            ]
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,397 @@
+"""How the decision of `pddplan optimize` moves: the same workload re-optimized under a few variations.
+
+One line of the optimizer ("PDD is 33% cheaper than intra-datacenter PD") can flip with small
+changes of its inputs: the request rate, the price of the GPU that only PDD decodes on, or the
+instance widths the search may use. `robustness` re-optimizes the workload under each of these
+(same options, verification included) and reports, per variation, the best architecture, PDD's
+cost and BCR, the cheapest feasible baseline and PDD's cost change against it; `verdict` says in
+one sentence whether the sign of PDD's gain over the best baseline flips.
+
+Every variation is a copy of the workload (`model_copy`), never an edited file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pddplan import architectures
+from pddplan.input_set import InputSet, load_input_set
+from pddplan.optimize.candidates import tp_degrees
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
+from pddplan.optimize.search import ArchitectureResult
+from pddplan.scenario import gpu_price
+from pddplan.specs.plan import ArchitectureName
+from pddplan.specs.workload import Workload
+
+RATE_FACTORS = (0.5, 2.0)
+PRICE_FACTORS = (0.9, 1.1)
+EXTRA_WIDTHS = 2  # powers of two added above the widest instance width
+# Re-optimizations `robustness` runs at most (the nominal run is reused): two rates, two prices, widths.
+RUNS = len(RATE_FACTORS) + len(PRICE_FACTORS) + 1
+EQUAL = 1e-9  # a relative cost change smaller than this counts as a tie
+
+
+@dataclass(frozen=True)
+class Variation:
+    """One variant of the workload to re-optimize."""
+
+    label: str  # as the table shows it: 'rate x2', 'gpu-b price +10%', 'tp up to 64'
+    kind: str  # nominal, rate, price, widths
+    workload: Workload
+    options: OptimizeOptions
+    change: dict[str, Any] = field(default_factory=dict)  # what was changed, for the JSON
+
+
+@dataclass(frozen=True)
+class RobustnessRow:
+    """The decision under one variation. Costs are $/h; `cost_change` is PDD's cost over the best
+    baseline's minus one (negative: PDD is cheaper); None where either has no feasible plan."""
+
+    variation: str
+    kind: str = "nominal"
+    best: str | None = None
+    subject: str = "pdd"
+    subject_feasible: bool = False
+    subject_cost: float | None = None
+    subject_bcr: float | None = None
+    best_baseline: str | None = None
+    best_baseline_cost: float | None = None
+    cost_change: float | None = None
+    vs_baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    change: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variation": self.variation,
+            "kind": self.kind,
+            "change": self.change,
+            "best": self.best,
+            "subject": self.subject,
+            "subject_feasible": self.subject_feasible,
+            "subject_cost_per_hour": self.subject_cost,
+            "subject_bcr": self.subject_bcr,
+            "best_baseline": self.best_baseline,
+            "best_baseline_cost_per_hour": self.best_baseline_cost,
+            "cost_change_vs_best_baseline": self.cost_change,
+            "vs_baselines": self.vs_baselines,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RobustnessRow:
+        """The row `to_dict` wrote."""
+        return cls(
+            variation=data["variation"],
+            kind=data["kind"],
+            best=data["best"],
+            subject=data["subject"],
+            subject_feasible=data["subject_feasible"],
+            subject_cost=data["subject_cost_per_hour"],
+            subject_bcr=data["subject_bcr"],
+            best_baseline=data["best_baseline"],
+            best_baseline_cost=data["best_baseline_cost_per_hour"],
+            cost_change=data["cost_change_vs_best_baseline"],
+            vs_baselines=data["vs_baselines"],
+            change=data["change"],
+        )
+
+
+@dataclass
+class RobustnessReport:
+    """One row per variation (nominal first), the verdict, and notes on variations skipped."""
+
+    rows: list[RobustnessRow]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": [row.to_dict() for row in self.rows], "verdict": self.verdict, "notes": self.notes}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RobustnessReport:
+        """The report `to_dict` wrote (the verdict is recomputed from the rows)."""
+        return cls(rows=[RobustnessRow.from_dict(row) for row in data["rows"]], notes=list(data.get("notes", [])))
+
+
+# -- the variations -------------------------------------------------------------------------------
+def scale_rate(workload: Workload, factor: float) -> Workload:
+    """The workload with `arrival.rate_rps` multiplied by `factor`."""
+    arrival = workload.arrival.model_copy(update={"rate_rps": workload.arrival.rate_rps * factor})
+    return workload.model_copy(update={"arrival": arrival})
+
+
+def scale_gpu_prices(inputs: InputSet, types: Sequence[str], factor: float) -> Workload:
+    """The workload with every offer of the GPU types `types` priced at `factor` x its price (the
+    offer's `usd_per_gpu_hour`, else its profile's price); other offers are untouched."""
+    workload = inputs.workload
+    datacenters = []
+    for dc in workload.deployment.datacenters:
+        gpus = [
+            offer.model_copy(
+                update={
+                    "usd_per_gpu_hour": factor
+                    * gpu_price(inputs.hardware_for(offer.type), workload, dc.name, offer.type)
+                }
+            )
+            if offer.type in types
+            else offer
+            for offer in dc.gpus
+        ]
+        datacenters.append(dc.model_copy(update={"gpus": gpus}))
+    deployment = workload.deployment.model_copy(update={"datacenters": datacenters})
+    return workload.model_copy(update={"deployment": deployment})
+
+
+def default_widths(inputs: InputSet) -> list[int]:
+    """The instance widths the search tries: the workload's `tp_options`, else the union over the
+    offered GPU types of the default (`candidates.tp_degrees`)."""
+    workload = inputs.workload
+    if workload.deployment.tp_options:
+        return sorted(set(workload.deployment.tp_options))
+    widths = {tp for gpu in inputs.hardware for tp in tp_degrees(workload, inputs.hardware_for(gpu).scale_up_domain)}
+    return sorted(widths)
+
+
+def wider(widths: Sequence[int], extra: int = EXTRA_WIDTHS) -> list[int]:
+    """`widths` and the next `extra` powers of two above their maximum: [8, 16] -> [8, 16, 32, 64]."""
+    top = 1 << (max(widths) - 1).bit_length()  # the least power of two >= the maximum
+    if top == max(widths):
+        top *= 2
+    return sorted(set(widths) | {top << k for k in range(extra)})
+
+
+def extend_widths(workload: Workload, widths: Sequence[int]) -> Workload:
+    """The workload with `deployment.tp_options` set to `widths`."""
+    deployment = workload.deployment.model_copy(update={"tp_options": list(widths)})
+    return workload.model_copy(update={"deployment": deployment})
+
+
+def repriced_types(report: OptimizeReport) -> list[str]:
+    """The GPU types the subject's plan decodes on (role decode) that the best baseline's plan does
+    not use at all; every decode type when no baseline is feasible, none when the subject is not."""
+    subject = report.result(architectures.subject().name)
+    if subject is None or not subject.feasible or subject.plan is None:
+        return []
+    decode = [subject.plan.decode.gpu]
+    baseline = best_baseline(report)
+    used = {spec.gpu for spec in baseline.plan.roles().values()} if baseline and baseline.plan else set()
+    return [gpu for gpu in decode if gpu not in used]
+
+
+def variations(inputs: InputSet, options: OptimizeOptions, types: Sequence[str]) -> list[Variation]:
+    """The variants re-optimized after the nominal run: rate x0.5 and x2, the price of `types` -10% and
+    +10% (none when `types` is empty), and the instance widths two powers of two wider.
+
+    In `--rate` mode the target rate (`options.rate`) is scaled with the workload's rate, since it
+    overrides it. The widths variant sets `tp_options`, which applies to every GPU type alike."""
+    workload = inputs.workload
+    out = []
+    for factor in RATE_FACTORS:
+        scaled = replace(options, rate=options.rate * factor) if options.rate is not None else options
+        out.append(
+            Variation(
+                f"rate x{factor:g}",
+                "rate",
+                scale_rate(workload, factor),
+                scaled,
+                {"arrival.rate_rps": workload.arrival.rate_rps * factor},
+            )
+        )
+    names = ", ".join(types)
+    out.extend(
+        Variation(
+            f"{names} price {factor - 1:+.0%}",
+            "price",
+            scale_gpu_prices(inputs, types, factor),
+            options,
+            {"gpu_types": list(types), "price_factor": factor},
+        )
+        for factor in (PRICE_FACTORS if types else ())
+    )
+    widths = wider(default_widths(inputs))
+    out.append(
+        Variation(
+            f"tp up to {max(widths)}",
+            "widths",
+            extend_widths(workload, widths),
+            options,
+            {"deployment.tp_options": widths},
+        )
+    )
+    return out
+
+
+# -- the figures ----------------------------------------------------------------------------------
+def best_baseline(report: OptimizeReport) -> ArchitectureResult | None:
+    """The cheapest feasible baseline of the report (an ArchitectureResult), or None."""
+    names = {a.name for a in architectures.baselines()}
+    feasible = [r for r in report.feasible if r.name in names]
+    if not feasible:
+        return None
+    return min(feasible, key=lambda r: architecture_figures(r)["cost_per_hour"])
+
+
+def row_of(
+    report: OptimizeReport, variation: str, kind: str = "nominal", change: dict[str, Any] | None = None
+) -> RobustnessRow:
+    """The decision one optimize report makes."""
+    subject_name = architectures.subject().name
+    subject = report.result(subject_name)
+    mine = architecture_figures(subject) if subject is not None and subject.feasible else None
+    baseline = best_baseline(report)
+    theirs = architecture_figures(baseline) if baseline is not None else None
+    vs: dict[str, dict[str, Any]] = {}
+    baseline_names = {a.name for a in architectures.baselines()}
+    for result in report.results:
+        if result.name not in baseline_names:
+            continue
+        other = architecture_figures(result) if result.feasible else None
+        vs[result.name] = {
+            "feasible": result.feasible,
+            "cost_per_hour": other["cost_per_hour"] if other else None,
+            "cost_change": _change(mine, other),
+        }
+    best = report.best
+    return RobustnessRow(
+        variation=variation,
+        kind=kind,
+        best=best.name if best is not None else None,
+        subject=subject_name,
+        subject_feasible=mine is not None,
+        subject_cost=mine["cost_per_hour"] if mine else None,
+        subject_bcr=mine["bcr"] if mine else None,
+        best_baseline=baseline.name if baseline is not None else None,
+        best_baseline_cost=theirs["cost_per_hour"] if theirs else None,
+        cost_change=_change(mine, theirs),
+        vs_baselines=vs,
+        change=change or {},
+    )
+
+
+def _change(mine: dict[str, Any] | None, theirs: dict[str, Any] | None) -> float | None:
+    if mine is None or theirs is None:
+        return None
+    return float(mine["cost_per_hour"] / theirs["cost_per_hour"] - 1)
+
+
+def robustness(
+    workload: Workload,
+    base_dir: Path | None,
+    options: OptimizeOptions,
+    nominal_report: OptimizeReport,
+    names: Sequence[ArchitectureName] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> RobustnessReport:
+    """Re-optimize `workload` under each variation (at most `RUNS` runs) with the nominal run's
+    options and architectures, and tabulate the decision; the nominal row is `nominal_report`'s."""
+    inputs = load_input_set(workload, base_dir)
+    types = repriced_types(nominal_report)
+    notes = [] if types else [_no_price_note(nominal_report)]
+    rows = [row_of(nominal_report, "nominal")]
+    chosen = variations(inputs, options, types)
+    for index, variation in enumerate(chosen, start=1):
+        step = f"robustness {index}/{len(chosen)} ({variation.label})"
+        if progress:
+            progress(step)
+        report = optimize(
+            variation.workload,
+            base_dir,
+            variation.options,
+            names,
+            progress=_prefixed(progress, step),
+        )
+        rows.append(row_of(report, variation.label, variation.kind, variation.change))
+    return RobustnessReport(rows=rows, notes=notes)
+
+
+def _prefixed(progress: Callable[[str], None] | None, step: str) -> Callable[[str], None] | None:
+    """The progress callback with every message prefixed by `step`."""
+    if progress is None:
+        return None
+    report = progress
+    return lambda text: report(f"{step}: {text}")
+
+
+def _no_price_note(report: OptimizeReport) -> str:
+    subject = report.result(architectures.subject().name)
+    if subject is None or not subject.feasible:
+        why = "PDD has no feasible plan at nominal"
+    else:
+        why = "the best baseline also uses every GPU type PDD's main decoders run on"
+    return f"GPU price variations skipped: {why}"
+
+
+# -- the verdict ----------------------------------------------------------------------------------
+def _pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def _where(row: RobustnessRow) -> str:
+    """'at nominal', 'at rate x2', 'with tp up to 64'."""
+    return f"{'at' if row.kind in ('nominal', 'rate') else 'with'} {row.variation}"
+
+
+def _side(change: float) -> str:
+    if abs(change) < EQUAL:
+        return "level"
+    return "cheaper" if change < 0 else "dearer"
+
+
+_THAN = {"cheaper": "cheaper than", "dearer": "dearer than", "level": "level with"}
+
+
+def _missing(rows: Sequence[RobustnessRow]) -> list[str]:
+    out = []
+    for row in rows:
+        if not row.subject_feasible and row.best_baseline is None:
+            out.append(f"neither PDD nor any baseline is feasible {_where(row)}")
+        elif not row.subject_feasible:
+            out.append(f"no feasible PDD plan {_where(row)}")
+        elif row.best_baseline is None:
+            out.append(f"no feasible baseline {_where(row)}")
+    return out
+
+
+def _join(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def verdict(rows: Sequence[RobustnessRow]) -> str:
+    """One sentence: whether the sign of PDD's cost change against the best baseline is the same
+    under every variation (and its range), or which variations flip it; then the variations where
+    PDD or every baseline had no feasible plan."""
+    known = [row for row in rows if row.cost_change is not None and math.isfinite(row.cost_change)]
+    missing = _missing(rows)
+    if not known:
+        text = "no variation has both a feasible PDD plan and a feasible baseline"
+        return text + (f" ({'; '.join(missing)})" if missing else "")
+    sides = {_side(row.cost_change) for row in known if row.cost_change is not None}
+    if len(sides) == 1:
+        side = sides.pop()
+        changes = sorted((row.cost_change for row in known if row.cost_change is not None), key=abs)
+        low, high = _pct(changes[0]), _pct(changes[-1])
+        span = low if low == high else f"{low} to {high}"
+        scope = "every variation tried" if not missing else "every variation where both are feasible"
+        text = f"PDD is {_THAN[side]} the best baseline under {scope} ({span})"
+    else:
+        reference = next((row for row in known if row.kind == "nominal"), known[0])
+        side = _side(reference.cost_change or 0.0)
+        others: dict[str, list[str]] = {}
+        for row in known:
+            if row is not reference and _side(row.cost_change or 0.0) != side:
+                others.setdefault(_side(row.cost_change or 0.0), []).append(
+                    f"{_where(row)} ({_pct(row.cost_change or 0.0)})"
+                )
+        flips = " and ".join(f"{other} {_join(where)}" for other, where in others.items())
+        text = (
+            f"the sign of PDD's gain over the best baseline flips: {side} {_where(reference)} "
+            f"({_pct(reference.cost_change or 0.0)}) but {flips}"
+        )
+    return text + (f"; {'; '.join(missing)}" if missing else "")
