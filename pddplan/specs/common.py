@@ -21,9 +21,10 @@ _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
 class StrictModel(BaseModel):
-    """Base of every input spec: unknown keys rejected, no silent type coercion, immutable."""
+    """Base of every input spec: unknown keys rejected, no silent type coercion, immutable, and no
+    NaN or infinity in any number (a `gt=0` bound lets `.inf` through)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Source(StrictModel):
