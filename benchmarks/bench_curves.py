@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from _timing import ROOT, repeat, report, run_cli
 
-from pddplan.bathtub import bathtub
+from pddplan.bathtub import BathtubOptions, bathtub
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.sweep import Execution, sweep
 
@@ -16,10 +16,10 @@ from pddplan.sweep import Execution, sweep
 def main() -> None:
     workload = load_workload("pdd-agent-64k")
     base = workload_dir("pdd-agent-64k")
-    bathtub(workload, base, points=11)  # warm imports and caches
+    bathtub(workload, base, options=BathtubOptions(points=11))  # warm imports and caches
     ok = report(
         "bathtub, 101 points x every architecture (library)",
-        repeat(lambda: bathtub(workload, base, points=101), 3),
+        repeat(lambda: bathtub(workload, base, options=BathtubOptions(points=101)), 3),
         3.0,
     )
     ok &= report("pddplan bathtub (CLI process, 101 points)", repeat(lambda: run_cli("bathtub", "--json"), 3), 5.0)

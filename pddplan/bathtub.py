@@ -8,6 +8,12 @@ incremental bytes so the rule means the same at every h), and the plan's capacit
 (`pddplan.evaluate.capacity_view`) gives throughput per GPU-hour, prefill throughput per GPU-hour,
 BCR, revenue per cost and margin. Nothing is shaped by hand: dips come from the step-time model with
 the chunk size (a small tail chunk pays a whole step for few tokens).
+
+With `fixed_plan` the deployment stays and only the hit rate moves: each architecture's plan is
+sized once at the workload's own hit rate, and at each h its capacity view there gives the rate it
+serves, min(offered rate, plan capacity at h), for the same whole instances and lines:
+BCR = served * 3600 / cost per hour, revenue per cost = served * revenue per request * 3600 / cost,
+margin = that revenue - cost, throughput per GPU-hour = served * 3600 / GPUs.
 """
 
 from __future__ import annotations
@@ -23,10 +29,10 @@ import numpy as np
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
 from pddplan.errors import InfeasibleError, InputError
-from pddplan.input_set import load_input_set
+from pddplan.input_set import InputSet, load_input_set
 from pddplan.optimize.sizing import Shape, choose_shape, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
-from pddplan.specs.plan import ArchitectureName
+from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
 
 HitMode = Literal["shift", "fixed"]
@@ -79,6 +85,17 @@ def predicted_dips(prompt_tokens: float, chunk_tokens: int, page_tokens: int) ->
     return sorted(out)
 
 
+@dataclass(frozen=True)
+class BathtubOptions:
+    """How to sweep: the hit distribution at each point (`mode`), how many points, the chunk
+    size (default: the workload's), and whether plans are re-sized per point or fixed."""
+
+    mode: HitMode = "fixed"
+    points: int = 101
+    chunk_tokens: int | None = None
+    fixed_plan: bool = False
+
+
 @dataclass
 class BathtubResult:
     """Per hit point and architecture: figures and the sized plan; findings."""
@@ -92,6 +109,7 @@ class BathtubResult:
     tail_chunks: np.ndarray
     chunk_tokens: int
     findings: dict[str, Any] = field(default_factory=dict)
+    fixed_plan: bool = False
 
     def points(self) -> list[dict[str, Any]]:
         """The `points` of the JSON view: hit, tail chunk, and per architecture the figures."""
@@ -109,6 +127,7 @@ class BathtubResult:
         return {
             "workload": self.workload.name,
             "mode": self.mode,
+            "fixed_plan": self.fixed_plan,
             "chunk_tokens": self.chunk_tokens,
             "rate_rps": self.workload.arrival.rate_rps,
             "architectures": list(self.architectures),
@@ -135,12 +154,11 @@ def bathtub(
     workload: Workload,
     base_dir: Path | None,
     architectures: Sequence[ArchitectureName] | None = None,
-    mode: HitMode = "fixed",
-    points: int = 101,
-    chunk_tokens: int | None = None,
+    options: BathtubOptions = BathtubOptions(),
     progress: Callable[[int, int], None] | None = None,
 ) -> BathtubResult:
-    """Sweep the hit rate from 0 to 1 in `points` steps; see the module docstring."""
+    """Sweep the hit rate from 0 to 1 in `options.points` steps; see the module docstring."""
+    mode, points, chunk_tokens = options.mode, options.points, options.chunk_tokens
     if points < 3:
         raise InputError(f"--points = {points}: need at least 3")
     if chunk_tokens is not None and chunk_tokens < 1:
@@ -159,24 +177,23 @@ def bathtub(
     figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
     plans: dict[ArchitectureName, list[dict[str, Any] | None]] = {arch: [None] * points for arch in architectures}
     rate = workload.arrival.rate_rps
+    fixed = {arch: _fixed_plan(nominal, shape) for arch, shape in shapes.items()} if options.fixed_plan else {}
     for i, hit in enumerate(hits):
         point = at_hit(workload, float(hit), mode, chunk_tokens)
         for arch in architectures:
             shape = shapes[arch]
             if shape is None:
                 continue
-            try:
-                sized = size_plan(point, shape)
-            except InfeasibleError:
+            if options.fixed_plan:
+                plan = fixed[arch]
+                values = _fixed_plan_figures(plan, inputs.with_workload(point)) if plan is not None else None
+            else:
+                values, plan = _resized_figures(point, shape, rate)
+            if values is None or plan is None:
                 continue
-            view = sized.view
-            figures[arch]["throughput_per_gpu_hour"][i] = view.throughput_per_gpu_hour
-            figures[arch]["prefill_tokens_per_gpu_s"][i] = view.prefill_tokens_per_gpu_s
-            figures[arch]["bcr"][i] = view.bcr
-            figures[arch]["revenue_per_cost"][i] = view.revenue_per_cost
-            figures[arch]["margin_per_hour"][i] = view.margin_per_request_usd * rate * 3600
-            figures[arch]["cost_per_hour"][i] = view.cost_per_request_usd * rate * 3600
-            plans[arch][i] = sized.plan.model_dump(mode="json", exclude_defaults=True)
+            for name, value in values.items():
+                figures[arch][name][i] = value
+            plans[arch][i] = plan.model_dump(mode="json", exclude_defaults=True)
         if progress:
             progress(i + 1, points)
     prompts, probs = workload.prompt_tokens.support()
@@ -191,9 +208,59 @@ def bathtub(
         plans=plans,
         tail_chunks=tails,
         chunk_tokens=chunk,
+        fixed_plan=options.fixed_plan,
     )
     result.findings = findings(result, mean_prompt)
     return result
+
+
+def _resized_figures(point: Workload, shape: Shape, rate: float) -> tuple[dict[str, float] | None, Plan | None]:
+    """The figures of the plan sized for `point` (fluid economics of its capacity view)."""
+    try:
+        sized = size_plan(point, shape)
+    except InfeasibleError:
+        return None, None
+    view = sized.view
+    return {
+        "throughput_per_gpu_hour": view.throughput_per_gpu_hour,
+        "prefill_tokens_per_gpu_s": view.prefill_tokens_per_gpu_s,
+        "bcr": view.bcr,
+        "revenue_per_cost": view.revenue_per_cost,
+        "margin_per_hour": view.margin_per_request_usd * rate * 3600,
+        "cost_per_hour": view.cost_per_request_usd * rate * 3600,
+    }, sized.plan
+
+
+def _fixed_plan(nominal: Workload, shape: Shape | None) -> Plan | None:
+    """The plan sized once at the workload's own hit rate (None when it cannot be sized)."""
+    if shape is None:
+        return None
+    try:
+        return size_plan(nominal, shape).plan
+    except InfeasibleError:
+        return None
+
+
+def _fixed_plan_figures(plan: Plan, inputs: InputSet) -> dict[str, float] | None:
+    """Figures of a fixed deployment at one hit point (module docstring): it serves
+    min(offered rate, its capacity there) with the same whole instances and lines."""
+    from pddplan.evaluate.capacity_view import capacity_view
+    from pddplan.scenario import build_scenario
+
+    scenario = build_scenario(plan, inputs, source="bathtub plan")
+    view = capacity_view(scenario)
+    served = min(inputs.workload.arrival.rate_rps, view.max_rate_rps)
+    cost = scenario.cost_per_hour
+    gpus = sum(role.gpus for role in scenario.roles.values())
+    revenue = served * view.revenue_per_request_usd * 3600
+    return {
+        "throughput_per_gpu_hour": served * 3600 / gpus,
+        "prefill_tokens_per_gpu_s": view.prefill_tokens_per_gpu_s,
+        "bcr": served * 3600 / cost,
+        "revenue_per_cost": revenue / cost,
+        "margin_per_hour": revenue - cost,
+        "cost_per_hour": cost,
+    }
 
 
 def local_dips(values: np.ndarray) -> list[int]:

@@ -614,6 +614,12 @@ def bathtub(
     chunk: Annotated[
         int | None, typer.Option("--chunk", help="Chunked-prefill size (default: the workload's).")
     ] = None,
+    fixed_plan: Annotated[
+        bool,
+        typer.Option(
+            "--fixed-plan", help="Keep each plan as sized at the workload's own hit rate; only the hit rate moves."
+        ),
+    ] = False,
     architecture: ArchitectureOption = None,
     png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
@@ -639,13 +645,12 @@ def bathtub(
 
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("hit-rate sweep", total=points)
+        options = tub.BathtubOptions(mode, points, chunk, fixed_plan)  # type: ignore[arg-type]
         result = tub.bathtub(
             spec,
             workload_dir(workload),
             names,
-            mode,  # type: ignore[arg-type]
-            points,
-            chunk,
+            options,
             progress=lambda done, total: progress.update(task, completed=done),
         )
     charts = bathtub_report.charts(result)

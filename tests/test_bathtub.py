@@ -412,3 +412,24 @@ def test_human_output_has_both_charts_and_the_findings() -> None:
 )
 def test_bad_input_exits_2(args: tuple[str, ...], fragment: str) -> None:
     one_error_line(run("bathtub", *args, "--json"), fragment)
+
+
+def test_fixed_plan_keeps_the_deployment_and_moves_the_hit_rate() -> None:
+    """--fixed-plan: one plan per architecture for every point, its whole-instance cost the same
+    everywhere, BCR = served x 3600 / cost with served <= the offered rate, and at hit rates the
+    plan was sized above it serves the whole rate."""
+    from pddplan.bathtub import BathtubOptions, bathtub
+
+    workload = load_workload(WORKLOAD)
+    result = bathtub(workload, workload_dir(WORKLOAD), ["pd-intra", "pdd"], BathtubOptions(points=11, fixed_plan=True))
+    assert result.fixed_plan and result.to_dict()["fixed_plan"] is True
+    rate = workload.arrival.rate_rps
+    for arch in ("pd-intra", "pdd"):
+        plans = [plan for plan in result.plans[arch] if plan is not None]
+        assert len(plans) == 11 and all(plan == plans[0] for plan in plans)
+        cost = result.figures[arch]["cost_per_hour"]
+        assert np.allclose(cost, cost[0], rtol=1e-12)
+        served = result.figures[arch]["bcr"] * cost / 3600
+        assert (served <= rate * (1 + 1e-9)).all()
+        assert served[-1] == pytest.approx(rate, rel=1e-9)  # at 100% hit the nominal plan is ample
+        assert served[0] < rate  # at 0% hit it is not: the same GPUs now prefill every token

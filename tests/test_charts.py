@@ -49,7 +49,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def result() -> tub.BathtubResult:
     """The same sweep through the library."""
     workload = load_workload("pdd-agent-64k")
-    return tub.bathtub(workload, workload_dir("pdd-agent-64k"), architectures.names(), "fixed", 41)
+    return tub.bathtub(workload, workload_dir("pdd-agent-64k"), architectures.names(), tub.BathtubOptions("fixed", 41))
 
 
 # -- PNG ------------------------------------------------------------------------------------------
