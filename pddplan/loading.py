@@ -11,6 +11,7 @@ import difflib
 import json
 import os
 import re
+import stat
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -29,7 +30,30 @@ _SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's pars
 
 
 class _PlainLoader(_SafeBase):  # type: ignore[misc]
-    """A safe YAML loader that leaves dates as strings, so `as_of: 2026-05-01` stays text."""
+    """A safe YAML loader that leaves dates as strings, so `as_of: 2026-05-01` stays text, and
+    refuses what a hand-written input never needs and a hostile one abuses: a key given twice
+    (the last would win silently) and aliases (`*name`, which let a 2 KB file expand to billions
+    of values)."""
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if node in self.constructed_objects or node in self.recursive_objects:
+            mark = node.start_mark
+            problem = (
+                "a value reused through an alias (&name ... *name) is not accepted in pddplan inputs; write it out"
+            )
+            raise yaml.constructor.ConstructorError(None, None, problem, mark)
+        return super().construct_object(node, deep)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = key_node.value
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (first at line {seen[key] + 1})", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
 
 
 _PlainLoader.yaml_implicit_resolvers = {
@@ -53,8 +77,29 @@ def parse_text(text: str, source: str) -> Any:
         raise InputError(f"{source}: not valid YAML{where}: {problem}") from None
 
 
+MAX_INPUT_BYTES = 64 * 2**20  # an input file larger than this is not a hand-written spec
+
+
+def check_readable(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> None:
+    """InputError unless `path` is a regular file of at most `max_bytes` (not a directory, a
+    device such as /dev/zero, or a named pipe that would block)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{path}: is a directory, expected a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{path}: not a regular file (a device or a pipe); expected a file")
+    if info.st_size > max_bytes:
+        raise InputError(f"{path}: {info.st_size:,} bytes, more than the {max_bytes:,} an input file may have")
+
+
 def read_data(path: Path) -> Any:
-    """Read and parse a YAML or JSON file into plain Python data."""
+    """Read and parse a YAML or JSON file into plain Python data (a regular file only)."""
+    check_readable(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -195,6 +240,9 @@ def write_atomic_bytes(path: Path, payload: bytes) -> None:
     run) sees either the old file whole or the new one whole.
     """
     path = Path(path)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a symbolic link" if path.is_symlink() else "a directory" if path.is_dir() else "a device or a pipe"
+        raise InputError(f"{path}: is {kind}; pddplan writes only new or regular files")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_bytes(payload)

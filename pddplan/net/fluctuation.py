@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from pddplan.errors import InputError
+from pddplan.loading import check_readable
 from pddplan.specs.workload import Fluctuation
 
 SUPPORT_POINTS = 8
@@ -32,7 +33,11 @@ class CapacityTrace:
 
 
 def read_trace(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(times_s, fractions) of a capacity trace CSV (`time_s,capacity_fraction`), validated."""
+    """(times_s, fractions) of a capacity trace CSV (`time_s,capacity_fraction`), validated; a
+    regular file only, finite numbers only."""
+    if not path.exists():
+        raise InputError(f"{path}: capacity trace file not found")
+    check_readable(path)
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
@@ -45,8 +50,10 @@ def read_trace(path: Path) -> tuple[np.ndarray, np.ndarray]:
     for number, row in enumerate(rows, start=2):
         try:
             t, f = float(row["time_s"]), float(row["capacity_fraction"])
-        except ValueError:
+        except (ValueError, TypeError):
             raise InputError(f"{path}: line {number}: not a number: {row}") from None
+        if not math.isfinite(t):
+            raise InputError(f"{path}: line {number}: time_s = {t}: expected a finite number")
         if not 0 < f <= 1:
             raise InputError(f"{path}: line {number}: capacity_fraction = {f}: expected 0 < f <= 1")
         if times and t <= times[-1]:

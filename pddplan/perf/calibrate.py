@@ -27,6 +27,7 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
+from pddplan.loading import check_readable
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency, HardwareProfile
@@ -98,6 +99,7 @@ class Measurement:
 
 def read_measurements(path: Path) -> list[Measurement]:
     """Parse and validate a measurements CSV; InputError naming the line and column on bad data."""
+    check_readable(path)
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
