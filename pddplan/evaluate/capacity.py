@@ -269,9 +269,9 @@ def prefill_capacity(
     weights = (p_in[:, None] * prob_f[None, :]).ravel()
     targets = np.array([sla.ttft_p90_s, sla.ttft_p99_s]) * sla_scale
     allowed = np.array([0.10, 0.01])
-    n = pool_sizes.astype(np.float64)
+    sizes = pool_sizes.astype(np.float64)
 
-    def feasible(rate: np.ndarray) -> np.ndarray:
+    def feasible(n: np.ndarray, rate: np.ndarray) -> np.ndarray:
         p_wait, wait_mean = allen_cunneen(n, rate, mean_s, cv2_s, cv2_a)
         if line is not None:
             offered = (rate * wan_bytes)[:, None]
@@ -290,15 +290,18 @@ def prefill_capacity(
             ok &= tail @ weights <= share
         return ok
 
-    low = np.zeros(len(n))
-    high = np.minimum(n / mean_s * 0.999, rate_ceiling)
+    ceiling = np.minimum(sizes / mean_s * 0.999, rate_ceiling)
     if line is not None:
-        high = np.minimum(high, WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / max(wan_bytes, 1.0))
-    ceiling = high.copy()
-    top_ok = feasible(ceiling)
-    for _ in range(BISECTION_STEPS):
+        ceiling = np.minimum(ceiling, WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / max(wan_bytes, 1.0))
+    top_ok = feasible(sizes, ceiling)
+    # only the pool sizes that cannot carry their ceiling need the bisection
+    n, high = sizes[~top_ok], ceiling[~top_ok]
+    low = np.zeros(len(n))
+    for _ in range(BISECTION_STEPS if len(n) else 0):
         mid = (low + high) / 2
-        ok = feasible(mid)
+        ok = feasible(n, mid)
         low = np.where(ok, mid, low)
         high = np.where(ok, high, mid)
-    return np.where(top_ok, ceiling, low)
+    out = ceiling.copy()
+    out[~top_ok] = low
+    return out
