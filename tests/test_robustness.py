@@ -31,10 +31,10 @@ def _row(label: str, kind: str, change: float | None, subject: bool = True, base
         kind=kind,
         best="pdd" if change is not None and change < 0 else "pd-intra",
         subject_feasible=subject,
-        subject_cost=100.0 if subject else None,
+        subject_cost_per_hour=100.0 if subject else None,
         best_baseline="pd-intra" if baseline else None,
-        best_baseline_cost=150.0 if baseline else None,
-        cost_change=change,
+        best_baseline_cost_per_hour=150.0 if baseline else None,
+        cost_change_vs_best_baseline=change,
     )
 
 

@@ -199,7 +199,6 @@ class _Decoding:
     finishes_on_relay: np.ndarray
     gap_s: np.ndarray
     iterations: int
-    converged: bool
 
 
 def _prefill_stage(scenario: Scenario, classes: RequestClasses, lam: float) -> _Prefill:
@@ -242,7 +241,7 @@ def _decode_without_relay(scenario: Scenario, classes: RequestClasses, lam: floa
     max_batch = decoder_max_batch(scenario, scenario.decode, context, scenario.drc_bytes_per_decode_instance(lam))
     md = _operating_point(scenario.decode, lam, classes.mean_output_tokens, context, max_batch, 0.0)
     zeros = np.zeros((len(classes.input_prob), len(classes.output_tokens), len(states.prob)))
-    return _Decoding(md, None, offered, wan, zeros, zeros.astype(bool), zeros, 1, True)
+    return _Decoding(md, None, offered, wan, zeros, zeros.astype(bool), zeros, 1)
 
 
 def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, states: _LinkStates) -> _Decoding:
@@ -309,7 +308,7 @@ def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, 
             break
         previous = current
     assert md is not None
-    return _Decoding(md, relay, offered, wan, eager_tokens, finishes, gap, iterations, converged)
+    return _Decoding(md, relay, offered, wan, eager_tokens, finishes, gap, iterations)
 
 
 def _step_or_half_full(decoder: _Decoder | None, role: Role, max_batch: float, context: float) -> float:

@@ -123,12 +123,12 @@ class Headroom:
 
     sla_scale   shrinks the TTFT targets prefill pools are sized for;
     decode_scale shrinks the rate and concurrency a decode or relay instance is credited with;
-    rate_cap    bounds the rate the program may serve below the offered rate (budget mode, after a
+    rate_cap_rps bounds the rate the program may serve below the offered rate (budget mode, after a
                 plan failed verification at a higher rate)."""
 
     sla_scale: float = 1.0
     decode_scale: float = 1.0
-    rate_cap: float = math.inf
+    rate_cap_rps: float = math.inf
 
 
 @dataclass
@@ -208,7 +208,7 @@ class ProblemBuilder:
             drc_bytes_per_rps=drc_bytes_per_rps(workload, setup.model, arch),
             mean_output_tokens=setup.moments.output_tokens,
             inventory=inventory,
-            rate_ceiling=min(setup.rate_ceiling, headroom.rate_cap),
+            rate_ceiling=min(setup.rate_ceiling, headroom.rate_cap_rps),
             mode=options.mode,
             target_rate=options.rate,
             budget_per_hour=options.budget_per_hour,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ class Variation:
 
 @dataclass(frozen=True)
 class RobustnessRow:
-    """The decision under one variation. Costs are $/h; `cost_change` is PDD's cost over the best
+    """The decision under one variation. Costs are $/h; `cost_change_vs_best_baseline` is PDD's cost over the best
     baseline's minus one (negative: PDD is cheaper); None where either has no feasible plan."""
 
     variation: str
@@ -57,47 +57,21 @@ class RobustnessRow:
     best: str | None = None
     subject: str = "pdd"
     subject_feasible: bool = False
-    subject_cost: float | None = None
+    subject_cost_per_hour: float | None = None
     subject_bcr: float | None = None
     best_baseline: str | None = None
-    best_baseline_cost: float | None = None
-    cost_change: float | None = None
+    best_baseline_cost_per_hour: float | None = None
+    cost_change_vs_best_baseline: float | None = None
     vs_baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
     change: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "variation": self.variation,
-            "kind": self.kind,
-            "change": self.change,
-            "best": self.best,
-            "subject": self.subject,
-            "subject_feasible": self.subject_feasible,
-            "subject_cost_per_hour": self.subject_cost,
-            "subject_bcr": self.subject_bcr,
-            "best_baseline": self.best_baseline,
-            "best_baseline_cost_per_hour": self.best_baseline_cost,
-            "cost_change_vs_best_baseline": self.cost_change,
-            "vs_baselines": self.vs_baselines,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RobustnessRow:
         """The row `to_dict` wrote."""
-        return cls(
-            variation=data["variation"],
-            kind=data["kind"],
-            best=data["best"],
-            subject=data["subject"],
-            subject_feasible=data["subject_feasible"],
-            subject_cost=data["subject_cost_per_hour"],
-            subject_bcr=data["subject_bcr"],
-            best_baseline=data["best_baseline"],
-            best_baseline_cost=data["best_baseline_cost_per_hour"],
-            cost_change=data["cost_change_vs_best_baseline"],
-            vs_baselines=data["vs_baselines"],
-            change=data["change"],
-        )
+        return cls(**data)
 
 
 @dataclass
@@ -265,11 +239,11 @@ def row_of(
         best=best.name if best is not None else None,
         subject=subject_name,
         subject_feasible=mine is not None,
-        subject_cost=mine["cost_per_hour"] if mine else None,
+        subject_cost_per_hour=mine["cost_per_hour"] if mine else None,
         subject_bcr=mine["bcr"] if mine else None,
         best_baseline=baseline.name if baseline is not None else None,
-        best_baseline_cost=theirs["cost_per_hour"] if theirs else None,
-        cost_change=_change(mine, theirs),
+        best_baseline_cost_per_hour=theirs["cost_per_hour"] if theirs else None,
+        cost_change_vs_best_baseline=_change(mine, theirs),
         vs_baselines=vs,
         change=change or {},
     )
@@ -367,31 +341,37 @@ def verdict(rows: Sequence[RobustnessRow]) -> str:
     """One sentence: whether the sign of PDD's cost change against the best baseline is the same
     under every variation (and its range), or which variations flip it; then the variations where
     PDD or every baseline had no feasible plan."""
-    known = [row for row in rows if row.cost_change is not None and math.isfinite(row.cost_change)]
+    known = [
+        row
+        for row in rows
+        if row.cost_change_vs_best_baseline is not None and math.isfinite(row.cost_change_vs_best_baseline)
+    ]
     missing = _missing(rows)
     if not known:
         text = "no variation has both a feasible PDD plan and a feasible baseline"
         return text + (f" ({'; '.join(missing)})" if missing else "")
-    sides = {_side(row.cost_change) for row in known if row.cost_change is not None}
+    sides = {_side(row.cost_change_vs_best_baseline) for row in known if row.cost_change_vs_best_baseline is not None}
     if len(sides) == 1:
         side = sides.pop()
-        changes = sorted((row.cost_change for row in known if row.cost_change is not None), key=abs)
+        changes = sorted(
+            (row.cost_change_vs_best_baseline for row in known if row.cost_change_vs_best_baseline is not None), key=abs
+        )
         low, high = _pct(changes[0]), _pct(changes[-1])
         span = low if low == high else f"{low} to {high}"
         scope = "every variation tried" if not missing else "every variation where both are feasible"
         text = f"PDD is {_THAN[side]} the best baseline under {scope} ({span})"
     else:
         reference = next((row for row in known if row.kind == "nominal"), known[0])
-        side = _side(reference.cost_change or 0.0)
+        side = _side(reference.cost_change_vs_best_baseline or 0.0)
         others: dict[str, list[str]] = {}
         for row in known:
-            if row is not reference and _side(row.cost_change or 0.0) != side:
-                others.setdefault(_side(row.cost_change or 0.0), []).append(
-                    f"{_where(row)} ({_pct(row.cost_change or 0.0)})"
+            if row is not reference and _side(row.cost_change_vs_best_baseline or 0.0) != side:
+                others.setdefault(_side(row.cost_change_vs_best_baseline or 0.0), []).append(
+                    f"{_where(row)} ({_pct(row.cost_change_vs_best_baseline or 0.0)})"
                 )
         flips = " and ".join(f"{other} {_join(where)}" for other, where in others.items())
         text = (
             f"the sign of PDD's gain over the best baseline flips: {side} {_where(reference)} "
-            f"({_pct(reference.cost_change or 0.0)}) but {flips}"
+            f"({_pct(reference.cost_change_vs_best_baseline or 0.0)}) but {flips}"
         )
     return text + (f"; {'; '.join(missing)}" if missing else "")

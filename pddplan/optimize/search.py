@@ -148,7 +148,7 @@ def _after_miss(
     `verified` is None, else in the simulation)."""
     sla_scale = headroom.sla_scale * TIGHTEN
     decode_scale = headroom.decode_scale
-    rate_cap = headroom.rate_cap
+    rate_cap = headroom.rate_cap_rps
     if verified is None:
         if options.mode == "budget":  # the budget may be what binds (see below)
             rate_cap = TIGHTEN * (pick.plan.rate_rps or ceiling)
