@@ -6,8 +6,10 @@ the original mean, x -> x h / mean below), each architecture's plan is sized for
 (`pddplan.optimize.sizing`, instance kinds chosen once at the workload's own hit rate; PDD relays by
 incremental bytes so the rule means the same at every h), and the plan's capacity view
 (`pddplan.evaluate.capacity_view`) gives throughput per GPU-hour, prefill throughput per GPU-hour,
-BCR, revenue per cost and margin. Nothing is shaped by hand: dips come from the step-time model with
-the chunk size (a small tail chunk pays a whole step for few tokens).
+BCR, revenue per cost and margin. Nothing is shaped by hand. Prefill throughput comes two ways: packed
+(chunked prefill fills each step with the next requests' tokens, as engines do under load) and alone
+(one request at a time, as on an idle instance); the tail-chunk dips (a small tail chunk pays a whole
+step for few tokens) are looked for in both, and appear only alone.
 
 With `fixed_plan` the deployment stays and only the hit rate moves: each architecture's plan is
 sized once at the workload's own hit rate, and at each h its capacity view there gives the rate it
@@ -143,6 +145,7 @@ def _finite(value: float) -> float | None:
 FIGURES = (
     "throughput_per_gpu_hour",
     "prefill_tokens_per_gpu_s",
+    "prefill_tokens_per_gpu_s_alone",
     "bcr",
     "revenue_per_cost",
     "margin_per_hour",
@@ -224,6 +227,7 @@ def _resized_figures(point: Workload, shape: Shape, rate: float) -> tuple[dict[s
     return {
         "throughput_per_gpu_hour": view.throughput_per_gpu_hour,
         "prefill_tokens_per_gpu_s": view.prefill_tokens_per_gpu_s,
+        "prefill_tokens_per_gpu_s_alone": view.prefill_tokens_per_gpu_s_alone,
         "bcr": view.bcr,
         "revenue_per_cost": view.revenue_per_cost,
         "margin_per_hour": view.margin_per_request_usd * rate * 3600,
@@ -256,6 +260,7 @@ def _fixed_plan_figures(plan: Plan, inputs: InputSet) -> dict[str, float] | None
     return {
         "throughput_per_gpu_hour": served * 3600 / gpus,
         "prefill_tokens_per_gpu_s": view.prefill_tokens_per_gpu_s,
+        "prefill_tokens_per_gpu_s_alone": view.prefill_tokens_per_gpu_s_alone,
         "bcr": served * 3600 / cost,
         "revenue_per_cost": revenue / cost,
         "margin_per_hour": revenue - cost,
@@ -283,7 +288,8 @@ def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
     out: dict[str, Any] = {"workload_mean_hit": mean_hit, "architectures": {}}
     for arch in result.architectures:
         benefit = result.figures[arch]["revenue_per_cost"]
-        throughput = result.figures[arch]["prefill_tokens_per_gpu_s"]
+        throughput = result.figures[arch]["prefill_tokens_per_gpu_s_alone"]
+        packed = result.figures[arch]["prefill_tokens_per_gpu_s"]
         finite = np.isfinite(benefit)
         if not finite.any():
             out["architectures"][arch] = {"feasible_points": 0}
@@ -309,6 +315,7 @@ def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
             "right_rim_revenue_per_cost": float(right),
             "revenue_per_cost_at_mean_hit": at_mean,
             "singular_points": dips,
+            "packed_singular_points": [float(hits[i]) for i in local_dips(packed)],
         }
         if has_valley:
             climb = [i for i in range(index, len(hits)) if np.isfinite(benefit[i]) and benefit[i] >= left]

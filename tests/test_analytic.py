@@ -25,7 +25,7 @@ from pddplan.input_set import load_input_set
 from pddplan.loading import validate
 from pddplan.net.fluctuation import mean_fraction
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
-from pddplan.perf.roofline import decode_step_time, prefill_time
+from pddplan.perf.roofline import decode_step_time, linear_step_s, prefill_cost, prefill_time
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
@@ -124,24 +124,45 @@ def test_pdd_relayed_ttft_skips_the_wan() -> None:
 
 @pytest.mark.parametrize("rho", [0.3, 0.6, 0.85])
 def test_prefill_wait_is_allen_cunneen_md1(rho: float) -> None:
-    """One prefill instance, deterministic service, Poisson arrivals: P(wait) = rho, and a wait is
-    exponential with mean S / (2 (1 - rho)) (Allen-Cunneen's M/D/1 mean). So the TTFT P90 is
-    D + m ln(rho / 0.1) (for rho > 0.1) and the P99 D + m ln(rho / 0.01), D the fixed stage sum.
-    Decode has 8 instances of 32 slots and stays nearly idle, so slot waits are below 1%."""
+    """One prefill instance, one request kind, Poisson arrivals. A request of n = 4096 new tokens
+    (r/C = 1/2) occupies the instance for A alone and P packed (half an 8192-token step's linear part
+    plus its attention). F = (A - P) / (1 - r/C) and v = A - F; a busy instance's steps last
+    T = F / (1 - lam v), mu = lam T others share a waiting request's step, E[1/k] = (1 - e^-mu) / mu,
+    g = (E[1/k] - r/C) / (1 - r/C) clipped to [0, 1], and it is packed with probability
+    p = P(wait) = rho (M/D/1): W = A - rho (A - P) (1 - g), rho = lam W. A wait is exponential with
+    mean W / (2 (1 - rho)) (Allen-Cunneen's M/D/1 mean), so the TTFT P90 is D + m ln(rho / 0.1)
+    (for rho > 0.1) and the P99 D + m ln(rho / 0.01), D the fixed stage sum. Decode has 8 instances
+    of 32 slots and stays nearly idle, so slot waits are below 1%."""
     base = scenario(plan_data("small-pd-intra", rate_rps=0.001), workload(**DETERMINISTIC))
-    service = float(prefill_time(base.prefill.instance, 4096, 4096, 8192))
-    rate = rho / service
+    instance = base.prefill.instance
+    cost = prefill_cost(instance, 4096, 4096, 8192)
+    packed = 0.5 * float(linear_step_s(instance, 8192)) + float(cost.attention_s)
+    alone = float(cost.alone_s)
+    assert float(cost.batched_s) == pytest.approx(packed, rel=1e-12)
+    fixed = (alone - packed) / 0.5
+    variable = alone - fixed
+
+    def work(lam: float) -> float:
+        mu = lam * fixed / (1 - lam * variable)
+        g = min(max(((1 - math.exp(-mu)) / mu - 0.5) / 0.5, 0.0), 1.0)
+        return alone - rho * (alone - packed) * (1 - g)
+
+    rate = rho / alone
+    for _ in range(60):  # rho = lam W(lam): a contraction here
+        rate = rho / work(rate)
+    service = work(rate)
+    assert rate * service == pytest.approx(rho, rel=1e-9)
     p = plan_data("small-pd-intra", rate_rps=rate)
     p["prefill"]["count"] = 1
     p["decode"]["count"] = 8
     s = scenario(p, workload(**DETERMINISTIC))
     result = evaluate(s)
-    assert result.stages["prefill"].utilization == pytest.approx(rho)
+    assert result.stages["prefill"].utilization == pytest.approx(rho, rel=1e-3)
     low = evaluate(s, rate_rps=1e-6)
-    fixed = low.ttft.p50_s
+    fixed_s = low.ttft.p50_s
     mean = service / (2 * (1 - rho))
-    assert result.ttft.p90_s == pytest.approx(fixed + mean * math.log(rho / 0.1), rel=0.01)
-    assert result.ttft.p99_s == pytest.approx(fixed + mean * math.log(rho / 0.01), rel=0.01)
+    assert result.ttft.p90_s == pytest.approx(fixed_s + mean * math.log(rho / 0.1), rel=0.01)
+    assert result.ttft.p99_s == pytest.approx(fixed_s + mean * math.log(rho / 0.01), rel=0.01)
 
 
 def test_decoder_max_batch_by_hand() -> None:
@@ -200,9 +221,13 @@ def test_to_dict_has_the_documented_keys() -> None:
 def test_rate_argument_overrides_the_plan() -> None:
     s = scenario(plan_data("small-pdd"))
     assert evaluate(s, rate_rps=0.5).rate_rps == 0.5
-    assert evaluate(s, rate_rps=0.5).stages["prefill"].utilization == pytest.approx(
-        evaluate(s).stages["prefill"].utilization / 4
-    )
+    p = plan_data("small-pdd")
+    p["rate_rps"] = 0.5
+    at_half = evaluate(s, rate_rps=0.5).stages["prefill"].utilization
+    assert at_half == evaluate(scenario(p)).stages["prefill"].utilization
+    # a quarter of the rate: a quarter of the load or a little more (less of the work is packed)
+    quarter = at_half / (evaluate(s).stages["prefill"].utilization / 4)
+    assert 1.0 <= quarter < 1.1
 
 
 def test_rate_argument_sizes_the_radix_cache_at_that_rate() -> None:
@@ -375,8 +400,15 @@ def test_more_load_never_lowers_ttft(name: str) -> None:
     p99 = np.array([evaluate(s, rate_rps=r).ttft.p99_s for r in rates])
     assert all(b >= a - slack(a) for a, b in pairwise(p90))
     assert all(b >= a - slack(a) for a, b in pairwise(p99))
-    utilization = [evaluate(s, rate_rps=r).stages["prefill"].utilization for r in rates]
-    assert utilization == pytest.approx([utilization[0] * r / rates[0] for r in rates])
+    # the work per request falls as more of it is packed, between packed and alone
+    utilization = np.array([evaluate(s, rate_rps=r).stages["prefill"].utilization for r in rates])
+    assert (np.diff(utilization) > 0).all()
+    classes = request_classes(s)
+    alone = float(classes.prefill_alone_s @ classes.input_prob)
+    packed = float(classes.prefill_work_s @ classes.input_prob)
+    count = s.prefill.count
+    assert (utilization <= np.array(rates) * alone / count * (1 + 1e-9)).all()
+    assert (utilization >= np.array(rates) * packed / count * (1 - 1e-9)).all()
 
 
 @pytest.mark.parametrize("name", ["small-pd-intra", "small-pd-cross", "small-pdd"])

@@ -131,10 +131,7 @@ def test_dips_sit_within_one_grid_step_of_the_arithmetic(chunk: int) -> None:
     hits = np.array([p["hit"] for p in data["points"]])
     for arch in architectures.names():
         throughput = np.array(
-            [
-                np.nan if p[arch]["prefill_tokens_per_gpu_s"] is None else p[arch]["prefill_tokens_per_gpu_s"]
-                for p in data["points"]
-            ]
+            [np.nan if (value := p[arch]["prefill_tokens_per_gpu_s_alone"]) is None else value for p in data["points"]]
         )
         dips = _dips(data, arch)
         matched: list[float] = []
@@ -171,13 +168,26 @@ def test_changing_the_chunk_moves_the_dips_as_the_arithmetic_says() -> None:
         assert [d["hit"] for d in _dips(fixed(chunk), "pdd")] == found[chunk]
 
 
+def test_packed_prefill_has_no_tail_chunk_dip() -> None:
+    """Chunked prefill fills a step's leftover budget with the next requests' tokens, so a small
+    tail chunk no longer pays a whole step: the packed throughput has no dip where the alone one
+    does, and is never below it."""
+    data = fixed()
+    for arch in ("pd-intra", "pdd"):
+        assert _dips(data, arch), arch  # the alone series dips
+        assert data["findings"]["architectures"][arch]["packed_singular_points"] == []
+        for p in data["points"]:
+            if p[arch]["prefill_tokens_per_gpu_s"] is not None:
+                assert p[arch]["prefill_tokens_per_gpu_s"] >= p[arch]["prefill_tokens_per_gpu_s_alone"] * (1 - 1e-12)
+
+
 def test_a_dip_is_a_local_minimum_of_prefill_throughput() -> None:
     data = fixed()
     points = data["points"]
     for arch in ("pd-intra", "pdd"):
         for dip in _dips(data, arch):
             i = round(dip["hit"] * 100)
-            left, mid, right = (points[j][arch]["prefill_tokens_per_gpu_s"] for j in (i - 1, i, i + 1))
+            left, mid, right = (points[j][arch]["prefill_tokens_per_gpu_s_alone"] for j in (i - 1, i, i + 1))
             assert mid < left and mid < right
             assert dip["drop"] == pytest.approx(1 - mid / max(left, right), rel=1e-12)
 
@@ -395,8 +405,9 @@ def test_human_output_has_both_charts_and_the_findings() -> None:
     assert result.stdout == ""
     text = result.stderr
     assert "Revenue per cost vs prefix hit rate" in text
-    assert "Prefill throughput (tail-chunk dips) vs prefix hit rate" in text
-    assert text.count("legend: o pd-intra") == 2
+    assert "Prefill throughput, packed vs prefix hit rate" in text
+    assert "Prefill throughput, one request alone vs prefix hit rate" in text
+    assert text.count("legend: o pd-intra") == 3
     assert "- chunk 8192 tokens predicts tail-chunk dips just below: 11.1%, 23.8%" in text
 
 

@@ -67,8 +67,8 @@ def test_png_is_a_real_image(files: dict[str, Any], result: tub.BathtubResult) -
     assert payload.startswith(PNG_SIGNATURE)
     assert len(payload) > 10_000
     pixels = matplotlib.image.imread(files["png"])
-    # two stacked charts, 9 x 7.2 inches at 120 dpi
-    assert pixels.shape == (864, 1080, 4)
+    # three stacked charts, 9 x 10.8 inches at 120 dpi
+    assert pixels.shape == (1296, 1080, 4)
     flat = pixels.reshape(-1, pixels.shape[-1])
     channels = np.round(flat * 255).astype(np.uint32)
     packed = (channels[:, 0] << 24) | (channels[:, 1] << 16) | (channels[:, 2] << 8) | channels[:, 3]
@@ -97,7 +97,7 @@ def test_html_is_self_contained(files: dict[str, Any], result: tub.BathtubResult
     assert "<script" not in page.lower() and "<link" not in page.lower() and "@import" not in page
     assert "<title>pddplan bathtub: pdd-agent-64k</title>" in page
     svgs = re.findall(r"<svg\b.*?</svg>", page, re.DOTALL)
-    assert len(svgs) == 2  # revenue per cost, prefill throughput
+    assert len(svgs) == 3  # revenue per cost, prefill throughput packed and alone
     for block, chart in zip(svgs, bathtub_report.charts(result), strict=True):
         root = ET.fromstring(block)
         assert root.tag == f"{SVG_NS}svg"

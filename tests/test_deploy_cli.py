@@ -70,7 +70,9 @@ def test_evaluate_rate_option(cli: Any) -> None:
     out = json_of(cli("evaluate", MODERATE, "pdd-agent-64k", "--rate", "1.5", "--json"))
     assert out["rate_rps"] == 1.5
     base = json_of(cli("evaluate", MODERATE, "pdd-agent-64k", "--json"))
-    assert out["stages"]["prefill"]["utilization"] == pytest.approx(base["stages"]["prefill"]["utilization"] / 2)
+    # half the rate: half the load or a little more, as less of the prefill work is packed
+    ratio = out["stages"]["prefill"]["utilization"] / (base["stages"]["prefill"]["utilization"] / 2)
+    assert 1.0 <= ratio < 1.05
 
 
 def test_simulate_json(cli: Any) -> None:

@@ -33,13 +33,13 @@ from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
 from pddplan.evaluate.analytic import evaluate
-from pddplan.evaluate.queueing import md1_mean_wait, mm1_mean_wait
+from pddplan.evaluate.queueing import md1_mean_wait
 from pddplan.input_set import load_input_set, load_trace
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.loading import validate
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
-from pddplan.perf.roofline import decode_step_time, extend_time, prefill_time
+from pddplan.perf.roofline import decode_step_time, extend_time, prefill_cost, prefill_time
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.simulate.engine import simulate_requests
 from pddplan.simulate.servers import DecodeInstance, Link
@@ -214,16 +214,30 @@ def prefill_only(w: Workload, rate: float, instances: int = 1) -> Scenario:
     return scenario(p, w)
 
 
+def one_request_per_step(chunk: int = 4096) -> Workload:
+    """FIXED with the chunk budget equal to a request's 4096 new tokens: every step holds exactly
+    one request, so the pool is a textbook FIFO server."""
+    w = workload(**FIXED)
+    return w.model_copy(update={"serving": w.serving.model_copy(update={"chunk_tokens": chunk})})
+
+
+def engine_time(w: Workload, new: float, cached: float) -> float:
+    instance = prefill_only(w, 1.0).prefill.instance
+    return float(prefill_cost(instance, new, cached, w.serving.chunk_tokens).alone_s)
+
+
 @pytest.mark.parametrize("rho", [0.5, 0.7])
 def test_prefill_is_md1(rho: float) -> None:
-    """One prefill instance, one prompt length and a 0.0001-wide hit bucket: deterministic service,
-    Poisson arrivals, so M/D/1. Mean wait (prefill_start - arrival) of 50,000 requests is the
-    textbook rho S / (2 (1 - rho)) within 5%."""
-    w = workload(**FIXED)
-    service = float(prefill_time(prefill_only(w, 1.0).prefill.instance, 4096, 4096, 8192))
+    """One prefill instance, one prompt length filling a whole step, a 0.0001-wide hit bucket:
+    deterministic service, Poisson arrivals, so M/D/1. Mean wait (prefill_start - arrival) of 50,000
+    requests is the textbook rho S / (2 (1 - rho)) within 5%; each prefill takes its engine time plus
+    the request overhead, which delays the request but does not occupy the instance."""
+    w = one_request_per_step()
+    service = engine_time(w, 4096, 4096)
+    overhead = prefill_only(w, 1.0).prefill.instance.efficiency.request_overhead_s
     table, _ = simulate_requests(prefill_only(w, rho / service), 50_000, seed=1)
     realized = table.prefill_end_s - table.prefill_start_s
-    np.testing.assert_allclose(realized, service, rtol=1e-9)
+    np.testing.assert_allclose(realized, service + overhead, rtol=1e-9)
     wait = table.prefill_start_s - table.arrival_s
     assert wait.min() >= 0
     assert wait.mean() == pytest.approx(rho * service / (2 * (1 - rho)), rel=0.05)
@@ -232,52 +246,60 @@ def test_prefill_is_md1(rho: float) -> None:
     assert (wait > 0).mean() == pytest.approx(rho, abs=0.02)
 
 
-def test_prefill_is_mg1_pollaczek_khinchine() -> None:
-    """Prompts from a histogram with geometrically falling shares (an exponential-like length
-    distribution), hits ~0: service time variability close to exponential (cv^2 ~ 1.1 here).
-    Pollaczek-Khinchine: E[W] = lambda E[S^2] / (2 (1 - rho)), which is the M/M/1 mean
-    rho E[S] / (1 - rho) when cv^2 = 1. With 50,000 requests at rho = 0.6 the mean wait is within 8%
-    of P-K at the realized service moments, and within 15% of the M/M/1 mean (the service is only
-    approximately exponential)."""
-    bins = [{"low_tokens": 1 + 2000 * k, "high_tokens": 2000 * (k + 1), "share": 0.5 ** (k + 1)} for k in range(9)]
-    bins[-1]["share"] += 1 - sum(b["share"] for b in bins)
-    w = workload(
-        prompt_tokens={"kind": "histogram", "bins": bins},
-        output_tokens={"kind": "fixed", "tokens": 2},
-        hit_rate={"buckets": [{"low": 0.0, "high": 0.0001, "share": 1.0}]},
-    )
-    prompts = w.prompt_tokens.sample(np.random.default_rng(5), 20_000)
+def test_pool_packs_requests_into_steps_by_hand() -> None:
+    """Budget 1000 tokens, T_lin(T) = 0.1 + 0.001 T s, attention 0.05 s per request of 600 tokens.
+    Two instances. Arrivals 0, 0, 0, 0, 10:
+    - t=0 instance 0 takes request 0 whole (600) and 400 of request 1: 0.1 + 1.0 + 0.05 + 0.05 * 400/600;
+    - t=0 instance 1 takes requests 2 (600) and 3 (400 of it): the same step;
+    - at 1.1833 instance 0 finishes request 1 (200 left): 0.1 + 0.2 + 0.05 * 200/600; instance 1
+      request 3 the same;
+    - t=10 request 4 arrives at an idle pool and runs alone: 0.1 + 0.6 + 0.05."""
+    from pddplan.simulate.prefill import PrefillPool, run_prefill_pool
+
+    pool = PrefillPool(instances=2, chunk_tokens=1000, linear_s=[0.1 + 0.001 * t for t in range(1001)])
+    arrival = np.array([0.0, 0.0, 0.0, 0.0, 10.0])
+    run = run_prefill_pool(pool, arrival, np.full(5, 600.0), np.full(5, 0.05))
+    first = 0.1 + 1.0 + 0.05 + 0.05 * 400 / 600
+    second = 0.1 + 0.2 + 0.05 * 200 / 600
+    np.testing.assert_allclose(run.start_s, [0.0, 0.0, 0.0, 0.0, 10.0], atol=1e-12)
+    np.testing.assert_allclose(run.end_s, [first, first + second, first, first + second, 10.75], atol=1e-12)
+    assert run.busy_s == pytest.approx(2 * (first + second) + 0.75, abs=1e-12)
+
+
+def test_pool_is_fifo_and_never_idles_while_work_waits() -> None:
+    """c = 3 instances, 768-token prefills that pack: requests start in arrival order, and a request
+    that waits starts exactly when some instance ends a step (no instance idles while it waits)."""
+    w = workload(**{**FIXED, "hit_rate": {"buckets": [{"low": 0.914, "high": 0.9141, "share": 1.0}]}})
     instance = prefill_only(w, 1.0).prefill.instance
-    mean_service = float(prefill_time(instance, new_tokens(prompts, 0.0, 64), 0.0, 8192).mean())
-    rate = 0.6 / mean_service
-    table, _ = simulate_requests(prefill_only(w, rate), 50_000, seed=6)
-    service = table.prefill_end_s - table.prefill_start_s
-    cv2 = service.var() / service.mean() ** 2
-    assert 0.5 < cv2 < 1.2
-    rho = rate * service.mean()
-    expected = rate * float((service**2).mean()) / (2 * (1 - rho))
-    wait = float((table.prefill_start_s - table.arrival_s).mean())
-    assert wait == pytest.approx(expected, rel=0.08)
-    assert wait == pytest.approx(mm1_mean_wait(rate, float(service.mean())), rel=0.15)
-
-
-def test_prefill_fifo_over_several_instances() -> None:
-    """c = 3 instances: FIFO (starts in arrival order), never more than 3 in service, no idling
-    while someone waits (a request that waits starts exactly when an earlier one ends)."""
-    w = workload(**FIXED)
-    service = float(prefill_time(prefill_only(w, 1.0).prefill.instance, 4096, 4096, 8192))
-    table, stats = simulate_requests(prefill_only(w, 2.7 / service, instances=3), 5_000, seed=3)
-    start, end, arrival = table.prefill_start_s, table.prefill_end_s, table.arrival_s
+    work = float(prefill_cost(instance, 768, 8192 - 768, 8192).batched_s)
+    table, stats = simulate_requests(prefill_only(w, 2.7 / work, instances=3), 5_000, seed=3)
+    start, arrival = table.prefill_start_s, table.arrival_s
     assert np.all(np.diff(start) >= -1e-12)
-    events = sorted([(t, 1) for t in start] + [(t, -1) for t in end], key=lambda e: (e[0], e[1]))
-    busy = np.cumsum([d for _, d in events])
-    assert busy.max() == 3
-    ends = np.sort(end)
     waited = start > arrival + 1e-12
     assert waited.any()
+    step_ends = np.unique(table.prefill_end_s - instance.efficiency.request_overhead_s)
     for s in start[waited]:
-        assert np.min(np.abs(ends - s)) < 1e-9
+        assert np.min(np.abs(step_ends - s)) < 1e-9
     assert stats.prefill_instances == 3
+
+
+def test_packing_makes_short_prefills_cheaper_than_alone() -> None:
+    """128 new tokens (a 99% hit on 8192): alone each pays a whole step's weight reads; at high load
+    the pool packs dozens per 8192-token step, so its busy time per request falls to within 15% of
+    the packed work P, well below the alone time A, and the busy share matches the closed form's
+    utilization (which packs a request with the probability that work waits) within 10%."""
+    w = workload(**{**FIXED, "hit_rate": {"buckets": [{"low": 0.99, "high": 0.9901, "share": 1.0}]}})
+    s = prefill_only(w, 1.0)
+    cost = prefill_cost(s.prefill.instance, 128, 8192 - 128, 8192)
+    packed, alone_s = float(cost.batched_s), float(cost.alone_s)
+    assert packed < 0.5 * alone_s
+    count = 20_000
+    rate = 0.9 / packed
+    table, stats = simulate_requests(prefill_only(w, rate), count, seed=4)
+    span = table.arrival_s[-1] - table.arrival_s[0]
+    assert stats.prefill_busy_s / count == pytest.approx(packed, rel=0.15)
+    closed = evaluate(prefill_only(w, rate))
+    assert stats.prefill_busy_s / span == pytest.approx(closed.stages["prefill"].utilization, rel=0.10)
 
 
 def test_gamma_arrivals_have_the_requested_burstiness() -> None:

@@ -285,10 +285,10 @@ def test_prefill_capacity_grows_with_the_pool_and_meets_the_ttft_targets(agent_s
         return prefill_capacity(cand, classes, downstream, workload, sizes, ceiling, scale)
 
     full = caps(1.0)
-    mean_s = float(classes.prefill_s @ classes.input_prob)
+    packed_s = float(classes.prefill_work_s @ classes.input_prob)
     assert (full > 0).all()
     assert (np.diff(full) >= -1e-9).all(), full
-    assert (full <= sizes / mean_s).all()  # below the pool's service capacity
+    assert (full <= sizes / packed_s).all()  # below the pool's service capacity, fully packed
     assert (caps(0.7) <= full + 1e-9).all()  # tighter targets, less capacity
     assert (caps(1.0, ceiling=1.0) <= 1.0 + 1e-12).all()
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
+from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
 from pddplan.net.tcp import rdma_time_s
@@ -202,13 +203,12 @@ class _Decoding:
 
 
 def _prefill_stage(scenario: Scenario, classes: RequestClasses, lam: float) -> _Prefill:
-    """G/G/c wait of the prefill pool (Allen-Cunneen) and its utilization lam E[S] / c."""
-    p_in = classes.input_prob
-    mean_s = float(classes.prefill_s @ p_in)
-    cv2_s = float((classes.prefill_s**2) @ p_in) / mean_s**2 - 1.0 if mean_s > 0 else 0.0
-    count = scenario.prefill.count
-    p_wait, wait_mean = allen_cunneen(count, lam, mean_s, cv2_s, scenario.workload.arrival.cv**2)
-    return _Prefill(mean_s, lam * mean_s / count, float(p_wait), float(wait_mean))
+    """G/G/c wait of the prefill pool (Allen-Cunneen) on the work a request brings, packed as often
+    as work waits (`pddplan.evaluate.prefill_queue`), and its utilization lam E[W] / c; `mean_s` is
+    the mean of a request's own prefill time."""
+    queue = prefill_queue(classes, scenario.prefill.count, lam, scenario.workload.arrival.cv**2)
+    mean_s = float(classes.prefill_s @ classes.input_prob)
+    return _Prefill(mean_s, float(queue.utilization), float(queue.p_wait), float(queue.wait_mean_s))
 
 
 def _link_states(scenario: Scenario) -> _LinkStates:

@@ -28,7 +28,8 @@ import numpy as np
 
 from pddplan.evaluate.classes import RequestClasses
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
-from pddplan.evaluate.queueing import allen_cunneen, erlang_c, single_wait_survival
+from pddplan.evaluate.prefill_queue import prefill_queue
+from pddplan.evaluate.queueing import erlang_c, single_wait_survival
 from pddplan.net.lines import LinePool
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
@@ -256,8 +257,6 @@ def prefill_capacity(
     line = downstream.line
     p_in = classes.input_prob
     service = classes.prefill_s
-    mean_s = float(service @ p_in)
-    cv2_s = float((service**2) @ p_in) / mean_s**2 - 1.0
     cv2_a = workload.arrival.cv**2
     full_kv = request_kv_bytes(candidate.instance.model, classes.prompt_tokens, workload.serving.page_tokens)
     rdma = rdma_time_s(full_kv, candidate.instance.kv_senders, candidate.instance.hardware.nic_bytes_per_s)
@@ -272,7 +271,8 @@ def prefill_capacity(
     sizes = pool_sizes.astype(np.float64)
 
     def feasible(n: np.ndarray, rate: np.ndarray) -> np.ndarray:
-        p_wait, wait_mean = allen_cunneen(n, rate, mean_s, cv2_s, cv2_a)
+        queue = prefill_queue(classes, n, rate, cv2_a)
+        p_wait, wait_mean = queue.p_wait, queue.wait_mean_s
         if line is not None:
             offered = (rate * wan_bytes)[:, None]
             wan = wan_transfer_time(
@@ -290,7 +290,8 @@ def prefill_capacity(
             ok &= tail @ weights <= share
         return ok
 
-    ceiling = np.minimum(sizes / mean_s * 0.999, rate_ceiling)
+    packed_s = float(classes.prefill_work_s @ p_in)  # the least work a request can bring
+    ceiling = np.minimum(sizes / packed_s * 0.999, rate_ceiling)
     if line is not None:
         ceiling = np.minimum(ceiling, WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / max(wan_bytes, 1.0))
     top_ok = feasible(sizes, ceiling)

@@ -49,6 +49,7 @@ class CapacityView:
     bottleneck: str
     per_instance_rps: dict[str, float]
     prefill_tokens_per_gpu_s: float
+    prefill_tokens_per_gpu_s_alone: float
     throughput_per_gpu_hour: float
     cost_per_request_usd: float
     bcr: float
@@ -62,6 +63,7 @@ class CapacityView:
             "bottleneck": self.bottleneck,
             "per_instance_rps": self.per_instance_rps,
             "prefill_tokens_per_gpu_s": self.prefill_tokens_per_gpu_s,
+            "prefill_tokens_per_gpu_s_alone": self.prefill_tokens_per_gpu_s_alone,
             "throughput_per_gpu_hour": self.throughput_per_gpu_hour,
             "cost_per_request_usd": self.cost_per_request_usd,
             "bcr": self.bcr,
@@ -100,10 +102,11 @@ def fluid_view(
     roles: dict[str, RolePool],
     wan: tuple[float, float] | None,
     revenue: float,
-    prefill_tokens_per_gpu_s: float,
+    prefill_tokens_per_gpu_s: tuple[float, float],
 ) -> CapacityView:
     """Bottleneck and fluid economics from per-instance capacities (the module docstring's formulas);
-    `wan` = (the lines' capacity in req/s, their $ per hour), None without lines."""
+    `wan` = (the lines' capacity in req/s, their $ per hour), None without lines;
+    `prefill_tokens_per_gpu_s` = (packed, alone), see `prefill_token_throughputs`."""
     rates = {name: pool.rate_rps for name, pool in roles.items()}
     counts = {name: pool.count for name, pool in roles.items()}
     tp = {name: pool.tp for name, pool in roles.items()}
@@ -125,7 +128,8 @@ def fluid_view(
         max_rate_rps=float(totals[bottleneck]),
         bottleneck=bottleneck,
         per_instance_rps=dict(rates),
-        prefill_tokens_per_gpu_s=prefill_tokens_per_gpu_s,
+        prefill_tokens_per_gpu_s=prefill_tokens_per_gpu_s[0],
+        prefill_tokens_per_gpu_s_alone=prefill_tokens_per_gpu_s[1],
         throughput_per_gpu_hour=3600.0 / gpus_per_rps if gpus_per_rps > 0 else 0.0,
         cost_per_request_usd=cost,
         bcr=1.0 / cost if cost > 0 else 0.0,
@@ -169,15 +173,23 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         pools,
         (load.max_rate, link.usd_per_hour) if link is not None else None,
         revenue_per_request(workload, classes),
-        prefill_token_throughput(classes, scenario.prefill.tp),
+        prefill_token_throughputs(classes, scenario.prefill.tp),
     )
 
 
-def prefill_token_throughput(classes: RequestClasses, tp: int) -> float:
-    """New tokens a prefill GPU processes per second when busy: E[new tokens] / E[prefill time] / tp.
+def prefill_token_throughputs(classes: RequestClasses, tp: int) -> tuple[float, float]:
+    """(packed, alone) prefill throughputs of `prefill_token_throughput`."""
+    return prefill_token_throughput(classes, tp, packed=True), prefill_token_throughput(classes, tp, packed=False)
 
-    The step-time physics alone, before queueing: a small tail chunk pays a whole step (weights,
-    overheads) for few tokens, which shows here as a dip just before each hit rate where the
-    tail chunk vanishes."""
-    mean_s = float(classes.prefill_s @ classes.input_prob)
+
+def prefill_token_throughput(classes: RequestClasses, tp: int, packed: bool = True) -> float:
+    """New tokens a prefill GPU processes per second when busy: E[new tokens] / E[engine time] / tp.
+
+    The step-time physics alone, before queueing. `packed`: chunked prefill packs requests into full
+    steps (`RequestClasses.prefill_work_s`), so a small tail chunk shares a step's weight reads with
+    the next request's tokens. Not packed: one request at a time (`prefill_alone_s`), where a small
+    tail chunk pays a whole step for few tokens, which shows as a dip just before each hit rate
+    where the tail chunk vanishes."""
+    engine_s = classes.prefill_work_s if packed else classes.prefill_alone_s
+    mean_s = float(engine_s @ classes.input_prob)
     return float(classes.new_tokens @ classes.input_prob) / mean_s / tp if mean_s > 0 else 0.0

@@ -15,7 +15,7 @@ import numpy as np
 from pddplan.evaluate.drc import md_prefix_hit_probability
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
-from pddplan.perf.roofline import Instance, prefill_time
+from pddplan.perf.roofline import Instance, prefill_cost
 from pddplan.scenario import Scenario
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Routing
@@ -25,7 +25,11 @@ from pddplan.specs.workload import Workload
 @dataclass(frozen=True)
 class RequestClasses:
     """Input classes (axis 0) and output lengths (axis 1), each with its probabilities (the joint
-    probability of a pair is input_prob[i] * output_prob[j])."""
+    probability of a pair is input_prob[i] * output_prob[j]).
+
+    `prefill_s` is a request's own prefill latency (its chunks' engine time alone, `prefill_alone_s`,
+    plus the request overhead); `prefill_work_s` the engine time it occupies a busy prefill instance for, when
+    chunked prefill packs requests into full steps (`pddplan.perf.roofline.prefill_cost`)."""
 
     prompt_tokens: np.ndarray
     hit: np.ndarray
@@ -33,6 +37,9 @@ class RequestClasses:
     cached_tokens: np.ndarray
     wan_bytes: np.ndarray
     prefill_s: np.ndarray
+    prefill_alone_s: np.ndarray
+    prefill_work_s: np.ndarray
+    chunk_tokens: int
     relay: np.ndarray
     output_tokens: np.ndarray
     input_prob: np.ndarray
@@ -91,6 +98,8 @@ def workload_classes(
     fresh = new_tokens(prompt, hit, page)
     cached = cached_tokens(prompt, hit, page)
     relay = relayed(relay_rule, hit, wan_bytes)
+    cost = prefill_cost(prefill, fresh, cached, chunk_tokens)
+    overhead = prefill.efficiency.request_overhead_s
     outputs, output_probs = workload.output_tokens.support()
     return RequestClasses(
         prompt_tokens=prompt,
@@ -98,7 +107,10 @@ def workload_classes(
         new_tokens=fresh,
         cached_tokens=cached,
         wan_bytes=wan_bytes,
-        prefill_s=prefill_time(prefill, fresh, cached, chunk_tokens),
+        prefill_s=np.where(fresh > 0, cost.alone_s + overhead, 0.0),
+        prefill_alone_s=cost.alone_s,
+        prefill_work_s=cost.batched_s,
+        chunk_tokens=chunk_tokens,
         relay=relay,
         output_tokens=outputs,
         input_prob=input_prob,

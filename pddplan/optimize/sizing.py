@@ -33,7 +33,7 @@ from pddplan.evaluate.capacity_view import (
     RolePool,
     decoder_rate,
     fluid_view,
-    prefill_token_throughput,
+    prefill_token_throughputs,
     relay_rate,
 )
 from pddplan.evaluate.classes import RequestClasses, workload_classes
@@ -247,6 +247,6 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
         },
         (load.max_rate, line.usd_per_hour) if line is not None else None,
         revenue_per_request(workload, classes),
-        prefill_token_throughput(classes, shape.prefill.tp),
+        prefill_token_throughputs(classes, shape.prefill.tp),
     )
     return SizedPlan(plan, view)

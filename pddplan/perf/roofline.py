@@ -372,33 +372,78 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
     return 2.0 * model.num_layers * all_reduce
 
 
+@dataclass(frozen=True)
+class PrefillCost:
+    """A prefill's engine cost, apart from the request overhead (arrays broadcast like the inputs).
+
+    `alone_s`: the engine time of the request's chunks run alone, back to back (its latency on an
+    idle instance). `attention_s`: the attention part of that time, which belongs to the request
+    whatever it shares a step with. `batched_s`: the engine time it occupies when chunked prefill
+    packs it with other requests into full steps of C tokens: n / C * T_lin(C) + attention, where
+    T_lin(C) = step(C tokens) - its attention is the step's token-proportional and fixed part (weight
+    reads, GEMMs, collectives, overheads), shared in proportion to tokens; at most `alone_s`.
+    """
+
+    alone_s: np.ndarray
+    attention_s: np.ndarray
+    batched_s: np.ndarray
+
+
+def linear_step_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
+    """T_lin(T): a step of T new tokens without its attention (weights, GEMMs, collectives, overheads).
+
+    T_lin(T) = step(T tokens, no context).total - its attention part. Under expert parallelism the
+    step overlaps its all-to-all with the work (max(work, comm)), so the difference is exact only when
+    the work binds; attention is then charged on top.
+    """
+    step = step_time(instance, np.maximum(np.asarray(tokens, dtype=np.float64), 1.0), 0.0, 1.0)
+    return np.maximum(step.total_s - step.attention_s, 0.0)
+
+
+def prefill_cost(
+    instance: Instance, new_tokens: ArrayLike, cached_tokens: ArrayLike, chunk_tokens: int | None
+) -> PrefillCost:
+    """The engine cost of prefilling `new_tokens` on `cached_tokens`, chunked by `chunk_tokens`.
+
+    Chunk j (0-based) holds min(C, n - j*C) tokens on a context of c + j*C; the last, the tail
+    chunk, is smaller: alone it pays a whole step's weight reads and overhead for few tokens, packed
+    with other requests (`PrefillCost.batched_s`) it pays its share. Without a chunk size the
+    prefill is one step (and packs with nothing). Zero new tokens cost nothing.
+    """
+    n = np.asarray(new_tokens, dtype=np.float64)
+    c = np.asarray(cached_tokens, dtype=np.float64)
+    n, c = np.broadcast_arrays(n, c)
+    if chunk_tokens is None:
+        step = step_time(instance, np.maximum(n, 1.0), c)
+        alone = np.where(n > 0, step.total_s, 0.0)
+        return PrefillCost(alone_s=alone, attention_s=np.where(n > 0, step.attention_s, 0.0), batched_s=alone)
+    chunks = np.ceil(n / chunk_tokens)
+    alone = np.zeros(n.shape)
+    attention = np.zeros(n.shape)
+    for j in range(int(chunks.max(initial=0))):
+        size = np.clip(n - j * chunk_tokens, 0.0, chunk_tokens)
+        live = size > 0
+        step = step_time(instance, np.where(live, size, 1.0), c + j * chunk_tokens)
+        alone = alone + np.where(live, step.total_s, 0.0)
+        attention = attention + np.where(live, step.attention_s, 0.0)
+    shared = n / chunk_tokens * float(linear_step_s(instance, chunk_tokens)) + attention
+    batched = np.where(n > 0, np.minimum(shared, alone), 0.0)
+    return PrefillCost(alone_s=alone, attention_s=attention, batched_s=batched)
+
+
 def prefill_time(
     instance: Instance,
     new_tokens: ArrayLike,
     cached_tokens: ArrayLike = 0,
     chunk_tokens: int | None = None,
 ) -> np.ndarray:
-    """Time to prefill `new_tokens` on top of `cached_tokens`, alone, in chunks of `chunk_tokens`.
-
-    Chunk j (0-based) holds min(C, n - j*C) tokens on a context of c + j*C; the last, the tail
-    chunk, is smaller and runs alone: it pays a whole step's weight reads and overhead for few
-    tokens. Without a chunk size the prefill is one step. The request pays `request_overhead_s`
-    once (scheduling, tokenization, returning the first token).
+    """Time to prefill `new_tokens` on top of `cached_tokens` alone, in chunks of `chunk_tokens`:
+    the engine time (`prefill_cost(...).alone_s`) plus the request's `request_overhead_s` once
+    (scheduling, tokenization, returning the first token). Zero new tokens take no time.
     """
     n = np.asarray(new_tokens, dtype=np.float64)
-    c = np.asarray(cached_tokens, dtype=np.float64)
-    n, c = np.broadcast_arrays(n, c)
-    request = instance.efficiency.request_overhead_s
-    if chunk_tokens is None:
-        return np.where(n > 0, step_time(instance, n, c).total_s + request, 0.0)
-    chunks = np.ceil(n / chunk_tokens)
-    total = np.zeros(n.shape)
-    for j in range(int(chunks.max(initial=0))):
-        size = np.clip(n - j * chunk_tokens, 0.0, chunk_tokens)
-        live = size > 0
-        step = step_time(instance, np.where(live, size, 1.0), c + j * chunk_tokens).total_s
-        total = total + np.where(live, step, 0.0)
-    return np.where(n > 0, total + request, 0.0)
+    alone = prefill_cost(instance, n, cached_tokens, chunk_tokens).alone_s
+    return np.where(alone > 0, alone + instance.efficiency.request_overhead_s, 0.0)
 
 
 def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:

@@ -11,14 +11,16 @@ from pddplan.report.charts import Chart, Series
 
 LABELS = {
     "revenue_per_cost": ("Revenue per cost", "revenue / cost"),
-    "prefill_tokens_per_gpu_s": ("Prefill throughput (tail-chunk dips)", "new tokens / GPU-second"),
+    "prefill_tokens_per_gpu_s": ("Prefill throughput, packed", "new tokens / GPU-second"),
+    "prefill_tokens_per_gpu_s_alone": ("Prefill throughput, one request alone", "new tokens / GPU-second"),
     "bcr": ("BCR", "requests per $"),
     "throughput_per_gpu_hour": ("Throughput per GPU-hour", "requests / GPU-hour"),
 }
 
 
 def charts(
-    result: BathtubResult, names: tuple[str, ...] = ("revenue_per_cost", "prefill_tokens_per_gpu_s")
+    result: BathtubResult,
+    names: tuple[str, ...] = ("revenue_per_cost", "prefill_tokens_per_gpu_s", "prefill_tokens_per_gpu_s_alone"),
 ) -> list[Chart]:
     """One chart per figure, a line per architecture, the workload's mean hit marked."""
     mean = result.findings.get("workload_mean_hit")
@@ -68,7 +70,12 @@ def findings_text(result: BathtubResult) -> list[str]:
         dips = entry.get("singular_points", [])
         if dips:
             spots = ", ".join(f"{d['hit']:.0%} (tail {d['tail_chunk_tokens']} tokens, -{d['drop']:.1%})" for d in dips)
-            lines.append(f"{arch}: prefill throughput dips where the tail chunk is small: {spots}")
+            lines.append(f"{arch}: prefill throughput of a request alone dips where its tail chunk is small: {spots}")
+        packed = entry.get("packed_singular_points", [])
+        if dips and not packed:
+            lines.append(f"{arch}: packed (chunked prefill filling each step with the next requests) shows no dip")
+        elif packed:
+            lines.append(f"{arch}: packed prefill throughput dips too, at " + ", ".join(f"{h:.0%}" for h in packed))
     predicted = ", ".join(f"{h:.1%}" for h in f["predicted_dips"])
     lines.append(f"chunk {result.chunk_tokens} tokens predicts tail-chunk dips just below: {predicted}")
     mean = f["workload_mean_hit"]

@@ -1,7 +1,8 @@
 """Request-level discrete-event simulation of a deployment.
 
-Requests arrive (Poisson or Gamma), queue FIFO for a prefill instance (each runs one request's
-chunks back to back), then go where the plan's architecture (`pddplan.architectures`) sends them:
+Requests arrive (Poisson or Gamma), queue FIFO for the prefill pool (chunked prefill packs them
+into steps of up to C tokens, `pddplan.simulate.prefill`), then go where the plan's architecture
+(`pddplan.architectures`) sends them:
 RDMA to a decoder in the same datacenter, a WAN transfer of the incremental KV to a decoder in the
 other one, or both at once through a relay decoder (P-RLD-MD): the relay decodes eager tokens at
 once while the WAN transfer runs; when the KV lands, the relay is told (RTT/2) and hands the request
@@ -42,8 +43,9 @@ from pddplan.evaluate.moments import workload_moments
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
-from pddplan.perf.roofline import decode_step_time, extend_time, prefill_time
+from pddplan.perf.roofline import decode_step_time, extend_time, linear_step_s, prefill_cost
 from pddplan.scenario import Role, Scenario
+from pddplan.simulate.prefill import PrefillPool, run_prefill_pool
 from pddplan.simulate.servers import DecodeInstance, Link
 
 
@@ -137,19 +139,11 @@ def _arrivals(scenario: Scenario, count: int, rng: np.random.Generator) -> np.nd
     return np.cumsum(gaps)
 
 
-def _prefill_fifo(arrival_s: np.ndarray, service_s: np.ndarray, instances: int) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end times of FIFO prefill over `instances` identical instances with known service
-    times: each request starts at max(its arrival, the earliest time an instance is free)."""
-    start = np.empty(len(arrival_s))
-    end = np.empty(len(arrival_s))
-    free = [0.0] * instances
-    heapq.heapify(free)
-    for i, (arrival, service) in enumerate(zip(arrival_s.tolist(), service_s.tolist(), strict=True)):
-        begin = max(arrival, heapq.heappop(free))
-        start[i] = begin
-        end[i] = begin + service
-        heapq.heappush(free, end[i])
-    return start, end
+def _prefill_pool(scenario: Scenario) -> PrefillPool:
+    """The scenario's prefill pool: its instances, chunk budget and T_lin(T) for T = 0..C."""
+    chunk = scenario.chunk_tokens
+    linear = linear_step_s(scenario.prefill.instance, np.arange(chunk + 1, dtype=np.float64)).tolist()
+    return PrefillPool(instances=scenario.prefill.count, chunk_tokens=chunk, linear_s=linear)
 
 
 def _decode_pool(scenario: Scenario, role: Role, context: float, reserved_bytes: float) -> list[DecodeInstance]:
@@ -184,12 +178,14 @@ class _Simulation:
         full_kv = request_kv_bytes(scenario.model, self.prompt, page)
         self.wan_size = _wan_bytes(scenario, self.prompt, self.hit, full_kv, rng)
         prefill = scenario.prefill.instance
-        self.service = prefill_time(
-            prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens
-        )
+        cost = prefill_cost(prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens)
         self.rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s).tolist()
         self.relay = relayed(self.architecture.relay_rule(self.routing), self.hit, self.wan_size)
-        self.prefill_start, self.prefill_end = _prefill_fifo(self.arrival, self.service, scenario.prefill.count)
+        run = run_prefill_pool(_prefill_pool(scenario), self.arrival, self.fresh, cost.attention_s)
+        self.prefill_start, engine_end, self.prefill_busy_s = run.start_s, run.end_s, run.busy_s
+        # the request overhead (scheduling, tokenization, returning the first token) is the serving
+        # stack's, off the engine: it delays the request, not the instance
+        self.prefill_end = np.where(self.fresh > 0, engine_end + prefill.efficiency.request_overhead_s, engine_end)
         self.output_list: list[float] = self.output.astype(np.float64).tolist()
         self.wan_list: list[float] = self.wan_size.tolist()
 
@@ -516,7 +512,7 @@ class _Simulation:
         link = self.link
         return SimulationStats(
             span_s=float(np.nanmax(self.finish)) if len(self.finish) else 0.0,
-            prefill_busy_s=float(self.service.sum()),
+            prefill_busy_s=self.prefill_busy_s,
             prefill_instances=self.scenario.prefill.count,
             link_bytes=link.bytes_delivered if link else 0.0,
             link_capacity_integral=link.capacity_integral if link else 0.0,

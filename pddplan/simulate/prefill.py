@@ -1,0 +1,113 @@
+"""The prefill pool of the simulation: chunked prefill that packs requests into steps.
+
+Every prefill instance runs steps back to back while it has work. A step takes up to C tokens
+(the chunk budget): first the rest of the request the instance is in the middle of (a request
+stays on the instance that started it, which holds its KV), then new requests from the pool's one
+FIFO queue, in arrival order, until the budget is spent; the last one taken may be split, and
+continues in the instance's next step. An idle instance starts a step when a request arrives.
+
+A step of T tokens made of pieces s_i of requests i takes T_lin(T) + sum_i A_i * s_i / n_i, with
+T_lin the step without attention (`pddplan.perf.roofline.linear_step_s`) and A_i the attention time
+request i's n_i new tokens need (`PrefillCost.attention_s`), spread over its pieces in proportion
+to their tokens (the total is exact; its split across steps is not modelled). A request alone on an
+idle instance therefore takes its own chunks' time. Requests with no new token skip the pool.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PrefillPool:
+    """A prefill pool: `instances` identical instances, chunk budget `chunk_tokens`, and
+    `linear_s[T]` = T_lin(T) for T = 0..chunk_tokens (entry 0 unused)."""
+
+    instances: int
+    chunk_tokens: int
+    linear_s: list[float]
+
+
+@dataclass(frozen=True)
+class PrefillRun:
+    """Per request, when its first prefill step started and its last ended; and the pool's total
+    busy time (the sum of its steps)."""
+
+    start_s: np.ndarray
+    end_s: np.ndarray
+    busy_s: float
+
+
+def run_prefill_pool(
+    pool: PrefillPool, arrival_s: np.ndarray, new_tokens: np.ndarray, attention_s: np.ndarray
+) -> PrefillRun:
+    """When every request's prefill starts and ends, stepping the pool as the module says.
+
+    `arrival_s` must be sorted. Each loop pass either runs one step on the instance free first or,
+    when an instance is idle, starts one at the next arrival; nothing else.
+    """
+    count = len(arrival_s)
+    start = np.array(arrival_s, dtype=np.float64)
+    end = np.array(arrival_s, dtype=np.float64)
+    arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
+    tokens = np.asarray(new_tokens, dtype=np.float64).tolist()
+    attention_per_token = np.divide(
+        attention_s, new_tokens, out=np.zeros(count), where=np.asarray(new_tokens) > 0
+    ).tolist()
+    waiting = [i for i in range(count) if tokens[i] > 0]
+    budget = float(pool.chunk_tokens)
+    linear = pool.linear_s
+    busy: list[tuple[float, int]] = []
+    idle = list(range(pool.instances))
+    current = [-1] * pool.instances  # the request an instance is in the middle of
+    left = [0.0] * pool.instances  # its tokens still to prefill
+    head = 0
+    busy_s = 0.0
+    while True:
+        free_t = busy[0][0] if busy else np.inf
+        next_arrival = arrival[waiting[head]] if head < len(waiting) and idle else np.inf
+        if free_t == np.inf and next_arrival == np.inf:
+            break
+        if free_t <= next_arrival:
+            t, k = heapq.heappop(busy)
+        else:
+            t, k = next_arrival, heapq.heappop(idle)
+        room = budget
+        step_tokens = 0.0
+        step_attention = 0.0
+        finished: list[int] = []
+        if current[k] >= 0:
+            i = current[k]
+            piece = min(left[k], room)
+            room -= piece
+            step_tokens += piece
+            step_attention += attention_per_token[i] * piece
+            left[k] -= piece
+            if left[k] <= 0:
+                finished.append(i)
+                current[k] = -1
+        while room > 0 and head < len(waiting) and arrival[waiting[head]] <= t:
+            i = waiting[head]
+            head += 1
+            start[i] = t
+            piece = min(tokens[i], room)
+            room -= piece
+            step_tokens += piece
+            step_attention += attention_per_token[i] * piece
+            if piece < tokens[i]:
+                current[k], left[k] = i, tokens[i] - piece
+            else:
+                finished.append(i)
+        if step_tokens == 0:
+            heapq.heappush(idle, k)
+            continue
+        step_s = linear[round(step_tokens)] + step_attention
+        busy_s += step_s
+        done = t + step_s
+        for i in finished:
+            end[i] = done
+        heapq.heappush(busy, (done, k))
+    return PrefillRun(start_s=start, end_s=end, busy_s=busy_s)
