@@ -2,20 +2,23 @@
 
 At each hit rate h the workload's hit distribution is replaced (`fixed`: every request hits h;
 `shift`: the whole distribution is moved so its mean is h, shape kept: hits x -> x + (1 - x) s above
-the original mean, x -> x h / mean below), each architecture's plan is sized for the workload's rate
+the original mean, x -> x h / mean below). Each architecture's plan is sized for the workload's rate
 (`pddplan.optimize.sizing`, instance kinds chosen once at the workload's own hit rate; PDD relays by
-incremental bytes so the rule means the same at every h), and the plan's capacity view
-(`pddplan.evaluate.capacity_view`) gives throughput per GPU-hour, prefill throughput per GPU-hour,
-BCR, revenue per cost and margin. Nothing is shaped by hand. Prefill throughput comes two ways: packed
-(chunked prefill fills each step with the next requests' tokens, as engines do under load) and alone
-(one request at a time, as on an idle instance); the tail-chunk dips (a small tail chunk pays a whole
-step for few tokens) are looked for in both, and appear only alone.
+incremental bytes so the rule means the same at every h):
 
-With `fixed_plan` the deployment stays and only the hit rate moves: each architecture's plan is
-sized once at the workload's own hit rate, and at each h its capacity view there gives the rate it
-serves, min(offered rate, plan capacity at h), for the same whole instances and lines:
+- by default (`fixed_plan`) once, at the workload's own hit rate, and the deployment stays while
+  the hit rate moves: the article's question, what a deployment earns as its hit rate changes;
+- with `fixed_plan=False` (`--resize`) again at every h.
+
+At each h the plan's capacity view there (`pddplan.evaluate.capacity_view`) gives the rate it
+serves, min(offered rate, plan capacity at h), on its whole instances and lines, priced as such:
 BCR = served * 3600 / cost per hour, revenue per cost = served * revenue per request * 3600 / cost,
 margin = that revenue - cost, throughput per GPU-hour = served * 3600 / GPUs.
+
+Nothing is shaped by hand. Prefill throughput comes two ways: packed (chunked prefill fills each
+step with the next requests' tokens, as engines do under load) and alone (one request at a time, as
+on an idle instance); the tail-chunk dips (a small tail chunk pays a whole step for few tokens) are
+looked for in both, and appear only alone.
 """
 
 from __future__ import annotations
@@ -90,12 +93,14 @@ def predicted_dips(prompt_tokens: float, chunk_tokens: int, page_tokens: int) ->
 @dataclass(frozen=True)
 class BathtubOptions:
     """How to sweep: the hit distribution at each point (`mode`), how many points, the chunk
-    size (default: the workload's), and whether plans are re-sized per point or fixed."""
+    size (default: the workload's), and whether each plan stays as sized at the workload's own hit
+    rate (`fixed_plan`, the default: the article's question, what a deployment earns as its hit
+    rate moves) or is re-sized per point."""
 
     mode: HitMode = "fixed"
     points: int = 101
     chunk_tokens: int | None = None
-    fixed_plan: bool = False
+    fixed_plan: bool = True
 
 
 @dataclass
@@ -179,7 +184,6 @@ def bathtub(
             shapes[arch] = None
     figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
     plans: dict[ArchitectureName, list[dict[str, Any] | None]] = {arch: [None] * points for arch in architectures}
-    rate = workload.arrival.rate_rps
     fixed = {arch: _fixed_plan(nominal, shape) for arch, shape in shapes.items()} if options.fixed_plan else {}
     for i, hit in enumerate(hits):
         point = at_hit(workload, float(hit), mode, chunk_tokens)
@@ -191,7 +195,7 @@ def bathtub(
                 plan = fixed[arch]
                 values = _fixed_plan_figures(plan, inputs.with_workload(point)) if plan is not None else None
             else:
-                values, plan = _resized_figures(point, shape, rate)
+                values, plan = _resized_figures(point, shape, inputs)
             if values is None or plan is None:
                 continue
             for name, value in values.items():
@@ -217,22 +221,14 @@ def bathtub(
     return result
 
 
-def _resized_figures(point: Workload, shape: Shape, rate: float) -> tuple[dict[str, float] | None, Plan | None]:
-    """The figures of the plan sized for `point` (fluid economics of its capacity view)."""
+def _resized_figures(point: Workload, shape: Shape, inputs: InputSet) -> tuple[dict[str, float] | None, Plan | None]:
+    """The figures of the plan sized for `point`: it serves the offered rate on whole instances and
+    lines, priced as such (the same figures as a fixed plan's, `_fixed_plan_figures`)."""
     try:
         sized = size_plan(point, shape)
     except InfeasibleError:
         return None, None
-    view = sized.view
-    return {
-        "throughput_per_gpu_hour": view.throughput_per_gpu_hour,
-        "prefill_tokens_per_gpu_s": view.prefill_tokens_per_gpu_s,
-        "prefill_tokens_per_gpu_s_alone": view.prefill_tokens_per_gpu_s_alone,
-        "bcr": view.bcr,
-        "revenue_per_cost": view.revenue_per_cost,
-        "margin_per_hour": view.margin_per_request_usd * rate * 3600,
-        "cost_per_hour": view.cost_per_request_usd * rate * 3600,
-    }, sized.plan
+    return _fixed_plan_figures(sized.plan, inputs.with_workload(point)), sized.plan
 
 
 def _fixed_plan(nominal: Workload, shape: Shape | None) -> Plan | None:

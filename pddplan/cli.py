@@ -617,9 +617,11 @@ def bathtub(
     fixed_plan: Annotated[
         bool,
         typer.Option(
-            "--fixed-plan", help="Keep each plan as sized at the workload's own hit rate; only the hit rate moves."
+            "--fixed-plan/--resize",
+            help="Keep each plan as sized at the workload's own hit rate, only the hit rate moves (default); "
+            "or re-size it at every hit rate.",
         ),
-    ] = False,
+    ] = True,
     architecture: ArchitectureOption = None,
     png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,

@@ -88,8 +88,8 @@ def test_json_has_points_and_findings() -> None:
             # margin per hour = revenue - cost per hour, revenue per cost = revenue / cost
             revenue = entry["margin_per_hour"] + entry["cost_per_hour"]
             assert revenue / entry["cost_per_hour"] == pytest.approx(entry["revenue_per_cost"], rel=1e-9)
-            # BCR is requests per $: the workload's rate over the cost per hour at the fluid cost
-            assert entry["bcr"] == pytest.approx(data["rate_rps"] * 3600 / entry["cost_per_hour"], rel=1e-9)
+            # BCR is requests per $: the rate served (at most the offered rate) over the whole-instance cost
+            assert entry["bcr"] <= data["rate_rps"] * 3600 / entry["cost_per_hour"] * (1 + 1e-9)
     findings = data["findings"]
     assert set(findings) >= {"workload_mean_hit", "architectures", "predicted_dips", "pdd_vs_baselines"}
     assert findings["workload_mean_hit"] == pytest.approx(load_workload(WORKLOAD).hit_rate.mean(), abs=1e-12)
@@ -206,13 +206,21 @@ def _check_point(data: dict[str, Any], index: int, mode: str, chunk: int | None)
         assert plan.architecture == arch
         scenario = build_scenario(plan, load_input_set(at, workload_dir(WORKLOAD)), source="bathtub point")
         view = capacity_view(scenario)
-        for name in VIEW_FIGURES:
+        for name in ("prefill_tokens_per_gpu_s", "prefill_tokens_per_gpu_s_alone"):
             assert entry[name] == pytest.approx(getattr(view, name), rel=1e-9, abs=0), (index, arch, name)
+        # whole instances and lines, serving min(offered rate, capacity here)
         rate = workload.arrival.rate_rps
-        assert entry["cost_per_hour"] == pytest.approx(view.cost_per_request_usd * rate * 3600, rel=1e-9)
-        assert entry["margin_per_hour"] == pytest.approx(view.margin_per_request_usd * rate * 3600, rel=1e-9)
-        # the sized plan carries the rate: its capacity is at least the workload's rate
-        assert view.max_rate_rps >= rate * (1 - 1e-9)
+        served = min(rate, view.max_rate_rps)
+        cost = scenario.cost_per_hour
+        revenue = served * view.revenue_per_request_usd * 3600
+        gpus = sum(role.gpus for role in scenario.roles.values())
+        assert entry["cost_per_hour"] == pytest.approx(cost, rel=1e-9)
+        assert entry["bcr"] == pytest.approx(served * 3600 / cost, rel=1e-9)
+        assert entry["revenue_per_cost"] == pytest.approx(revenue / cost, rel=1e-9)
+        assert entry["margin_per_hour"] == pytest.approx(revenue - cost, rel=1e-9)
+        assert entry["throughput_per_gpu_hour"] == pytest.approx(served * 3600 / gpus, rel=1e-9)
+        if not data["fixed_plan"]:  # a plan re-sized here carries the rate
+            assert view.max_rate_rps >= rate * (1 - 1e-9)
         checked += 1
     return checked
 
@@ -230,8 +238,15 @@ def test_point_equals_the_capacity_view_other_chunk(index: int) -> None:
 @pytest.mark.parametrize("index", [0, 13, 20, 37, 40])
 def test_point_equals_the_capacity_view_shift(index: int) -> None:
     data = bathtub_json(WORKLOAD, "--mode", "shift", "--points", "41")
-    assert data["mode"] == "shift"
+    assert data["mode"] == "shift" and data["fixed_plan"] is True
     assert _check_point(data, index, "shift", None) >= 1
+
+
+@pytest.mark.parametrize("index", [0, 13, 20, 37, 40])
+def test_point_equals_the_capacity_view_resized(index: int) -> None:
+    data = bathtub_json(WORKLOAD, "--resize", "--points", "41")
+    assert data["fixed_plan"] is False
+    assert _check_point(data, index, "fixed", None) >= 1
 
 
 # -- CSV ------------------------------------------------------------------------------------------

@@ -55,7 +55,8 @@ def result() -> tub.BathtubResult:
 # -- PNG ------------------------------------------------------------------------------------------
 def drawn_architectures(result: tub.BathtubResult) -> list[int]:
     """Indices (colour slots) of the architectures with a plan at some hit rate: those draw a line
-    (pd-hetero has none on pdd-agent-64k, whose home datacenter offers one GPU type)."""
+    (pd-hetero has none on pdd-agent-64k, whose home datacenter offers one GPU type; pd-cross none
+    at the workload's own hit rate, where the deployment is sized and then kept)."""
     figures = result.figures
     return [i for i, arch in enumerate(result.architectures) if np.isfinite(figures[arch]["revenue_per_cost"]).any()]
 
@@ -74,7 +75,7 @@ def test_png_is_a_real_image(files: dict[str, Any], result: tub.BathtubResult) -
     packed = (channels[:, 0] << 24) | (channels[:, 1] << 16) | (channels[:, 2] << 8) | channels[:, 3]
     assert len(np.unique(packed)) > 50  # not a blank single colour
     # the line colours of the architectures with a plan are drawn
-    assert len(drawn_architectures(result)) >= 3
+    assert len(drawn_architectures(result)) >= 2
     for color in (charts.COLORS[i] for i in drawn_architectures(result)):
         rgb = np.array([int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)])
         assert (np.abs(flat[:, :3] - rgb).max(axis=1) < 0.02).sum() > 100, color
