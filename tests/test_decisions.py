@@ -3,19 +3,23 @@ the longest prompt's KV), and a plan that is not is refused with the reason."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from pddplan.catalog import entries
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.input_set import InputSet, load_input_set
-from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import optimize
 from pddplan.optimize.search import optimize_architecture
 from pddplan.perf.memory import prompt_room
 from pddplan.scenario import build_scenario
 from pddplan.simulate.summary import simulate
+from pddplan.specs.distributions import FixedLength
 from pddplan.specs.plan import Plan
 
 
@@ -103,3 +107,52 @@ def test_no_plan_one_instance_smaller_passes(name: str) -> None:
             verdicts = [simulate(scenario, 3000, seed).summary["sla_met"] for seed in (0, 1)]
             assert not all(verdicts), f"{name} {result.name}: {role} {spec.count} -> {spec.count - 1} also passes"
     assert tried >= 1
+
+
+def test_singular_filter_leaves_the_main_decoders_more_memory() -> None:
+    """A singular transfer the filter cancels never lands, so its prefix takes no room in the main
+    decoders' radix cache: with the filter on (and some singular traffic) each main decoder holds
+    more sequences than with it off, and the simulation reserves what the closed form plans."""
+    from pddplan.simulate.engine import _Simulation
+
+    workload = load_workload("pdd-agent-64k")
+    short = workload.model_copy(
+        update={"output_tokens": FixedLength(kind="fixed", tokens=40)}  # most relayed requests finish there
+    )
+    inputs = load_input_set(short, workload_dir("pdd-agent-64k"))
+    plan = load_plan(str(Path(__file__).parent / "data" / "plans" / "pdd-agent-64k-moderate.yaml"))
+    off = plan.model_copy(
+        update={"routing": plan.routing.model_copy(update={"hit_threshold": 0.99, "singular_filter": False})}
+    )
+    on = plan.model_copy(
+        update={"routing": plan.routing.model_copy(update={"hit_threshold": 0.99, "singular_filter": True})}
+    )
+    with_filter = evaluate(build_scenario(on, inputs, source="plan"))
+    without = evaluate(build_scenario(off, inputs, source="plan"))
+    assert with_filter.singular_share > 0.2
+    assert with_filter.stages["decode"].max_batch > without.stages["decode"].max_batch
+    sim = _Simulation(build_scenario(on, inputs, source="plan"), 10, np.random.default_rng(0))
+    assert all(inst.max_batch == int(with_filter.stages["decode"].max_batch) for inst in sim.pools["decode"])
+
+
+def test_trimming_takes_back_an_instance_the_closed_form_does_not_need() -> None:
+    """The optimizer's trim lowers a role's count while the closed form still meets the SLA at no
+    worse a score: a pd-intra plan with one decode instance too many comes back at its own size."""
+    from pddplan.optimize.problem import build_setup
+    from pddplan.optimize.search import _Pick, _trimmed
+
+    inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
+    options = OptimizeOptions(verify=False)
+    best = optimize_architecture(inputs, "pd-intra", options)
+    assert best.plan is not None and best.evaluation is not None
+    bigger = best.plan.model_copy(
+        update={"decode": best.plan.decode.model_copy(update={"count": best.plan.decode.count + 1})}
+    )
+    scenario = build_scenario(bigger, inputs, source="plan")
+    evaluation = evaluate(scenario)
+    pick = _Pick((evaluation.bcr, -evaluation.ttft.p99_s, 0.0), bigger, evaluation, scenario, None)
+    setup = build_setup(inputs, "pd-intra", inputs.workload.arrival.rate_rps)
+    trimmed = _trimmed(pick, setup, options)
+    assert trimmed.plan.decode.count == best.plan.decode.count
+    assert trimmed.untrimmed is pick
+    assert trimmed.evaluation.cost_per_hour < evaluation.cost_per_hour

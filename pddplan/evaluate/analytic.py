@@ -251,13 +251,17 @@ def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, 
     relay_role, link = scenario.relay, scenario.link
     assert relay_role is not None and link is not None
     handoff, context = scenario.plan.handoff, classes.mean_context_tokens
-    md_max = decoder_max_batch(scenario, scenario.decode, context, scenario.drc_bytes_per_decode_instance(lam))
+    drc_full = scenario.drc_bytes_per_decode_instance(lam)
+    md_max = decoder_max_batch(scenario, scenario.decode, context, drc_full)
     relay_max = decoder_max_batch(scenario, relay_role, context, 0.0)
     relay_batches = np.arange(1.0, max(relay_max, 1.0) + 1.0)
     relay_steps = decode_step_time(relay_role.instance, relay_batches, context)
     weights = np.einsum("i,o,f->iof", classes.input_prob, classes.output_prob, states.prob)
     o = classes.output_tokens[None, :, None]
     relayed = classes.relay[:, None, None]
+    prompt_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)[
+        :, None, None
+    ]
 
     def extend_s(tokens: np.ndarray) -> np.ndarray:
         return extend_time(scenario.decode.instance, tokens, context)
@@ -285,6 +289,11 @@ def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, 
         if scenario.plan.routing.singular_filter:
             done_fraction = np.minimum(1.0, o * tau_r / np.maximum(wan[:, None, :], 1e-9))
             cancel = np.where(finishes, 1.0 - done_fraction, 0.0)
+            # a cancelled transfer never lands: its prefix takes no room in the main decoders' cache
+            kept = 1.0 - float((weights * prompt_kv * (cancel > 0)).sum()) / max(
+                float((weights * prompt_kv).sum()), 1.0
+            )
+            md_max = decoder_max_batch(scenario, scenario.decode, context, drc_full * kept)
         handoffs = relayed & ~finishes
         last_extend = extend_s(np.maximum(rounds.last_chunk_tokens, 1.0))[:, None, :]
         gap = np.where(handoffs, link.rtt_s / 2 + last_extend + tau_m, 0.0)

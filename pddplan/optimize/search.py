@@ -61,6 +61,29 @@ class _Pick:
     evaluation: Evaluation
     scenario: Scenario
     routing: Routing | None
+    untrimmed: _Pick | None = None  # the program's own plan, when trimming shrank it
+
+
+def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions) -> _Pick:
+    """`pick` with each role's count lowered one instance at a time, decode, relay, then prefill, as
+    long as the closed form says the smaller plan still meets the SLA and scores at least as well.
+
+    The program's linear capacities are conservative where the closed form is not: the radix cache
+    is reserved for every request though a cancelled singular transfer never lands, and a pool's
+    tail is cut at the program's piecewise points. The simulation then verifies the trimmed plan.
+    """
+    best = pick
+    for role in ("decode", "relay", "prefill"):
+        while (spec := getattr(best.plan, role)) is not None and spec.count > 1:
+            smaller = best.plan.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})})
+            scenario = build_scenario(smaller, setup.inputs, source="optimized plan")
+            evaluation = evaluate(scenario)
+            score = _score(evaluation, options)
+            if score == -math.inf or score < best.key[0]:
+                break
+            key = (float(f"{score:.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
+            best = _Pick(key, smaller, evaluation, scenario, pick.routing, untrimmed=pick)
+    return best
 
 
 def _plan(setup: OptimizeSetup, data: milp.ProblemData, solution: milp.Solution, routing: Routing | None) -> Plan:
@@ -138,6 +161,8 @@ def _best_of_round(
             key = (float(f"{_score(evaluation, options):.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
             if best is None or key > best.key:
                 best = _Pick(key, candidate, evaluation, scenario, routing)
+    if best is not None and best.key[0] > -math.inf:
+        best = _trimmed(best, setup, options)
     return best, ratio
 
 
@@ -188,6 +213,10 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
             result.feasible = True
             return
         verified = simulate(pick.scenario, options.verify_requests, options.seed).summary
+        if not verified["sla_met"] and pick.untrimmed is not None:  # the trim went too far: the program's plan
+            pick = pick.untrimmed
+            result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
+            verified = simulate(pick.scenario, options.verify_requests, options.seed).summary
         result.simulation = verified
         if verified["sla_met"]:
             result.feasible = True

@@ -35,7 +35,7 @@ from enum import IntEnum
 import numpy as np
 
 from pddplan.architectures import Pipeline
-from pddplan.evaluate.analytic import decoder_max_batch
+from pddplan.evaluate.analytic import decoder_max_batch, evaluate
 from pddplan.evaluate.classes import relayed
 from pddplan.evaluate.drc import md_prefix_hit_probability
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
@@ -191,8 +191,14 @@ class _Simulation:
 
         # the servers; step times at the mean context of the closed form (the same float)
         context = workload_moments(workload).context_tokens
-        drc = scenario.drc_bytes_per_decode_instance()
-        self.pools: dict[str, list[DecodeInstance]] = {"decode": _decode_pool(scenario, scenario.decode, context, drc)}
+        self.pools: dict[str, list[DecodeInstance]] = {"decode": _decode_pool(scenario, scenario.decode, context, 0.0)}
+        if scenario.architecture.decode_keeps_prefix_cache:
+            # The main decoders reserve their radix cache's budget as planned: Little's law over the
+            # prefixes that land (a singular transfer the filter cancels never does), which the
+            # closed form solves with the relay (`evaluate`'s decode max batch).
+            limit = max(int(evaluate(scenario).stages["decode"].max_batch), 1)
+            for inst in self.pools["decode"]:
+                inst.max_batch = min(inst.max_batch, limit)
         if scenario.relay is not None:
             self.pools["relay"] = _decode_pool(scenario, scenario.relay, context, 0.0)
         self.instances: list[tuple[str, DecodeInstance]] = [
