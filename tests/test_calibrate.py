@@ -131,8 +131,11 @@ def test_read_measurements_parses_and_defaults(tmp_path: Path) -> None:
     )
     first, second, third = read_measurements(path)
     assert first == Measurement(
-        "llama-3.1-8b", "h100-sxm", 2, "prefill", 5000, 100, 1, 5000, 0.4, "fp8", "", "holdout", 2
-    )
+        "llama-3.1-8b", "h100-sxm", 2, "prefill", 5000, 100, 1, 5000, 0.4, "fp8", "", "holdout", 2,
+        measured_kind="client_ttft",
+    )  # fmt: skip
+    # an empty measured_kind: a prefill row is a client TTFT, a decode row a client ITL, extend an engine step
+    assert (second.measured_kind, third.measured_kind) == ("client_itl", "engine_step")
     # tokens and batch are at least 1, an empty cell is 0, a float-looking whole number is accepted,
     # an empty split means fit
     assert (second.tokens, second.cached, second.batch, second.context) == (1, 0, 1, 2000)
@@ -163,6 +166,43 @@ def test_read_measurements_rejects_bad_values(tmp_path: Path, line: str, message
     with pytest.raises(InputError) as info:
         read_measurements(path)
     assert str(info.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0.01,wallclock",
+            "line 2: measured_kind = 'wallclock': expected one of engine_step, client_ttft, client_itl",
+        ),
+        (
+            "llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0.01,client_ttft",
+            "line 2: measured_kind = client_ttft: only a prefill row is a TTFT",
+        ),
+    ],
+)
+def test_read_measurements_rejects_a_bad_measured_kind(tmp_path: Path, line: str, message: str) -> None:
+    path = write(tmp_path / "bad.csv", f"{HEADER},measured_kind\n{line}\n")
+    with pytest.raises(InputError) as info:
+        read_measurements(path)
+    assert message in str(info.value)
+
+
+def test_only_a_client_ttft_row_is_predicted_with_the_request_overhead(tmp_path: Path) -> None:
+    """The same prefill measured by the engine and by a client: the client's prediction is the
+    engine's plus the request overhead of the factors, and a decode ITL row is the step alone."""
+    path = write(
+        tmp_path / "m.csv",
+        HEADER + ",measured_kind\n"
+        "llama-3.1-8b,h100-sxm,1,prefill,2048,0,1,2048,0.1,engine_step\n"
+        "llama-3.1-8b,h100-sxm,1,prefill,2048,0,1,2048,0.1,client_ttft\n"
+        "llama-3.1-8b,h100-sxm,1,decode,1,0,8,2048,0.01,client_itl\n",
+    )
+    engine, client, itl = predict(read_measurements(path), DEFAULT_EFFICIENCY)
+    instance = Instance(load_model("llama-3.1-8b"), load_hardware("h100-sxm"), 1, None, DEFAULT_EFFICIENCY)
+    assert engine == pytest.approx(float(step_time(instance, 2048, 0, 1).total_s), rel=1e-12)
+    assert client == pytest.approx(engine + DEFAULT_EFFICIENCY.request_overhead_s, rel=1e-12)
+    assert itl == pytest.approx(float(step_time(instance, 1, 2048, 8).total_s), rel=1e-12)
 
 
 def test_read_measurements_names_the_line(tmp_path: Path) -> None:

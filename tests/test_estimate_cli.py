@@ -55,9 +55,15 @@ def test_estimate_prefill_matches_roofline() -> None:
     )
     inst = Instance(load_model("llama-3.1-8b"), load_hardware("h100-sxm"), 1)
     assert out["mode"] == "prefill"
-    assert out["prefill_s"] == pytest.approx(float(prefill_time(inst, 20_000, 1000, 8192)), rel=1e-12)
+    # engine time: the chunks alone, no request overhead; the lone request's TTFT adds it
+    overhead = inst.efficiency.request_overhead_s
+    assert out["prefill_s"] == pytest.approx(float(prefill_time(inst, 20_000, 1000, 8192)) - overhead, rel=1e-12)
+    chunks = [step_time(inst, n, c).total_s for n, c in ((8192, 1000), (8192, 9192), (3616, 17384))]
+    assert out["prefill_s"] == pytest.approx(float(sum(chunks)), rel=1e-12)
+    assert out["request_overhead_s"] == overhead
+    assert out["lone_request_ttft_s"] == pytest.approx(out["prefill_s"] + overhead, rel=1e-12)
+    assert out["packed_prefill_s"] <= out["prefill_s"]
     assert (out["chunks"], out["tail_chunk_tokens"]) == (3, 3616)  # 8192 + 8192 + 3616
-    assert out["request_overhead_s"] == inst.efficiency.request_overhead_s
     assert out["breakdown"] == step_time(inst, 8192, 1000).breakdown()  # the first chunk
     budget = memory_budget(inst, step_tokens=8192)
     assert out["memory_per_gpu"] == {
@@ -144,11 +150,9 @@ def test_cli_estimate_deepseek_prefill(cli: Any) -> None:
     assert out["bound"] in BOUNDS
     assert (out["chunks"], out["tail_chunk_tokens"], out["new_tokens"], out["cached_tokens"]) == (1, 6400, 6400, 58000)
     inst = Instance(load_model("deepseek-v3.2"), load_hardware("gpu-a"), 16)
-    assert out["prefill_s"] == pytest.approx(float(prefill_time(inst, 6400, 58000, 8192)), rel=1e-12)
-    # one chunk: the prefill is its step plus the request overhead
-    assert out["prefill_s"] == pytest.approx(
-        float(step_time(inst, 6400, 58000).total_s) + out["request_overhead_s"], rel=1e-12
-    )
+    # one chunk: the engine time is its step; the lone request's TTFT adds the request overhead
+    assert out["prefill_s"] == pytest.approx(float(step_time(inst, 6400, 58000).total_s), rel=1e-12)
+    assert out["lone_request_ttft_s"] == pytest.approx(float(prefill_time(inst, 6400, 58000, 8192)), rel=1e-12)
     assert out["memory_per_gpu"]["kv_budget_bytes"] > 0
 
 

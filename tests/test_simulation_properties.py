@@ -208,15 +208,18 @@ def test_more_line_capacity_never_delays_any_transfer(
 def test_another_decode_instance_never_raises_ttft(
     seed: int, rate: float, count: int, max_batch: int, architecture: str, output_median: float, requests: int
 ) -> None:
-    """Same seed, decode.count n and n + 1 (pd-intra, or pd-cross on ample lines): the mean and the
-    P90 of TTFT do not rise by more than the spread of the decode step time tau(max batch) - tau(1).
+    """Same seed, decode.count n and n + 1 (pd-intra, or pd-cross on ample lines): the mean TTFT
+    does not rise by more than the spread of the decode step time tau(max batch) - tau(1).
 
     Not per request: least-loaded routing balances instances at join times only, so with n + 1
     instances a request can meet a fuller instance than with n (departures leave n imbalanced),
     and then its first decode step takes longer (up to that spread), or it waits for a slot behind
     a differently ordered queue. Across the distribution, the extra instance only adds slots and
-    removes batch, so the mean and the P90 stay at or below their values with n instances, to one
-    step-time spread (which bounds the per-request effect when no one waits for a slot).
+    removes batch, so the mean stays at or below its value with n instances, to one step-time
+    spread (which bounds the per-request effect when no one waits for a slot). The sample P90 is not
+    held to this: with slot waits, a reordered queue moves single requests, and the P90 of a few
+    dozen requests is a single request (seed 40, 1.5 req/s, 2 -> 3 instances of one slot, 40
+    requests: P90 +1.3 ms while the mean falls 15 ms).
     """
     w = workload(output_median, 0.3)
     ttft = []
@@ -234,7 +237,6 @@ def test_another_decode_instance_never_raises_ttft(
         spread = max(spread, float(steps[1] - steps[0]))
     few, many = ttft
     assert many.mean() <= few.mean() + spread + 1e-9
-    assert np.percentile(many, 90) <= np.percentile(few, 90) + spread + 1e-9
 
 
 # -- every output token is produced exactly once ----------------------------------------------------------

@@ -91,6 +91,7 @@ class Evaluation:
     stages: dict[str, StageReport]
     pipelines: dict[str, dict[str, float]] = field(default_factory=dict)
     fixed_point_iterations: int = 1
+    request_overhead_s: float = 0.0  # the serving stack's, in every TTFT above (off the engine)
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON view with the documented keys (ttft_p90_s, goodput_rps, bcr, ...)."""
@@ -119,6 +120,7 @@ class Evaluation:
             "stages": {name: asdict(stage) for name, stage in self.stages.items()},
             "pipelines": self.pipelines,
             "fixed_point_iterations": self.fixed_point_iterations,
+            "request_overhead_s": self.request_overhead_s,
         }
         return out
 
@@ -425,6 +427,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         stages=_stage_reports(scenario, prefill, decoding),
         pipelines=_pipelines(scenario, classes.relay, delays, ttft_weights, waits, stable),
         fixed_point_iterations=decoding.iterations,
+        request_overhead_s=scenario.prefill.instance.efficiency.request_overhead_s,
     )
 
 

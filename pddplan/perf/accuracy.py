@@ -3,7 +3,8 @@
 Every scored row is predicted twice: with the factors its GPU's profile holds for the row's
 serving stack (what `pddplan estimate --stack` uses; the stack was calibrated on its `fit` rows),
 and with the GPU's stack-agnostic factors (what `estimate` without `--stack` uses). Excluded rows
-are predicted too and listed with their reason, but not scored.
+are predicted too and listed with their reason, but not scored. Held-out rows are also scored
+apart by what they measure (engine step or client-side time) and step kind, and by model family.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from pddplan.catalog import shipped_measurements
 from pddplan.errors import InputError
 from pddplan.perf.calibrate import ErrorSummary, Measurement, accuracy_rows, read_measurements
+from pddplan.specs.model import ModelArchitecture
 
 
 def _summary(predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
@@ -46,7 +48,54 @@ def _point(m: Measurement, predicted: float, gpu_level: float, origin: str) -> d
         "gpu_level_predicted_s": gpu_level,
         "gpu_level_error": gpu_level / m.measured_s - 1.0,
         "split": m.split,
+        "measured_kind": m.measured_kind,
         "factors": origin,
+    }
+
+
+def model_family(model: ModelArchitecture) -> str:
+    """The attention-and-FFN family a model's step time behaves by: MLA, MoE GQA or dense GQA."""
+    if model.mla is not None:
+        return "MLA"
+    return "MoE GQA" if model.moe is not None else "dense GQA"
+
+
+def step_kind(m: Measurement) -> str:
+    """prefill, cached prefill (a prefill on cached tokens), decode or extend."""
+    if m.kind == "prefill" and m.cached > 0:
+        return "cached prefill"
+    return m.kind
+
+
+def _grouped(rows: list[Measurement], predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
+    """Held-out errors per (engine or client measurement, step kind) and per model family."""
+    from pddplan.inputs import load_model
+
+    families = {name: model_family(load_model(name)) for name in {m.model for m in rows}}
+    held = np.array([m.split == "holdout" for m in rows])
+    groups: dict[str, dict[str, np.ndarray]] = {"by_measurement": {}, "by_family": {}}
+    for m_kind in ("engine_step", "client_ttft", "client_itl"):
+        for s_kind in ("prefill", "cached prefill", "decode", "extend"):
+            mask = held & np.array([m.measured_kind == m_kind and step_kind(m) == s_kind for m in rows])
+            if mask.any():
+                groups["by_measurement"][f"{m_kind} {s_kind}"] = mask
+    for family in ("dense GQA", "MoE GQA", "MLA"):
+        mask = held & np.array([families[m.model] == family for m in rows])
+        if mask.any():
+            groups["by_family"][family] = mask
+    return {
+        name: {key: _percentiles(predicted[mask], measured[mask]) for key, mask in masks.items()}
+        for name, masks in groups.items()
+    }
+
+
+def _percentiles(predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
+    errors = np.abs(predicted / measured - 1.0)
+    return {
+        "count": len(errors),
+        "median_abs_error": float(np.median(errors)),
+        "p90_abs_error": float(np.quantile(errors, 0.9)),
+        "worst_abs_error": float(errors.max()),
     }
 
 
@@ -82,5 +131,6 @@ def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
         "summary": summary,
         "gpu_level_summary": gpu_summary,
         "holdout_by_gpu": by_gpu,
+        "holdout_groups": _grouped(rows, predicted, measured),
         "points": points,
     }

@@ -3,9 +3,18 @@
 Measurements are a CSV with columns
     model, gpu, tp, kind (prefill | decode | extend), tokens, cached, batch, context, measured_s
 and optionally weight_dtype (bf16 | fp8 | fp4; empty = the model's own), kv_dtype, split (fit | holdout | excluded)
-and stack (the serving stack that measured the row, e.g. sglang-0.5; see `efficiency_of`) and
+and stack (the serving stack that measured the row, e.g. sglang-0.5; see `efficiency_of`),
 expert_parallel (true: experts expert-parallel with data-parallel attention; false: tensor
-parallelism throughout; empty: the default rule, EP when the instance spans scale-up domains).
+parallelism throughout; empty: the default rule, EP when the instance spans scale-up domains) and
+measured_kind, what the number is:
+    engine_step  the engine's own time for the step (a profiler, the engine's step log, or a
+                 throughput the engine reports): predicted as the step alone;
+    client_ttft  a client's time to first token of a lone request: the step plus the serving
+                 stack's request overhead (HTTP, tokenization, scheduling, `request_overhead_s`),
+                 the only rows that overhead is fitted to;
+    client_itl   a client's inter-token latency or latency / tokens: predicted as the step (the
+                 per-token streaming overhead, well under a millisecond, is not modelled).
+Empty: client_ttft for prefill rows, client_itl for decode rows, engine_step for extend rows.
 For each row the roofline predicts the step (prefill: `batch` sequences of `tokens` new tokens on
 `cached` cached ones, as one step; decode: one step of `batch` sequences at mean context `context`;
 extend: `tokens` tokens on `context`). The factors minimise the sum of squared log errors
@@ -35,6 +44,9 @@ from pddplan.specs.model import ModelArchitecture
 
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "kind", "tokens", "cached", "batch", "context", "measured_s")
 KINDS = ("prefill", "decode", "extend")
+MEASURED_KINDS = ("engine_step", "client_ttft", "client_itl")
+#: what an empty measured_kind means, per step kind
+DEFAULT_MEASURED_KIND = {"prefill": "client_ttft", "decode": "client_itl", "extend": "engine_step"}
 SPLITS = ("fit", "holdout", "excluded")
 #: the optional expert_parallel column: its values and the layout each stands for
 LAYOUTS: dict[str, bool | None] = {"": None, "true": True, "false": False}
@@ -95,6 +107,24 @@ class Measurement:
     line: int
     stack: str = ""
     expert_parallel: bool | None = None
+    measured_kind: str = ""
+
+    @property
+    def adds_request_overhead(self) -> bool:
+        """Whether the measured time includes the serving stack's request overhead (client TTFT)."""
+        return (self.measured_kind or DEFAULT_MEASURED_KIND[self.kind]) == "client_ttft"
+
+
+def _measured_kind(row: dict[str, str], kind: str, where: str) -> str:
+    """The row's measured_kind, its step kind's default when empty (module docstring)."""
+    measured_kind = (row.get("measured_kind") or "").strip()
+    if not measured_kind:
+        return DEFAULT_MEASURED_KIND[kind]
+    if measured_kind not in MEASURED_KINDS:
+        raise InputError(f"{where}: measured_kind = {measured_kind!r}: expected one of {', '.join(MEASURED_KINDS)}")
+    if measured_kind == "client_ttft" and kind != "prefill":
+        raise InputError(f"{where}: measured_kind = client_ttft: only a prefill row is a TTFT")
+    return measured_kind
 
 
 def read_measurements(path: Path) -> list[Measurement]:
@@ -140,6 +170,7 @@ def read_measurements(path: Path) -> list[Measurement]:
             raise InputError(
                 f"{path}: line {number}: expert_parallel = {layout!r}: expected true, false or empty (the default rule)"
             )
+        measured_kind = _measured_kind(row, kind, f"{path}: line {number}")
         split = (row.get("split") or "fit").strip() or "fit"
         if split not in SPLITS:
             raise InputError(f"{path}: line {number}: split = {split!r}: expected one of {', '.join(SPLITS)}")
@@ -160,6 +191,7 @@ def read_measurements(path: Path) -> list[Measurement]:
                 line=number,
                 stack=(row.get("stack") or "").strip(),
                 expert_parallel=LAYOUTS[layout],
+                measured_kind=measured_kind,
             )
         )
     return out
@@ -194,7 +226,9 @@ def predict(
         stack = m.stack if by_stack and m.stack in profiles[m.gpu].stack_efficiency else None
         instance = Instance(_model_for(m, models), profiles[m.gpu], m.tp, m.expert_parallel, efficiency, stack=stack)
         if m.kind == "prefill":
-            seconds = step_time(instance, m.tokens, m.cached, m.batch).total_s + instance.efficiency.request_overhead_s
+            seconds = step_time(instance, m.tokens, m.cached, m.batch).total_s
+            if m.adds_request_overhead:
+                seconds = seconds + instance.efficiency.request_overhead_s
         elif m.kind == "decode":
             seconds = step_time(instance, 1.0, m.context, m.batch).total_s
         else:

@@ -8,7 +8,7 @@ from typing import Any
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
-from pddplan.perf.roofline import Instance, prefill_time, step_time
+from pddplan.perf.roofline import Instance, prefill_cost, step_time
 from pddplan.specs.model import KvDtype
 
 
@@ -39,7 +39,12 @@ def estimate(
     expert_parallel: bool | None = None,
     stack: str | None = None,
 ) -> dict[str, Any]:
-    """Predict a prefill, a decode step or an extend step (see `StepQuery`).
+    """Predict a prefill, a decode step or an extend step (see `StepQuery`): engine times.
+
+    A prefill reports its engine time alone (`prefill_s`, its chunks back to back), what it costs
+    an engine that packs it with other requests (`packed_prefill_s`), and apart from both the
+    serving stack's per-request overhead (`request_overhead_s`: HTTP, tokenization, scheduling)
+    with the lone request's client TTFT, their sum (`lone_request_ttft_s`).
 
     `stack` picks the factors the GPU's profile holds for that serving stack (else its default ones).
     """
@@ -82,18 +87,21 @@ def estimate(
     }
     if modes[0] == "prefill":
         assert prefill_tokens is not None
-        total = float(prefill_time(instance, prefill_tokens, cached_tokens, chunk_tokens))
+        cost = prefill_cost(instance, prefill_tokens, cached_tokens, chunk_tokens)
+        overhead = instance.efficiency.request_overhead_s
         first_chunk = min(prefill_tokens, chunk_tokens or prefill_tokens)
         step = step_time(instance, first_chunk, cached_tokens)
         chunks = -(-prefill_tokens // (chunk_tokens or prefill_tokens))
         tail = prefill_tokens - (chunks - 1) * (chunk_tokens or prefill_tokens)
         result.update(
-            prefill_s=total,
+            prefill_s=float(cost.alone_s),
+            packed_prefill_s=float(cost.batched_s),
+            request_overhead_s=overhead,
+            lone_request_ttft_s=float(cost.alone_s) + overhead,
             new_tokens=prefill_tokens,
             cached_tokens=cached_tokens,
             chunks=chunks,
             tail_chunk_tokens=tail,
-            request_overhead_s=instance.efficiency.request_overhead_s,
         )
     elif modes[0] == "decode":
         assert decode_batch is not None and context_tokens is not None

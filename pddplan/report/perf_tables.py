@@ -23,8 +23,10 @@ def print_estimate(console: Console, result: dict[str, Any]) -> None:
     if mode == "prefill":
         console.print(
             f"{head}: prefill of {result['new_tokens']:,} tokens on {result['cached_tokens']:,} cached "
-            f"= [bold]{_ms(result['prefill_s'])}[/bold] ({result['chunks']} chunk(s), tail "
-            f"{result['tail_chunk_tokens']:,} tokens, request overhead {_ms(result['request_overhead_s'])})"
+            f"= [bold]{_ms(result['prefill_s'])}[/bold] of engine time ({result['chunks']} chunk(s), tail "
+            f"{result['tail_chunk_tokens']:,} tokens; {_ms(result['packed_prefill_s'])} packed with other "
+            f"requests); a lone request's TTFT adds the stack's request overhead "
+            f"{_ms(result['request_overhead_s'])}: {_ms(result['lone_request_ttft_s'])}"
         )
     elif mode == "decode":
         console.print(

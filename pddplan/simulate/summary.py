@@ -107,6 +107,7 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
         "bcr": verdict.bcr,
         "rld_token_share": float(table.relay_tokens[keep].sum() / outputs[keep].sum()),
         "singular_share": float((table.pipeline[keep] == Pipeline.P_RLD.value).mean()),
+        "request_overhead_s": scenario.prefill.instance.efficiency.request_overhead_s,
         "cancelled_transfers": int(table.cancelled[keep].sum()),
         "link_utilization": link_utilization,
         "wan_bytes_per_request": float(table.wan_bytes[keep].mean()),
