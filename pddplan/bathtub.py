@@ -35,6 +35,7 @@ from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.input_set import InputSet, load_input_set
+from pddplan.limits import check_points
 from pddplan.optimize.sizing import Shape, choose_shape, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
 from pddplan.specs.plan import ArchitectureName, Plan
@@ -167,8 +168,7 @@ def bathtub(
 ) -> BathtubResult:
     """Sweep the hit rate from 0 to 1 in `options.points` steps; see the module docstring."""
     mode, points, chunk_tokens = options.mode, options.points, options.chunk_tokens
-    if points < 3:
-        raise InputError(f"--points = {points}: need at least 3")
+    check_points(points)
     if chunk_tokens is not None and chunk_tokens < 1:
         raise InputError(f"--chunk = {chunk_tokens}: must be at least 1")
     chunk = chunk_tokens or workload.serving.chunk_tokens

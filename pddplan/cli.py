@@ -640,6 +640,9 @@ def bathtub(
 
     if mode not in ("fixed", "shift"):
         raise InputError(f"--mode = {mode!r}: expected fixed or shift")
+    from pddplan.limits import check_points
+
+    check_points(points)  # before the progress bar starts
     names = _architecture_names(architecture)
     spec = load_workload(workload)
     console = output.human()

@@ -151,7 +151,10 @@ def describe_validation_error(exc: ValidationError, model: type[BaseModel], data
         return f"{source}: {path}: unknown field{hint}{more}"
     if first["type"] == "missing":
         return f"{source}: {path}: required field is missing{more}"
-    value = _value_at(data, loc)
+    # the value in the file: the error's own input when it is one number or string (the path can
+    # hold a union's tag, e.g. prompt_tokens.fixed.tokens, that the data does not), else looked up
+    given = first.get("input")
+    value = given if isinstance(given, int | float | str | bool) else _value_at(data, loc)
     message = str(first["msg"])
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]

@@ -34,6 +34,7 @@ from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
+from pddplan.limits import check_rate
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import request_kv_bytes
@@ -362,6 +363,8 @@ def _tpot_and_gaps(decoding: _Decoding, outputs: np.ndarray, shape: tuple[int, .
 def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     """Evaluate `scenario` at `rate_rps` (default: the plan's rate), stage by stage (module docstring)."""
     workload = scenario.workload
+    if rate_rps is not None:
+        check_rate(rate_rps)
     lam = rate_rps if rate_rps is not None else scenario.rate_rps
     classes = request_classes(scenario)
     p_in, outputs, p_out = classes.input_prob, classes.output_tokens, classes.output_prob

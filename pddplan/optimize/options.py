@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pddplan.limits import check_rate, check_requests, check_seed
 from pddplan.optimize.solver import SolverOptions
 
 # bcr: most goodput per dollar; rate: cheapest plan for a rate; budget: most goodput for a budget.
@@ -23,6 +24,12 @@ class OptimizeOptions:
     verify_requests: int = 10_000
     seed: int = 0
     verify: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rate is not None:
+            check_rate(self.rate)
+        check_requests(self.verify_requests)
+        check_seed(self.seed)
 
     def least_rate(self, rate_ceiling: float) -> float:
         """The least rate a plan may serve: the target (--rate), min_served x offered (BCR), else 0."""

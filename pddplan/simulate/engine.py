@@ -40,6 +40,7 @@ from pddplan.evaluate.classes import relayed
 from pddplan.evaluate.drc import md_prefix_hit_probability
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.moments import workload_moments
+from pddplan.limits import check_requests, check_seed
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
@@ -532,6 +533,8 @@ class _Simulation:
 
 def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[RequestTable, SimulationStats]:
     """Simulate `count` requests; return the per-request table and server statistics."""
+    check_requests(count)
+    check_seed(seed)
     simulation = _Simulation(scenario, count, np.random.default_rng(seed))
     simulation.run()
     return simulation.table(), simulation.stats()

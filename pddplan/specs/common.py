@@ -15,6 +15,30 @@ NonNegativeFloat = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
+# Physical bounds, each with its reason: a number beyond them is a typo or an attack, and letting it
+# through turns into a hang (a 1e30-token prompt, a 1-token chunk, a 1 ns fluctuation step) or
+# runaway memory (a million histogram bins) far from the field that caused it.
+#: a sequence length: no model's context comes near 10 million tokens
+TokenCount = Annotated[int, Field(gt=0, le=10_000_000)]
+TokenLength = Annotated[float, Field(gt=0, le=10_000_000)]
+#: an offered rate: a million requests/s is beyond any single deployment
+RateRps = Annotated[float, Field(gt=0, le=1e6)]
+#: a chunked-prefill budget: engines use 512-16,384; fewer than 16 tokens per step is not an engine
+ChunkTokens = Annotated[int, Field(ge=16, le=10_000_000)]
+#: a time in seconds the model steps through (fluctuation steps): at least a millisecond
+StepSeconds = Annotated[float, Field(ge=1e-3, le=86_400)]
+#: a duration in seconds (SLA targets, retention, gaps): at most a day
+Seconds = Annotated[float, Field(gt=0, le=86_400)]
+NonNegativeSeconds = Annotated[float, Field(ge=0, le=86_400)]
+#: bins of a histogram: each costs memory in the closed form's classes
+MAX_BINS = 1000
+#: money per unit ($/h, $/month, $ per million tokens): a billion is beyond any price
+Usd = Annotated[float, Field(ge=0, le=1e9)]
+PositiveUsd = Annotated[float, Field(gt=0, le=1e9)]
+#: a line's capacity in Gbps: 1 Pbps is beyond any leased line
+LineGbps = Annotated[float, Field(gt=0, le=1e6)]
+#: a round-trip time in milliseconds: a minute is beyond any network path
+RttMs = Annotated[float, Field(gt=0, le=60_000)]
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", min_length=1, max_length=64)]
 
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")

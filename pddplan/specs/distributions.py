@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from pddplan.specs.common import Fraction, PositiveFloat, PositiveInt, StrictModel
+from pddplan.specs.common import MAX_BINS, Fraction, StrictModel, TokenCount, TokenLength
 
 SHARE_TOLERANCE = 1e-6
 #: Quantile edges of the bins that stand for a lognormal length in closed-form averages: 5% steps,
@@ -28,7 +28,7 @@ class FixedLength(StrictModel):
     """Every request has the same length."""
 
     kind: Literal["fixed"]
-    tokens: PositiveInt
+    tokens: TokenCount
 
     def mean(self) -> float:
         return float(self.tokens)
@@ -49,10 +49,10 @@ class LognormalLength(StrictModel):
     """Lengths lognormally distributed around `median_tokens`, clipped to [min, max]."""
 
     kind: Literal["lognormal"]
-    median_tokens: PositiveFloat
+    median_tokens: TokenLength
     sigma: float = Field(gt=0, le=4)
-    min_tokens: PositiveInt = 1
-    max_tokens: PositiveInt
+    min_tokens: TokenCount = 1
+    max_tokens: TokenCount
 
     @model_validator(mode="after")
     def _bounds(self) -> LognormalLength:
@@ -103,8 +103,8 @@ class LognormalLength(StrictModel):
 class LengthBin(StrictModel):
     """Lengths in [low_tokens, high_tokens], uniformly, with probability `share`."""
 
-    low_tokens: PositiveInt
-    high_tokens: PositiveInt
+    low_tokens: TokenCount
+    high_tokens: TokenCount
     share: Fraction
 
     @model_validator(mode="after")
@@ -118,7 +118,7 @@ class HistogramLength(StrictModel):
     """An empirical histogram of lengths; shares must sum to 1."""
 
     kind: Literal["histogram"]
-    bins: list[LengthBin] = Field(min_length=1)
+    bins: list[LengthBin] = Field(min_length=1, max_length=MAX_BINS)
 
     @model_validator(mode="after")
     def _shares(self) -> HistogramLength:
@@ -171,7 +171,7 @@ class HitRateDistribution(StrictModel):
     [0,90%), [90,95%), [95,96%), [96,97%), [97,98%), [98,99%), [99,100%].
     """
 
-    buckets: list[HitBucket] | None = None
+    buckets: list[HitBucket] | None = Field(default=None, max_length=MAX_BINS)
     article_shares: list[Fraction] | None = Field(default=None, min_length=7, max_length=7)
 
     @model_validator(mode="after")

@@ -11,7 +11,16 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pddplan.specs.common import Fraction, Name, NonNegativeInt, PositiveFloat, PositiveInt, StrictModel
+from pddplan.specs.common import (
+    ChunkTokens,
+    Fraction,
+    Name,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    RateRps,
+    StrictModel,
+)
 
 # An architecture's name, as `pddplan.architectures` registers it (checked when a plan is read).
 ArchitectureName = str
@@ -82,11 +91,11 @@ class Plan(StrictModel):
     wan: list[WanLease] = Field(default_factory=list)
     routing: Routing = Routing()
     handoff: Handoff = Handoff()
-    rate_rps: PositiveFloat | None = Field(
+    rate_rps: RateRps | None = Field(
         default=None,
         description="requests/s this plan serves; traffic beyond it is shed at admission. Default: the workload's rate",
     )
-    chunk_tokens: PositiveInt | None = Field(default=None, description="default: the workload's")
+    chunk_tokens: ChunkTokens | None = Field(default=None, description="default: the workload's")
     max_decode_batch: PositiveInt | None = Field(default=None, description="default: the workload's")
 
     @field_validator("architecture")

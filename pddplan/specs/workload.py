@@ -7,20 +7,26 @@ documented in `docs/inputs.md`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from pddplan.specs.common import (
     FREE_SOURCE_PREFIXES,
+    ChunkTokens,
     Fraction,
+    LineGbps,
     Name,
-    NonNegativeFloat,
     NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
+    NonNegativeSeconds,
+    PositiveUsd,
+    RateRps,
+    RttMs,
+    Seconds,
     Source,
+    StepSeconds,
     StrictModel,
+    Usd,
 )
 from pddplan.specs.distributions import HitRateDistribution, LengthDistribution
 from pddplan.specs.model import KvDtype
@@ -33,7 +39,7 @@ class Arrival(StrictModel):
     gamma:   Gamma inter-arrival times with the given coefficient of variation `cv` (> 1 is bursty).
     """
 
-    rate_rps: PositiveFloat
+    rate_rps: RateRps
     process: Literal["poisson", "gamma"] = "poisson"
     cv: float = Field(default=1.0, gt=0, le=20)
 
@@ -47,9 +53,9 @@ class Arrival(StrictModel):
 class Sla(StrictModel):
     """Service-level targets on time to first token (P90 and P99) and time per output token."""
 
-    ttft_p90_s: PositiveFloat
-    ttft_p99_s: PositiveFloat
-    tpot_p90_s: PositiveFloat | None = None
+    ttft_p90_s: Seconds
+    ttft_p99_s: Seconds
+    tpot_p90_s: Seconds | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> Sla:
@@ -61,9 +67,9 @@ class Sla(StrictModel):
 class TokenPrices(StrictModel):
     """What users pay per million tokens; cached input is billed at a discount."""
 
-    input_usd_per_mtok: NonNegativeFloat
-    cached_input_usd_per_mtok: NonNegativeFloat
-    output_usd_per_mtok: NonNegativeFloat
+    input_usd_per_mtok: Usd
+    cached_input_usd_per_mtok: Usd
+    output_usd_per_mtok: Usd
     source: str = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -78,7 +84,7 @@ class GpuOffer(StrictModel):
 
     type: str = Field(min_length=1, description="hardware profile name or path")
     max_count: NonNegativeInt
-    usd_per_gpu_hour: PositiveFloat | None = Field(default=None, description="overrides the profile's price")
+    usd_per_gpu_hour: PositiveUsd | None = Field(default=None, description="overrides the profile's price")
 
 
 class Datacenter(StrictModel):
@@ -98,9 +104,9 @@ class Datacenter(StrictModel):
 class TcpSpec(StrictModel):
     """How a KV transfer uses TCP: parallel streams, their window, congestion control."""
 
-    streams: PositiveInt = 8
-    window_bytes: PositiveFloat = Field(default=64 * 2**20, description="max in-flight bytes per stream")
-    mss_bytes: PositiveInt = 1460
+    streams: int = Field(default=8, gt=0, le=1024)
+    window_bytes: float = Field(default=64 * 2**20, gt=0, le=2**40, description="max in-flight bytes per stream")
+    mss_bytes: int = Field(default=1460, gt=0, le=65_535)
     congestion: Literal["cubic", "bbr"] = "cubic"
 
 
@@ -116,8 +122,8 @@ class Fluctuation(StrictModel):
 
     kind: Literal["none", "ou", "trace"] = "none"
     cv: float = Field(default=0.0, ge=0, le=2)
-    correlation_s: PositiveFloat = 10.0
-    step_s: PositiveFloat = 1.0
+    correlation_s: Seconds = 10.0
+    step_s: StepSeconds = 1.0
     min_fraction: float = Field(default=0.05, gt=0, le=1)
     trace_file: str | None = None
 
@@ -135,12 +141,12 @@ class WanLineOption(StrictModel):
 
     name: Name
     between: list[str] = Field(min_length=2, max_length=2, description="the two datacenters it joins")
-    capacity_gbps: PositiveFloat
-    rtt_ms: PositiveFloat
+    capacity_gbps: LineGbps
+    rtt_ms: RttMs
     loss_rate: float = Field(default=0.0, ge=0, lt=0.15)
-    usd_per_month: NonNegativeFloat
+    usd_per_month: Usd
     price_source: str = Field(min_length=1)
-    max_lines: PositiveInt = 4
+    max_lines: int = Field(default=4, gt=0, le=1000)
     tcp: TcpSpec = TcpSpec()
     fluctuation: Fluctuation = Fluctuation()
 
@@ -151,8 +157,10 @@ class Deployment(StrictModel):
     price_basis: Literal["rental", "purchase"] = "rental"
     datacenters: list[Datacenter] = Field(min_length=1)
     wan_lines: list[WanLineOption] = Field(default_factory=list)
-    tp_options: list[PositiveInt] | None = Field(
-        default=None, description="TP degrees to consider; default: powers of two that fit, up to the domain"
+    tp_options: list[Annotated[int, Field(gt=0, le=4096)]] | None = Field(
+        default=None,
+        min_length=1,
+        description="TP degrees to consider; default: powers of two that fit, up to the domain",
     )
     home_datacenter: Name | None = Field(
         default=None,
@@ -189,14 +197,14 @@ class Deployment(StrictModel):
 class ServingOptions(StrictModel):
     """Serving-engine settings shared by every plan for this workload."""
 
-    chunk_tokens: PositiveInt = Field(default=8192, description="chunked-prefill token budget per step")
-    page_tokens: PositiveInt = Field(default=64, description="KV cache page (block) size")
-    max_decode_batch: PositiveInt = 256
+    chunk_tokens: ChunkTokens = Field(default=8192, description="chunked-prefill token budget per step")
+    page_tokens: int = Field(default=64, gt=0, le=65_536, description="KV cache page (block) size")
+    max_decode_batch: int = Field(default=256, gt=0, le=1_000_000)
     hbm_utilization: float = Field(default=0.90, gt=0, le=1, description="share of HBM the engine may use")
-    drc_retention_s: NonNegativeFloat = Field(
+    drc_retention_s: NonNegativeSeconds = Field(
         default=60.0, description="how long the MD keeps a finished request's KV in its radix cache"
     )
-    turn_gap_s: PositiveFloat | None = Field(
+    turn_gap_s: Seconds | None = Field(
         default=None,
         description="mean time between a session's consecutive requests (exponential); a main decoder "
         "across the WAN still holds a request's cached prefix with probability 1 - exp(-drc_retention_s / "

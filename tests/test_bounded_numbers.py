@@ -1,0 +1,75 @@
+"""Numbers are bounded as well as finite: a typo of six extra zeros (or a hostile file) gets one
+line naming the field or flag and exit 2, instead of a hang (a 1e30-token prompt, a one-token
+chunk, a 1 ns fluctuation step) or runaway memory (a billion bathtub points, 1e8 simulated
+requests). Each case below hung, ran out of memory or raised a traceback before the bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_results import one_error_line
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = ROOT / "workloads" / "pdd-agent-64k.yaml"
+SMALL_PLAN = str(ROOT / "tests" / "data" / "plans" / "small-pdd.yaml")
+SMALL_WORKLOAD = str(ROOT / "tests" / "data" / "plans" / "small-workload.yaml")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fragment"),
+    [
+        ("tokens: 64512}", "tokens: 1000000000000000}", "prompt_tokens.fixed.tokens = 1000000000000000"),
+        ("tokens: 64512}", "tokens: 10000001}", "less than or equal to 10000000"),
+        ("  chunk_tokens: 8192\n", "  chunk_tokens: 1\n", "serving.chunk_tokens = 1"),
+        ("correlation_s: 10, step_s: 1}", "correlation_s: 10, step_s: 1.0e-9}", "step_s = 1e-09"),
+        ("  rate_rps: 4.0\n", "  rate_rps: 1.0e+300\n", "arrival.rate_rps = 1e+300"),
+        ("      capacity_gbps: 100\n", "      capacity_gbps: 1.0e+300\n", "capacity_gbps = 1e+300"),
+        ("  drc_retention_s: 60\n", "  drc_retention_s: 1.0e+12\n", "serving.drc_retention_s = 1000000000000.0"),
+    ],
+)
+def test_workload_numbers_are_bounded(cli: object, tmp_path: Path, old: str, new: str, fragment: str) -> None:
+    text = AGENT.read_text(encoding="utf-8")
+    assert old in text, old
+    path = tmp_path / "w.yaml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    one_error_line(cli("workloads", "show", str(path)), fragment)  # type: ignore[operator]
+
+
+def test_a_histogram_of_a_million_bins_is_refused(cli: object, tmp_path: Path) -> None:
+    text = AGENT.read_text(encoding="utf-8")
+    bins = ", ".join(f"{{low_tokens: {i + 1}, high_tokens: {i + 1}, share: 1.0e-6}}" for i in range(1001))
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        text.replace(
+            "prompt_tokens: {kind: fixed, tokens: 64512}", f"prompt_tokens: {{kind: histogram, bins: [{bins}]}}"
+        ),
+        encoding="utf-8",
+    )
+    one_error_line(cli("workloads", "show", str(path)), "prompt_tokens.histogram.bins", "at most 1000")  # type: ignore[operator]
+
+
+def test_tp_options_may_not_be_empty(cli: object, tmp_path: Path) -> None:
+    """An empty list used to be replaced by the defaults without a word."""
+    text = AGENT.read_text(encoding="utf-8")
+    path = tmp_path / "w.yaml"
+    path.write_text(text.replace("deployment:\n", "deployment:\n  tp_options: []\n", 1), encoding="utf-8")
+    one_error_line(cli("workloads", "show", str(path)), "deployment.tp_options")  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("simulate", SMALL_PLAN, SMALL_WORKLOAD, "--seed", "-1"), "--seed = -1"),
+        (("simulate", SMALL_PLAN, SMALL_WORKLOAD, "--requests", "100000000"), "--requests = 100000000"),
+        (("simulate", SMALL_PLAN, SMALL_WORKLOAD, "--requests", "0"), "--requests = 0"),
+        (("bathtub", "--points", "1000000000"), "--points = 1000000000"),
+        (("bathtub", "--points", "2"), "--points = 2"),
+        (("optimize", str(AGENT), "--rate", "1e308"), "--rate = 1e+308"),
+        (("optimize", str(AGENT), "--requests", "100000000"), "--requests = 100000000"),
+        (("optimize", str(AGENT), "--seed", "-5"), "--seed = -5"),
+        (("evaluate", SMALL_PLAN, SMALL_WORKLOAD, "--rate", "1e300"), "--rate = 1e+300"),
+    ],
+)
+def test_run_size_flags_are_bounded(cli: object, args: tuple[str, ...], fragment: str) -> None:
+    one_error_line(cli(*args, "--json"), fragment)  # type: ignore[operator]
