@@ -536,9 +536,18 @@ def gate(
         list[str] | None, typer.Option("--tol", help="Per-metric tolerance, e.g. cost_per_hour=0.02 (repeatable).")
     ] = None,
     markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write a PR comment here.")] = None,
+    allow_infeasible: Annotated[
+        bool, typer.Option("--allow-infeasible", help="With --init/--update: record a scenario with no feasible plan.")
+    ] = False,
+    accept: Annotated[
+        bool, typer.Option("--accept", help="With --update: record regressions and exit 0 (they are accepted).")
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
-    """Fail (exit 1) when a change makes a scenario's best deployment cost more, lose BCR, or miss its SLA."""
+    """Fail (exit 1) when a change makes a scenario's best deployment cost more, lose BCR, or miss its SLA.
+
+    Exit 0 only when every scenario was re-run, is feasible (or recorded infeasible on purpose) and
+    is no worse than its baseline; a scenario that cannot run exits 2 with its name."""
     from pddplan import gate as gating
     from pddplan.errors import GateFailed, InputError
     from pddplan.loading import write_atomic
@@ -564,7 +573,9 @@ def gate(
         if baseline.exists():
             raise InputError(f"{baseline}: exists; --init creates a new baseline, use --update to refresh it")
         with console.status("creating the baseline...") as status:
-            fresh = gating.init_baseline(baseline, init, progress=lambda text: status.update(text))
+            fresh = gating.init_baseline(
+                baseline, init, progress=lambda text: status.update(text), allow_infeasible=allow_infeasible
+            )
         gating.write_baseline(baseline, fresh)
         console.print(f"wrote {baseline} with {len(fresh.scenarios)} scenario(s)")
         return
@@ -578,11 +589,13 @@ def gate(
         output.emit_json(gating.checks_to_dict(checks))
     else:
         gate_report.print_checks(console, checks)
-    if update:
-        gating.write_baseline(baseline, gating.updated(spec, checks))
-        console.print(f"updated {baseline}")
-        return
     failed = [c.name for c in checks if c.verdict == "regression"]
+    if update:
+        gating.write_baseline(baseline, gating.updated(spec, checks, allow_infeasible))
+        console.print(f"updated {baseline}")
+        if failed and not accept:
+            raise GateFailed(f"recorded regressions in {', '.join(failed)}; pass --accept to record them and pass")
+        return
     if failed:
         raise GateFailed(f"cost gate failed for {', '.join(failed)}")
     if any(c.verdict == "improvement" for c in checks):

@@ -153,15 +153,38 @@ def gate(
     for scenario in baseline.scenarios:
         if progress:
             progress(f"gating {scenario.name}")
-        after = result_of(run_scenario(scenario, path.resolve().parent))
+        after = result_of(_rerun(scenario, path))
         checks.append(compare(scenario.name, scenario.result, after, judged_by))
     return baseline, checks
 
 
-def updated(baseline: Baseline, checks: list[ScenarioCheck]) -> Baseline:
-    """The baseline with every scenario's result replaced by its re-run."""
+def _rerun(scenario: GateScenario, path: Path) -> OptimizeReport:
+    """`run_scenario`, with any failure inside it an InputError (exit 2) naming the scenario: a
+    scenario that cannot run is not a regression (exit 1) and not a pass."""
+    try:
+        return run_scenario(scenario, path.resolve().parent)
+    except InputError as error:
+        raise InputError(f"{path}: scenario {scenario.name!r}: {error}") from error
+    except Exception as error:  # a crash is reported as the scenario's, not as a gate verdict
+        raise InputError(
+            f"{path}: scenario {scenario.name!r} crashed: {type(error).__name__}: {error}".splitlines()[0]
+        ) from error
+
+
+def updated(baseline: Baseline, checks: list[ScenarioCheck], allow_infeasible: bool = False) -> Baseline:
+    """The baseline with every scenario's result replaced by its re-run; an infeasible re-run is
+    recorded only with `allow_infeasible` (or where the scenario already allowed it)."""
     fresh = {check.name: check.after for check in checks}
-    scenarios = [s.model_copy(update={"result": fresh.get(s.name, s.result)}) for s in baseline.scenarios]
+    scenarios = []
+    for s in baseline.scenarios:
+        result = fresh.get(s.name, s.result)
+        allowed = s.allow_infeasible or allow_infeasible
+        if not result.feasible and not allowed:
+            raise InputError(
+                f"scenario {s.name!r} has no feasible plan: not recorded (nothing to gate against); "
+                "pass --allow-infeasible to record it on purpose"
+            )
+        scenarios.append(s.model_copy(update={"result": result, "allow_infeasible": allowed and not result.feasible}))
     return baseline.model_copy(update={"scenarios": scenarios})
 
 
@@ -170,8 +193,11 @@ def write_baseline(path: Path, baseline: Baseline) -> None:
     write_atomic(path, to_json(baseline.model_dump(mode="json")) + "\n")
 
 
-def init_baseline(path: Path, workloads: list[str], progress: Callable[[str], None] | None = None) -> Baseline:
-    """A new baseline with one default scenario per workload, results from a fresh run."""
+def init_baseline(
+    path: Path, workloads: list[str], progress: Callable[[str], None] | None = None, allow_infeasible: bool = False
+) -> Baseline:
+    """A new baseline with one default scenario per workload, results from a fresh run (a workload
+    with no feasible plan is refused unless `allow_infeasible`)."""
     scenarios = []
     for name in workloads:
         reference = name
@@ -180,12 +206,20 @@ def init_baseline(path: Path, workloads: list[str], progress: Callable[[str], No
             # stores it relative to its own folder so the gate runs from anywhere.
             reference = os.path.relpath(Path(name).resolve(), path.resolve().parent)
         placeholder = GateScenario(
-            name=Path(name).stem, workload=reference, result=ScenarioResult(best=None, feasible=False)
+            name=Path(name).stem,
+            workload=reference,
+            allow_infeasible=True,
+            result=ScenarioResult(best=None, feasible=False),
         )
         if progress:
             progress(f"running {placeholder.name}")
-        result = result_of(run_scenario(placeholder, path.resolve().parent))
-        scenarios.append(placeholder.model_copy(update={"result": result}))
+        result = result_of(_rerun(placeholder, path))
+        if not result.feasible and not allow_infeasible:
+            raise InputError(
+                f"{name}: no feasible plan: not recorded (nothing to gate against); "
+                "pass --allow-infeasible to record it on purpose"
+            )
+        scenarios.append(placeholder.model_copy(update={"result": result, "allow_infeasible": not result.feasible}))
     return Baseline(scenarios=scenarios)
 
 

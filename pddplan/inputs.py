@@ -110,13 +110,15 @@ def check_workload(workload: Workload, path: Path) -> Workload:
         for j, offer in enumerate(dc.gpus):
             if offer.type in known:
                 continue
-            try:
-                load_hardware(offer.type)
-            except InputError:
-                hint = catalog.suggest(offer.type, list(known))
-                raise InputError(
-                    f"{path}: deployment.datacenters[{i}].gpus[{j}].type = {offer.type!r}: unknown GPU{hint}"
-                ) from None
+            where = f"{path}: deployment.datacenters[{i}].gpus[{j}].type = {offer.type!r}"
+            if Path(offer.type).is_file():  # a profile file: what is wrong with it, not "unknown GPU"
+                try:
+                    load_hardware(offer.type)
+                except InputError as exc:
+                    raise InputError(f"{where}: {exc}") from None
+                continue
+            hint = catalog.suggest(offer.type, list(known))
+            raise InputError(f"{where}: unknown GPU{hint}")
     try:
         load_model(workload.model, workload.kv_dtype)
     except InputError as exc:

@@ -296,7 +296,13 @@ def _valid() -> dict[str, Any]:
                 "name": "w",
                 "workload": "w.yaml",
                 "options": {"architectures": ["pd-intra"], "requests": 500},
-                "result": {"best": "pd-intra", "feasible": True, "cost_per_hour": 21.92, "bcr": 3284.67},
+                "result": {
+                    "best": "pd-intra",
+                    "feasible": True,
+                    "cost_per_hour": 21.92,
+                    "bcr": 3284.67,
+                    "goodput_rps": 20.0,
+                },
             }
         ],
     }
@@ -334,6 +340,22 @@ CORRUPT = {
     "wrong-version": (_edit(lambda d: d.update(version=2)), ("version",)),
     "no-scenarios": (_edit(lambda d: d.update(scenarios=[])), ("scenarios",)),
     "missing-result": (_edit(lambda d: d["scenarios"][0].pop("result")), ("result", "required")),
+    "feasible-without-figures": (
+        _edit(lambda d: d["scenarios"][0]["result"].update(cost_per_hour=None, bcr=None)),
+        ("a feasible result needs", "cost_per_hour"),
+    ),
+    "infeasible-not-allowed": (
+        _edit(lambda d: d["scenarios"][0].update(result={"best": None, "feasible": False})),
+        ("recorded infeasible", "--allow-infeasible"),
+    ),
+    "free-plan": (
+        _edit(lambda d: d["scenarios"][0]["result"].update(cost_per_hour=0.0)),
+        ("costs more than $0/h",),
+    ),
+    "infinite-cost": (
+        json.dumps(_valid()).replace('"cost_per_hour": 21.92', '"cost_per_hour": Infinity'),
+        ("cost_per_hour",),
+    ),
     "repeated-names": (
         _edit(lambda d: d["scenarios"].append(d["scenarios"][0])),
         ("repeat",),
@@ -395,7 +417,12 @@ def test_update_rewrites_the_baseline_then_the_gate_passes_unchanged(work: Path)
     n = committed_gpus(work)
     write_workload(work / "w.yaml", price=1.6)
     committed = baseline_json(work)
-    updated = run("gate", work / "b.json", "--update")
+    refused = run("gate", work / "b.json", "--update")  # a regression: recorded, and exit 1
+    assert refused.exit_code == 1, refused.stderr
+    assert "recorded regressions in w; pass --accept" in refused.stderr
+    assert baseline_json(work)["scenarios"][0]["result"]["cost_per_hour"] == pytest.approx(n * 1.6)
+    (work / "b.json").write_text(json.dumps(committed), encoding="utf-8")
+    updated = run("gate", work / "b.json", "--update", "--accept")
     assert updated.exit_code == 0, updated.stderr
     assert updated.stdout == ""
     assert f"updated {work / 'b.json'}" in updated.stderr
@@ -761,3 +788,34 @@ def test_updated_replaces_results_only() -> None:
     assert fresh.scenarios[0].result == result(2.0, 3.0)
     assert fresh.tolerances == baseline.tolerances
     assert fresh.scenarios[0].options == baseline.scenarios[0].options
+
+
+# -- a gate that cannot be fooled -----------------------------------------------------------------
+def test_init_refuses_a_workload_with_no_feasible_plan(tmp_path: Path) -> None:
+    """--init on a workload no plan can serve used to record `feasible: false`, and every later run
+    passed as "unchanged". Now it is refused unless --allow-infeasible records it on purpose."""
+    inventory = {"datacenters": [{"name": "dc-a", "gpus": [{"type": "h100-sxm", "max_count": 1}]}]}
+    write_workload(tmp_path / "w.yaml", deployment=inventory)
+    one_error_line(run("gate", tmp_path / "b.json", "--init", str(tmp_path / "w.yaml")), "no feasible plan")
+    assert not (tmp_path / "b.json").exists()
+    allowed = run("gate", tmp_path / "b.json", "--init", str(tmp_path / "w.yaml"), "--allow-infeasible")
+    assert allowed.exit_code == 0, allowed.stderr
+    scenario = baseline_json(tmp_path)["scenarios"][0]
+    assert scenario["allow_infeasible"] is True and scenario["result"]["feasible"] is False
+
+
+def test_update_refuses_to_record_a_scenario_that_became_infeasible(work: Path) -> None:
+    committed = baseline_json(work)
+    inventory = {"datacenters": [{"name": "dc-a", "gpus": [{"type": "h100-sxm", "max_count": 1}]}]}
+    write_workload(work / "w.yaml", deployment=inventory)
+    result = run("gate", work / "b.json", "--update", "--accept")
+    assert result.exit_code == 2, result.stderr  # after the report of what was re-run
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: scenario 'w' has no feasible plan") and "--allow-infeasible" in last
+    assert baseline_json(work) == committed
+
+
+def test_a_scenario_that_cannot_run_exits_2_with_its_name(work: Path) -> None:
+    """Not 1 (a regression) and not 0: a scenario that was not re-run proves nothing."""
+    (work / "w.yaml").unlink()
+    one_error_line(run("gate", work / "b.json"), "scenario 'w'", "w.yaml")

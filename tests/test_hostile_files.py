@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_results import one_error_line
@@ -65,3 +66,20 @@ def test_special_files_are_not_replaced(cli: object, tmp_path: Path, kind: str) 
     assert not list(tmp_path.glob(".out.md.*.tmp"))
     if kind == "symlink":
         assert (tmp_path / "real.md").read_text(encoding="utf-8") == "keep\n"
+
+
+def test_a_broken_hardware_file_is_reported_as_broken_not_unknown(cli: Any, tmp_path: Path) -> None:
+    """A profile file with an unknown key used to be reported as "unknown GPU"."""
+    from pddplan.catalog import catalog_dir
+
+    profile = (catalog_dir("hardware_profiles") / "h100-sxm.yaml").read_text(encoding="utf-8")
+    broken = tmp_path / "my-gpu.yaml"
+    broken.write_text(profile.replace("name: h100-sxm", "name: my-gpu\ncolour: green", 1), encoding="utf-8")
+    workload = (ROOT / "workloads" / "chat-short-lowhit.yaml").read_text(encoding="utf-8")
+    assert "type: h100-sxm" in workload
+    path = tmp_path / "w.yaml"
+    path.write_text(workload.replace("type: h100-sxm", f"type: {broken}", 1), encoding="utf-8")
+    line = one_error_line(cli("workloads", "show", str(path)), "colour", "unknown field")
+    assert "unknown GPU" not in line
+    path.write_text(workload.replace("type: h100-sxm", "type: h100-sxn", 1), encoding="utf-8")
+    one_error_line(cli("workloads", "show", str(path)), "unknown GPU", "h100-sxm")

@@ -59,12 +59,35 @@ class ScenarioResult(StrictModel):
 
 
 class GateScenario(StrictModel):
-    """One scenario to gate."""
+    """One scenario to gate: a feasible result with its objective values, or an infeasible one
+    recorded on purpose (`allow_infeasible`, set by `gate --allow-infeasible`)."""
 
     name: str = Field(min_length=1)
     workload: str = Field(min_length=1, description="workload name or path (relative to the baseline file)")
     options: ScenarioOptions = ScenarioOptions()
+    allow_infeasible: bool = Field(
+        default=False, description="an infeasible result was recorded on purpose (`gate --allow-infeasible`)"
+    )
     result: ScenarioResult
+
+    @model_validator(mode="after")
+    def _a_result_that_can_gate(self) -> GateScenario:
+        result = self.result
+        if result.feasible:
+            missing = [m for m in ("cost_per_hour", "bcr", "goodput_rps") if getattr(result, m) is None]
+            if missing or result.best is None:
+                raise ValueError(
+                    f"scenario {self.name!r}: a feasible result needs best, cost_per_hour, bcr and goodput_rps"
+                    f" (missing: {', '.join(missing or ['best'])})"
+                )
+            if not result.cost_per_hour:
+                raise ValueError(f"scenario {self.name!r}: a feasible result costs more than $0/h")
+        elif not self.allow_infeasible:
+            raise ValueError(
+                f"scenario {self.name!r} is recorded infeasible: nothing to gate against; fix the workload, or "
+                "record it on purpose with `pddplan gate BASELINE --update --allow-infeasible`"
+            )
+        return self
 
 
 class Tolerances(StrictModel):
