@@ -81,8 +81,8 @@ def _solve_waiting(servers: np.ndarray, rate: np.ndarray, mean_alone: float, red
 
     P(wait) in Allen-Cunneen is Erlang C at the offered load, so only E[W] = A - p D enters it."""
     low, high = np.zeros(servers.shape), np.ones(servers.shape)
-    h_low = erlang_c(servers, rate * mean_alone) - low
-    h_high = erlang_c(servers, rate * (mean_alone - reduction)) - high
+    ends = erlang_c(np.stack([servers, servers]), np.stack([rate * mean_alone, rate * (mean_alone - reduction)]))
+    h_low, h_high = ends[0] - low, ends[1] - high  # one call for both ends of the bracket
     side = np.zeros(servers.shape)
     p = low
     for _ in range(ROOT_STEPS):

@@ -13,10 +13,21 @@ survival function of the mixture.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+
+@functools.cache
+def _log_factorials(top: int) -> np.ndarray:
+    """log(k!) for k = 0..top (computed once per size: Erlang C is called in tight loops)."""
+    from scipy.special import gammaln
+
+    table = gammaln(np.arange(top + 1, dtype=np.float64) + 1.0)
+    table.flags.writeable = False
+    return table
 
 
 def erlang_c(servers: ArrayLike, offered_load: ArrayLike) -> np.ndarray:
@@ -25,8 +36,6 @@ def erlang_c(servers: ArrayLike, offered_load: ArrayLike) -> np.ndarray:
     Erlang B in log space, B = (a^c / c!) / sum_{k<=c} a^k / k!, then C = c B / (c - a (1 - B));
     vectorized over arrays of c and a (no loop over servers).
     """
-    from scipy.special import gammaln
-
     c = np.asarray(servers, dtype=np.float64)
     a = np.asarray(offered_load, dtype=np.float64)
     c, a = np.broadcast_arrays(c, a)
@@ -36,9 +45,9 @@ def erlang_c(servers: ArrayLike, offered_load: ArrayLike) -> np.ndarray:
     top = int(c_flat.max(initial=0))
     k = np.arange(top + 1, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_terms = k[None, :] * np.log(np.maximum(a_flat, 1e-300))[:, None] - gammaln(k + 1)[None, :]
+        log_terms = k[None, :] * np.log(np.maximum(a_flat, 1e-300))[:, None] - _log_factorials(top)[None, :]
     log_terms = np.where(k[None, :] <= c_flat[:, None], log_terms, -np.inf)
-    log_top = np.take_along_axis(log_terms, c_flat.astype(np.int64)[:, None], axis=1)[:, 0]
+    log_top = log_terms[np.arange(len(c_flat)), c_flat.astype(np.int64)]
     peak = log_terms.max(axis=1, keepdims=True)
     log_total = peak[:, 0] + np.log(np.exp(log_terms - peak).sum(axis=1))
     blocking = np.exp(log_top - log_total)
