@@ -66,7 +66,7 @@ def hardware_list(json_out: JsonFlag = False) -> None:
     if json_out:
         output.emit_json(rows)
     else:
-        output.human().print(browse_tables.hardware_table(rows))
+        output.results().print(browse_tables.hardware_table(rows))
 
 
 @hardware_app.command("show")
@@ -82,7 +82,7 @@ def hardware_show(
     if json_out:
         output.emit_json(summary)
     else:
-        browse_tables.print_hardware(output.human(), summary)
+        browse_tables.print_hardware(output.results(), summary)
 
 
 KvDtypeOption = Annotated[str | None, typer.Option("--kv-dtype", help="KV-cache dtype: bf16 or fp8.")]
@@ -107,7 +107,7 @@ def models_list(kv_dtype: KvDtypeOption = None, json_out: JsonFlag = False) -> N
     if json_out:
         output.emit_json(rows)
     else:
-        output.human().print(browse_tables.models_table(rows))
+        output.results().print(browse_tables.models_table(rows))
 
 
 @models_app.command("show")
@@ -125,7 +125,7 @@ def models_show(
     if json_out:
         output.emit_json(summary)
     else:
-        browse_tables.print_model(output.human(), summary)
+        browse_tables.print_model(output.results(), summary)
 
 
 @app.command("architectures")
@@ -138,7 +138,7 @@ def architectures_list(json_out: JsonFlag = False) -> None:
     if json_out:
         output.emit_json(rows)
     else:
-        output.human().print(browse_tables.architectures_table(rows))
+        output.results().print(browse_tables.architectures_table(rows))
 
 
 @workloads_app.command("list")
@@ -153,7 +153,7 @@ def workloads_list(json_out: JsonFlag = False) -> None:
     if json_out:
         output.emit_json(rows)
     else:
-        output.human().print(browse_tables.workloads_table(rows))
+        output.results().print(browse_tables.workloads_table(rows))
 
 
 @workloads_app.command("show")
@@ -169,7 +169,7 @@ def workloads_show(
     if json_out:
         output.emit_json(summary)
     else:
-        browse_tables.print_workload(output.human(), summary)
+        browse_tables.print_workload(output.results(), summary)
 
 
 def _architecture_names(given: list[str] | None) -> list[str]:
@@ -260,7 +260,7 @@ def estimate(
     if json_out:
         output.emit_json(result)
     else:
-        perf_tables.print_estimate(output.human(), result)
+        perf_tables.print_estimate(output.results(), result)
 
 
 @app.command("calibrate")
@@ -321,7 +321,7 @@ def calibrate(
             from pddplan.perf.refit import write_catalog as write
 
             for path in write(refit_file(measurements)):
-                output.human().print(f"wrote {path}")
+                output.diagnostics().print(f"wrote {path}")
         if output_path is not None:
             from pddplan.loading import write_atomic
 
@@ -331,7 +331,9 @@ def calibrate(
     if json_out:
         output.emit_json(summary)
     else:
-        perf_tables.print_calibration(output.human(), summary)
+        perf_tables.print_calibration(output.results(), summary)
+    if output_path is not None:
+        output.diagnostics().print(f"wrote {output_path}")
 
 
 def _profile_text(gpu: str) -> str:
@@ -355,7 +357,7 @@ def accuracy(
     if json_out:
         output.emit_json(report)
     else:
-        perf_tables.print_accuracy(output.human(), report)
+        perf_tables.print_accuracy(output.results(), report)
 
 
 # -- deployments ----------------------------------------------------------------------------------
@@ -394,7 +396,7 @@ def evaluate(
     if json_out:
         output.emit_json(result)
     else:
-        plan_tables.print_figures(output.human(), scenario, result, "evaluate (closed form)")
+        plan_tables.print_figures(output.results(), scenario, result, "evaluate (closed form)")
 
 
 @app.command("simulate")
@@ -424,7 +426,7 @@ def simulate(
         output.emit_json(result.summary)
     else:
         plan_tables.print_figures(
-            output.human(), scenario, result.summary, f"simulate ({requests:,} requests, seed {seed})"
+            output.results(), scenario, result.summary, f"simulate ({requests:,} requests, seed {seed})"
         )
 
 
@@ -492,8 +494,7 @@ def optimize(
         verify=verify,
     )
     spec = load_workload(workload)
-    console = output.human()
-    with console.status("optimizing...") as status:
+    with output.diagnostics().status("optimizing...") as status:
         report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))
         robustness = None
         if robust:
@@ -511,11 +512,14 @@ def optimize(
     if json_out:
         output.emit_json(report.to_dict() | ({"robustness": robustness.to_dict()} if robustness else {}))
     else:
-        optimize_report.print_report(console, report, output_plan if best else None)
+        console = output.results()
+        optimize_report.print_report(console, report)
         if robustness is not None:
             from pddplan.report import robustness_report
 
             robustness_report.print_report(console, robustness)
+    if output_plan is not None and best is not None and best.plan is not None:
+        output.diagnostics().print(f"wrote the best plan to {output_plan}")
     if best is None:
         reasons = "; ".join(
             f"{r.name}: " + "; ".join(item["message"] for item in r.infeasibility) for r in report.results
@@ -568,18 +572,18 @@ def gate(
             raise InputError(f"--tol {item!r}: tolerance must be a finite number >= 0")
     if rtol is not None and not 0 <= rtol < math.inf:
         raise InputError(f"--rtol = {rtol}: must be a finite number >= 0")
-    console = output.human()
+    console, notices = output.results(), output.diagnostics()
     if init:
         if baseline.exists():
             raise InputError(f"{baseline}: exists; --init creates a new baseline, use --update to refresh it")
-        with console.status("creating the baseline...") as status:
+        with notices.status("creating the baseline...") as status:
             fresh = gating.init_baseline(
                 baseline, init, progress=lambda text: status.update(text), allow_infeasible=allow_infeasible
             )
         gating.write_baseline(baseline, fresh)
-        console.print(f"wrote {baseline} with {len(fresh.scenarios)} scenario(s)")
+        notices.print(f"wrote {baseline} with {len(fresh.scenarios)} scenario(s)")
         return
-    with console.status("gating...") as status:
+    with notices.status("gating...") as status:
         spec, checks = gating.gate(
             baseline, progress=lambda text: status.update(text), tolerances=overrides or None, rtol=rtol
         )
@@ -592,14 +596,14 @@ def gate(
     failed = [c.name for c in checks if c.verdict == "regression"]
     if update:
         gating.write_baseline(baseline, gating.updated(spec, checks, allow_infeasible))
-        console.print(f"updated {baseline}")
+        notices.print(f"updated {baseline}")
         if failed and not accept:
             raise GateFailed(f"recorded regressions in {', '.join(failed)}; pass --accept to record them and pass")
         return
     if failed:
         raise GateFailed(f"cost gate failed for {', '.join(failed)}")
     if any(c.verdict == "improvement" for c in checks):
-        console.print(f"results improved: refresh the baseline with `pddplan gate {baseline} --update`")
+        notices.print(f"results improved: refresh the baseline with `pddplan gate {baseline} --update`")
 
 
 # -- curves ---------------------------------------------------------------------------------------
@@ -658,10 +662,9 @@ def bathtub(
     check_points(points)  # before the progress bar starts
     names = _architecture_names(architecture)
     spec = load_workload(workload)
-    console = output.human()
-    from rich.progress import Progress
+    console = output.results()
 
-    with Progress(console=console, transient=True) as progress:
+    with output.progress_bar() as progress:
         task = progress.add_task("hit-rate sweep", total=points)
         options = tub.BathtubOptions(mode, points, chunk, fixed_plan)  # type: ignore[arg-type]
         result = tub.bathtub(
@@ -710,7 +713,6 @@ def sweep(
     json_out: JsonFlag = False,
 ) -> None:
     """Cost, BCR and GPUs of each architecture as one numeric input of the workload varies."""
-    from rich.progress import Progress
 
     from pddplan import catalog
     from pddplan import sweep as sweeping
@@ -724,8 +726,8 @@ def sweep(
         raise InputError(f"--jobs = {jobs}: must be at least 1")
     points_values = sweeping.parse_values(values, span)
     path = catalog.resolve("workloads", workload, "workload")
-    console = output.human()
-    with Progress(console=console, transient=True) as progress:
+    console = output.results()
+    with output.progress_bar() as progress:
         task = progress.add_task(f"sweeping {param}", total=len(points_values))
         points = sweeping.sweep(
             path,
@@ -762,8 +764,8 @@ def paper(
 
     if requests < 1000:
         raise InputError(f"--requests = {requests}: use at least 1000 for stable tails")
-    console = output.human()
-    with console.status("running the paper scenario...") as status:
+    console = output.results()
+    with output.diagnostics().status("running the paper scenario...") as status:
         result = comparison.compare(requests, seed, progress=lambda text: status.update(text))
     if markdown_path is not None:
         comparison.write_markdown(markdown_path, result)
@@ -796,8 +798,8 @@ def agreement(
     from pddplan.loading import write_atomic
     from pddplan.report import output
 
-    console = output.human()
-    with console.status("comparing...") as status:
+    console = output.results()
+    with output.diagnostics().status("comparing...") as status:
         rows = check.agreement(requests, seed, progress=lambda text: status.update(text))
     if markdown_path is not None:
         write_atomic(markdown_path, check.markdown(rows, requests))

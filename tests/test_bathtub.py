@@ -417,8 +417,8 @@ def test_findings_of_an_architecture_that_is_never_feasible() -> None:
 def test_human_output_has_both_charts_and_the_findings() -> None:
     result = run("bathtub", WORKLOAD, "--points", "21", "-a", "pd-intra")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == ""
-    text = result.stderr
+    assert result.stderr == ""
+    text = result.stdout
     assert "Revenue per cost vs prefix hit rate" in text
     assert "Prefill throughput, packed vs prefix hit rate" in text
     assert "Prefill throughput, one request alone vs prefix hit rate" in text

@@ -338,3 +338,13 @@ def test_no_arguments_shows_help(cli: Any) -> None:
     assert "Usage:" in result.stdout + result.stderr
     for name in ("hardware", "models", "workloads", "schema"):
         assert name in result.stdout + result.stderr
+
+
+def test_results_go_to_stdout_so_they_can_be_grepped(cli: Any) -> None:
+    """`pddplan workloads list | grep pdd` finds the shipped workloads; stderr stays empty."""
+    result = cli("workloads", "list")
+    assert result.stderr == ""
+    assert [line for line in result.stdout.splitlines() if "pdd-agent-64k" in line]
+    for command in (("models", "list"), ("hardware", "list"), ("architectures",)):
+        shown = cli(*command)
+        assert shown.exit_code == 0 and shown.stderr == "" and shown.stdout.strip()

@@ -95,13 +95,13 @@ def test_unstable_plan_reports_null_percentiles(cli: Any, tmp_path: Path) -> Non
     assert out["sla_violations"][0].startswith("unstable")
 
 
-def test_human_output_goes_to_stderr(cli: Any) -> None:
+def test_human_output_goes_to_stdout(cli: Any) -> None:
     for command in (["evaluate"], ["simulate", "--requests", "500"]):
         result = cli(command[0], MODERATE, "pdd-agent-64k", *command[1:])
         assert result.exit_code == 0, result.stderr
-        assert result.stdout == ""
-        assert "TTFT P90" in result.stderr and "BCR" in result.stderr
-        assert "P-RLD-MD" in result.stderr
+        assert result.stderr == ""
+        assert "TTFT P90" in result.stdout and "BCR" in result.stdout
+        assert "P-RLD-MD" in result.stdout
 
 
 def test_workload_given_as_a_path(cli: Any) -> None:

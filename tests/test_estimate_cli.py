@@ -216,11 +216,11 @@ def test_cli_estimate_decode_and_extend(cli: Any) -> None:
     assert ep["expert_parallel"] is True
 
 
-def test_cli_estimate_human_output_goes_to_stderr(cli: Any) -> None:
+def test_cli_estimate_human_output_goes_to_stdout(cli: Any) -> None:
     result = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill", "20000", "--chunk", "8192")
     assert result.exit_code == 0
-    assert result.stdout == ""
-    assert "3 chunk(s), tail 3,616 tokens" in result.stderr
+    assert result.stderr == ""
+    assert "3 chunk(s), tail 3,616 tokens" in result.stdout
 
 
 @pytest.mark.parametrize(

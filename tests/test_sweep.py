@@ -254,8 +254,8 @@ def test_optimize_runs_the_integer_program() -> None:
 def test_human_output_table_and_chart() -> None:
     result = run("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,4", "-a", "pd-intra", "-a", "pdd")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == ""
-    text = result.stderr
+    assert result.stderr == ""
+    text = result.stdout
     assert "sweep of arrival.rate_rps" in text
     assert "BCR vs arrival.rate_rps" in text
     assert "legend: o pd-intra   x pdd" in text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -38,7 +37,7 @@ def widths_note(report: OptimizeReport) -> str:
     return f"instance widths tried (GPUs per instance): {spans} ({why})"
 
 
-def print_report(console: Console, report: OptimizeReport, written: Path | None) -> None:
+def print_report(console: Console, report: OptimizeReport) -> None:
     """Summary box with the drawing, side-by-side table, PDD's gains, and infeasibility reasons."""
     figures = [architecture_figures(r) for r in report.results]
     best = report.best
@@ -130,5 +129,3 @@ def print_report(console: Console, report: OptimizeReport, written: Path | None)
         for item in result.infeasibility:
             console.print(f"[yellow]{result.name}[/yellow]: {item['message']}")
     console.print(widths_note(report))
-    if written is not None:
-        console.print(f"wrote the best plan to {written}")

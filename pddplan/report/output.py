@@ -1,4 +1,5 @@
-"""Where output goes: people read stderr, machines read stdout (`--json`) and nothing else."""
+"""Where output goes: results on stdout (tables for people, or `--json` for machines, nothing else);
+progress, notices, warnings and errors on stderr, so results can be piped, grepped and redirected."""
 
 from __future__ import annotations
 
@@ -11,15 +12,33 @@ from typing import Any
 from rich.console import Console
 
 
-def human() -> Console:
-    """A console on stderr for tables, summaries and progress.
+def results() -> Console:
+    """A console on stdout for the result tables, charts and summaries people read.
 
-    When stderr is not a terminal (a pipe, a CI log), tables get 160 columns instead of rich's 80,
-    unless COLUMNS says otherwise.
+    When stdout is not a terminal (a pipe, a file, a CI log), tables get 160 columns instead of
+    rich's 80, unless COLUMNS says otherwise.
     """
-    console = Console(stderr=True, highlight=False)
+    return _console(stderr=False)
+
+
+def diagnostics() -> Console:
+    """A console on stderr for progress, notices ("wrote FILE") and warnings."""
+    return _console(stderr=True)
+
+
+def progress_bar() -> Any:
+    """A transient progress bar on stderr, shown only when stderr is a terminal (a CI log or a
+    pipe gets no bar and no stray blank line)."""
+    from rich.progress import Progress
+
+    console = diagnostics()
+    return Progress(console=console, transient=True, disable=not console.is_terminal)
+
+
+def _console(stderr: bool) -> Console:
+    console = Console(stderr=stderr, highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=True, highlight=False, width=160)
+        console = Console(stderr=stderr, highlight=False, width=160)
     return console
 
 

@@ -96,8 +96,6 @@ def print_calibration(console: Console, summary: dict[str, Any]) -> None:
     for name, value in summary["efficiency"].items():
         factors.add_row(name, value if isinstance(value, str) else f"{value:.4g}")
     console.print(factors)
-    if summary["output"]:
-        console.print(f"wrote {summary['output']}")
 
 
 def print_accuracy(console: Console, report: dict[str, Any]) -> None:
