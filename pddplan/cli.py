@@ -7,7 +7,12 @@ command, kept local so `pddplan --help` starts instantly). Exit codes: 0 ok, 1 g
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import math
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,16 +21,61 @@ from typer.core import TyperGroup
 
 
 class _Group(TyperGroup):
-    """Turns every pddplan error into one line on stderr and its exit code, never a traceback."""
+    """Turns every pddplan error, usage error and failed write to stdout into one line on stderr
+    and its exit code, never a traceback."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        with _one_line_usage_errors():
+            return list(super().parse_args(ctx, args))
 
     def invoke(self, ctx: Any) -> Any:
         from pddplan.errors import PddplanError
 
         try:
-            return super().invoke(ctx)
+            with _one_line_usage_errors():
+                result = super().invoke(ctx)
+                sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit
+                return result
         except PddplanError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        except BrokenPipeError:
+            # the reader went away (`pddplan ... | head`): stop quietly, as other CLI tools do
+            _silence_stdout()
+            raise typer.Exit(141) from None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG):
+                raise
+            _silence_stdout()
+            where = exc.filename or "standard output"
+            typer.echo(f"error: {where}: cannot write: {exc.strerror}", err=True)
+            raise typer.Exit(2) from None
+
+
+@contextlib.contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    """A usage error (unknown option, missing argument, a value of the wrong type) as one line:
+    `error: MESSAGE (see COMMAND --help)`, exit 2. A bare command still shows its help."""
+    # typer >= 0.26 (the floor in pyproject.toml) vendors click as typer._click
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+
+    try:
+        yield
+    except NoArgsIsHelpError:
+        raise
+    except UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx is not None else "pddplan"
+        message = " ".join(exc.format_message().split())
+        typer.echo(f"error: {message} (see {command} --help)", err=True)
+        raise typer.Exit(2) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _app(help_text: str) -> typer.Typer:
@@ -822,5 +872,9 @@ def agreement(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. SIGTERM exits through Python's unwinding (exit 143), so an
+    interrupted write removes its temporary file as it does on Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     app()

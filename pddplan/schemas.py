@@ -39,7 +39,12 @@ def schema_for(kind: str) -> dict[str, Any]:
 
 def write_schemas(folder: Path) -> list[Path]:
     """Write `<kind>.schema.json` for every kind into `folder`; return the paths."""
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder}: --out must be a folder (new or existing), not a file or a device")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{folder}: cannot create the folder: {exc.strerror}") from None
     paths = []
     for kind in schema_kinds():
         path = folder / f"{kind}.schema.json"

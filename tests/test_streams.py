@@ -1,0 +1,96 @@
+"""What happens at the ends of the pipe: usage errors as one line, a full disk, a reader that
+goes away, and a SIGTERM in the middle of a write. These run `python -m pddplan` in a
+subprocess, since CliRunner captures the streams and cannot fill a disk or close a pipe."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cli_results import one_error_line
+
+from pddplan.cli import app
+
+
+def pddplan(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "pddplan", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["optimize", "--bogus"], ["No such option: --bogus", "(see pddplan optimize --help)"]),
+        (["optimize"], ["Missing argument 'workload'", "(see pddplan optimize --help)"]),
+        (["--bogus"], ["No such option: --bogus", "(see pddplan --help)"]),
+        (["bogus"], ["No such command 'bogus'", "(see pddplan --help)"]),
+        (["simulate", "pdd-agent-64k", "--requests", "abc"], ["'--requests'", "(see pddplan simulate --help)"]),
+        (["hardware", "show"], ["Missing argument", "(see pddplan hardware show --help)"]),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], fragments: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    one_error_line(CliRunner().invoke(app, args, prog_name="pddplan"), *fragments)
+
+
+def test_a_bare_group_still_shows_its_help() -> None:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["hardware"])
+    assert "Browse the built-in hardware profiles." in result.stdout + result.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill", "2000", "--json"],
+        ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill", "2000"],
+        ["schema", "workload"],
+    ],
+)
+def test_a_full_disk_on_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pddplan", *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "error: standard output: cannot write: No space left on device\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_schema_out_to_a_device_is_refused(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pddplan", "schema", "--out", "/dev/full"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "error: /dev/full: --out must be a folder (new or existing), not a file or a device\n"
+
+
+@pytest.mark.parametrize("args", [["schema", "workload"], ["models", "list", "--json"], ["optimize", "--help"]])
+def test_a_reader_that_goes_away_ends_the_run_quietly_with_141(args: list[str]) -> None:
+    proc = pddplan(*args)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # like `| head -c 0`: every write to stdout now fails with EPIPE
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141
+    assert err == b""
+
+
+def test_sigterm_during_a_run_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """A SIGTERM unwinds like Ctrl-C: exit 143, and the temporary file beside the output is removed."""
+    target = tmp_path / "requests.csv"
+    plan = Path(__file__).parent.parent / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
+    proc = pddplan("simulate", str(plan), "pdd-agent-64k", "--requests", "300000", "--per-request", str(target))
+    time.sleep(3.0)  # inside the simulation (it takes several seconds), before or while writing
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    assert not target.exists() or os.path.getsize(target) > 0
