@@ -83,9 +83,9 @@ def load_trace(spec: Fluctuation, base_dir: Path | None = None) -> CapacityTrace
 def load_input_set(workload: Workload, base_dir: Path | None = None) -> InputSet:
     """Read what `workload` names: its model (catalog, config.json or YAML), the profile of every
     GPU type it offers, and the capacity trace of every line option with `kind: trace` (a relative
-    trace path is read from `base_dir`, the workload file's folder)."""
+    trace path, like a GPU profile file, is read from `base_dir`, the workload file's folder)."""
     model = load_model(workload.model, workload.kv_dtype)
-    hardware = {gpu: load_hardware(gpu) for gpu in sorted(_offered_types(workload))}
+    hardware = {gpu: load_hardware(gpu, base_dir) for gpu in sorted(_offered_types(workload))}
     traces = {}
     for option in workload.deployment.wan_lines:
         trace = load_trace(option.fluctuation, base_dir)

@@ -15,9 +15,24 @@ from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 
 
-def load_hardware(name_or_path: str) -> HardwareProfile:
-    """A hardware profile from the catalog (`h100-sxm`) or a YAML file (read each time: a run reads
-    its profiles once, into its `pddplan.input_set.InputSet`)."""
+def from_folder(base_dir: Path | None, name_or_path: str, catalog_names: Any) -> str:
+    """Where a name or path written in a file points: catalog names stay names; a relative file
+    path is read from `base_dir` (the folder of the file that wrote it), never the working
+    directory. With no `base_dir` (a command-line flag), the path is taken as given."""
+    path = Path(name_or_path)
+    if base_dir is None or name_or_path in catalog_names or path.is_absolute():
+        return name_or_path
+    looks_like_a_path = path.suffix.lower() in (".yaml", ".yml", ".json") or "/" in name_or_path
+    if looks_like_a_path or (base_dir / path).exists():
+        return str(base_dir / path)
+    return name_or_path
+
+
+def load_hardware(name_or_path: str, base_dir: Path | None = None) -> HardwareProfile:
+    """A hardware profile from the catalog (`h100-sxm`) or a YAML file, a relative one read from
+    `base_dir` when given (read each time: a run reads its profiles once, into its
+    `pddplan.input_set.InputSet`)."""
+    name_or_path = from_folder(base_dir, name_or_path, catalog.entries("hardware_profiles"))
     path = catalog.resolve("hardware_profiles", name_or_path, "GPU")
     profile = load(HardwareProfile, path)
     if path.parent == catalog.catalog_dir("hardware_profiles") and profile.name != path.stem:
@@ -100,20 +115,24 @@ def load_workload(name_or_path: str) -> Workload:
 def check_workload(workload: Workload, path: Path) -> Workload:
     """What the schema cannot see: every GPU type names a hardware profile and the model loads.
 
-    A relative model path is read from the workload file's folder.
+    Relative paths (the model, a GPU profile file) are read from the workload file's folder, never
+    the working directory, so a run gives the same answer wherever it starts. The model path is
+    rewritten to that file; GPU types keep the string the workload wrote (plans name them so).
     """
-    model_path = Path(workload.model)
-    if workload.model not in model_index() and not model_path.is_absolute() and (path.parent / model_path).exists():
-        workload = workload.model_copy(update={"model": str(path.parent / model_path)})
+    folder = path.resolve().parent
+    model = from_folder(folder, workload.model, model_index())
+    if model != workload.model:
+        workload = workload.model_copy(update={"model": model})
     known = catalog.entries("hardware_profiles")
     for i, dc in enumerate(workload.deployment.datacenters):
         for j, offer in enumerate(dc.gpus):
             if offer.type in known:
                 continue
             where = f"{path}: deployment.datacenters[{i}].gpus[{j}].type = {offer.type!r}"
-            if Path(offer.type).is_file():  # a profile file: what is wrong with it, not "unknown GPU"
+            resolved = from_folder(folder, offer.type, known)
+            if resolved != offer.type or Path(resolved).is_file():  # a file: what is wrong with it
                 try:
-                    load_hardware(offer.type)
+                    load_hardware(offer.type, folder)
                 except InputError as exc:
                     raise InputError(f"{where}: {exc}") from None
                 continue
@@ -130,7 +149,7 @@ def check_workload(workload: Workload, path: Path) -> Workload:
         for dc in workload.deployment.datacenters:
             for offer in dc.gpus:
                 try:
-                    efficiency_of(load_hardware(offer.type), stack)
+                    efficiency_of(load_hardware(offer.type, folder), stack)
                 except InputError as exc:
                     raise InputError(f"{path}: serving.{exc}") from None
     return workload

@@ -140,6 +140,32 @@ def test_gpu_type_may_be_a_profile_file(cli: Any, tmp_path: Path) -> None:
     assert json.loads(result.stdout)["datacenters"][1]["gpus"][0]["type"] == str(profile)
 
 
+def test_a_relative_gpu_profile_path_is_read_from_the_workload_folder(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`type: my-g.yaml` next to the workload works from any working directory, as the model and
+    line traces do; the plan names the type as the workload wrote it, and reads back anywhere."""
+    folder = tmp_path / "wl"
+    folder.mkdir()
+    (folder / "my-g.yaml").write_text((ROOT / "hardware_profiles" / "gpu-a.yaml").read_text())
+    path = edited(folder, "{type: gpu-a, max_count: 256}", "{type: my-g.yaml, max_count: 256}")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    plan = elsewhere / "plan.yaml"
+    result = cli("optimize", str(path), "-a", "pd-intra", "--no-verify", "--json", "--output", str(plan))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["best"] == "pd-intra"
+    assert "gpu: my-g.yaml" in plan.read_text()
+    evaluated = cli("evaluate", str(plan), str(path), "--json")
+    assert evaluated.exit_code == 0, evaluated.stderr
+    (folder / "my-g.yaml").unlink()  # now the name points nowhere: said with the field and the file
+    line = shows_one_error(cli, path)
+    assert line.startswith(f"error: {path}: deployment.datacenters[0].gpus[0].type = 'my-g.yaml'") and (
+        f"{folder / 'my-g.yaml'}: file not found" in line
+    ), line
+
+
 def test_unknown_model(cli: Any, tmp_path: Path) -> None:
     path = edited(tmp_path, "model: deepseek-v3.2\n", "model: kimi-k3\n")
     assert shows_one_error(cli, path) == (
