@@ -108,9 +108,11 @@ def define_relay_capacity(model: Any, data: Any, v: Any) -> None:
     type, at the prefill datacenter (it is fed over RDMA)."""
     import pulp
 
+    from pddplan.optimize.model import pool_rps
+
     model += pulp.lpSum(v.relay_pick.values()) == 1, "one-relay-kind"
     supply = pulp.lpSum(data.relay[r].occupancy * count for r, count in v.relay_count.items())
-    demand = pulp.lpSum(data.pools[k].relay_hold_s * v.pool_rate[k] for k in v.pool)
+    demand = pulp.lpSum(data.pools[k].relay_hold_s * pool_rps(data, v, k) for k in v.pool)
     model += supply + v.slack_of("relay-capacity") >= demand, "relay-capacity"
     for r, count in v.relay_count.items():
         candidate = data.relay[r].candidate

@@ -61,6 +61,13 @@ class ProblemData:
     elastic_families: tuple[str, ...] = SLACK_FAMILIES
     slack_weights: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def rate_unit(self) -> float:
+        """The unit of the program's rate variables (req/s): the largest rate it may serve. Rates
+        are solved as fractions of it, so a tiny rate (1e-9 req/s) is not lost in the solver's
+        absolute feasibility tolerance."""
+        return max(self.rate_ceiling, self.target_rate or 0.0)
+
     def pool_location(self, k: int) -> tuple[str, str]:
         """(prefill/relay datacenter, decode datacenter) of pool k."""
         line = self.pools[k].line
@@ -73,7 +80,7 @@ class ProblemData:
         to carry the whole rate alone, ceil(rate * max(1 / r_d, memory per req/s / M_d, hold / occupancy)) + 1."""
         if not self.elastic:
             return cap.candidate.max_count
-        rate = max(self.rate_ceiling, self.target_rate or 0.0)
+        rate = self.rate_unit
         hold = max((load.relay_hold_s for load in self.pools), default=0.0)
         per_rps = [
             1 / cap.requests_per_s if cap.requests_per_s > 0 else 0.0,
@@ -96,7 +103,7 @@ class Variables:
     relay_pick: dict[int, pulp.LpVariable] = field(default_factory=dict)
     pool: dict[int, pulp.LpVariable] = field(default_factory=dict)  # line pool or datacenter chosen
     pool_rate: dict[int, pulp.LpVariable] = field(default_factory=dict)
-    rate: Any = None
+    rate: Any = None  # served rate / data.rate_unit, as are the pool rates
     slack: dict[str, Any] = field(default_factory=dict)  # family -> slack variable (or sum, for inventory)
     inventory_slack: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
 
@@ -137,13 +144,18 @@ def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
     return v
 
 
+def pool_rps(data: ProblemData, v: Variables, k: int) -> Any:
+    """Pool k's served rate in req/s (the variable holds it in units of `data.rate_unit`)."""
+    return data.rate_unit * v.pool_rate[k]
+
+
 def define_served_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
     """One pool (line configuration, or datacenter over RDMA) carries the whole served rate:
     sum_k pool_k = 1;  rate = sum_k rate_k;  rate_k <= ceiling * pool_k."""
     model += pulp.lpSum(v.pool.values()) == 1, "one-pool"
     model += v.rate == pulp.lpSum(v.pool_rate.values()), "served-rate"
     for k in v.pool:
-        model += v.pool_rate[k] <= data.rate_ceiling * v.pool[k], f"pool-rate-{k}"
+        model += v.pool_rate[k] <= data.rate_ceiling / data.rate_unit * v.pool[k], f"pool-rate-{k}"
 
 
 def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -156,7 +168,7 @@ def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variabl
             for (c, n), z in v.prefill.items()
             if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
         )
-        model += supply + v.slack_of("prefill-capacity") >= v.pool_rate[k], f"prefill-capacity-{k}"
+        model += supply + v.slack_of("prefill-capacity") >= pool_rps(data, v, k), f"prefill-capacity-{k}"
     for (c, n), z in v.prefill.items():
         home = [k for k in v.pool if data.pool_location(k)[0] == data.prefill[c].datacenter]
         model += z <= pulp.lpSum(v.pool[k] for k in home), f"prefill-location-{c}-{n}"
@@ -169,7 +181,7 @@ def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variable
     the pool's decode datacenter."""
     model += pulp.lpSum(v.decode_pick.values()) == 1, "one-decode-kind"
     supply = pulp.lpSum(data.decode[d].requests_per_s * count for d, count in v.decode_count.items())
-    demand = pulp.lpSum(data.pools[k].md_load_fraction * v.pool_rate[k] for k in v.pool)
+    demand = pulp.lpSum(data.pools[k].md_load_fraction * pool_rps(data, v, k) for k in v.pool)
     model += supply + v.slack_of("decode-capacity") >= demand, "decode-capacity"
     for d, count in v.decode_count.items():
         candidate = data.decode[d].candidate
@@ -189,7 +201,7 @@ def define_decode_memory(model: pulp.LpProblem, data: ProblemData, v: Variables)
         need = pulp.lpSum(
             cap.memory_per_rps(data.pools[k].md_load_fraction * mean_output, data.drc_bytes_per_rps)
             / 1e9
-            * v.pool_rate[k]
+            * pool_rps(data, v, k)
             for k in v.pool
         )
         supply = cap.memory_bytes / 1e9 * count
@@ -201,7 +213,7 @@ def define_wan_bandwidth(model: pulp.LpProblem, data: ProblemData, v: Variables)
     for k, load in enumerate(data.pools):
         if load.line is None:
             continue
-        model += v.pool_rate[k] <= load.max_rate * v.pool[k] + v.slack_of("wan-bandwidth"), f"wan-bandwidth-{k}"
+        model += pool_rps(data, v, k) <= load.max_rate * v.pool[k] + v.slack_of("wan-bandwidth"), f"wan-bandwidth-{k}"
 
 
 def define_inventory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -249,13 +261,14 @@ def define_budget(model: pulp.LpProblem, data: ProblemData, v: Variables) -> Non
 def define_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
     """Served rate: exactly the target (`--rate`); else at most the offered rate and, for BCR, at
     least `min_served_fraction` of it (1 by default: serve the whole workload)."""
+    unit = data.rate_unit
     if data.mode == "rate":
         assert data.target_rate is not None
-        model += v.rate == data.target_rate, "target-rate"
+        model += v.rate == data.target_rate / unit, "target-rate"
         return
-    model += v.rate <= data.rate_ceiling, "offered-rate"
+    model += v.rate <= data.rate_ceiling / unit, "offered-rate"
     if data.mode == "bcr" and data.min_served_fraction > 0:
-        model += v.rate >= data.min_served_fraction * data.rate_ceiling, "min-served-rate"
+        model += v.rate >= data.min_served_fraction * data.rate_ceiling / unit, "min-served-rate"
 
 
 ELASTIC_PENALTY = 1e6
@@ -263,7 +276,8 @@ ELASTIC_PENALTY = 1e6
 
 def define_objective(model: pulp.LpProblem, data: ProblemData, v: Variables, bcr_price: float) -> None:
     """bcr: maximize rate - q * cost (one Dinkelbach step at ratio q); rate: minimize cost;
-    budget: maximize rate (cost as a tie-breaker). Slack (elastic diagnosis) is penalized."""
+    budget: maximize rate (1e-6 req/s per $/h of cost as a tie-breaker). Slack (elastic diagnosis) is
+    penalized. Rate objectives are divided by `data.rate_unit`, as the rate variables are."""
     cost = cost_expression(data, v)
     penalty = ELASTIC_PENALTY * pulp.lpSum(data.slack_weights.get(name, 1.0) * s for name, s in v.slack.items())
     if data.mode == "rate":
@@ -271,10 +285,10 @@ def define_objective(model: pulp.LpProblem, data: ProblemData, v: Variables, bcr
         model.setObjective(cost + penalty)
     elif data.mode == "budget":
         model.sense = pulp.LpMaximize
-        model.setObjective(v.rate - 1e-6 * cost - penalty)
+        model.setObjective(v.rate - 1e-6 / data.rate_unit * cost - penalty)
     else:
         model.sense = pulp.LpMaximize
-        model.setObjective(v.rate - bcr_price * cost - penalty)
+        model.setObjective(v.rate - bcr_price / data.rate_unit * cost - penalty)
 
 
 def build(data: ProblemData, bcr_price: float = 0.0) -> tuple[pulp.LpProblem, Variables]:
@@ -322,7 +336,7 @@ def read_solution(data: ProblemData, v: Variables) -> Solution:
         decode=(decode, round(v.decode_count[decode].value() or 0)),
         relay=relay,
         pool=pool,
-        rate=float(v.rate.value() or 0.0),
+        rate=data.rate_unit * float(v.rate.value() or 0.0),
         cost_per_hour=float(pulp.value(cost_expression(data, v)) or 0.0),
         slack={name: float(pulp.value(var) or 0.0) for name, var in v.slack.items()},
         inventory_short={key: float(var.value() or 0.0) for key, var in v.inventory_slack.items()},

@@ -279,9 +279,10 @@ def solve_bcr(
     Starting from a ratio another feasible plan already achieved (`start_ratio`) skips the first
     iterations; if no plan beats it, the loop restarts from 0 so a solution is always returned.
     """
+    nothing = 1e-9 * data.rate_ceiling  # a served rate this small serves nothing (relative: rates may be tiny)
     if data.mode != "bcr":
         solution = solve_program(data, options)
-        if solution is None or solution.rate <= 1e-9:  # budget mode: the budget buys nothing that serves
+        if solution is None or solution.rate <= nothing:  # budget mode: the budget buys nothing that serves
             return None, 1
         return solution, 1
     solves = 0
@@ -292,7 +293,7 @@ def solve_bcr(
         solves += 1
         if solution is None:
             return best, solves
-        if solution.rate <= 1e-9 or solution.cost_per_hour <= 0:
+        if solution.rate <= nothing or solution.cost_per_hour <= 0:
             if best is None and ratio > 0:
                 ratio = 0.0
                 continue
