@@ -571,10 +571,19 @@ def optimize(
     if output_plan is not None and best is not None and best.plan is not None:
         output.diagnostics().print(f"wrote the best plan to {output_plan}")
     if best is None:
-        reasons = "; ".join(
-            f"{r.name}: " + "; ".join(item["message"] for item in r.infeasibility) for r in report.results
-        )
-        raise InfeasibleError(f"no architecture meets the constraints. {reasons}")
+        raise InfeasibleError(f"no architecture meets the constraints. {_reasons(report.results)}")
+
+
+def _reasons(results: Any) -> str:
+    """Why each architecture failed, one clause per distinct reason naming the architectures it
+    stops ("pd-intra, pdd: ..."), so a reason they share is said once."""
+    by_reason: dict[str, list[str]] = {}
+    for r in results:
+        reason = "; ".join(dict.fromkeys(item["message"] for item in r.infeasibility)) or "no feasible plan"
+        by_reason.setdefault(reason, []).append(r.name)
+    if len(by_reason) == 1 and len(results) > 1:
+        return f"all architectures: {next(iter(by_reason))}"
+    return "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
 
 
 # -- CI gate -------------------------------------------------------------------------------------

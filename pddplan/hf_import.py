@@ -6,6 +6,7 @@ known shape (GQA, MLA, MoE, sliding window, Gated DeltaNet hybrid) imports witho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -106,7 +107,25 @@ def architecture_from_hf_config(
         problem = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in problem["loc"]) or "config"
         message = str(problem["msg"]).removeprefix("Value error, ")
-        raise InputError(f"{source}: {where}: {message}") from None
+        value = problem.get("input")
+        if where != "config" and not isinstance(value, dict | list):
+            message = f"{message} (got {value!r})"
+        raise InputError(_in_config_names(f"{source}: {where}: {message}")) from None
+
+
+# pddplan's field name -> the config.json key it was read from, so errors name what the user wrote
+CONFIG_NAMES = {
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads",
+}
+
+
+def _in_config_names(text: str) -> str:
+    """`text` with pddplan's field names replaced by the config.json keys they come from."""
+    for ours, theirs in CONFIG_NAMES.items():
+        text = re.sub(rf"\b{ours}\b", theirs, text)
+    return text
 
 
 def _mla(cfg: _Config) -> MlaSpec | None:

@@ -135,31 +135,62 @@ def load(model: type[ModelT], path: Path) -> ModelT:
 
 
 def describe_validation_error(exc: ValidationError, model: type[BaseModel], data: Any, source: str) -> str:
-    """One line for the first error: file, field path, offending value, what was expected."""
+    """One line for the first error: file, field path, offending value, what was expected; the
+    second error, if any, said briefly after it."""
     # A misspelt key shows up twice: as an unknown key and as the missing one. The typo explains
     # both, so unknown keys come first.
     errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
-    first = errors[0]
-    loc = tuple(first["loc"])
-    path = _dotted(loc)
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    if first["type"] == "extra_forbidden":
+    first = _describe(errors[0], model, data)
+    if len(errors) == 1:
+        return f"{source}: {first}"
+    rest = f"; and {len(errors) - 2} more" if len(errors) > 2 else ""
+    return f"{source}: {first} (also {_describe(errors[1], model, data)}{rest})"
+
+
+def _describe(error: Any, model: type[BaseModel], data: Any) -> str:
+    """`path = value: what is wrong` for one pydantic error, with the path as the file writes it."""
+    loc = tuple(error["loc"])
+    shown = _as_written(data, loc)
+    path = _dotted(shown)
+    if error["type"] == "extra_forbidden":
         key = str(loc[-1])
         known = _fields_at(model, loc[:-1])
         guess = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"; did you mean '{guess[0]}'?" if guess else (f"; expected one of: {', '.join(known)}" if known else "")
-        return f"{source}: {path}: unknown field{hint}{more}"
-    if first["type"] == "missing":
-        return f"{source}: {path}: required field is missing{more}"
-    # the value in the file: the error's own input when it is one number or string (the path can
-    # hold a union's tag, e.g. prompt_tokens.fixed.tokens, that the data does not), else looked up
-    given = first.get("input")
-    value = given if isinstance(given, int | float | str | bool) else _value_at(data, loc)
-    message = str(first["msg"])
-    if message.startswith("Value error, "):
-        message = message[len("Value error, ") :]
-    where = f"{path} = {_show(value)}" if path else "top level"
-    return f"{source}: {where}: {message}{more}"
+        return f"{path}: unknown field{hint}"
+    if error["type"] == "missing":
+        return f"{path}: required field is missing"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    # the value in the file: the error's own input when it is one number or string, else looked
+    # up; a check across fields (min above max) is about a mapping, shown by its path alone
+    given = error.get("input")
+    value = given if isinstance(given, int | float | str | bool) else _value_at(data, shown)
+    if not path:
+        return f"top level: {message}"
+    if isinstance(value, Mapping):
+        return f"{path}: {message}"
+    return f"{path} = {_show(value)}: {message}"
+
+
+def _as_written(data: Any, loc: Sequence[Any]) -> tuple[Any, ...]:
+    """`loc` without the tags pydantic adds for a discriminated union (`prompt_tokens.fixed.tokens`
+    is `prompt_tokens.tokens` in the file, whose `kind: fixed` picked the member)."""
+    out: list[Any] = []
+    current = data
+    for part in loc:
+        if (
+            isinstance(current, Mapping)
+            and isinstance(part, str)
+            and part not in current
+            and current.get("kind") == part
+        ):
+            continue
+        out.append(part)
+        try:
+            current = current[part]
+        except (KeyError, IndexError, TypeError):
+            current = None
+    return tuple(out)
 
 
 def _dotted(loc: Sequence[Any]) -> str:

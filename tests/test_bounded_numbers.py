@@ -19,7 +19,7 @@ SMALL_WORKLOAD = str(ROOT / "tests" / "data" / "plans" / "small-workload.yaml")
 @pytest.mark.parametrize(
     ("old", "new", "fragment"),
     [
-        ("tokens: 64512}", "tokens: 1000000000000000}", "prompt_tokens.fixed.tokens = 1000000000000000"),
+        ("tokens: 64512}", "tokens: 1000000000000000}", "prompt_tokens.tokens = 1000000000000000"),
         ("tokens: 64512}", "tokens: 10000001}", "less than or equal to 10000000"),
         ("  chunk_tokens: 8192\n", "  chunk_tokens: 1\n", "serving.chunk_tokens = 1"),
         ("correlation_s: 10, step_s: 1}", "correlation_s: 10, step_s: 1.0e-9}", "step_s = 1e-09"),
@@ -46,7 +46,7 @@ def test_a_histogram_of_a_million_bins_is_refused(cli: object, tmp_path: Path) -
         ),
         encoding="utf-8",
     )
-    one_error_line(cli("workloads", "show", str(path)), "prompt_tokens.histogram.bins", "at most 1000")  # type: ignore[operator]
+    one_error_line(cli("workloads", "show", str(path)), "prompt_tokens.bins", "at most 1000")  # type: ignore[operator]
 
 
 def test_tp_options_may_not_be_empty(cli: object, tmp_path: Path) -> None:

@@ -178,7 +178,7 @@ def test_misspelled_required_key_is_reported_as_the_typo() -> None:
     data = good_workload()
     data["arival"] = data.pop("arrival")
     assert message(Workload, data, "w.yaml") == (
-        "w.yaml: arival: unknown field; did you mean 'arrival'? (and 1 more problem)"
+        "w.yaml: arival: unknown field; did you mean 'arrival'? (also arrival: required field is missing)"
     )
 
 
@@ -254,9 +254,7 @@ def test_negative_wan_bandwidth() -> None:
 def test_negative_memory_bandwidth_figure() -> None:
     data = good_profile()
     data["memory"]["hbm_tb_per_s"]["value"] = -3.35
-    assert message(HardwareProfile, data, "h.yaml") == (
-        'h.yaml: memory.hbm_tb_per_s = {"value": -3.35, "source": "klockwood-h100"}: must be >= 0, got -3.35'
-    )
+    assert message(HardwareProfile, data, "h.yaml") == ("h.yaml: memory.hbm_tb_per_s: must be >= 0, got -3.35")
 
 
 def test_hit_rate_above_one() -> None:
@@ -273,28 +271,26 @@ def test_more_problems_are_counted() -> None:
     assert message(Workload, data, "w.yaml") == "w.yaml: arrival.rate_rps = -1: Input should be greater than 0"
     data["sla"]["ttft_p90_s"] = -1
     assert message(Workload, data, "w.yaml") == (
-        "w.yaml: arrival.rate_rps = -1: Input should be greater than 0 (and 1 more problem)"
+        "w.yaml: arrival.rate_rps = -1: Input should be greater than 0 "
+        "(also sla.ttft_p90_s = -1: Input should be greater than 0)"
     )
     data["deployment"]["wan_lines"][0]["capacity_gbps"] = -1
     data["serving"]["chunk_tokens"] = 0
     assert message(Workload, data, "w.yaml") == (
-        "w.yaml: arrival.rate_rps = -1: Input should be greater than 0 (and 3 more problems)"
+        "w.yaml: arrival.rate_rps = -1: Input should be greater than 0 "
+        "(also sla.ttft_p90_s = -1: Input should be greater than 0; and 2 more)"
     )
 
 
 def test_long_values_are_shortened() -> None:
     data = good_workload()
-    data["hit_rate"]["article_shares"] = [0.1] * 7  # sums to 0.7
+    data["hit_rate"]["article_shares"] = [0.1] * 7  # sums to 0.7: a check across a mapping shows no value
+    assert message(Workload, data, "w.yaml") == "w.yaml: hit_rate: bucket shares sum to 0.7, expected 1"
+    data = good_workload()
+    data["arrival"]["rate_rps"] = "x" * 200
     msg = message(Workload, data, "w.yaml")
-    assert msg == (
-        'w.yaml: hit_rate = {"article_shares": [0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]}: '
-        "bucket shares sum to 0.7, expected 1"
-    )
-    data["hit_rate"] = {"buckets": [{"low": 0.0, "high": 0.5, "share": 0.5}, {"low": 0.5, "high": 1.0, "share": 0.4}]}
-    msg = message(Workload, data, "w.yaml")
-    shown = msg.split(" = ", 1)[1].split(": bucket shares", 1)[0]
+    shown = msg.split(" = ", 1)[1].split(": Input should", 1)[0]
     assert len(shown) == 60 and shown.endswith("...")
-    assert msg.endswith(": bucket shares sum to 0.9, expected 1")
 
 
 def test_model_level_error_at_top_level() -> None:
@@ -318,7 +314,8 @@ def test_describe_validation_error_directly() -> None:
     with pytest.raises(ValidationError) as info:
         _Small.model_validate(data)
     assert describe_validation_error(info.value, _Small, data, "src") == (
-        "src: count = -1: Input should be greater than or equal to 0 (and 1 more problem)"
+        "src: count = -1: Input should be greater than or equal to 0 "
+        "(also ratio = 2.0: Input should be less than or equal to 1)"
     )
 
 

@@ -176,8 +176,7 @@ def test_profile_with_null_figure_and_cited_source_is_rejected() -> None:
     data = copy.deepcopy(read_data(ROOT / "hardware_profiles" / "h100-sxm.yaml"))
     data["memory"]["hbm_tb_per_s"]["value"] = None
     assert error(HardwareProfile, data, "h.yaml") == (
-        'h.yaml: memory.hbm_tb_per_s = {"value": null, "source": "klockwood-h100"}: '
-        "a figure with value null must have a source starting with 'unknown:'"
+        "h.yaml: memory.hbm_tb_per_s: a figure with value null must have a source starting with 'unknown:'"
     )
 
 
@@ -416,7 +415,7 @@ def test_poisson_with_another_cv_is_rejected() -> None:
     data = workload_data()
     data["arrival"]["cv"] = 2.0
     msg = error(Workload, data, "w.yaml")
-    assert msg.startswith("w.yaml: arrival = ")
+    assert msg.startswith("w.yaml: arrival: ")
     assert msg.endswith(": a poisson process has cv 1; use process: gamma for another cv")
     data["arrival"]["process"] = "gamma"
     assert validate(Workload, data, "w.yaml").arrival.cv == 2.0
@@ -426,7 +425,7 @@ def test_wan_line_to_an_unknown_datacenter() -> None:
     data = workload_data()
     data["deployment"]["wan_lines"][0]["between"] = ["dc-a", "dc-c"]
     msg = error(Workload, data, "w.yaml")
-    assert msg.startswith("w.yaml: deployment = ")
+    assert msg.startswith("w.yaml: deployment: ")
     assert msg.endswith(": wan_lines[0].between names 'dc-c', not a datacenter (dc-a, dc-b)")
 
 
@@ -452,7 +451,7 @@ def test_duplicate_gpu_type_in_a_datacenter() -> None:
     data = workload_data()
     data["deployment"]["datacenters"][0]["gpus"].append({"type": "gpu-a", "max_count": 8})
     msg = error(Workload, data, "w.yaml")
-    assert msg.startswith("w.yaml: deployment.datacenters[0] = ")
+    assert msg.startswith("w.yaml: deployment.datacenters[0]: ")
     assert msg.endswith(": a GPU type is listed twice: ['gpu-a', 'gpu-a']")
 
 
@@ -468,10 +467,7 @@ def test_ttft_p99_below_p90_is_rejected() -> None:
     data = workload_data()
     data["sla"]["ttft_p99_s"] = 5.0
     msg = error(Workload, data, "w.yaml")
-    assert msg == (
-        'w.yaml: sla = {"ttft_p90_s": 10.0, "ttft_p99_s": 5.0, "tpot_p90_s": 0.1}: '
-        "ttft_p99_s (5.0) is below ttft_p90_s (10.0)"
-    )
+    assert msg == ("w.yaml: sla: ttft_p99_s (5.0) is below ttft_p90_s (10.0)")
     data["sla"]["ttft_p99_s"] = 10.0  # equal is allowed
     validate(Workload, data, "w.yaml")
 
@@ -480,7 +476,7 @@ def test_cached_price_above_input_price_is_rejected() -> None:
     data = workload_data()
     data["prices"]["cached_input_usd_per_mtok"] = 0.3
     msg = error(Workload, data, "w.yaml")
-    assert msg.startswith("w.yaml: prices = ")
+    assert msg.startswith("w.yaml: prices: ")
     assert msg.endswith(": cached_input_usd_per_mtok exceeds input_usd_per_mtok")
 
 

@@ -236,13 +236,16 @@ def optimize_architecture(
     setup = build_setup(inputs, architecture, ceiling)
     result = ArchitectureResult(name=architecture, feasible=False)
     if not setup.candidates:
-        result.infeasibility = [
-            {
-                "constraint": "memory",
-                "message": f"model '{setup.model.name}' fits no offered GPU "
-                f"at any TP degree; offer larger GPUs or more GPUs per instance",
-            }
-        ]
+        offered = sum(offer.max_count for dc in workload.deployment.datacenters for offer in dc.gpus)
+        if offered == 0:
+            message = "no GPUs are offered: every deployment.datacenters[*].gpus[*].max_count is 0"
+            result.infeasibility = [{"constraint": "inventory", "message": message}]
+        else:
+            message = (
+                f"model '{setup.model.name}' fits no offered GPU at any TP degree; "
+                "offer larger GPUs or more GPUs per instance"
+            )
+            result.infeasibility = [{"constraint": "memory", "message": message}]
         return result
     unavailable = setup.architecture.why_unavailable(workload, len(setup.lines))
     if unavailable is not None:

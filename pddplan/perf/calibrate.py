@@ -194,7 +194,28 @@ def read_measurements(path: Path) -> list[Measurement]:
                 measured_kind=measured_kind,
             )
         )
+    _check_names(out, path)
     return out
+
+
+def _check_names(rows: list[Measurement], path: Path) -> None:
+    """Every row's GPU, model and weight dtype exist; InputError naming the file and the first line
+    that uses a bad one (not "unknown GPU" later, with no file or line)."""
+    checked: set[tuple[str, str]] = set()
+    for m in rows:
+        for column, value in (("gpu", m.gpu), ("model", m.model), ("weight_dtype", m.weight_dtype)):
+            if (column, value) in checked:
+                continue
+            checked.add((column, value))
+            try:
+                if column == "gpu":
+                    load_hardware(value)
+                elif column == "model":
+                    load_model(value)
+                elif value and value not in ("bf16", "fp8", "fp4"):
+                    raise InputError("expected bf16, fp8 or fp4")
+            except InputError as exc:
+                raise InputError(f"{path}: line {m.line}: {column} = {value!r}: {exc}") from None
 
 
 def _model_for(m: Measurement, cache: dict[tuple[str, str, str], ModelArchitecture]) -> ModelArchitecture:
@@ -202,7 +223,7 @@ def _model_for(m: Measurement, cache: dict[tuple[str, str, str], ModelArchitectu
     if key not in cache:
         model = load_model(m.model, m.kv_dtype or None)  # type: ignore[arg-type]
         if m.weight_dtype:
-            if m.weight_dtype not in ("bf16", "fp8", "fp4"):
+            if m.weight_dtype not in ("bf16", "fp8", "fp4"):  # read_measurements checked the file's rows
                 raise InputError(f"line {m.line}: weight_dtype = {m.weight_dtype!r}: expected bf16, fp8 or fp4")
             model = model.model_copy(update={"weight_dtype": m.weight_dtype, "expert_weight_dtype": None})
         cache[key] = model
