@@ -27,7 +27,7 @@ def pddplan(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
     ("args", "fragments"),
     [
         (["optimize", "--bogus"], ["No such option: --bogus", "(see pddplan optimize --help)"]),
-        (["optimize"], ["Missing argument 'workload'", "(see pddplan optimize --help)"]),
+        (["optimize"], ["Missing argument", "(see pddplan optimize --help)"]),
         (["--bogus"], ["No such option: --bogus", "(see pddplan --help)"]),
         (["bogus"], ["No such command 'bogus'", "(see pddplan --help)"]),
         (["simulate", "pdd-agent-64k", "--requests", "abc"], ["'--requests'", "(see pddplan simulate --help)"]),

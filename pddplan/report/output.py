@@ -29,10 +29,28 @@ def diagnostics() -> Console:
 def progress_bar() -> Any:
     """A transient progress bar on stderr, shown only when stderr is a terminal (a CI log or a
     pipe gets no bar and no stray blank line)."""
+    console = diagnostics()
+    if not console.is_terminal:  # not even a disabled rich Progress: older rich prints a newline
+        return _NoProgress()
     from rich.progress import Progress
 
-    console = diagnostics()
-    return Progress(console=console, transient=True, disable=not console.is_terminal)
+    return Progress(console=console, transient=True)
+
+
+class _NoProgress:
+    """The part of rich's Progress the commands use, doing nothing."""
+
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, description: str, total: float | None = None) -> int:
+        return 0
+
+    def update(self, task: int, completed: float | None = None) -> None:
+        return None
 
 
 def _console(stderr: bool) -> Console:
