@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 
 
-def from_folder(base_dir: Path | None, name_or_path: str, catalog_names: Any) -> str:
+def from_folder(base_dir: Path | None, name_or_path: str, catalog_names: Container[str]) -> str:
     """Where a name or path written in a file points: catalog names stay names; a relative file
     path is read from `base_dir` (the folder of the file that wrote it), never the working
     directory. With no `base_dir` (a command-line flag), the path is taken as given."""
