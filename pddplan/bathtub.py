@@ -33,9 +33,9 @@ import numpy as np
 
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
-from pddplan.errors import InfeasibleError, InputError
+from pddplan.errors import InfeasibleError
 from pddplan.input_set import InputSet, load_input_set
-from pddplan.limits import check_points
+from pddplan.limits import check_chunk, check_points
 from pddplan.optimize.sizing import Shape, choose_shape, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
 from pddplan.specs.plan import ArchitectureName, Plan
@@ -169,8 +169,8 @@ def bathtub(
     """Sweep the hit rate from 0 to 1 in `options.points` steps; see the module docstring."""
     mode, points, chunk_tokens = options.mode, options.points, options.chunk_tokens
     check_points(points)
-    if chunk_tokens is not None and chunk_tokens < 1:
-        raise InputError(f"--chunk = {chunk_tokens}: must be at least 1")
+    if chunk_tokens is not None:
+        check_chunk(chunk_tokens)
     chunk = chunk_tokens or workload.serving.chunk_tokens
     nominal = at_hit(workload, workload.hit_rate.mean(), "shift", chunk_tokens) if chunk_tokens else workload
     hits = np.linspace(0.0, 1.0, points)

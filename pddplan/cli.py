@@ -25,6 +25,8 @@ class _Group(TyperGroup):
     and its exit code, never a traceback."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # the command line as given, so that a usage error can quote the value it refused
+        ctx.meta.setdefault(_ARGS_KEY, list(args))
         with _one_line_usage_errors():
             return list(super().parse_args(ctx, args))
 
@@ -66,8 +68,30 @@ def _one_line_usage_errors() -> Iterator[None]:
     except UsageError as exc:
         command = exc.ctx.command_path if exc.ctx is not None else "pddplan"
         message = " ".join(exc.format_message().split())
+        given = _value_given(exc)
+        if given is not None and given not in message:
+            message += f" (got {given!r})"  # newer typer versions leave the value out
         typer.echo(f"error: {message} (see {command} --help)", err=True)
         raise typer.Exit(2) from None
+
+
+_ARGS_KEY = "pddplan.args"
+
+
+def _value_given(exc: Any) -> str | None:
+    """The text the user gave for the option a usage error refused (`--rate abc` or
+    `--rate=abc`), when the error is about one option's value."""
+    param, ctx = getattr(exc, "param", None), exc.ctx
+    if param is None or ctx is None:
+        return None
+    args: list[str] = ctx.meta.get(_ARGS_KEY, [])
+    for option in getattr(param, "opts", []):
+        for index, arg in enumerate(args):
+            if arg == option and index + 1 < len(args):
+                return args[index + 1]
+            if arg.startswith(option + "="):
+                return arg[len(option) + 1 :]
+    return None
 
 
 def _silence_stdout() -> None:
@@ -432,13 +456,13 @@ def evaluate(
     json_out: JsonFlag = False,
 ) -> None:
     """Closed-form TTFT/TPOT percentiles, goodput, cost and BCR of a plan, and its capacity view."""
-    from pddplan.errors import InputError
     from pddplan.evaluate.analytic import evaluate as run
+    from pddplan.evaluate.capacity_view import capacity_view
+    from pddplan.limits import check_rate
     from pddplan.report import output, plan_tables
 
-    if rate is not None and not 0 < rate < math.inf:
-        raise InputError(f"--rate = {rate}: must be a finite number > 0")
-    from pddplan.evaluate.capacity_view import capacity_view
+    if rate is not None:
+        check_rate(rate)
 
     scenario = _scenario(plan, workload)
     result = run(scenario, rate).to_dict()
@@ -511,6 +535,7 @@ def optimize(
     the baselines; exit 3 with the binding constraint when nothing is feasible."""
     from pddplan.errors import InfeasibleError, InputError
     from pddplan.inputs import load_workload, workload_dir
+    from pddplan.limits import check_budget, check_rate, check_time_limit
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.optimize.run import optimize as run
     from pddplan.optimize.solver import SolverOptions
@@ -518,12 +543,12 @@ def optimize(
 
     if rate is not None and budget is not None:
         raise InputError("give --rate or --budget, not both")
-    if rate is not None and not 0 < rate < math.inf:
-        raise InputError(f"--rate = {rate}: must be a finite number > 0")
-    if budget is not None and not 0 < budget < math.inf:
-        raise InputError(f"--budget = {budget}: must be a finite number > 0")
-    if time_limit is not None and not time_limit > 0:
-        raise InputError(f"--time-limit = {time_limit}: must be > 0")
+    if rate is not None:
+        check_rate(rate)
+    if budget is not None:
+        check_budget(budget)
+    if time_limit is not None:
+        check_time_limit(time_limit)
     if not 0 <= mip_gap < 1:
         raise InputError(f"--mip-gap = {mip_gap}: must be in [0, 1)")
     if solver not in ("highs", "cbc"):
@@ -775,14 +800,13 @@ def sweep(
 
     from pddplan import catalog
     from pddplan import sweep as sweeping
-    from pddplan.errors import InputError
+    from pddplan.limits import check_jobs
     from pddplan.loading import write_atomic
     from pddplan.report import output, sweep_report
     from pddplan.report.charts import terminal
 
     names = _architecture_names(architecture)
-    if jobs < 1:
-        raise InputError(f"--jobs = {jobs}: must be at least 1")
+    check_jobs(jobs)
     points_values = sweeping.parse_values(values, span)
     path = catalog.resolve("workloads", workload, "workload")
     console = output.results()

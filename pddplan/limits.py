@@ -44,3 +44,52 @@ def check_points(points: int, flag: str = "--points") -> None:
     """3 <= points <= MAX_POINTS."""
     if not 3 <= points <= MAX_POINTS:
         raise InputError(f"{flag} = {points}: must be between 3 and {MAX_POINTS:,}")
+
+
+#: a token count (prompt, context, step): no model's context comes near 10 million tokens
+MAX_TOKENS = 10_000_000
+#: a chunked-prefill budget: fewer than 16 tokens per step is not an engine (as the workload's field)
+MIN_CHUNK_TOKENS = 16
+#: GPUs in one model instance: 100,000 is beyond any scale-up or scale-out domain a model spans
+MAX_GPUS_PER_INSTANCE = 100_000
+#: parallel workers: more than a thousand processes on one machine is a typo
+MAX_JOBS = 1024
+#: a solver time limit: a day per solve is beyond any planning loop
+MAX_SOLVE_S = 86_400.0
+#: a budget in $/hour: a billion is beyond any deployment (the specs bound prices the same way)
+MAX_BUDGET_USD_PER_HOUR = 1e9
+
+
+def check_tokens(tokens: int, flag: str, least: int = 1) -> None:
+    """least <= tokens <= MAX_TOKENS."""
+    if not least <= tokens <= MAX_TOKENS:
+        raise InputError(f"{flag} = {tokens}: must be between {least} and {MAX_TOKENS:,} tokens")
+
+
+def check_chunk(chunk_tokens: int, flag: str = "--chunk") -> None:
+    """MIN_CHUNK_TOKENS <= chunk <= MAX_TOKENS."""
+    check_tokens(chunk_tokens, flag, MIN_CHUNK_TOKENS)
+
+
+def check_jobs(jobs: int, flag: str = "--jobs") -> None:
+    """1 <= jobs <= MAX_JOBS."""
+    if not 1 <= jobs <= MAX_JOBS:
+        raise InputError(f"{flag} = {jobs}: must be between 1 and {MAX_JOBS:,}")
+
+
+def check_time_limit(seconds: float, flag: str = "--time-limit") -> None:
+    """0 < seconds <= MAX_SOLVE_S, finite."""
+    if not 0 < seconds <= MAX_SOLVE_S:  # False for NaN too
+        raise InputError(f"{flag} = {seconds}: must be above 0 and at most {MAX_SOLVE_S:g} s")
+
+
+def check_budget(usd_per_hour: float, flag: str = "--budget") -> None:
+    """0 < budget <= MAX_BUDGET_USD_PER_HOUR, finite."""
+    if not 0 < usd_per_hour <= MAX_BUDGET_USD_PER_HOUR:  # False for NaN too
+        raise InputError(f"{flag} = {usd_per_hour}: must be above 0 and at most {MAX_BUDGET_USD_PER_HOUR:g} $/hour")
+
+
+def check_gpus_per_instance(gpus: int, flag: str = "--tp") -> None:
+    """1 <= gpus <= MAX_GPUS_PER_INSTANCE."""
+    if not 1 <= gpus <= MAX_GPUS_PER_INSTANCE:
+        raise InputError(f"{flag} = {gpus}: must be between 1 and {MAX_GPUS_PER_INSTANCE:,} GPUs")

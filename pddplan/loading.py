@@ -97,11 +97,12 @@ def check_readable(path: Path, max_bytes: int = MAX_INPUT_BYTES) -> None:
         raise InputError(f"{path}: {info.st_size:,} bytes, more than the {max_bytes:,} an input file may have")
 
 
-def read_data(path: Path) -> Any:
-    """Read and parse a YAML or JSON file into plain Python data (a regular file only)."""
+def read_text(path: Path) -> str:
+    """The UTF-8 text of a regular file of at most MAX_INPUT_BYTES; one-line InputError otherwise
+    (missing, a directory, a device, a pipe, too large, binary)."""
     check_readable(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -110,12 +111,20 @@ def read_data(path: Path) -> Any:
         raise InputError(f"{path}: not a UTF-8 text file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def read_data(path: Path) -> Any:
+    """Read and parse a YAML or JSON file into plain Python data (a regular file only)."""
+    text = read_text(path)
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     return parse_text(text, str(path))
+
+
+_NAMES_ITS_FIELD = re.compile(r"^[a-z_][\w.\[\]-]* = ")
 
 
 def validate(model: type[ModelT], data: Any, source: str) -> ModelT:
@@ -166,7 +175,8 @@ def _describe(error: Any, model: type[BaseModel], data: Any) -> str:
     given = error.get("input")
     value = given if isinstance(given, int | float | str | bool) else _value_at(data, shown)
     if not path:
-        return f"top level: {message}"
+        # a whole-file check that names its own field (`memory.hbm_gb.value = 1e+300: ...`)
+        return message if _NAMES_ITS_FIELD.match(message) else f"top level: {message}"
     if isinstance(value, Mapping):
         return f"{path}: {message}"
     return f"{path} = {_show(value)}: {message}"

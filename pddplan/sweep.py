@@ -32,6 +32,14 @@ if TYPE_CHECKING:
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
 
 
+def _like(old: Any, value: float) -> Any:
+    """`value` as an int where the field held an int and the value is a whole number a float
+    holds exactly (|v| <= 2^53); else the float, so that an error shows `1e+300`, not 301 digits."""
+    if isinstance(old, int) and float(value).is_integer() and abs(value) <= 2**53:
+        return int(value)
+    return value
+
+
 def set_path(data: dict[str, Any], path: str, value: float) -> dict[str, Any]:
     """A deep copy of `data` with the field at `path` set to `value` (ints stay ints)."""
     out = copy.deepcopy(data)
@@ -47,7 +55,7 @@ def set_path(data: dict[str, Any], path: str, value: float) -> dict[str, Any]:
             raise InputError(f"--param {path!r}: no field {key!r} at {'.'.join(parts[:depth]) or 'the top'}")
         if last:
             old = current.get(key)
-            current[key] = int(value) if isinstance(old, int) and float(value).is_integer() else value
+            current[key] = _like(old, value)
             return out
         current = current[key]
         for position, index in enumerate(indexes):
@@ -55,7 +63,7 @@ def set_path(data: dict[str, Any], path: str, value: float) -> dict[str, Any]:
                 raise InputError(f"--param {path!r}: {key} has no item [{index}]")
             if depth == len(parts) - 1 and position == len(indexes) - 1:
                 old = current[index]
-                current[index] = int(value) if isinstance(old, int) and float(value).is_integer() else value
+                current[index] = _like(old, value)
                 return out
             current = current[index]
     return out

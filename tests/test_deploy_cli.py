@@ -297,7 +297,7 @@ def test_infinite_rate_is_one_error_line(cli: Any) -> None:
     """Guards evaluate's --rate check: `--rate inf` passes `> 0` but is no rate; it must be exit 2
     with one error line, not an evaluation at an infinite rate."""
     line = one_error_line(cli("evaluate", SMALL_PDD, SMALL_WORKLOAD, "--rate", "inf", "--json"))
-    assert "--rate = inf: must be a finite number > 0" in line
+    assert "--rate = inf: must be above 0 and at most" in line
 
 
 @pytest.mark.parametrize(

@@ -242,12 +242,12 @@ def test_cli_estimate_bad_combinations(cli: Any, args: list[str], fragments: lis
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["--prefill", "100", "--chunk", "0"], "--chunk = 0: must be at least 1"),
-        (["--decode-batch", "-3", "--context", "100"], "--decode-batch = -3: must be at least 1"),
-        (["--prefill", "100", "--cached", "-1"], "--cached = -1: must be at least 0"),
-        (["--decode-batch", "4", "--context", "-5"], "--context = -5: must be at least 0"),
-        (["--extend", "0", "--context", "100"], "--extend = 0: must be at least 1"),
-        (["--prefill", "0"], "--prefill = 0: must be at least 1"),
+        (["--prefill", "100", "--chunk", "0"], "--chunk = 0: must be between 16 and"),
+        (["--decode-batch", "-3", "--context", "100"], "--decode-batch = -3: must be between 1 and"),
+        (["--prefill", "100", "--cached", "-1"], "--cached = -1: must be between 0 and"),
+        (["--decode-batch", "4", "--context", "-5"], "--context = -5: must be between 0 and"),
+        (["--extend", "0", "--context", "100"], "--extend = 0: must be between 1 and"),
+        (["--prefill", "0"], "--prefill = 0: must be between 1 and"),
     ],
     ids=["chunk", "decode-batch", "cached", "context", "extend", "prefill"],
 )

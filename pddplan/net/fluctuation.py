@@ -11,6 +11,7 @@ repeated. The closed-form evaluator uses the stationary distribution of f; the s
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pddplan.errors import InputError
-from pddplan.loading import check_readable
+from pddplan.loading import read_text
 from pddplan.specs.workload import Fluctuation
 
 SUPPORT_POINTS = 8
@@ -37,12 +38,7 @@ def read_trace(path: Path) -> tuple[np.ndarray, np.ndarray]:
     regular file only, finite numbers only."""
     if not path.exists():
         raise InputError(f"{path}: capacity trace file not found")
-    check_readable(path)
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise InputError(f"{path}: capacity trace file not found") from None
+    rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
     if not rows or not {"time_s", "capacity_fraction"} <= set(rows[0]):
         raise InputError(f"{path}: expected CSV columns time_s,capacity_fraction")
     times: list[float] = []

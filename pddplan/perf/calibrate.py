@@ -24,6 +24,7 @@ sum_i log(predicted_i / measured_i)^2 over the `fit` rows, within physical bound
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterable
@@ -36,7 +37,7 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.loading import check_readable
+from pddplan.loading import read_text
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency, HardwareProfile
@@ -129,17 +130,12 @@ def _measured_kind(row: dict[str, str], kind: str, where: str) -> str:
 
 def read_measurements(path: Path) -> list[Measurement]:
     """Parse and validate a measurements CSV; InputError naming the line and column on bad data."""
-    check_readable(path)
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            columns = reader.fieldnames or []
-            missing = [c for c in REQUIRED_COLUMNS if c not in columns]
-            if missing:
-                raise InputError(f"{path}: missing column(s) {', '.join(missing)}; need {', '.join(REQUIRED_COLUMNS)}")
-            rows = list(reader)
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    columns = reader.fieldnames or []
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)}; need {', '.join(REQUIRED_COLUMNS)}")
+    rows = list(reader)
     out = []
     for number, row in enumerate(rows, start=2):
         short = [c for c in REQUIRED_COLUMNS if row.get(c) is None]

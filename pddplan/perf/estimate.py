@@ -7,6 +7,7 @@ from typing import Any
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
+from pddplan.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
 from pddplan.perf.roofline import Instance, prefill_cost, step_time
 from pddplan.specs.model import KvDtype
@@ -54,19 +55,18 @@ def estimate(
         ("--prefill", prefill_tokens, 1),
         ("--decode-batch", decode_batch, 1),
         ("--extend", extend_tokens, 1),
-        ("--chunk", chunk_tokens, 1),
+        ("--chunk", chunk_tokens, MIN_CHUNK_TOKENS),
         ("--context", context_tokens, 0),
         ("--cached", cached_tokens, 0),
     ):
-        if value is not None and value < least:
-            raise InputError(f"{flag} = {value}: must be at least {least}")
+        if value is not None:
+            check_tokens(value, flag, least)
     modes = [m for m, v in (("prefill", prefill_tokens), ("decode", decode_batch), ("extend", extend_tokens)) if v]
     if len(modes) != 1:
         raise InputError("give exactly one of --prefill TOKENS, --decode-batch B or --extend K")
     if modes[0] in ("decode", "extend") and context_tokens is None:
         raise InputError(f"--{'decode-batch' if modes[0] == 'decode' else 'extend'} needs --context TOKENS")
-    if tp < 1:
-        raise InputError(f"--tp = {tp}: must be at least 1")
+    check_gpus_per_instance(tp, "--tp")
     model = load_model(model_name, kv_dtype)
     instance = Instance(model, load_hardware(gpu), tp, expert_parallel, stack=stack)
     budget = memory_budget(instance, step_tokens=chunk_tokens or prefill_tokens or 8192)

@@ -6,14 +6,13 @@ properties convert to SI once, here, so nothing downstream ever sees a non-SI nu
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from pddplan.errors import InputError
 from pddplan.specs.common import (
     Figure,
-    NonNegativeFloat,
     Source,
     StrictModel,
     check_sources_cited,
@@ -21,6 +20,29 @@ from pddplan.specs.common import (
 
 ComputeDtype = Literal["bf16", "fp8", "fp4"]
 HOURS_PER_YEAR = 8760.0
+
+#: The largest value each figure may take, with the reason. Beyond it a figure is a unit slip or an
+#: attack (1e300 TFLOPS makes every step time zero and every plan free), not a chip.
+FIGURE_MAXIMA: dict[str, tuple[float, str]] = {
+    "compute.bf16_dense_tflops": (1e5, "TFLOPS; 1e5 is ~40x the fastest chip of 2026"),
+    "compute.fp8_dense_tflops": (1e5, "TFLOPS; 1e5 is ~20x the fastest chip of 2026"),
+    "compute.fp4_dense_tflops": (1e5, "TFLOPS; 1e5 is ~10x the fastest chip of 2026"),
+    "memory.hbm_gb": (1e5, "GB per GPU; 100 TB is ~350x the largest HBM of 2026"),
+    "memory.hbm_tb_per_s": (1e3, "TB/s; 1,000 is ~100x the fastest HBM of 2026"),
+    "interconnect.scale_up_gb_per_s": (1e5, "GB/s per GPU; 1e5 is ~100x NVLink 5"),
+    "interconnect.scale_up_domain": (1e5, "GPUs in one scale-up domain"),
+    "interconnect.nic_gbps": (1e5, "Gbit/s per GPU; 1e5 is 125x an 800G NIC"),
+    "power.tdp_w": (1e5, "W per GPU"),
+    "price.rental_usd_per_gpu_hour": (1e4, "$/GPU-hour"),
+    "price.purchase_usd_per_gpu": (1e8, "$ per GPU"),
+    "price.amortization_years": (100, "years"),
+    "price.power_usd_per_kwh": (1e3, "$/kWh"),
+    "price.pue": (10, "a power usage effectiveness; real datacenters run 1.05-2"),
+}
+#: figures that count things and must be whole numbers
+WHOLE_FIGURES = ("interconnect.scale_up_domain",)
+#: a per-step, per-layer or per-request overhead above a minute is a unit slip (ms written as s)
+OverheadSeconds = Annotated[float, Field(ge=0, le=60)]
 
 
 class ComputeSpec(StrictModel):
@@ -70,20 +92,20 @@ class Efficiency(StrictModel):
     """
 
     compute_max_fraction: float = Field(gt=0, le=1)
-    compute_half_tokens: NonNegativeFloat
+    compute_half_tokens: float = Field(ge=0, le=10_000_000, description="step tokens where GEMMs reach half their best")
     attention_compute_fraction: float = Field(gt=0, le=1)
     memory_fraction: float = Field(gt=0, le=1)
     expert_memory_fraction: float = Field(
         default=0.8, gt=0, le=1, description="HBM efficiency of grouped MoE expert GEMMs (many small weights)"
     )
     scale_up_fraction: float = Field(gt=0, le=1)
-    collective_latency_s: NonNegativeFloat
-    step_overhead_s: NonNegativeFloat
-    layer_overhead_s: NonNegativeFloat = Field(default=0.0, description="per layer per step: kernel launches")
-    moe_layer_overhead_s: NonNegativeFloat = Field(
+    collective_latency_s: OverheadSeconds
+    step_overhead_s: OverheadSeconds
+    layer_overhead_s: OverheadSeconds = Field(default=0.0, description="per layer per step: kernel launches")
+    moe_layer_overhead_s: OverheadSeconds = Field(
         default=0.0, description="extra per MoE layer per step: routing, token permutation, grouped GEMMs"
     )
-    request_overhead_s: NonNegativeFloat = Field(
+    request_overhead_s: OverheadSeconds = Field(
         default=0.0, description="per prefilled request: scheduling, tokenization, first-token return"
     )
     source: str = Field(min_length=1, description="how these factors were obtained")
@@ -119,6 +141,19 @@ class HardwareProfile(StrictModel):
             capability = path.split(".")[0] in ("compute", "memory", "interconnect")
             if capability and figure.value is not None and figure.value <= 0:
                 raise ValueError(f"{path} = {figure.value:g}: must be > 0 (or null when unknown)")
+        return self
+
+    @model_validator(mode="after")
+    def _figures_physical(self) -> HardwareProfile:
+        """Every known figure is at most its FIGURE_MAXIMA bound; counts are whole numbers."""
+        for path, figure in self.figures().items():
+            if figure.value is None:
+                continue
+            maximum, reason = FIGURE_MAXIMA[path]
+            if figure.value > maximum:
+                raise ValueError(f"{path}.value = {figure.value:g}: must be at most {maximum:g} ({reason})")
+            if path in WHOLE_FIGURES and figure.value != int(figure.value):
+                raise ValueError(f"{path}.value = {figure.value:g}: must be a whole number")
         return self
 
     def figures(self) -> dict[str, Figure]:

@@ -20,6 +20,7 @@ from pddplan.specs.common import (
     PositiveInt,
     RateRps,
     StrictModel,
+    TokenCount,
 )
 
 # An architecture's name, as `pddplan.architectures` registers it (checked when a plan is read).
@@ -76,7 +77,7 @@ class Handoff(StrictModel):
     """
 
     mode: HandoffMode = "adaptive"
-    catchup_threshold_tokens: PositiveInt = 64
+    catchup_threshold_tokens: TokenCount = 64
     adaptive_load_threshold: Fraction = 0.7
 
 

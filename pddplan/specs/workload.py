@@ -17,7 +17,6 @@ from pddplan.specs.common import (
     Fraction,
     LineGbps,
     Name,
-    NonNegativeInt,
     NonNegativeSeconds,
     PositiveUsd,
     RateRps,
@@ -83,7 +82,7 @@ class GpuOffer(StrictModel):
     """GPUs of one type a datacenter can provide, at most `max_count`."""
 
     type: str = Field(min_length=1, description="hardware profile name or path")
-    max_count: NonNegativeInt
+    max_count: int = Field(ge=0, le=1_000_000, description="a million GPUs is beyond any single site")
     usd_per_gpu_hour: PositiveUsd | None = Field(default=None, description="overrides the profile's price")
 
 
