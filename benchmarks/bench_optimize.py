@@ -1,6 +1,6 @@
-"""Optimizer: `pddplan optimize workloads/pdd-agent-64k.yaml` in <= 10 s median on a 2-core
-machine, verification included; a fleet-scale case (4 datacenters, 5 GPU types, 10,000 GPUs) in
-<= 60 s.
+"""Optimizer: `pddplan optimize workloads/pdd-agent-64k.yaml` in <= 1.5 s median on a 2-core
+machine, verification included (the whole process, as a user waits for it); a fleet-scale case
+(4 datacenters, 5 GPU types, 10,000 GPUs) in <= 15 s.
 
     python benchmarks/bench_optimize.py
 """
@@ -14,12 +14,12 @@ def main() -> None:
     ok = report(
         "pddplan optimize workloads/pdd-agent-64k.yaml (verified)",
         repeat(lambda: run_cli("optimize", "workloads/pdd-agent-64k.yaml", "--json"), 5),
-        10.0,
+        1.5,
     )
     ok &= report(
         "pddplan optimize benchmarks/fleet-10k.yaml (verified)",
         repeat(lambda: run_cli("optimize", "benchmarks/fleet-10k.yaml", "--json"), 1),
-        60.0,
+        15.0,
     )
     raise SystemExit(0 if ok else 1)
 

@@ -517,6 +517,13 @@ def optimize(
     requests: Annotated[int, typer.Option("--requests", help="Requests simulated to verify each plan.")] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the verification simulation.")] = 0,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Verify plans by simulation.")] = True,
+    early_stop: Annotated[
+        bool,
+        typer.Option(
+            "--early-stop/--full-verification",
+            help="Stop a verification after a quarter of --requests when its SLA intervals are conclusive.",
+        ),
+    ] = True,
     min_served: Annotated[
         float, typer.Option("--min-served", help="BCR mode: serve at least this share of the offered rate.")
     ] = 1.0,
@@ -567,6 +574,7 @@ def optimize(
         verify_requests=requests,
         seed=seed,
         verify=verify,
+        early_stop=early_stop,
     )
     spec = load_workload(workload)
     with output.diagnostics().status("optimizing...") as status:

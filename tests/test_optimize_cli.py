@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from cli_results import json_of
 
 from pddplan.inputs import load_workload
 
@@ -207,7 +208,13 @@ def test_feasible_plans_are_verified_within_the_sla(which: str, agent_data: Any,
             continue
         simulated = arch["simulated"]
         assert arch["verified"] is True and simulated is not None
-        assert simulated["requests"] == requests
+        # the whole run, or its first quarter when that already decided the verdict
+        sequential = simulated["sequential"]
+        assert sequential["requests_requested"] == requests
+        assert simulated["requests"] == sequential["requests_simulated"]
+        assert simulated["requests"] == (requests // 4 if sequential["stopped_early"] else requests)
+        if sequential["stopped_early"]:
+            assert all(share["interval"][1] <= share["allowed_share"] for share in sequential["shares"])
         assert arch["verification_rounds"] >= 1
         for key in ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "goodput_rps", "bcr"):
             assert arch[key] == simulated[key], key  # the tails come from the simulation
@@ -478,3 +485,12 @@ def test_unknown_workload_exits_2(cli: Any) -> None:
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "no-such-workload" in lines[0]
+
+
+def test_full_verification_simulates_every_request(cli: Any) -> None:
+    """--full-verification turns sequential stopping off: the verdict rests on all --requests."""
+    args = ("chat-short-lowhit", "-a", "pd-intra", "--requests", "8000", "--full-verification", "--json")
+    data = json_of(cli("optimize", *args))
+    simulated = data["architectures"][0]["simulated"]
+    assert simulated["requests"] == 8000
+    assert simulated["sequential"]["stopped_early"] is False

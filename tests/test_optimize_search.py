@@ -441,12 +441,12 @@ def test_budget_mode_serves_less_after_a_failed_verification(monkeypatch: pytest
     simulation fails every plan above 2.5 req/s, with idle decoders (no decode tightening)."""
     rates: list[float] = []
 
-    def simulated(scenario: Any, requests: int, seed: int) -> Any:
+    def simulated(scenario: Any, requests: int, seed: int, early_stop: bool = True) -> Any:
         rate = evaluate(scenario).goodput_rps
         rates.append(rate)
         return SimpleNamespace(summary={"sla_met": rate <= 2.5, "utilization": {"prefill": 0.5, "decode": 0.1}})
 
-    monkeypatch.setattr("pddplan.optimize.search.simulate", simulated)
+    monkeypatch.setattr("pddplan.optimize.search.verify", simulated)
     workload = load_workload("pdd-agent-64k")
     options = OptimizeOptions(mode="budget", budget_per_hour=90.0)
     result = optimize_architecture(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", options)
@@ -469,7 +469,7 @@ def test_closed_form_missing_the_sla_in_every_round_keeps_no_plan(monkeypatch: p
         raise AssertionError("a plan missing the SLA in closed form must not be simulated")
 
     monkeypatch.setattr("pddplan.optimize.search.evaluate", missing)
-    monkeypatch.setattr("pddplan.optimize.search.simulate", no_simulation)
+    monkeypatch.setattr("pddplan.optimize.search.verify", no_simulation)
     workload = load_workload("pdd-agent-64k")
     result = optimize_architecture(
         load_input_set(workload, workload_dir("pdd-agent-64k")), "pd-intra", OptimizeOptions()

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from pddplan.architectures import Architecture
 
 WAN_MAX_UTILIZATION = 0.9
-BISECTION_STEPS = 30
+BISECTION_STEPS = 14
 
 
 class InstanceKind(Protocol):
@@ -180,6 +180,12 @@ class PathLoad:
 RDMA_PATH = PathLoad(None, 0.0, 1.0, 0.0, math.inf)
 
 
+def slowest_extender(instances: list[Instance], context_tokens: float) -> Instance:
+    """The instance whose 64-token extend step at `context_tokens` takes longest (the handoff
+    chunks' cost is taken from it, to be safe for every decoder the program may pick)."""
+    return max(instances, key=lambda instance: float(extend_time(instance, 64.0, context_tokens)))
+
+
 def path_load(
     downstream: Downstream,
     classes: RequestClasses,
@@ -209,7 +215,7 @@ def path_load(
     offered = min(rate, max_rate) * wan_bytes
     transfer = wan_transfer_time(classes.wan_bytes, capacity_f, offered, line.flow_cap_bytes_per_s, line.rtt_s)
     window = transfer + line.rtt_s / 2
-    slowest = max(md_candidates, key=lambda instance: float(extend_time(instance, 64.0, context)))
+    slowest = slowest_extender(md_candidates, context)
     grid = np.unique(np.geomspace(1.0, max(float(outputs.max()), 2.0), 48).round())
     extend_grid = extend_time(slowest, grid, context)
 

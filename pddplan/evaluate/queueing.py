@@ -19,13 +19,13 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pddplan.special import log_factorials
+
 
 @functools.cache
 def _log_factorials(top: int) -> np.ndarray:
     """log(k!) for k = 0..top (computed once per size: Erlang C is called in tight loops)."""
-    from scipy.special import gammaln
-
-    table = gammaln(np.arange(top + 1, dtype=np.float64) + 1.0)
+    table = log_factorials(top)
     table.flags.writeable = False
     return table
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.loading import read_text
+from pddplan.special import norm_ppf
 from pddplan.specs.workload import Fluctuation
 
 SUPPORT_POINTS = 8
@@ -71,10 +72,8 @@ def stationary_support(spec: Fluctuation, trace: CapacityTrace | None = None) ->
             return fractions, np.array([1.0])
         durations = np.diff(times, append=times[-1] + (times[-1] - times[0]) / max(len(times) - 1, 1))
         return fractions, durations / durations.sum()
-    from scipy.special import ndtri
-
     probs = (np.arange(SUPPORT_POINTS) + 0.5) / SUPPORT_POINTS
-    fractions = np.clip(1.0 + spec.cv * ndtri(probs), spec.min_fraction, 1.0)
+    fractions = np.clip(1.0 + spec.cv * norm_ppf(probs), spec.min_fraction, 1.0)
     return fractions, np.full(SUPPORT_POINTS, 1.0 / SUPPORT_POINTS)
 
 

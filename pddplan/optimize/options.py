@@ -24,6 +24,8 @@ class OptimizeOptions:
     verify_requests: int = 10_000
     seed: int = 0
     verify: bool = True
+    #: stop a verification simulation after its first quarter when the SLA intervals are conclusive
+    early_stop: bool = True
 
     def __post_init__(self) -> None:
         if self.rate is not None:

@@ -24,6 +24,7 @@ from pddplan.evaluate.capacity import (
     decoder_capacity,
     path_load,
     pool_size_estimate,
+    slowest_extender,
 )
 from pddplan.evaluate.capacity import prefill_capacity as pool_capacities
 from pddplan.evaluate.classes import RequestClasses, workload_classes
@@ -140,6 +141,7 @@ class ProblemBuilder:
     options: OptimizeOptions
     beyond_inventory: bool = False
     _prefill_memo: dict[tuple[Any, ...], dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
+    _classes_memo: dict[str | None, dict[int, RequestClasses]] = field(default_factory=dict)
 
     def decoders(self, decode_scale: float = 1.0, pooled_rps: float = 0.0) -> list[DecoderCapacity[Candidate]]:
         """Capacity of every candidate as a decoder, credited `decode_scale` of its rate and
@@ -166,20 +168,29 @@ class ProblemBuilder:
         relays = self.decoders(headroom.decode_scale)  # a relay pool's size is not known: one instance's slots
         md_step = max((d.step_s for d in relays if d.usable), default=math.inf)
         relay_rule = arch.relay_rule(routing) if routing is not None else None
-        classes = {
-            i: workload_classes(workload, setup.model, c.instance, setup.chunk, relay_rule)
-            for i, c in enumerate(setup.candidates)
-        }
+        routing_key = routing.model_dump_json() if routing else None
+        if routing_key not in self._classes_memo:
+            self._classes_memo[routing_key] = {
+                i: workload_classes(workload, setup.model, c.instance, setup.chunk, relay_rule)
+                for i, c in enumerate(setup.candidates)
+            }
+        classes = self._classes_memo[routing_key]
         any_classes = next(iter(classes.values()))
         datacenters = [workload.deployment.home]
         downstream = Downstream(arch, None, md_step, md_step)
+        # the handoff's extend cost comes from the slowest decoder kind: found once, not per line
+        slowest = (
+            [slowest_extender([c.instance for c in setup.candidates], any_classes.mean_context_tokens)]
+            if arch.uses_wan
+            else []
+        )
         pools: list[PathLoad] = (
             [
                 path_load(
                     replace(downstream, line=line),
                     any_classes,
                     setup.rate_ceiling,
-                    [candidate.instance for candidate in setup.candidates],
+                    slowest,
                     CAPACITY_HANDOFF,
                 )
                 for line in setup.lines
@@ -191,7 +202,7 @@ class ProblemBuilder:
         # smallest share of output work the main decoders do on any line pool
         least_md_rps = options.least_rate(setup.rate_ceiling) * min(load.md_load_fraction for load in pools)
         decoders = self.decoders(headroom.decode_scale, least_md_rps)
-        memo_key = (routing.model_dump_json() if routing else None, headroom.sla_scale)
+        memo_key = (routing_key, headroom.sla_scale)
         if memo_key not in self._prefill_memo:
             self._prefill_memo[memo_key] = self._prefill_capacities(classes, pools, downstream, headroom.sla_scale)
         inventory = {

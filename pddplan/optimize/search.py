@@ -23,7 +23,7 @@ from pddplan.optimize.problem import (
     solve_bcr,
 )
 from pddplan.scenario import Scenario, build_scenario
-from pddplan.simulate.summary import simulate
+from pddplan.simulate.sequential import verify
 from pddplan.specs.plan import ArchitectureName, Handoff, Plan, Routing, WanLease
 
 TIGHTEN = 0.85
@@ -212,11 +212,11 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
         if not options.verify:
             result.feasible = True
             return
-        verified = simulate(pick.scenario, options.verify_requests, options.seed).summary
+        verified = verify(pick.scenario, options.verify_requests, options.seed, options.early_stop).summary
         if not verified["sla_met"] and pick.untrimmed is not None:  # the trim went too far: the program's plan
             pick = pick.untrimmed
             result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
-            verified = simulate(pick.scenario, options.verify_requests, options.seed).summary
+            verified = verify(pick.scenario, options.verify_requests, options.seed, options.early_stop).summary
         result.simulation = verified
         if verified["sla_met"]:
             result.feasible = True

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from pddplan.special import norm_cdf, norm_ppf
 from pddplan.specs.common import MAX_BINS, Fraction, StrictModel, TokenCount, TokenLength
 
 SHARE_TOLERANCE = 1e-6
@@ -69,15 +70,13 @@ class LognormalLength(StrictModel):
             E[X | a < X < b] = exp(mu + s^2/2) * (Phi(z_b - s) - Phi(z_a - s)) / (Phi(z_b) - Phi(z_a)),
         so the support's mean is the clipped lognormal's mean exactly.
         """
-        from scipy.special import ndtr, ndtri
-
         mu, sigma = math.log(self.median_tokens), self.sigma
-        low = float(ndtr((math.log(self.min_tokens) - mu) / sigma))
-        high = float(ndtr((math.log(self.max_tokens) - mu) / sigma))
+        low = float(norm_cdf((math.log(self.min_tokens) - mu) / sigma))
+        high = float(norm_cdf((math.log(self.max_tokens) - mu) / sigma))
         edges = low + (high - low) * LOGNORMAL_BIN_EDGES
-        z = ndtri(edges)
+        z = norm_ppf(edges)
         mass = np.diff(edges)
-        shifted = np.diff(ndtr(z - sigma))
+        shifted = np.diff(norm_cdf(z - sigma))
         with np.errstate(invalid="ignore", divide="ignore"):
             means = np.where(mass > 0, math.exp(mu + sigma**2 / 2) * shifted / mass, self.median_tokens)
         values = np.concatenate(
