@@ -517,6 +517,10 @@ def optimize(
     requests: Annotated[int, typer.Option("--requests", help="Requests simulated to verify each plan.")] = 10_000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the verification simulation.")] = 0,
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Verify plans by simulation.")] = True,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", help="Architectures optimized at once (default: one per CPU)."),
+    ] = None,
     early_stop: Annotated[
         bool,
         typer.Option(
@@ -575,6 +579,7 @@ def optimize(
         seed=seed,
         verify=verify,
         early_stop=early_stop,
+        jobs=jobs,
     )
     spec = load_workload(workload)
     with output.diagnostics().status("optimizing...") as status:

@@ -129,6 +129,7 @@ for _value in ("nan", "inf", "-1", "0", "abc", "1e300"):
 for _value in ("-1", "0", "abc", "1e300", "99999999999999999999999"):
     FLAG_CASES += [
         (("optimize", SMALL, "--requests", _value), "--requests", _value),
+        (("optimize", SMALL, "--jobs", _value), "--jobs", _value),
         (("simulate", str(PLAN), str(WORKLOAD), "--requests", _value), "--requests", _value),
         (("bathtub", SMALL, "--points", _value), "--points", _value),
         (("bathtub", SMALL, "--chunk", _value), "--chunk", _value),

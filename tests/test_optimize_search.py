@@ -528,3 +528,14 @@ def test_decoder_too_small_for_one_sequence_is_reported_as_memory(tmp_path: Path
     # at batch 1 the decoders are fast enough: TPOT was never the problem
     best = min(float(decode_step_time(c.instance, 1.0, context)) for c in setup.candidates)
     assert workload.sla.tpot_p90_s is not None and best < workload.sla.tpot_p90_s
+
+
+def test_architectures_optimized_side_by_side_give_the_same_report() -> None:
+    """Forked workers (one per architecture) change the wall time, not one figure."""
+    from pddplan.optimize.run import optimize
+
+    workload = load_workload("chat-short-lowhit")
+    base = workload_dir("chat-short-lowhit")
+    alone = optimize(workload, base, OptimizeOptions(verify_requests=3_000, jobs=1)).to_dict()
+    side_by_side = optimize(workload, base, OptimizeOptions(verify_requests=3_000, jobs=2)).to_dict()
+    assert side_by_side == alone

@@ -44,7 +44,13 @@ if TYPE_CHECKING:
     from pddplan.architectures import Architecture
 
 WAN_MAX_UTILIZATION = 0.9
-BISECTION_STEPS = 14
+#: the capacity search tries this many evenly spaced rates per pool size at once, then narrows to
+#: the bracket between the last feasible and first infeasible one: each round divides the bracket
+#: by GRID_POINTS + 1, so GRID_ROUNDS rounds leave at most 5^-6 = 6.4e-5 of the ceiling unresolved
+#: (the feasible end is kept). Six calls four rates wide took 15% less time than 14 bisection
+#: steps on pdd-agent-64k (per-call overhead dominates; 16 rates wide took 30% more).
+GRID_POINTS = 4
+GRID_ROUNDS = 6
 
 
 class InstanceKind(Protocol):
@@ -304,11 +310,17 @@ def prefill_capacity(
     # only the pool sizes that cannot carry their ceiling need the bisection
     n, high = sizes[~top_ok], ceiling[~top_ok]
     low = np.zeros(len(n))
-    for _ in range(BISECTION_STEPS if len(n) else 0):
-        mid = (low + high) / 2
-        ok = feasible(n, mid)
-        low = np.where(ok, mid, low)
-        high = np.where(ok, high, mid)
+    steps = np.arange(1, GRID_POINTS + 1) / (GRID_POINTS + 1)
+    rows = np.arange(len(n))
+    for _ in range(GRID_ROUNDS if len(n) else 0):
+        rates = low[:, None] + (high - low)[:, None] * steps[None, :]
+        ok = feasible(np.repeat(n, GRID_POINTS), rates.ravel()).reshape(len(n), GRID_POINTS)
+        # feasibility falls with the rate: the bracket is [last of the leading feasible, next]
+        leading = np.cumprod(ok, axis=1).sum(axis=1)
+        low, high = (
+            np.where(leading > 0, rates[rows, np.maximum(leading - 1, 0)], low),
+            np.where(leading < GRID_POINTS, rates[rows, np.minimum(leading, GRID_POINTS - 1)], high),
+        )
     out = ceiling.copy()
     out[~top_ok] = low
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pddplan.limits import check_rate, check_requests, check_seed
+from pddplan.limits import check_jobs, check_rate, check_requests, check_seed
 from pddplan.optimize.solver import SolverOptions
 
 # bcr: most goodput per dollar; rate: cheapest plan for a rate; budget: most goodput for a budget.
@@ -26,12 +26,16 @@ class OptimizeOptions:
     verify: bool = True
     #: stop a verification simulation after its first quarter when the SLA intervals are conclusive
     early_stop: bool = True
+    #: architectures optimized at once, one worker process each (None: one per CPU)
+    jobs: int | None = None
 
     def __post_init__(self) -> None:
         if self.rate is not None:
             check_rate(self.rate)
         check_requests(self.verify_requests)
         check_seed(self.seed)
+        if self.jobs is not None:
+            check_jobs(self.jobs)
 
     def least_rate(self, rate_ceiling: float) -> float:
         """The least rate a plan may serve: the target (--rate), min_served x offered (BCR), else 0."""

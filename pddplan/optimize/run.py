@@ -11,7 +11,8 @@ from pddplan import architectures
 from pddplan.input_set import load_input_set
 from pddplan.optimize.candidates import instance_widths
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.search import ArchitectureResult, optimize_architecture
+from pddplan.optimize.parallel import optimize_all
+from pddplan.optimize.search import ArchitectureResult
 from pddplan.report.plan_tables import scenario_roles, scenario_wan
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
@@ -144,5 +145,5 @@ def optimize(
     The files the workload names are read once, here (see `pddplan.input_set`)."""
     chosen = names if names is not None else architectures.names()
     inputs = load_input_set(workload, base_dir)
-    results = [optimize_architecture(inputs, name, options, progress) for name in chosen]
+    results = optimize_all(inputs, chosen, options, progress)
     return OptimizeReport(workload=workload, options=options, results=results, widths=instance_widths(inputs))
