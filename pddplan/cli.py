@@ -110,10 +110,31 @@ def _app(help_text: str) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
 
 
 app = _app("Plan and price cross-datacenter PDD (prefill / relay-decode / main-decode) LLM serving.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from pddplan import __version__
+
+        typer.echo(f"pddplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Plan and price cross-datacenter PDD (prefill / relay-decode / main-decode) LLM serving."""
+
+
 hardware_app = _app("Browse the built-in hardware profiles.")
 models_app = _app("Browse the built-in model catalog, or inspect a config.json.")
 workloads_app = _app("Browse the shipped workloads, or check a workload file.")
@@ -480,18 +501,20 @@ def simulate(
     requests: Annotated[int, typer.Option("--requests", help="Requests to simulate.")] = 20_000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
     per_request: Annotated[
-        Path | None, typer.Option("--per-request", help="Write per-request records: .csv or JSON lines.")
+        Path | None, typer.Option("--per-request", help="Write per-request records: .csv, or .jsonl (JSON lines).")
     ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Request-level simulation: TTFT/TPOT tails per pipeline, utilizations, relay share, goodput."""
     from pddplan.errors import InputError
     from pddplan.report import output, plan_tables
+    from pddplan.simulate.summary import record_format, write_records
     from pddplan.simulate.summary import simulate as run
-    from pddplan.simulate.summary import write_records
 
     if requests < 1:
         raise InputError(f"--requests = {requests}: must be at least 1")
+    if per_request is not None:
+        record_format(per_request)  # before the work, not after it
     scenario = _scenario(plan, workload)
     result = run(scenario, requests, seed)
     if per_request is not None:
@@ -509,7 +532,9 @@ def simulate(
 def optimize(
     workload: WorkloadArg,
     rate: Annotated[float | None, typer.Option("--rate", help="Cheapest plan serving exactly this req/s.")] = None,
-    budget: Annotated[float | None, typer.Option("--budget", help="Most goodput for this $/hour.")] = None,
+    budget: Annotated[
+        float | None, typer.Option("--budget", help="Most goodput for this $/hour (not capped at the workload's rate).")
+    ] = None,
     architecture: ArchitectureOption = None,
     solver: Annotated[str, typer.Option("--solver", help="highs (default) or cbc.")] = "highs",
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="Seconds per MILP solve.")] = None,
@@ -710,12 +735,21 @@ def _write_charts(
     from pddplan.loading import write_atomic, write_atomic_bytes
     from pddplan.report import charts as drawing
 
+    if html is not None:
+        write_atomic(html, drawing.html_page(title, charts, notes))
     if png is not None:
         write_atomic_bytes(png, drawing.image(charts, title, "png"))
     if svg is not None:
         write_atomic_bytes(svg, drawing.image(charts, title, "svg"))
-    if html is not None:
-        write_atomic(html, drawing.html_page(title, charts, notes))
+
+
+def _check_image_outputs(png: Path | None, svg: Path | None) -> None:
+    """Fail before the work when --png/--svg cannot be drawn (matplotlib missing)."""
+    from pddplan.report.charts import require_image_support
+
+    for fmt, path in (("png", png), ("svg", svg)):
+        if path is not None:
+            require_image_support(fmt)
 
 
 @app.command("bathtub")
@@ -757,6 +791,7 @@ def bathtub(
     from pddplan.limits import check_points
 
     check_points(points)  # before the progress bar starts
+    _check_image_outputs(png, svg)
     names = _architecture_names(architecture)
     spec = load_workload(workload)
     console = output.results()
@@ -820,6 +855,7 @@ def sweep(
 
     names = _architecture_names(architecture)
     check_jobs(jobs)
+    _check_image_outputs(png, svg)
     points_values = sweeping.parse_values(values, span)
     path = catalog.resolve("workloads", workload, "workload")
     console = output.results()

@@ -138,6 +138,11 @@ def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
         "bcr_of_plan": workload.arrival.rate_rps * 3600 / scenario.cost_per_hour,
         "throughput_per_gpu_hour": view.throughput_per_gpu_hour,
         "revenue_per_cost": view.revenue_per_cost,
+        # the plan at the workload's rate, as bcr_of_plan (revenue_per_cost is the fluid view's)
+        "revenue_per_cost_of_plan": view.revenue_per_request_usd
+        * workload.arrival.rate_rps
+        * 3600
+        / scenario.cost_per_hour,
         "gpus": scenario.gpus_by_type(),
         "wan_gbps": scenario.link.gbps if scenario.link else 0.0,
     }
@@ -158,6 +163,7 @@ def _optimized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
         "bcr_of_plan": result.evaluation.bcr,
         "throughput_per_gpu_hour": result.evaluation.goodput_rps * 3600 / sum(scenario.gpus_by_type().values()),
         "revenue_per_cost": result.evaluation.revenue_per_hour / scenario.cost_per_hour,
+        "revenue_per_cost_of_plan": result.evaluation.revenue_per_hour / scenario.cost_per_hour,
         "gpus": scenario.gpus_by_type(),
         "wan_gbps": scenario.link.gbps if scenario.link else 0.0,
     }

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_results import one_error_line
 from typer.testing import CliRunner
 
 from pddplan import architectures
@@ -294,3 +295,20 @@ def test_sweep_writes_charts(tmp_path: Path) -> None:
     assert page.count("<polyline") == 2
     assert "BCR vs arrival.rate_rps" in page
     assert "<li>from arrival.rate_rps = 2: best is " in page
+
+
+@pytest.mark.parametrize("command", ["bathtub", "sweep"])
+def test_png_without_matplotlib_fails_before_the_work(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """After a plain `pip install .` the README's bathtub example used to run 4 s, then fail on
+    --png and leave the --html unwritten too. Now it says what to install, at once."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    extra = ("--param", "arrival.rate_rps", "--values", "2") if command == "sweep" else ()
+    html = tmp_path / "c.html"
+    result = cli(command, "chat-short-lowhit", *extra, "--png", str(tmp_path / "c.png"), "--html", str(html))
+    one_error_line(result, "--png needs matplotlib", "pddplan[plot]")
+    assert not html.exists()

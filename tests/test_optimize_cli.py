@@ -365,7 +365,8 @@ def test_budget_plans_stay_within_budget(budget_runs: dict[float, tuple[Run, dic
         if pdd["feasible"]:
             assert run.code == 0
             assert pdd["cost_per_hour"] <= budget + 1e-9
-            assert 0 < pdd["goodput_rps"] <= load_workload(AGENT).arrival.rate_rps + 1e-9
+            # not capped at the workload's rate: a budget is spent on as much goodput as it buys
+            assert pdd["goodput_rps"] > 0
 
 
 def test_budget_covering_a_verified_plan_finds_at_least_its_goodput(

@@ -539,3 +539,14 @@ def test_architectures_optimized_side_by_side_give_the_same_report() -> None:
     alone = optimize(workload, base, OptimizeOptions(verify_requests=3_000, jobs=1)).to_dict()
     side_by_side = optimize(workload, base, OptimizeOptions(verify_requests=3_000, jobs=2)).to_dict()
     assert side_by_side == alone
+
+
+def test_a_budget_buys_more_than_the_workload_rate_when_it_can() -> None:
+    """--budget used to stop at the workload's own rate: $60/h buys chat-short-lowhit's 20 req/s
+    several times over on pd-intra, so the plan must serve more than 20 req/s within $60/h."""
+    workload = load_workload("chat-short-lowhit")
+    options = OptimizeOptions(mode="budget", budget_per_hour=60.0, verify=False)
+    result = optimize_architecture(load_input_set(workload, workload_dir("chat-short-lowhit")), "pd-intra", options)
+    assert result.feasible and result.evaluation is not None
+    assert result.evaluation.goodput_rps > 1.5 * workload.arrival.rate_rps
+    assert result.evaluation.cost_per_hour <= 60.0 + 1e-9

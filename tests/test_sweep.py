@@ -38,6 +38,7 @@ FEASIBLE_KEYS = {
     "bcr_of_plan",
     "throughput_per_gpu_hour",
     "revenue_per_cost",
+    "revenue_per_cost_of_plan",
     "gpus",
     "wan_gbps",
 }
@@ -266,7 +267,15 @@ def test_csv(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     rows = list(csv.reader(io.StringIO((tmp_path / "s.csv").read_text())))
-    keys = ("feasible", "cost_per_hour", "bcr_of_plan", "throughput_per_gpu_hour", "revenue_per_cost", "wan_gbps")
+    keys = (
+        "feasible",
+        "cost_per_hour",
+        "bcr_of_plan",
+        "throughput_per_gpu_hour",
+        "revenue_per_cost",
+        "revenue_per_cost_of_plan",
+        "wan_gbps",
+    )
     assert rows[0] == ["value", *[f"{a}.{k}" for a in architectures.names() for k in keys]]
     assert len(rows) == 3
     for row, point in zip(rows[1:], data["points"], strict=True):
@@ -344,3 +353,23 @@ def test_unknown_workload_exits_2() -> None:
 def test_workload_file_that_is_not_a_mapping(tmp_path: Path) -> None:
     (tmp_path / "w.yaml").write_text(yaml.safe_dump([1, 2]))
     one_error_line(run("sweep", tmp_path / "w.yaml", "--param", "arrival.rate_rps", "--values", "2"), "w.yaml")
+
+
+def test_a_price_sweep_shows_revenue_per_cost_which_prices_move() -> None:
+    """Cost and BCR (requests per $) do not move with a token price: the table used to show flat
+    columns for the sweep the README recommends. It shows revenue per $ of cost instead, which
+    doubles when revenue per request does (at the same plan)."""
+    result = run("sweep", WORKLOAD, "--param", "prices.output_usd_per_mtok", "--values", "0.42,0.84", "-a", "pd-intra")
+    assert result.exit_code == 0, result.stderr
+    assert "pd-intra rev/cost" in result.stdout and "pd-intra BCR" not in result.stdout
+    data = run(
+        "sweep", WORKLOAD, "--param", "prices.output_usd_per_mtok", "--values", "0.42,0.84", "-a", "pd-intra", "--json"
+    )
+    low, high = (json.loads(data.stdout)["points"][i]["pd-intra"] for i in (0, 1))
+    assert low["cost_per_hour"] == high["cost_per_hour"]
+    assert high["revenue_per_cost_of_plan"] > low["revenue_per_cost_of_plan"]
+    # by hand: the output price rises by 0.42 $/Mtok, so each request earns E[output] x 0.42e-6 $
+    # more; at the workload's rate that is rate x 3600 x it per hour, over the same cost
+    workload = load_workload(WORKLOAD)
+    extra = workload.output_tokens.mean() * 0.42e-6 * workload.arrival.rate_rps * 3600 / low["cost_per_hour"]
+    assert high["revenue_per_cost_of_plan"] - low["revenue_per_cost_of_plan"] == pytest.approx(extra, rel=1e-9)

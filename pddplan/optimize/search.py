@@ -11,6 +11,7 @@ from typing import Any
 from pddplan.errors import InfeasibleError
 from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.input_set import InputSet
+from pddplan.limits import MAX_RATE_RPS
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import diagnose
 from pddplan.optimize.options import OptimizeOptions
@@ -230,9 +231,39 @@ def optimize_architecture(
     options: OptimizeOptions,
     progress: Callable[[str], None] | None = None,
 ) -> ArchitectureResult:
-    """Best verified plan of `architecture` for the workload of `inputs`, or a report of what binds."""
+    """Best verified plan of `architecture` for the workload of `inputs`, or a report of what binds.
+
+    With a budget (`mode="budget"`) the workload's rate is only where the search starts: while the
+    budget buys a plan that serves all of the ceiling, the ceiling doubles (up to MAX_RATE_RPS), so
+    the answer is the most the money serves, not the workload's rate.
+    """
     workload = inputs.workload
     ceiling = options.rate if options.mode == "rate" and options.rate else workload.arrival.rate_rps
+    result = _optimize_at(inputs, architecture, options, ceiling, progress)
+    while options.mode == "budget" and ceiling < MAX_RATE_RPS and _serves_all_of(result, ceiling):
+        ceiling = min(2.0 * ceiling, MAX_RATE_RPS)
+        wider = _optimize_at(inputs, architecture, options, ceiling, progress)
+        if not wider.feasible:
+            break
+        result = wider
+    return result
+
+
+def _serves_all_of(result: ArchitectureResult, ceiling: float) -> bool:
+    """Whether a feasible plan serves the whole ceiling (to 0.1%): then a higher one may buy more."""
+    served = result.evaluation.goodput_rps if result.feasible and result.evaluation is not None else 0.0
+    return served >= (1.0 - 1e-3) * ceiling
+
+
+def _optimize_at(
+    inputs: InputSet,
+    architecture: ArchitectureName,
+    options: OptimizeOptions,
+    ceiling: float,
+    progress: Callable[[str], None] | None,
+) -> ArchitectureResult:
+    """Best plan serving at most `ceiling` requests/s (exactly it with `mode="rate"`)."""
+    workload = inputs.workload
     setup = build_setup(inputs, architecture, ceiling)
     result = ArchitectureResult(name=architecture, feasible=False)
     if not setup.candidates:

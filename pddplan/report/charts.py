@@ -167,6 +167,15 @@ def html_page(title: str, charts: Sequence[Chart], notes: Sequence[str]) -> str:
     )
 
 
+def require_image_support(fmt: str) -> None:
+    """InputError when matplotlib (the `plot` extra) is not installed: checked before a command
+    starts its work, not after it."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise InputError(f"--{fmt} needs matplotlib, an optional extra: pip install 'pddplan[plot]' (or use --html)")
+
+
 def image(charts: Sequence[Chart], title: str, fmt: str) -> bytes:
     """PNG or SVG bytes from matplotlib; InputError when the optional extra is missing."""
     try:

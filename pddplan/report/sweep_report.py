@@ -19,32 +19,43 @@ def _value(point: dict[str, Any], arch: str, key: str) -> float:
     return float(entry[key]) if entry.get("feasible") else float("nan")
 
 
+def metric_for(param: str) -> tuple[str, str, str]:
+    """(key, column label, axis label) of what a sweep of `param` shows: a token price moves
+    revenue, not cost or requests per dollar, so a price sweep shows revenue per dollar of cost;
+    every other parameter shows BCR (requests per dollar)."""
+    if param.startswith("prices."):
+        return "revenue_per_cost_of_plan", "rev/cost", "revenue $ per $ of cost"
+    return "bcr_of_plan", "BCR", "requests per $"
+
+
 def chart(param: str, points: list[dict[str, Any]], architectures: Sequence[str]) -> Chart:
-    """BCR of each architecture's sized plan against the parameter."""
+    """BCR (revenue per cost for a price) of each architecture's plan against the parameter."""
+    key, label, axis = metric_for(param)
     x = np.array([p["value"] for p in points], dtype=np.float64)
     return Chart(
-        title=f"BCR vs {param}",
+        title=f"{label} vs {param}",
         x=x,
-        series=[Series(a, np.array([_value(p, a, "bcr_of_plan") for p in points])) for a in architectures],
+        series=[Series(a, np.array([_value(p, a, key) for p in points])) for a in architectures],
         x_label=param,
-        y_label="requests per $",
+        y_label=axis,
     )
 
 
 def table(param: str, points: list[dict[str, Any]], architectures: Sequence[str]) -> Table:
-    """One row per value: per architecture cost, BCR and GPUs; the best one."""
+    """One row per value: per architecture cost and BCR (revenue per cost for a price); the best one."""
+    key, label, _ = metric_for(param)
     out = Table(title=f"sweep of {param}")
     out.add_column(param, justify="right")
     for arch in architectures:
         out.add_column(f"{arch} $/h", justify="right")
-        out.add_column(f"{arch} BCR", justify="right")
+        out.add_column(f"{arch} {label}", justify="right")
     out.add_column("best")
     for point in points:
         row = [f"{point['value']:g}"]
         for arch in architectures:
             entry = point.get(arch, {})
             if entry.get("feasible"):
-                row += [f"{entry['cost_per_hour']:,.2f}", f"{entry['bcr_of_plan']:,.2f}"]
+                row += [f"{entry['cost_per_hour']:,.2f}", f"{entry[key]:,.2f}"]
             else:
                 row += ["-", "infeasible"]
         row.append(best_of(point, architectures) or "-")
@@ -68,7 +79,15 @@ def csv_text(points: list[dict[str, Any]], architectures: Sequence[str]) -> str:
     """One row per value: per architecture feasibility, cost, BCR, throughput per GPU-hour."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    keys = ("feasible", "cost_per_hour", "bcr_of_plan", "throughput_per_gpu_hour", "revenue_per_cost", "wan_gbps")
+    keys = (
+        "feasible",
+        "cost_per_hour",
+        "bcr_of_plan",
+        "throughput_per_gpu_hour",
+        "revenue_per_cost",
+        "revenue_per_cost_of_plan",
+        "wan_gbps",
+    )
     writer.writerow(["value", *[f"{a}.{k}" for a in architectures for k in keys]])
     for point in points:
         row: list[Any] = [point["value"]]

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from pddplan.architectures import Pipeline
+from pddplan.errors import InputError
 from pddplan.evaluate.classes import request_classes
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
 from pddplan.loading import write_atomic
@@ -155,10 +156,25 @@ def request_records(table: RequestTable) -> list[dict[str, Any]]:
     return [{"request": i, **{name: lists[name][i] for name in columns}} for i in range(len(table.arrival_s))]
 
 
+RECORD_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def record_format(path: Path) -> str:
+    """ "csv" or "jsonl" by the file name's suffix; InputError for any other (a `.parquet` name
+    would otherwise get JSON lines it cannot read)."""
+    fmt = RECORD_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(
+            f"--per-request {path}: expected a .csv, .jsonl or .ndjson file name (CSV or JSON lines), "
+            f"got {path.suffix or 'no suffix'}"
+        )
+    return fmt
+
+
 def write_records(path: Path, table: RequestTable) -> None:
-    """Per-request records as CSV (.csv) or JSON lines (anything else), written atomically."""
+    """Per-request records as CSV (.csv) or JSON lines (.jsonl, .ndjson), written atomically."""
     records = request_records(table)
-    if path.suffix.lower() == ".csv":
+    if record_format(path) == "csv":
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=RECORD_FIELDS, lineterminator="\n")
         writer.writeheader()

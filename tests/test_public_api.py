@@ -1,0 +1,54 @@
+"""The package top: version, the commands as library calls, py.typed, -h and --version."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from cli_results import json_of
+
+import pddplan
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAN = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
+
+
+def test_the_commands_are_library_calls_that_match_the_cli(cli: Any) -> None:
+    report = pddplan.optimize_workload("chat-short-lowhit", ["pd-intra"], verify=False)
+    from_cli = json_of(cli("optimize", "chat-short-lowhit", "-a", "pd-intra", "--no-verify", "--json"))
+    assert report.to_dict() == from_cli
+    evaluation = pddplan.evaluate_plan(PLAN, "pdd-agent-64k")
+    assert (
+        evaluation.to_dict()["cost_per_hour"]
+        == json_of(cli("evaluate", str(PLAN), "pdd-agent-64k", "--json"))["cost_per_hour"]
+    )
+    assert pddplan.load_workload("pdd-agent-64k").name == "pdd-agent-64k"
+
+
+def test_importing_the_package_loads_no_model_code() -> None:
+    """`import pddplan` stays instant: numpy and the specs load on the first library call."""
+    code = "import sys, pddplan; print('numpy' in sys.modules, 'pddplan.inputs' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    try:
+        pddplan.no_such_thing  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_thing" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_the_package_says_it_is_typed() -> None:
+    assert (ROOT / "pddplan" / "py.typed").is_file()
+
+
+def test_version_and_short_help(cli: Any) -> None:
+    result = cli("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"pddplan {pddplan.__version__}"
+    assert cli("-h").stdout == cli("--help").stdout
+    assert "Usage: " in cli("optimize", "-h").stdout
