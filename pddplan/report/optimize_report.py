@@ -59,6 +59,7 @@ def print_report(console: Console, report: OptimizeReport) -> None:
             if best.scenario.link
             else None,
             best.name,
+            console.width - 4,  # the panel's borders and padding
         )
         console.print(Panel(f"{headline}\n\n{picture}", title=f"pddplan optimize {workload.name}", expand=False))
     else:

@@ -53,10 +53,108 @@ class _NoProgress:
         return None
 
 
+class _Console(Console):
+    """A rich console whose tables never cut a name or a number: a cell wraps at spaces when its
+    column must shrink, and a table whose words alone are wider than the terminal is shown one
+    record per row instead (field: value lines under the row's name)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*[self._fitted(item) for item in objects], **kwargs)
+
+    def _fitted(self, renderable: Any) -> Any:
+        from rich.panel import Panel
+        from rich.table import Table
+
+        if isinstance(renderable, Panel):
+            renderable.renderable = self._fitted(renderable.renderable)
+            return renderable
+        if not isinstance(renderable, Table):
+            return renderable
+        for column in renderable.columns:
+            column.overflow = "fold"
+            column._cells = [self._fitted(cell) for cell in column._cells]
+        if not renderable.columns:
+            return renderable
+        words = _longest_words(renderable)
+        if _unbroken_width(renderable, words) > self.width:
+            return _records(renderable)
+        _set_widths(renderable, words, self.width)
+        return renderable
+
+
+def _longest_words(table: Any) -> list[int]:
+    """Per column, its longest word (header or cell): a name or a number never breaks."""
+
+    def longest_word(value: Any) -> int:
+        return max((len(word) for word in _plain(value).split()), default=0)
+
+    return [
+        max([longest_word(column.header), *(longest_word(cell) for cell in column._cells)]) for column in table.columns
+    ]
+
+
+def _plain(value: Any) -> str:
+    from rich.text import Text
+
+    return value.plain if isinstance(value, Text) else str(value) if isinstance(value, str | int | float) else ""
+
+
+def _set_widths(table: Any, words: list[int], width: int) -> None:
+    """When the table is wider than `width`, fix each column's width: at least its longest word,
+    plus a share of the room left in proportion to how much longer its longest line is (rich's
+    own shrinking can cut a column below its longest word)."""
+    lines = [
+        max(len(line) for value in [column.header, *column._cells] for line in (_plain(value).splitlines() or [""]))
+        for column in table.columns
+    ]
+    overhead = _unbroken_width(table, [0] * len(words))
+    if sum(lines) + overhead <= width:
+        return
+    room = width - overhead - sum(words)
+    extra = [line - word for line, word in zip(lines, words, strict=True)]
+    total_extra = sum(extra)
+    shares = [room * e // total_extra if total_extra else 0 for e in extra]
+    for column, word, share in zip(table.columns, words, shares, strict=True):
+        column.width = word + share
+
+
+def _unbroken_width(table: Any, words: list[int]) -> int:
+    """Columns a table needs when no word may break: the longest words, padding and borders."""
+    borders = len(words) + 1 if table.box is not None else 0
+    return sum(words) + _horizontal_padding(table) * len(words) + borders
+
+
+def _horizontal_padding(table: Any) -> int:
+    """Left plus right padding of a cell (rich stores padding as top, right, bottom, left)."""
+    _, right, _, left = table.padding
+    return int(right + left)
+
+
+def _records(table: Any) -> Any:
+    """`table` as one block per row: the row's first cell as a heading, then `header: value` for
+    every other column (what a table too wide for the terminal becomes)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    blocks: list[Any] = []
+    if table.title:
+        blocks.append(Text(str(table.title), style="bold"))
+    columns = table.columns
+    for row in range(table.row_count):
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for column in columns[1:]:
+            grid.add_row(" ".join(str(column.header).split()), column._cells[row])
+        blocks += [Text(" ".join(str(columns[0]._cells[row]).split()), style="bold"), grid]
+    return Group(*blocks)
+
+
 def _console(stderr: bool) -> Console:
-    console = Console(stderr=stderr, highlight=False)
+    console = _Console(stderr=stderr, highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, highlight=False, width=160)
+        console = _Console(stderr=stderr, highlight=False, width=160)
     return console
 
 

@@ -27,13 +27,17 @@ def _role_line(name: str, role: dict[str, Any]) -> str:
     return f"{name} {role['count']} x {role['gpu']} ({parallel_label(role)}) = {role['count'] * role['tp']} GPUs"
 
 
-def drawing(roles: dict[str, dict[str, Any]], wan: dict[str, Any] | None, architecture: str) -> str:
+def drawing(
+    roles: dict[str, dict[str, Any]], wan: dict[str, Any] | None, architecture: str, width: int | None = None
+) -> str:
     """A small picture: each datacenter as a box with its roles, and the line between them.
 
     +- dc-a -----------------+            +- dc-b ------------------+
     | prefill 2 x gpu-a x16  |==100 Gbps==| decode  4 x gpu-b x8    |
     | relay   1 x gpu-a x16  |  30 ms RTT |                         |
     +------------------------+            +-------------------------+
+
+    When that is wider than `width` columns, the datacenters are stacked, the line between them.
     """
     by_dc: dict[str, list[str]] = {}
     for name, role in roles.items():
@@ -42,20 +46,23 @@ def drawing(roles: dict[str, dict[str, Any]], wan: dict[str, Any] | None, archit
         by_dc.setdefault(role["datacenter"], []).append(_role_line(label, role))
     boxes = []
     for dc, lines in by_dc.items():
-        width = max(max(len(line) for line in lines), len(dc) + 3) + 4
-        top = f"+- {dc} " + "-" * (width - len(dc) - 5) + "+"
-        body = [f"| {line:<{width - 4}} |" for line in lines]
-        bottom = "+" + "-" * (width - 2) + "+"
+        box_width = max(max(len(line) for line in lines), len(dc) + 3) + 4
+        top = f"+- {dc} " + "-" * (box_width - len(dc) - 5) + "+"
+        body = [f"| {line:<{box_width - 4}} |" for line in lines]
+        bottom = "+" + "-" * (box_width - 2) + "+"
         boxes.append([top, *body, bottom])
     if len(boxes) == 1:
         return "\n".join(boxes[0])
     left, right = boxes[0], boxes[1]
-    height = max(len(left), len(right))
-    left += [" " * len(left[0])] * (height - len(left))
-    right += [" " * len(right[0])] * (height - len(right))
     link_top = f"=={wan['gbps']:g} Gbps==" if wan else "   (no line)   "
     link_mid = f"{wan['lines']} line(s), RTT {wan['rtt_ms']:g} ms" if wan else ""
     span = max(len(link_top), len(link_mid)) + 2
+    if width is not None and len(left[0]) + span + len(right[0]) > width:
+        link = f"   || {wan['gbps']:g} Gbps, {link_mid}" if wan else "   || (no line)"
+        return "\n".join([*left, link, *right])
+    height = max(len(left), len(right))
+    left = left + [" " * len(left[0])] * (height - len(left))
+    right = right + [" " * len(right[0])] * (height - len(right))
     rows = []
     for i in range(height):
         middle = link_top.center(span, "=") if i == 1 else (link_mid.center(span) if i == 2 else " " * span)
@@ -96,7 +103,7 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
     """Drawing, headline figures, pipelines and stage loads of one evaluated or simulated plan."""
     console.print(
         Panel(
-            drawing(scenario_roles(scenario), scenario_wan(scenario), scenario.plan.architecture),
+            drawing(scenario_roles(scenario), scenario_wan(scenario), scenario.plan.architecture, console.width - 4),
             title=f"{scenario.plan.name}: {scenario.plan.architecture}",
             expand=False,
         )
