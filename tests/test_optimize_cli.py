@@ -495,3 +495,11 @@ def test_full_verification_simulates_every_request(cli: Any) -> None:
     simulated = data["architectures"][0]["simulated"]
     assert simulated["requests"] == 8000
     assert simulated["sequential"]["stopped_early"] is False
+
+
+def test_an_architecture_without_a_plan_has_no_bcr(agent_data: dict[str, Any]) -> None:
+    """pd-hetero has no plan on pdd-agent-64k (one GPU type at home): its BCR is null in JSON,
+    not 0.0, which read as a plan that earns nothing."""
+    hetero = by_name(agent_data)["pd-hetero"]
+    assert hetero["feasible"] is False and hetero["cost_per_hour"] is None
+    assert hetero["bcr"] is None

@@ -95,7 +95,7 @@ def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:
             wan_gbps=0.0,
             cost_per_hour=None,
             goodput_rps=0.0,
-            bcr=0.0,
+            bcr=None,  # no plan: no benefit-cost ratio (0 would read as a plan that earns nothing)
             ttft_p50_s=None,
             ttft_p90_s=None,
             ttft_p99_s=None,

@@ -98,7 +98,7 @@ def print_report(console: Console, report: OptimizeReport) -> None:
     )
     row("cost $/h", lambda f: f"{f['cost_per_hour']:,.2f}" if f["cost_per_hour"] is not None else "-")
     row("goodput req/s", lambda f: f"{f['goodput_rps']:,.3f}")
-    row("BCR req/$", lambda f: f"{f['bcr']:,.2f}")
+    row("BCR req/$", lambda f: f"{f['bcr']:,.2f}" if f["bcr"] is not None else "-")
     row("TTFT P50", lambda f: _s(f["ttft_p50_s"]))
     row("TTFT P90", lambda f: _s(f["ttft_p90_s"]))
     row("TTFT P99", lambda f: _s(f["ttft_p99_s"]))
