@@ -590,3 +590,24 @@ def test_expert_parallel_column_sets_the_layout(tmp_path: Path) -> None:
     bad = write(tmp_path / "bad.csv", HEADER + ",expert_parallel\ndeepseek-v3,h200,8,decode,1,0,64,4096,0.03,maybe\n")
     with pytest.raises(InputError, match=r"line 2: expert_parallel = 'maybe': expected true, false or empty"):
         read_measurements(bad)
+
+
+def test_an_empty_split_shows_a_dash_not_nan_percent() -> None:
+    """A calibration with no held-out rows printed `nan%` in its table."""
+    from rich.console import Console
+
+    from pddplan.report.perf_tables import print_calibration
+
+    nothing = {"count": 0, "median_abs_error": math.nan, "worst_abs_error": math.nan}
+    some = {"count": 3, "median_abs_error": 0.04, "worst_abs_error": 0.11}
+    summary = {
+        "target": "h100-sxm",
+        "before": {"fit": some, "holdout": nothing},
+        "after": {"fit": some, "holdout": nothing},
+        "efficiency": {"compute_max_fraction": 0.9},
+    }
+    console = Console(record=True, width=120)
+    print_calibration(console, summary)
+    text = console.export_text()
+    assert "nan" not in text
+    assert "4.0%" in text and "11.0%" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,11 @@ def calibration_summary(result: CalibrationResult, target: str, output: Path | N
     }
 
 
+def _share(value: float | None) -> str:
+    """An error as a percentage; '-' when there is none to show (no rows in that split)."""
+    return "-" if value is None or not math.isfinite(value) else f"{value:.1%}"
+
+
 def print_calibration(console: Console, summary: dict[str, Any]) -> None:
     """Errors before and after, and the fitted factors."""
     table = Table(title=f"calibration of {summary['target']}: |predicted / measured - 1|")
@@ -84,10 +90,10 @@ def print_calibration(console: Console, summary: dict[str, Any]) -> None:
         table.add_row(
             split,
             str(after["count"]),
-            f"{before['median_abs_error']:.1%}",
-            f"{after['median_abs_error']:.1%}",
-            f"{before['worst_abs_error']:.1%}",
-            f"{after['worst_abs_error']:.1%}",
+            _share(before["median_abs_error"]),
+            _share(after["median_abs_error"]),
+            _share(before["worst_abs_error"]),
+            _share(after["worst_abs_error"]),
         )
     console.print(table)
     factors = Table(title="fitted factors")
@@ -112,9 +118,9 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
                 split,
                 label,
                 str(s["count"]),
-                f"{s['median_abs_error']:.1%}",
-                f"{s['worst_abs_error']:.1%}",
-                f"{s['mean_abs_error']:.1%}",
+                _share(s["median_abs_error"]),
+                _share(s["worst_abs_error"]),
+                _share(s["mean_abs_error"]),
             )
     console.print(table)
     console.print(
@@ -126,7 +132,7 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
         per_gpu.add_column(header, justify="right")
     for gpu, s in report["holdout_by_gpu"].items():
         if s["holdout_count"]:
-            per_gpu.add_row(gpu, str(s["holdout_count"]), f"{s['median_abs_error']:.1%}", f"{s['worst_abs_error']:.1%}")
+            per_gpu.add_row(gpu, str(s["holdout_count"]), _share(s["median_abs_error"]), _share(s["worst_abs_error"]))
     console.print(per_gpu)
     for split, title in (("holdout", "held-out points, worst first"), ("excluded", "excluded points (not scored)")):
         chosen = [p for p in report["points"] if p["split"] == split]
