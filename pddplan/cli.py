@@ -830,6 +830,13 @@ def sweep(
     architecture: ArchitectureOption = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
     backend: Annotated[str, typer.Option("--backend", help="loky (default), threading, dask or ray.")] = "loky",
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="dask scheduler or ray cluster address (default: a local cluster of --jobs workers).",
+        ),
+    ] = None,
     exact: Annotated[
         bool,
         typer.Option(
@@ -866,7 +873,7 @@ def sweep(
             param,
             points_values,
             names,
-            sweeping.Execution(jobs, backend, exact),
+            sweeping.Execution(jobs, backend, exact, scheduler),
             progress=lambda done, total: progress.update(task, completed=done),
         )
     chart = sweep_report.chart(param, points, names)

@@ -177,6 +177,9 @@ class Execution:
     jobs: int = 1
     backend: str = "loky"
     optimize: bool = False
+    #: dask: the scheduler's address (tcp://host:8786); None starts a local cluster of `jobs`
+    #: worker processes for this sweep. ray: the cluster's address; None starts a local one.
+    scheduler: str | None = None
 
 
 def sweep(
@@ -198,13 +201,21 @@ def sweep(
         data = set_path(raw, param, value)
         validate(Workload, data, f"{workload_path} with {param} = {value:g}")
         tasks.append(SweepTask(data, str(workload_path), str(workload_path.resolve().parent), names, optimize))
-    results = _run(tasks, jobs, backend, progress)
+    results = _run(tasks, jobs, backend, progress, execution.scheduler)
     return [{"value": value, **point} for value, point in zip(values, results, strict=True)]
 
 
 def _run(
-    tasks: list[SweepTask], jobs: int, backend: str, progress: Callable[[int, int], None] | None
+    tasks: list[SweepTask],
+    jobs: int,
+    backend: str,
+    progress: Callable[[int, int], None] | None,
+    scheduler: str | None = None,
 ) -> list[dict[str, Any]]:
+    if scheduler is not None and backend not in ("dask", "ray"):
+        raise InputError(f"--scheduler is for --backend dask or ray, not {backend}")
+    if backend == "dask":
+        return _run_on_dask(tasks, jobs, progress, scheduler)
     if jobs == 1 and backend == "loky":
         out = []
         for done, task in enumerate(tasks, start=1):
@@ -214,16 +225,14 @@ def _run(
         return out
     import joblib
 
-    if backend == "dask":
+    if backend == "ray":
         try:
-            import distributed  # noqa: F401
-        except ImportError:
-            raise InputError("--backend dask needs dask[distributed]: pip install 'pddplan[dask]'") from None
-    elif backend == "ray":
-        try:
+            import ray
             from ray.util.joblib import register_ray
         except ImportError:
             raise InputError("--backend ray needs ray: pip install 'pddplan[ray]'") from None
+        if not ray.is_initialized():
+            ray.init(address=scheduler, num_cpus=None if scheduler else jobs, log_to_driver=False)
         register_ray()
     elif backend not in ("loky", "threading"):
         raise InputError(f"--backend = {backend!r}: expected loky, threading, dask or ray")
@@ -235,6 +244,48 @@ def _run(
             if progress:
                 progress(done, len(tasks))
     return out
+
+
+#: how long to try reaching a dask scheduler given by address before saying it cannot be reached
+SCHEDULER_TIMEOUT_S = 5
+
+
+def _run_on_dask(
+    tasks: list[SweepTask], jobs: int, progress: Callable[[int, int], None] | None, scheduler: str | None
+) -> list[dict[str, Any]]:
+    """Every point as a task on a dask cluster: the one at `scheduler`, else a local cluster of
+    `jobs` single-threaded worker processes started (and stopped) for this sweep. Results come
+    back in the order of `tasks` whatever order they finish in."""
+    import importlib
+
+    try:  # untyped, optional: imported as a module object
+        distributed: Any = importlib.import_module("distributed")
+    except ImportError:
+        raise InputError("--backend dask needs dask[distributed]: pip install 'pddplan[dask]'") from None
+    cluster = None
+    try:
+        if scheduler is None:
+            cluster = distributed.LocalCluster(
+                n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            client = distributed.Client(cluster)
+        else:
+            client = distributed.Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
+    except OSError as exc:
+        raise InputError(f"--scheduler {scheduler}: cannot reach a dask scheduler there ({exc})") from None
+    try:
+        futures = client.map(run_point, tasks, pure=False)
+        index = {future.key: i for i, future in enumerate(futures)}
+        out: list[dict[str, Any] | None] = [None] * len(tasks)
+        for done, future in enumerate(distributed.as_completed(futures), start=1):
+            out[index[future.key]] = future.result()
+            if progress:
+                progress(done, len(tasks))
+        return [point for point in out if point is not None]
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def best_of(point: dict[str, Any], architectures: Sequence[str]) -> str | None:

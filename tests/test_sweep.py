@@ -8,6 +8,7 @@ import csv
 import importlib
 import io
 import json
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -305,14 +306,33 @@ def test_notes_and_best_of() -> None:
 
 
 # -- errors ---------------------------------------------------------------------------------------
-def test_dask_backend_without_dask_exits_2() -> None:
-    try:
-        importlib.import_module("distributed")
-    except ImportError:
-        result = run(*RATE_ARGS, "--backend", "dask")
-        one_error_line(result, "pddplan[dask]", "--backend dask")
-    else:  # dask is installed here: the backend runs
-        assert sweep_json(*RATE_ARGS, "--backend", "dask", "--jobs", "2") == sweep_json(*RATE_ARGS)
+def test_dask_backend_on_a_local_cluster_gives_the_same_points() -> None:
+    """--backend dask used to crash ("To use Joblib with Dask first create a Dask Client", exit 1):
+    without --scheduler it starts a local cluster of --jobs workers for the sweep."""
+    assert sweep_json(*RATE_ARGS, "--backend", "dask", "--jobs", "2") == sweep_json(*RATE_ARGS)
+
+
+def test_dask_backend_reaches_a_running_scheduler_by_address() -> None:
+    """A cluster started elsewhere (here: a LocalCluster of two worker processes) is used by address."""
+    distributed = importlib.import_module("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        result = run(*RATE_ARGS, "--backend", "dask", "--scheduler", cluster.scheduler_address)
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout) == sweep_json(*RATE_ARGS)
+
+
+def test_an_unreachable_scheduler_is_one_error_line() -> None:
+    result = run(*RATE_ARGS, "--backend", "dask", "--scheduler", "tcp://127.0.0.1:9")
+    one_error_line(result, "--scheduler tcp://127.0.0.1:9", "cannot reach")
+
+
+def test_a_scheduler_without_a_cluster_backend_is_refused() -> None:
+    one_error_line(run(*RATE_ARGS, "--scheduler", "tcp://127.0.0.1:9"), "--scheduler", "dask or ray")
+
+
+def test_dask_backend_without_dask_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # what a missing package looks like to import
+    one_error_line(run(*RATE_ARGS, "--backend", "dask"), "pddplan[dask]", "--backend dask")
 
 
 def test_ray_backend_without_ray_exits_2() -> None:
