@@ -26,6 +26,12 @@ def catalog_dir(kind: str) -> Path:
     return _PACKAGE_DIR.parent / kind
 
 
+def is_installed_copy() -> bool:
+    """Whether the catalogs are the copies inside an installed wheel (not a source checkout's
+    folders): files there are pip's to replace, not a user's to edit."""
+    return (_PACKAGE_DIR / "_catalog").is_dir()
+
+
 def shipped_measurements() -> Path:
     """The public measured step times `pddplan accuracy` scores against (tests/data in a checkout)."""
     installed = _PACKAGE_DIR / "_catalog" / "measurements.csv"

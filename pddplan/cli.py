@@ -396,6 +396,14 @@ def calibrate(
         raise InputError("--stack needs --gpu NAME: stack factors belong to one GPU's profile")
     if write_catalog and not all_gpus:
         raise InputError("--write-catalog goes with --all (it refits every shipped factor)")
+    if write_catalog:
+        from pddplan.catalog import is_installed_copy
+
+        if is_installed_copy():
+            raise InputError(
+                "--write-catalog rewrites a source checkout's hardware_profiles/ and default factors; this pddplan "
+                "is an installed package (its files are pip's): write your own profile with --gpu G --output FILE"
+            )
     if gpu is not None:
         profile, result = cal.calibrate_profile(measurements, gpu, stack=stack)
         if output_path is not None:
@@ -415,7 +423,9 @@ def calibrate(
             from pddplan.perf.refit import refit_file
             from pddplan.perf.refit import write_catalog as write
 
-            for path in write(refit_file(measurements)):
+            with output.diagnostics().status("refitting the catalog...") as status:
+                fit = refit_file(measurements, progress=lambda text: status.update(text))
+            for path in write(fit):
                 output.diagnostics().print(f"wrote {path}")
         if output_path is not None:
             from pddplan.loading import write_atomic

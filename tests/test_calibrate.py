@@ -7,6 +7,7 @@ with known factors, so a correct fit must recover those factors.
 from __future__ import annotations
 
 import csv
+import hashlib
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_results import one_error_line
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
@@ -36,6 +38,8 @@ from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
 from pddplan.perf.refit import refit, write_catalog
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency
+
+ROOT = Path(__file__).resolve().parent.parent
 
 HEADER = "model,gpu,tp,kind,tokens,cached,batch,context,measured_s"
 
@@ -611,3 +615,28 @@ def test_an_empty_split_shows_a_dash_not_nan_percent() -> None:
     text = console.export_text()
     assert "nan" not in text
     assert "4.0%" in text and "11.0%" in text
+
+
+def test_write_catalog_refuses_an_installed_package(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a plain `pip install .` it used to rewrite the profiles inside site-packages."""
+    monkeypatch.setattr("pddplan.catalog.is_installed_copy", lambda: True)
+    result = cli("calibrate", str(ROOT / "tests" / "data" / "measurements.csv"), "--all", "--write-catalog")
+    one_error_line(result, "--write-catalog", "installed package")
+
+
+def test_a_fit_names_its_data_by_hash_and_is_stamped_with_source_date_epoch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source line used to carry today's date, so a refit never repeated byte for byte."""
+    from pddplan.perf.calibrate import data_tag
+
+    path = tmp_path / "m.csv"
+    path.write_text("model,gpu\n", encoding="utf-8")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764633600")  # 2025-12-02T00:00:00Z
+    digest = hashlib.sha256(b"model,gpu\n").hexdigest()[:12]
+    assert data_tag(path) == f"m.csv (sha256 {digest}) on 2025-12-02"
+    path.write_text("model,gpu\nx,y\n", encoding="utf-8")
+    assert digest not in data_tag(path)  # other data, another tag
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "soon")
+    with pytest.raises(InputError, match="SOURCE_DATE_EPOCH"):
+        data_tag(path)

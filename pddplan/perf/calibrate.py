@@ -24,12 +24,14 @@ sum_i log(predicted_i / measured_i)^2 over the `fit` rows, within physical bound
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -394,7 +396,7 @@ def calibrate_profile(
     what = "rows" if stack is None else f"rows of stack {stack} in"
     source = (
         f"calibrated: fitted by `pddplan calibrate` to {sum(m.split == 'fit' for m in rows)} {what} "
-        f"{'of ' if stack is None else ''}{measurements.name} on {date.today().isoformat()}"
+        f"{'of ' if stack is None else ''}{data_tag(measurements)}"
     )
     if stack is None:
         result = fit_efficiency(rows, start or DEFAULT_EFFICIENCY, source, prior_weight=1.0)
@@ -473,11 +475,29 @@ def accuracy_rows(rows: list[Measurement], by_stack: bool = False) -> tuple[np.n
     return predicted, origin
 
 
+def fit_date() -> str:
+    """The date a fit is stamped with: SOURCE_DATE_EPOCH's (the reproducible-builds convention,
+    so that a refit can repeat byte for byte), else today's."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None:
+        try:
+            return datetime.fromtimestamp(int(epoch), tz=UTC).date().isoformat()
+        except (ValueError, OverflowError, OSError):
+            raise InputError(f"SOURCE_DATE_EPOCH = {epoch!r}: expected whole seconds since 1970") from None
+    return date.today().isoformat()
+
+
+def data_tag(measurements: Path) -> str:
+    """`NAME (sha256 0123456789ab) on DATE`: which data a fit used, exactly, and when it ran."""
+    digest = hashlib.sha256(measurements.read_bytes()).hexdigest()[:12]
+    return f"{measurements.name} (sha256 {digest}) on {fit_date()}"
+
+
 def fit_all(measurements: Path) -> CalibrationResult:
     """One set of factors fitted to every GPU's `fit` rows (the shipped defaults)."""
     rows = read_measurements(measurements)
     source = (
         f"calibrated: fitted by `pddplan calibrate --all` to {sum(m.split == 'fit' for m in rows)} rows of "
-        f"{measurements.name} on {date.today().isoformat()}"
+        f"{data_tag(measurements)}"
     )
     return fit_efficiency(rows, FIT_START, source)

@@ -11,8 +11,8 @@ The function returns the factors; `write_catalog` puts them into the catalog fil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 
 from pddplan.catalog import catalog_dir
@@ -20,6 +20,7 @@ from pddplan.loading import write_atomic
 from pddplan.perf.calibrate import (
     FIT_START,
     Measurement,
+    data_tag,
     efficiency_yaml,
     fit_efficiency,
     read_measurements,
@@ -54,30 +55,40 @@ class CatalogFit:
         return self.per_gpu.get(gpu, self.defaults)
 
 
-def refit(rows: list[Measurement], name: str = "measurements.csv") -> CatalogFit:
-    """Fit the three levels to the `fit` rows of `rows` (holdout and excluded rows never count)."""
-    today = date.today().isoformat()
+def refit(
+    rows: list[Measurement], name: str = "measurements.csv", progress: Callable[[str], None] | None = None
+) -> CatalogFit:
+    """Fit the three levels to the `fit` rows of `rows` (holdout and excluded rows never count);
+    `name` says which data it was (`data_tag`: file, hash and date)."""
+
+    def say(text: str) -> None:
+        if progress:
+            progress(text)
+
     scored = [m for m in rows if m.split in ("fit", "holdout")]
+    say("fitting the defaults to every fit row")
     fit_count = sum(m.split == "fit" for m in scored)
     defaults = fit_efficiency(
         scored,
         FIT_START,
-        f"calibrated: fitted by `pddplan calibrate --all` to {fit_count} rows of {name} on {today}",
+        f"calibrated: fitted by `pddplan calibrate --all` to {fit_count} rows of {name}",
     ).efficiency
     result = CatalogFit(defaults)
     for gpu in sorted({m.gpu for m in scored}):
         mine = [m for m in scored if m.gpu == gpu]
         count = sum(m.split == "fit" for m in mine)
         if count >= MIN_GPU_FIT_ROWS:
-            source = f"calibrated: fitted by `pddplan calibrate` to {count} {gpu} rows of {name} on {today}"
+            say(f"fitting {gpu}")
+            source = f"calibrated: fitted by `pddplan calibrate` to {count} {gpu} rows of {name}"
             result.per_gpu[gpu] = fit_efficiency(mine, defaults, source, prior_weight=1.0).efficiency
     for gpu, stack in sorted({(m.gpu, m.stack) for m in scored if m.stack}):
         mine = [m for m in scored if m.gpu == gpu and m.stack == stack]
         count = sum(m.split == "fit" for m in mine)
         if count == 0:
             continue
+        say(f"fitting {gpu} / {stack}")
         start = result.per_gpu.get(gpu) or result.per_gpu.get(COPIES.get(gpu, ("", ""))[0], defaults)
-        source = f"calibrated: fitted by `pddplan calibrate --stack` to {count} {gpu} rows of stack {stack} on {today}"
+        source = f"calibrated: fitted by `pddplan calibrate --stack` to {count} {gpu} rows of stack {stack} in {name}"
         fitted = fit_efficiency(mine, start, source, prior_weight=1.0, min_fit_rows=1).efficiency
         result.per_stack.setdefault(gpu, {})[stack] = fitted
     for copy, (original, why) in COPIES.items():
@@ -96,9 +107,9 @@ def _noted(factors: Efficiency, note: str) -> Efficiency:
     return factors.model_copy(update={"source": f"calibrated: {note}{factors.source.removeprefix('calibrated: ')}"})
 
 
-def refit_file(measurements: Path) -> CatalogFit:
+def refit_file(measurements: Path, progress: Callable[[str], None] | None = None) -> CatalogFit:
     """`refit` over a measurements CSV."""
-    return refit(read_measurements(measurements), measurements.name)
+    return refit(read_measurements(measurements), data_tag(measurements), progress)
 
 
 def write_catalog(fit: CatalogFit, hardware_dir: Path | None = None, defaults_path: Path | None = None) -> list[Path]:
