@@ -1,5 +1,6 @@
-"""Curves: a 101-point bathtub in <= 3 s; a 1,000-point sweep scales with the number of workers;
-gating every shipped scenario in <= 60 s.
+"""Curves: a 101-point bathtub in <= 3 s; a 1,000-point sweep scales with the number of workers
+(joblib's loky and a two-worker dask LocalCluster, each giving exactly the serial points); gating
+every shipped scenario in <= 60 s.
 
     python benchmarks/bench_curves.py
 """
@@ -25,10 +26,23 @@ def main() -> None:
     ok &= report("pddplan bathtub (CLI process, 101 points)", repeat(lambda: run_cli("bathtub", "--json"), 3), 5.0)
     path = ROOT / "workloads/pdd-agent-64k.yaml"
     values = [1.0 + 15.0 * i / 999 for i in range(1000)]
-    one = repeat(lambda: sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), Execution(jobs=1)), 1)
-    two = repeat(lambda: sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), Execution(jobs=2)), 1)
+    results: dict[str, object] = {}
+
+    def timed(label: str, execution: Execution) -> list[float]:
+        def call() -> None:
+            results[label] = sweep(path, "arrival.rate_rps", values, ("pd-intra", "pdd"), execution)
+
+        return repeat(call, 1)
+
+    one = timed("serial", Execution(jobs=1))
+    two = timed("loky", Execution(jobs=2))
+    dask = timed("dask", Execution(jobs=2, backend="dask"))
     report("sweep, 1,000 points, 1 worker", one, None)
     ok &= report("sweep, 1,000 points, 2 workers (target: faster than 1 worker)", two, one[0])
+    ok &= report("sweep, 1,000 points, 2-worker dask LocalCluster (target: faster)", dask, one[0])
+    same = results["dask"] == results["serial"] == results["loky"]
+    print(f"sweep results of the three runs identical: {same}")
+    ok &= same
     ok &= report(
         "pddplan gate examples/ci/baseline.json (4 scenarios)",
         repeat(lambda: run_cli("gate", "examples/ci/baseline.json"), 1),
