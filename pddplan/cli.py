@@ -102,19 +102,20 @@ def _silence_stdout() -> None:
     os.close(devnull)
 
 
-def _app(help_text: str) -> typer.Typer:
+def _app(help_text: str, completion: bool = False) -> typer.Typer:
     return typer.Typer(
         cls=_Group,
         help=help_text,
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=completion,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
 
 
-app = _app("Plan and price cross-datacenter PDD (prefill / relay-decode / main-decode) LLM serving.")
+# shell completion on the root command only: `pddplan --install-completion` / `--show-completion`
+app = _app("Plan and price cross-datacenter PDD (prefill / relay-decode / main-decode) LLM serving.", completion=True)
 
 
 def _print_version(value: bool) -> None:

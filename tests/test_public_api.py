@@ -52,3 +52,20 @@ def test_version_and_short_help(cli: Any) -> None:
     assert result.exit_code == 0 and result.stdout.strip() == f"pddplan {pddplan.__version__}"
     assert cli("-h").stdout == cli("--help").stdout
     assert "Usage: " in cli("optimize", "-h").stdout
+
+
+def test_shell_completion_can_be_shown(cli: Any) -> None:
+    result = cli("--show-completion", "bash")  # CliRunner names the program "root"
+    assert result.exit_code == 0 and "_root_completion()" in result.stdout
+
+
+def test_shipped_files_name_their_schema_for_editors() -> None:
+    """A `yaml-language-server` comment lets editors validate and complete the YAML against the
+    committed JSON Schemas (the path is checked to exist from the file's folder)."""
+    for folder, kind in (("workloads", "workload"), ("hardware_profiles", "hardware"), ("examples/plans", "plan")):
+        for path in sorted((ROOT / folder).glob("*.yaml")):
+            first = path.read_text(encoding="utf-8").splitlines()[0]
+            assert first.startswith("# yaml-language-server: $schema="), path
+            schema = (path.parent / first.split("$schema=", 1)[1]).resolve()
+            assert schema == (ROOT / "schemas" / f"{kind}.schema.json").resolve(), path
+            assert schema.is_file()

@@ -223,7 +223,7 @@ def test_bad_yaml(cli: Any, tmp_path: Path) -> None:
     path = edited(tmp_path, "name: pdd-agent-64k\n", "name: pdd-agent-64k\n  oops: [\n")
     line = shows_one_error(cli, path)
     # line 7 of the file: "  oops: [" right after `name:` (the file opens with 5 comment lines)
-    assert line.startswith(f"error: {path}: not valid YAML at line 8, column 7: mapping values are not allowed")
+    assert line.startswith(f"error: {path}: not valid YAML at line 9, column 7: mapping values are not allowed")
 
 
 def test_bad_json(cli: Any, tmp_path: Path) -> None:
