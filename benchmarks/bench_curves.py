@@ -10,8 +10,9 @@ from __future__ import annotations
 from _timing import ROOT, repeat, report, run_cli
 
 from pddplan.bathtub import BathtubOptions, bathtub
+from pddplan.distribute import Execution
 from pddplan.inputs import load_workload, workload_dir
-from pddplan.sweep import Execution, sweep
+from pddplan.sweep import sweep
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ import numpy as np
 
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
+from pddplan.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError
 from pddplan.input_set import InputSet, load_input_set
 from pddplan.limits import check_chunk, check_points
@@ -102,6 +103,8 @@ class BathtubOptions:
     points: int = 101
     chunk_tokens: int | None = None
     fixed_plan: bool = True
+    #: where the points run (`pddplan.distribute`); None: one after another in this process
+    execution: Execution | None = None
 
 
 @dataclass
@@ -185,24 +188,12 @@ def bathtub(
     figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
     plans: dict[ArchitectureName, list[dict[str, Any] | None]] = {arch: [None] * points for arch in architectures}
     fixed = {arch: _fixed_plan(nominal, shape) for arch, shape in shapes.items()} if options.fixed_plan else {}
-    for i, hit in enumerate(hits):
-        point = at_hit(workload, float(hit), mode, chunk_tokens)
-        for arch in architectures:
-            shape = shapes[arch]
-            if shape is None:
-                continue
-            if options.fixed_plan:
-                plan = fixed[arch]
-                values = _fixed_plan_figures(plan, inputs.with_workload(point)) if plan is not None else None
-            else:
-                values, plan = _resized_figures(point, shape, inputs)
-            if values is None or plan is None:
-                continue
+    tasks = [_PointTask(inputs, float(hit), mode, chunk_tokens, shapes, fixed, options.fixed_plan) for hit in hits]
+    for i, point in enumerate(map_in_order(_point_figures, tasks, options.execution or Execution(), progress)):
+        for arch, (values, plan) in point.items():
             for name, value in values.items():
                 figures[arch][name][i] = value
-            plans[arch][i] = plan.model_dump(mode="json", exclude_defaults=True)
-        if progress:
-            progress(i + 1, points)
+            plans[arch][i] = plan
     prompts, probs = workload.prompt_tokens.support()
     mean_prompt = float(prompts @ probs)
     tails = np.array([tail_chunk_tokens(mean_prompt, float(h), chunk, workload.serving.page_tokens) for h in hits])
@@ -219,6 +210,37 @@ def bathtub(
     )
     result.findings = findings(result, mean_prompt)
     return result
+
+
+@dataclass(frozen=True)
+class _PointTask:
+    """What one hit-rate point needs (the loaded inputs travel with it: no worker re-reads files)."""
+
+    inputs: InputSet
+    hit: float
+    mode: HitMode
+    chunk_tokens: int | None
+    shapes: dict[ArchitectureName, Shape | None]
+    fixed: dict[ArchitectureName, Plan | None]
+    fixed_plan: bool
+
+
+def _point_figures(task: _PointTask) -> dict[ArchitectureName, tuple[dict[str, float], dict[str, Any]]]:
+    """Each architecture's figures and plan (as JSON) at one hit rate; architectures without a
+    plan there are left out."""
+    point = at_hit(task.inputs.workload, task.hit, task.mode, task.chunk_tokens)
+    out = {}
+    for arch, shape in task.shapes.items():
+        if shape is None:
+            continue
+        if task.fixed_plan:
+            plan = task.fixed[arch]
+            values = _fixed_plan_figures(plan, task.inputs.with_workload(point)) if plan is not None else None
+        else:
+            values, plan = _resized_figures(point, shape, task.inputs)
+        if values is not None and plan is not None:
+            out[arch] = (values, plan.model_dump(mode="json", exclude_defaults=True))
+    return out
 
 
 def _resized_figures(point: Workload, shape: Shape, inputs: InputSet) -> tuple[dict[str, float] | None, Plan | None]:

@@ -144,6 +144,14 @@ app.add_typer(models_app, name="models")
 app.add_typer(workloads_app, name="workloads")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Write machine-readable JSON to stdout, nothing else.")]
+JobsOption = Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")]
+BackendOption = Annotated[str, typer.Option("--backend", help="loky (default), threading, dask or ray.")]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler", help="dask scheduler or ray cluster address (default: a local cluster of --jobs workers)."
+    ),
+]
 ArchitectureOption = Annotated[
     list[str] | None,
     typer.Option("--architecture", "-a", help="Architecture (repeatable); default: all `pddplan architectures` lists."),
@@ -786,11 +794,15 @@ def bathtub(
     svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the points as CSV.")] = None,
+    jobs: JobsOption = 1,
+    backend: BackendOption = "loky",
+    scheduler: SchedulerOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Benefit against prefix-hit rate per architecture (the bathtub), with its valley, tail-chunk
     dips, crossovers and what it takes to climb out."""
     from pddplan import bathtub as tub
+    from pddplan.distribute import Execution
     from pddplan.errors import InputError
     from pddplan.inputs import load_workload, workload_dir
     from pddplan.loading import write_atomic
@@ -809,7 +821,13 @@ def bathtub(
 
     with output.progress_bar() as progress:
         task = progress.add_task("hit-rate sweep", total=points)
-        options = tub.BathtubOptions(mode, points, chunk, fixed_plan)  # type: ignore[arg-type]
+        options = tub.BathtubOptions(
+            mode,  # type: ignore[arg-type]
+            points,
+            chunk,
+            fixed_plan,
+            Execution(jobs, backend, False, scheduler),
+        )
         result = tub.bathtub(
             spec,
             workload_dir(workload),
@@ -839,15 +857,9 @@ def sweep(
     values: Annotated[str | None, typer.Option("--values", help="Comma-separated values.")] = None,
     span: Annotated[str | None, typer.Option("--range", help="START:STOP:NUM evenly spaced values.")] = None,
     architecture: ArchitectureOption = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")] = 1,
-    backend: Annotated[str, typer.Option("--backend", help="loky (default), threading, dask or ray.")] = "loky",
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler",
-            help="dask scheduler or ray cluster address (default: a local cluster of --jobs workers).",
-        ),
-    ] = None,
+    jobs: JobsOption = 1,
+    backend: BackendOption = "loky",
+    scheduler: SchedulerOption = None,
     exact: Annotated[
         bool,
         typer.Option(
@@ -866,6 +878,7 @@ def sweep(
 
     from pddplan import catalog
     from pddplan import sweep as sweeping
+    from pddplan.distribute import Execution
     from pddplan.limits import check_jobs
     from pddplan.loading import write_atomic
     from pddplan.report import output, sweep_report
@@ -884,7 +897,7 @@ def sweep(
             param,
             points_values,
             names,
-            sweeping.Execution(jobs, backend, exact, scheduler),
+            Execution(jobs, backend, exact, scheduler),
             progress=lambda done, total: progress.update(task, completed=done),
         )
     chart = sweep_report.chart(param, points, names)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pddplan import architectures as registry
+from pddplan.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError, InputError, PddplanError
 from pddplan.loading import read_data, validate
 from pddplan.specs.plan import ArchitectureName
@@ -169,29 +170,16 @@ def _optimized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Execution:
-    """How a sweep runs: `jobs` workers on `backend` (loky, threading, dask or ray); `optimize`
-    solves the integer program at each point instead of the fast sizing."""
-
-    jobs: int = 1
-    backend: str = "loky"
-    optimize: bool = False
-    #: dask: the scheduler's address (tcp://host:8786); None starts a local cluster of `jobs`
-    #: worker processes for this sweep. ray: the cluster's address; None starts a local one.
-    scheduler: str | None = None
-
-
 def sweep(
     workload_path: Path,
     param: str,
     values: Sequence[float],
     architectures: Sequence[ArchitectureName] | None = None,
-    execution: Execution = Execution(),
+    execution: Execution | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point (see `Execution`)."""
-    jobs, backend, optimize = execution.jobs, execution.backend, execution.optimize
+    """Run every point (see `pddplan.distribute.Execution`; default: one after another here)."""
+    execution = execution or Execution()
     names = tuple(architectures) if architectures is not None else registry.names()
     raw = read_data(workload_path)
     if not isinstance(raw, dict):
@@ -200,92 +188,11 @@ def sweep(
     for value in values:
         data = set_path(raw, param, value)
         validate(Workload, data, f"{workload_path} with {param} = {value:g}")
-        tasks.append(SweepTask(data, str(workload_path), str(workload_path.resolve().parent), names, optimize))
-    results = _run(tasks, jobs, backend, progress, execution.scheduler)
+        tasks.append(
+            SweepTask(data, str(workload_path), str(workload_path.resolve().parent), names, execution.optimize)
+        )
+    results = map_in_order(run_point, tasks, execution, progress)
     return [{"value": value, **point} for value, point in zip(values, results, strict=True)]
-
-
-def _run(
-    tasks: list[SweepTask],
-    jobs: int,
-    backend: str,
-    progress: Callable[[int, int], None] | None,
-    scheduler: str | None = None,
-) -> list[dict[str, Any]]:
-    if scheduler is not None and backend not in ("dask", "ray"):
-        raise InputError(f"--scheduler is for --backend dask or ray, not {backend}")
-    if backend == "dask":
-        return _run_on_dask(tasks, jobs, progress, scheduler)
-    if jobs == 1 and backend == "loky":
-        out = []
-        for done, task in enumerate(tasks, start=1):
-            out.append(run_point(task))
-            if progress:
-                progress(done, len(tasks))
-        return out
-    import joblib
-
-    if backend == "ray":
-        try:
-            import ray
-            from ray.util.joblib import register_ray
-        except ImportError:
-            raise InputError("--backend ray needs ray: pip install 'pddplan[ray]'") from None
-        if not ray.is_initialized():
-            ray.init(address=scheduler, num_cpus=None if scheduler else jobs, log_to_driver=False)
-        register_ray()
-    elif backend not in ("loky", "threading"):
-        raise InputError(f"--backend = {backend!r}: expected loky, threading, dask or ray")
-    with joblib.parallel_config(backend=backend, n_jobs=jobs):
-        generator = joblib.Parallel(return_as="generator")(joblib.delayed(run_point)(task) for task in tasks)
-        out = []
-        for done, point in enumerate(generator, start=1):
-            out.append(point)
-            if progress:
-                progress(done, len(tasks))
-    return out
-
-
-#: how long to try reaching a dask scheduler given by address before saying it cannot be reached
-SCHEDULER_TIMEOUT_S = 5
-
-
-def _run_on_dask(
-    tasks: list[SweepTask], jobs: int, progress: Callable[[int, int], None] | None, scheduler: str | None
-) -> list[dict[str, Any]]:
-    """Every point as a task on a dask cluster: the one at `scheduler`, else a local cluster of
-    `jobs` single-threaded worker processes started (and stopped) for this sweep. Results come
-    back in the order of `tasks` whatever order they finish in."""
-    import importlib
-
-    try:  # untyped, optional: imported as a module object
-        distributed: Any = importlib.import_module("distributed")
-    except ImportError:
-        raise InputError("--backend dask needs dask[distributed]: pip install 'pddplan[dask]'") from None
-    cluster = None
-    try:
-        if scheduler is None:
-            cluster = distributed.LocalCluster(
-                n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None
-            )
-            client = distributed.Client(cluster)
-        else:
-            client = distributed.Client(scheduler, timeout=SCHEDULER_TIMEOUT_S)
-    except OSError as exc:
-        raise InputError(f"--scheduler {scheduler}: cannot reach a dask scheduler there ({exc})") from None
-    try:
-        futures = client.map(run_point, tasks, pure=False)
-        index = {future.key: i for i, future in enumerate(futures)}
-        out: list[dict[str, Any] | None] = [None] * len(tasks)
-        for done, future in enumerate(distributed.as_completed(futures), start=1):
-            out[index[future.key]] = future.result()
-            if progress:
-                progress(done, len(tasks))
-        return [point for point in out if point is not None]
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def best_of(point: dict[str, Any], architectures: Sequence[str]) -> str | None:

@@ -335,13 +335,20 @@ def test_dask_backend_without_dask_exits_2(monkeypatch: pytest.MonkeyPatch) -> N
     one_error_line(run(*RATE_ARGS, "--backend", "dask"), "pddplan[dask]", "--backend dask")
 
 
-def test_ray_backend_without_ray_exits_2() -> None:
-    try:
-        importlib.import_module("ray.util.joblib")
-    except ImportError:
-        one_error_line(run(*RATE_ARGS, "--backend", "ray"), "pddplan[ray]")
-    else:
-        assert sweep_json(*RATE_ARGS, "--backend", "ray", "--jobs", "2") == sweep_json(*RATE_ARGS)
+def test_ray_backend_on_a_local_runtime_gives_the_same_points() -> None:
+    """A local ray runtime of --jobs CPUs, started and shut down for the sweep."""
+    assert sweep_json(*RATE_ARGS, "--backend", "ray", "--jobs", "2") == sweep_json(*RATE_ARGS)
+
+
+def test_ray_backend_without_ray_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    one_error_line(run(*RATE_ARGS, "--backend", "ray"), "pddplan[ray]")
+
+
+@pytest.mark.parametrize("backend", ["dask", "ray"])
+def test_a_bathtub_on_a_cluster_gives_the_serial_points(backend: str) -> None:
+    args = ("bathtub", WORKLOAD, "--points", "11", "--json")
+    assert sweep_json(*args, "--jobs", "2", "--backend", backend) == sweep_json(*args)
 
 
 @pytest.mark.parametrize(
