@@ -149,7 +149,9 @@ BackendOption = Annotated[str, typer.Option("--backend", help="loky (default), t
 SchedulerOption = Annotated[
     str | None,
     typer.Option(
-        "--scheduler", help="dask scheduler or ray cluster address (default: a local cluster of --jobs workers)."
+        "--scheduler",
+        "--address",
+        help="dask scheduler or ray cluster address (default: a local cluster of --jobs workers).",
     ),
 ]
 ArchitectureOption = Annotated[

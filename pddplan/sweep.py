@@ -99,26 +99,20 @@ def parse_values(values: str | None, span: str | None) -> list[float]:
 
 @dataclass(frozen=True)
 class SweepTask:
-    """One point: the raw workload data with the parameter set, and what to compute."""
+    """One point: the workload with the parameter set and the files it names, loaded once for the
+    whole sweep (no worker re-reads a catalog), and what to compute."""
 
-    data: dict[str, Any]
-    source: str
-    base_dir: str | None
+    inputs: InputSet
     architectures: tuple[ArchitectureName, ...]
     optimize: bool
 
 
 def run_point(task: SweepTask) -> dict[str, Any]:
     """Figures of every architecture at one parameter value (runs in a worker)."""
-    from pddplan.input_set import load_input_set
-    from pddplan.inputs import check_workload
-
-    workload = check_workload(validate(Workload, task.data, task.source), Path(task.source))
-    inputs = load_input_set(workload, Path(task.base_dir) if task.base_dir else None)
     out: dict[str, Any] = {}
     for arch in task.architectures:
         try:
-            out[arch] = _optimized(inputs, arch) if task.optimize else _sized(inputs, arch)
+            out[arch] = _optimized(task.inputs, arch) if task.optimize else _sized(task.inputs, arch)
         except PddplanError as exc:
             out[arch] = {"feasible": False, "reason": str(exc)}
     return out
@@ -184,13 +178,17 @@ def sweep(
     raw = read_data(workload_path)
     if not isinstance(raw, dict):
         raise InputError(f"{workload_path}: expected a mapping at the top level")
+    from pddplan.input_set import load_input_set
+    from pddplan.inputs import check_workload
+
     tasks = []
+    loaded: InputSet | None = None
     for value in values:
         data = set_path(raw, param, value)
-        validate(Workload, data, f"{workload_path} with {param} = {value:g}")
-        tasks.append(
-            SweepTask(data, str(workload_path), str(workload_path.resolve().parent), names, execution.optimize)
-        )
+        workload = check_workload(validate(Workload, data, f"{workload_path} with {param} = {value:g}"), workload_path)
+        # a numeric field names no file: the model, profiles and traces read for the first point serve all
+        loaded = loaded or load_input_set(workload, workload_path.resolve().parent)
+        tasks.append(SweepTask(loaded.with_workload(workload), names, execution.optimize))
     results = map_in_order(run_point, tasks, execution, progress)
     return [{"value": value, **point} for value, point in zip(values, results, strict=True)]
 

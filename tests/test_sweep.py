@@ -400,3 +400,22 @@ def test_a_price_sweep_shows_revenue_per_cost_which_prices_move() -> None:
     workload = load_workload(WORKLOAD)
     extra = workload.output_tokens.mean() * 0.42e-6 * workload.arrival.rate_rps * 3600 / low["cost_per_hour"]
     assert high["revenue_per_cost_of_plan"] - low["revenue_per_cost_of_plan"] == pytest.approx(extra, rel=1e-9)
+
+
+def test_a_sweep_reads_the_files_its_workload_names_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each point used to re-read the model and GPU profiles (on every worker); they are read
+    once and travel with the points."""
+    import pddplan.input_set
+
+    calls: list[object] = []
+    real = pddplan.input_set.load_input_set
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pddplan.input_set, "load_input_set", counting)
+    result = run("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,3,4", "-a", "pd-intra", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert len(json.loads(result.stdout)["points"]) == 3
+    assert len(calls) == 1
