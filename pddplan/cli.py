@@ -434,7 +434,7 @@ def calibrate(
             from pddplan.perf.refit import refit_file
             from pddplan.perf.refit import write_catalog as write
 
-            with output.diagnostics().status("refitting the catalog...") as status:
+            with output.status("refitting the catalog...") as status:
                 fit = refit_file(measurements, progress=lambda text: status.update(text))
             for path in write(fit):
                 output.diagnostics().print(f"wrote {path}")
@@ -628,7 +628,7 @@ def optimize(
         jobs=jobs,
     )
     spec = load_workload(workload)
-    with output.diagnostics().status("optimizing...") as status:
+    with output.status("optimizing...") as status:
         report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))
         robustness = None
         if robust:
@@ -719,14 +719,14 @@ def gate(
     if init:
         if baseline.exists():
             raise InputError(f"{baseline}: exists; --init creates a new baseline, use --update to refresh it")
-        with notices.status("creating the baseline...") as status:
+        with output.status("creating the baseline...") as status:
             fresh = gating.init_baseline(
                 baseline, init, progress=lambda text: status.update(text), allow_infeasible=allow_infeasible
             )
         gating.write_baseline(baseline, fresh)
         notices.print(f"wrote {baseline} with {len(fresh.scenarios)} scenario(s)")
         return
-    with notices.status("gating...") as status:
+    with output.status("gating...") as status:
         spec, checks = gating.gate(
             baseline, progress=lambda text: status.update(text), tolerances=overrides or None, rtol=rtol
         )
@@ -930,7 +930,7 @@ def paper(
     if requests < 1000:
         raise InputError(f"--requests = {requests}: use at least 1000 for stable tails")
     console = output.results()
-    with output.diagnostics().status("running the paper scenario...") as status:
+    with output.status("running the paper scenario...") as status:
         result = comparison.compare(requests, seed, progress=lambda text: status.update(text))
     if markdown_path is not None:
         comparison.write_markdown(markdown_path, result)
@@ -964,7 +964,7 @@ def agreement(
     from pddplan.report import output
 
     console = output.results()
-    with output.diagnostics().status("comparing...") as status:
+    with output.status("comparing...") as status:
         rows = check.agreement(requests, seed, progress=lambda text: status.update(text))
     if markdown_path is not None:
         write_atomic(markdown_path, check.markdown(rows, requests))

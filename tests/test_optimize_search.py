@@ -550,3 +550,22 @@ def test_a_budget_buys_more_than_the_workload_rate_when_it_can() -> None:
     assert result.feasible and result.evaluation is not None
     assert result.evaluation.goodput_rps > 1.5 * workload.arrival.rate_rps
     assert result.evaluation.cost_per_hour <= 60.0 + 1e-9
+
+
+def test_workers_are_forked_only_when_no_other_thread_runs() -> None:
+    """A thread holding a lock at the fork would leave it held in the child forever (a hang):
+    with another thread alive, the architectures run one after another instead."""
+    import threading
+
+    from pddplan.optimize.parallel import _fork_is_safe
+
+    assert _fork_is_safe()
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not _fork_is_safe()
+    finally:
+        stop.set()
+        other.join()
+    assert _fork_is_safe()

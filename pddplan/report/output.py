@@ -37,6 +37,48 @@ def progress_bar() -> Any:
     return Progress(console=console, transient=True)
 
 
+def status(text: str) -> Any:
+    """A one-line status on stderr (`with status("...") as line: line.update("...")`), shown only
+    when stderr is a terminal. It redraws only when updated: no refresh thread, so the optimizer
+    may fork its workers while it shows (a fork beside a running thread can deadlock the child)."""
+    console = diagnostics()
+    if not console.is_terminal:
+        return _NoStatus()
+    from rich.live import Live
+    from rich.text import Text
+
+    return _LiveStatus(Live(Text(text), console=console, auto_refresh=False, transient=True))
+
+
+class _LiveStatus:
+    def __init__(self, live: Any) -> None:
+        self.live = live
+
+    def __enter__(self) -> _LiveStatus:
+        self.live.__enter__()
+        self.live.refresh()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(*exc)
+
+    def update(self, text: str) -> None:
+        from rich.text import Text
+
+        self.live.update(Text(text), refresh=True)
+
+
+class _NoStatus:
+    def __enter__(self) -> _NoStatus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, text: str) -> None:
+        return None
+
+
 class _NoProgress:
     """The part of rich's Progress the commands use, doing nothing."""
 
