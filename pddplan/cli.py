@@ -132,8 +132,15 @@ def _root(
         bool,
         typer.Option("--version", callback=_print_version, is_eager=True, help="Show the version and exit."),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress or notices on stderr (errors still show)."),
+    ] = False,
 ) -> None:
     """Plan and price cross-datacenter PDD (prefill / relay-decode / main-decode) LLM serving."""
+    from pddplan.report import output
+
+    output.set_quiet(quiet)
 
 
 hardware_app = _app("Browse the built-in hardware profiles.")
@@ -306,10 +313,10 @@ def schema(
 
     if markdown_path is not None:
         write_atomic(markdown_path, markdown_reference())
-        typer.echo(f"wrote {markdown_path}", err=True)
+        output.diagnostics().print(f"wrote {markdown_path}", markup=False, highlight=False)
     if out is not None:
         for path in write_schemas(out):
-            typer.echo(f"wrote {path}", err=True)
+            output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
     elif markdown_path is None:
         output.emit_json(schema_for(kind or "workload"))
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_results import one_error_line
@@ -92,3 +93,14 @@ def test_sigterm_during_a_run_leaves_no_temporary_file(tmp_path: Path) -> None:
     assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
     assert not target.exists() or os.path.getsize(target) > 0
+
+
+def test_quiet_drops_notices_but_not_errors(cli: Any, tmp_path: Path) -> None:
+    """`pddplan -q` leaves stderr empty on success (no "wrote" notices) and still says what failed."""
+    result = cli("-q", "schema", "--out", str(tmp_path))
+    assert result.exit_code == 0 and result.stderr == ""
+    assert len(list(tmp_path.glob("*.schema.json"))) == 5
+    loud = cli("schema", "--out", str(tmp_path))
+    assert loud.stderr.count("wrote ") == 5
+    failed = cli("-q", "optimize", "no-such-workload")
+    assert failed.exit_code == 2 and failed.stderr.startswith("error: unknown workload")

@@ -21,16 +21,29 @@ def results() -> Console:
     return _console(stderr=False)
 
 
+_QUIET = False
+
+
+def set_quiet(quiet: bool) -> None:
+    """`pddplan -q`: progress, status lines and notices on stderr are dropped (errors are not:
+    they are printed apart, by the CLI)."""
+    global _QUIET
+    _QUIET = quiet
+
+
 def diagnostics() -> Console:
-    """A console on stderr for progress, notices ("wrote FILE") and warnings."""
-    return _console(stderr=True)
+    """A console on stderr for progress, notices ("wrote FILE") and warnings (silent with -q)."""
+    console = _console(stderr=True)
+    console.quiet = _QUIET
+    console.soft_wrap = True  # a notice naming a long path stays one line (as `typer.echo` printed it)
+    return console
 
 
 def progress_bar() -> Any:
     """A transient progress bar on stderr, shown only when stderr is a terminal (a CI log or a
     pipe gets no bar and no stray blank line)."""
     console = diagnostics()
-    if not console.is_terminal:  # not even a disabled rich Progress: older rich prints a newline
+    if not console.is_terminal or console.quiet:  # no disabled rich Progress: older rich prints a newline
         return _NoProgress()
     from rich.progress import Progress
 
@@ -42,7 +55,7 @@ def status(text: str) -> Any:
     when stderr is a terminal. It redraws only when updated: no refresh thread, so the optimizer
     may fork its workers while it shows (a fork beside a running thread can deadlock the child)."""
     console = diagnostics()
-    if not console.is_terminal:
+    if not console.is_terminal or console.quiet:
         return _NoStatus()
     from rich.live import Live
     from rich.text import Text
