@@ -26,6 +26,9 @@ from pddplan.specs.baseline import Baseline, GateScenario, Metric, ScenarioResul
 
 Verdict = Literal["regression", "improvement", "unchanged"]
 
+#: a verdict in the Markdown report: its mark, then the JSON report's word
+MARKS = {"regression": "❌", "improvement": "✅", "unchanged": "="}
+
 
 @dataclass(frozen=True)
 class MetricChange:
@@ -261,7 +264,9 @@ def markdown(checks: list[ScenarioCheck]) -> str:
             before = "-" if m.before is None else f"{m.before:,.4g}"
             after = "-" if m.after is None else f"{m.after:,.4g}"
             change = "-" if m.change is None else f"{m.change:+.2%}"
-            mark = {"regression": "❌ worse", "improvement": "✅ better", "unchanged": "= same"}[m.verdict]
+            mark = {"regression": "❌ regression", "improvement": "✅ improvement", "unchanged": "= unchanged"}[
+                m.verdict
+            ]
             lines.append(f"| {c.name} | {m.metric} | {before} | {after} | {change} | {mark} |")
     reasons = [f"- **{c.name}**: {r}" for c in checks for r in c.reasons]
     if reasons:

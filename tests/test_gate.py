@@ -173,7 +173,7 @@ def test_unchanged_inputs_pass(work: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
     assert "pddplan cost gate" in result.stdout
-    assert "same" in result.stdout and "worse" not in result.stdout
+    assert "unchanged" in result.stdout and "regression" not in result.stdout
 
 
 # -- price changes --------------------------------------------------------------------------------
@@ -208,10 +208,10 @@ def test_price_increase_fails_the_right_scenario_and_metric(work: Path) -> None:
     markdown = (work / "gate.md").read_text()
     assert markdown.startswith("## pddplan cost gate: **failed**")
     rows = table_rows(markdown)
-    assert rows[("dearer", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * 1.6), "+16.79%", "❌ worse"]
+    assert rows[("dearer", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * 1.6), "+16.79%", "❌ regression"]
     assert rows[("dearer", "bcr")][2].startswith("-14.")
-    assert rows[("dearer", "bcr")][3] == "❌ worse"
-    assert rows[("w", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * PROFILE_PRICE), "+0.00%", "= same"]
+    assert rows[("dearer", "bcr")][3] == "❌ regression"
+    assert rows[("w", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * PROFILE_PRICE), "+0.00%", "= unchanged"]
     assert "Regressions:" in markdown
     reason = f"- **dearer**: cost_per_hour {g4(n * PROFILE_PRICE)} -> {g4(n * 1.6)} (+16.79%, tolerance 1.00%)"
     assert reason in markdown
@@ -234,7 +234,7 @@ def test_price_cut_passes_and_asks_for_a_refresh(work: Path) -> None:
     assert "error:" not in result.stderr
     markdown = (work / "gate.md").read_text()
     assert markdown.startswith("## pddplan cost gate: passed")
-    assert table_rows(markdown)[("w", "cost_per_hour")][3] == "✅ better"
+    assert table_rows(markdown)[("w", "cost_per_hour")][3] == "✅ improvement"
     assert "refresh the baseline with `pddplan gate BASELINE --update`" in markdown
 
 
@@ -262,11 +262,11 @@ def test_markdown_has_a_row_per_scenario_and_metric(work: Path) -> None:
     assert result.exit_code == 0, result.stderr
     rows = table_rows((work / "pr.md").read_text())
     assert list(rows) == [(s, m) for s in ("w", "cheaper") for m in ("cost_per_hour", "bcr", "goodput_rps")]
-    assert rows[("cheaper", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * 1.0), "-27.01%", "✅ better"]
-    assert rows[("cheaper", "goodput_rps")] == ["20", "20", "+0.00%", "= same"]
-    assert rows[("w", "bcr")][2:] == ["+0.00%", "= same"]
+    assert rows[("cheaper", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * 1.0), "-27.01%", "✅ improvement"]
+    assert rows[("cheaper", "goodput_rps")] == ["20", "20", "+0.00%", "= unchanged"]
+    assert rows[("w", "bcr")][2:] == ["+0.00%", "= unchanged"]
     # the terminal table says the same thing
-    assert "better" in result.stdout and "same" in result.stdout
+    assert "improvement" in result.stdout and "unchanged" in result.stdout
 
 
 def test_no_feasible_plan_any_more_is_a_regression(work: Path) -> None:
@@ -760,9 +760,9 @@ def test_markdown_of_hand_made_checks() -> None:
     assert text.startswith("## pddplan cost gate: **failed**\n")
     rows = table_rows(text)
     assert len(rows) == 9
-    assert rows[("flat", "bcr")] == ["8", "8", "+0.00%", "= same"]
-    assert rows[("cheaper", "cost_per_hour")] == ["4", "3", "-25.00%", "✅ better"]
-    assert rows[("gone", "cost_per_hour")] == ["4", "-", "-", "❌ worse"]
+    assert rows[("flat", "bcr")] == ["8", "8", "+0.00%", "= unchanged"]
+    assert rows[("cheaper", "cost_per_hour")] == ["4", "3", "-25.00%", "✅ improvement"]
+    assert rows[("gone", "cost_per_hour")] == ["4", "-", "-", "❌ regression"]
     assert "- **gone**: no feasible plan meets the SLA any more" in text
     assert "refresh the baseline" in text
     assert gating.markdown(checks()[:1]).startswith("## pddplan cost gate: passed\n")
@@ -776,7 +776,7 @@ def test_terminal_table_of_hand_made_checks() -> None:
     assert "pddplan cost gate" in text
     for name in ("flat", "cheaper", "gone", "pdd -> pdd", "pdd -> None"):
         assert name in text
-    assert "better" in text and "worse" in text and "same" in text
+    assert "improvement" in text and "regression" in text and "unchanged" in text
     assert "gone: no feasible plan meets the SLA any more" in text
 
 
@@ -818,3 +818,13 @@ def test_a_scenario_that_cannot_run_exits_2_with_its_name(work: Path) -> None:
     """Not 1 (a regression) and not 0: a scenario that was not re-run proves nothing."""
     (work / "w.yaml").unlink()
     one_error_line(run("gate", work / "b.json"), "scenario 'w'", "w.yaml")
+
+
+def test_screen_markdown_and_json_use_the_same_verdict_words() -> None:
+    """The JSON said regression/unchanged while the screen said worse/same (issue 16, item 11)."""
+    from pddplan.gate import MARKS
+    from pddplan.report.gate_report import STYLE
+
+    assert set(MARKS) == set(STYLE) == {"regression", "improvement", "unchanged"}
+    for verdict, styled in STYLE.items():
+        assert verdict in styled

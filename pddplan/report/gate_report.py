@@ -7,7 +7,8 @@ from rich.table import Table
 
 from pddplan.gate import ScenarioCheck
 
-STYLE = {"regression": "[red]worse[/red]", "improvement": "[green]better[/green]", "unchanged": "same"}
+# the words of the JSON report (`verdict`), so that a reader of either sees the same verdict
+STYLE = {"regression": "[red]regression[/red]", "improvement": "[green]improvement[/green]", "unchanged": "unchanged"}
 
 
 def print_checks(console: Console, checks: list[ScenarioCheck]) -> None:
