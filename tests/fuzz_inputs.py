@@ -4,8 +4,8 @@ under a memory limit (RLIMIT_AS, the `ulimit -v` of the shell).
 Hypothesis mutates the shipped workload, plan and GPU profile (a value's type, sign, NaN and
 infinity, huge and tiny numbers, deleted keys, duplicated lines) and runs `workloads show`,
 `hardware show` and `evaluate` on the result in-process. Every run must end with exit 0 (and a
-result on stdout), 2 or 3 (and exactly one `error:` line on stderr), never an exception, and within
-the per-example deadline.
+result on stdout), 2 or 3 (and exactly one `error:` line on stderr), never an exception; the
+parent test bounds the whole run's time and memory.
 
 Usage: python tests/fuzz_inputs.py EXAMPLES_PER_TARGET
 """
@@ -17,7 +17,6 @@ import math
 import os
 import sys
 import tempfile
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,10 @@ from pddplan.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = CliRunner()
-#: one example (its runs of pddplan) may take this long; more is a hang
-DEADLINE = timedelta(seconds=20)
+#: No per-example deadline: hypothesis re-runs a slow example and fails as "flaky" when the rerun
+#: is fast, which a loaded CI machine can cause without any fault in pddplan. A hang is caught by
+#: the whole run's wall clock instead (tests/test_fuzz_inputs.py, WALL_CLOCK_S).
+DEADLINE = None
 #: CI replays a fixed sequence of examples (as tests/conftest.py's "ci" profile); elsewhere new ones
 DERANDOMIZE = bool(os.environ.get("CI"))
 
