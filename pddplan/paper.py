@@ -9,7 +9,7 @@ PDD plan without its relay (same prefill, main decoders and line), simulated as 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,8 @@ class Row:
     article: str
     pddplan: str
     why: str
+    #: the numbers behind `pddplan`'s text, unrounded, SI or shares, named with their units
+    values: dict[str, float | None] = field(default_factory=dict)
 
 
 def _with_premium(workload: Workload, premium: float) -> Workload:
@@ -130,6 +132,7 @@ def _rows(
             f"{per_token:,.0f} B",
             "pddplan counts FlashMLA's FP8 layout (656 B/layer) plus the sparse-attention indexer key (132 B/layer) "
             "over 61 layers; the article's figure is 3% lower, e.g. a different indexer or scale layout.",
+            {"kv_bytes_per_token": float(per_token)},
         )
     )
     eighty = 80 * float(incremental_kv_bytes(model, 65_536, 0.9, workload.serving.page_tokens))
@@ -140,6 +143,7 @@ def _rows(
             f"{eighty / 1e9:.1f} GB",
             "80 x 65,536 x 10% x 48,068 B; pages of 64 tokens round the cached prefix down, and the per-token "
             "figure is 3% above the article's.",
+            {"incremental_kv_bytes": eighty},
         )
     )
     ids = float(token_id_bytes(100))
@@ -151,6 +155,7 @@ def _rows(
             f"{ids:,.0f} B vs {kv100 / 1e3:,.0f} KB",
             "pddplan counts 4-byte token IDs only; the article's 1.5 KB includes message framing and metadata. "
             "Either way the ID payload is four orders of magnitude below the KV it replaces.",
+            {"token_id_bytes": ids, "kv_bytes": float(kv100)},
         )
     )
     rows.append(
@@ -161,6 +166,7 @@ def _rows(
             "depends on the share of relayed (low-hit) requests and on WAN transfer times, i.e. on the assumed hit "
             "buckets, output lengths and line (30 ms RTT, 1e-5 loss, 8 CUBIC streams); the article does not publish "
             "its bucket shares.",
+            {"share": pdd["rld_token_share"]},
         )
     )
     rows.append(
@@ -170,6 +176,7 @@ def _rows(
             f"{pdd['singular_share']:.1%}",
             "relayed requests whose output ends before their KV lands; it follows from the assumed lognormal "
             "output lengths (median 800) and the transfer times.",
+            {"share": pdd["singular_share"]},
         )
     )
     for name, sim, article in (
@@ -184,6 +191,7 @@ def _rows(
                 f"P50 {sim['ttft_p50_s']:.2f} s, P90 {sim['ttft_p90_s']:.2f} s, P99 {sim['ttft_p99_s']:.2f} s",
                 "absolute TTFT depends on the load the article ran at, which it does not give; pddplan sizes every "
                 "plan to the SLA (P90 10 s, P99 20 s) at 4 req/s, so its prefill queues are short.",
+                {key: sim[key] for key in ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s")},
             )
         )
     reduction = 1 - pdd["ttft_p90_s"] / cross["ttft_p90_s"]
@@ -194,6 +202,7 @@ def _rows(
             f"{-reduction:+.1%}",
             "the relay removes the WAN transfer from the first token of the low-hit requests, which carry the tail; "
             "how much it removes depends on how much of the tail the transfers were.",
+            {"change": -reduction},
         )
     )
     for premium, results in by_premium.items():
@@ -210,6 +219,10 @@ def _rows(
                 f"baseline {gpus_a}; PDD {gpus_b}",
                 "GPU counts follow from the assumed rate (4 req/s) and from DeepSeek-V3.2 needing 16 GPU-A per "
                 "instance (80 GB); the article's GPU-A is unnamed.",
+                {
+                    **{f"baseline_{gpu}_gpus": float(n) for gpu, n in a["gpus"].items()},
+                    **{f"pdd_{gpu}_gpus": float(n) for gpu, n in b["gpus"].items()},
+                },
             )
         )
         rows.append(
@@ -218,6 +231,11 @@ def _rows(
                 "-3.5% to -7.1%",
                 _pct(b["cost_per_hour"] / a["cost_per_hour"] - 1),
                 _decode_reason(intra_r, pdd_r),
+                {
+                    "change": b["cost_per_hour"] / a["cost_per_hour"] - 1,
+                    "baseline_usd_per_hour": a["cost_per_hour"],
+                    "pdd_usd_per_hour": b["cost_per_hour"],
+                },
             )
         )
         rows.append(
@@ -226,6 +244,7 @@ def _rows(
                 "up to +37.5%",
                 _pct(b["bcr"] / a["bcr"] - 1),
                 "both plans serve the whole rate within the SLA, so the BCR ratio is the inverse cost ratio.",
+                {"change": b["bcr"] / a["bcr"] - 1, "baseline_bcr": a["bcr"], "pdd_bcr": b["bcr"]},
             )
         )
     return rows
@@ -251,6 +270,7 @@ def _split_rows(results: list[ArchitectureResult]) -> list[Row]:
             "not given",
             _pct(hetero / intra - 1),
             note + "With both GPU types in one datacenter, pd-intra may also run all-GPU-B.",
+            {"change": hetero / intra - 1},
         ),
         Row(
             "cost change from the cross-datacenter relay design (pdd vs pd-hetero)",
@@ -259,6 +279,7 @@ def _split_rows(results: list[ArchitectureResult]) -> list[Row]:
             note + "PDD's main decoders keep a radix cache (so only incremental KV crosses the WAN) and it pays "
             "for a relay and a line; where one datacenter already offers the decode GPU, those are costs "
             "without a matching saving.",
+            {"change": pdd / hetero - 1},
         ),
     ]
 
