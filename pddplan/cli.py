@@ -489,12 +489,9 @@ WorkloadArg = Annotated[str, typer.Argument(help="Workload name (see `pddplan wo
 
 
 def _scenario(plan: str, workload: str) -> Any:
-    from pddplan.input_set import load_input_set
-    from pddplan.inputs import load_plan, load_workload, workload_dir
-    from pddplan.scenario import build_scenario
+    from pddplan.api import scenario_of
 
-    inputs = load_input_set(load_workload(workload), workload_dir(workload))
-    return build_scenario(load_plan(plan), inputs, source=plan)
+    return scenario_of(plan, workload)
 
 
 @app.command("evaluate")

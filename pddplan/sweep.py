@@ -8,7 +8,8 @@ At each value the workload is re-validated, and each architecture is sized (fast
 are the sized plan's capacity view (fluid economics: every role at its capacity); with it, they
 are the optimized plan's closed-form goodput and revenue at the offered rate. The two sets of
 columns carry the same names but are not comparable with each other.
-Points run in parallel through joblib; `backend` picks loky (local processes), dask or ray.
+Points run through `pddplan.distribute`: one after another, loky processes, threads, a dask
+cluster or a ray runtime, always in input order.
 """
 
 from __future__ import annotations
