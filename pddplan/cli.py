@@ -14,10 +14,13 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    from pddplan.optimize.options import RelayPlacement
 
 
 class _Group(TyperGroup):
@@ -581,6 +584,14 @@ def optimize(
     min_served: Annotated[
         float, typer.Option("--min-served", help="BCR mode: serve at least this share of the offered rate.")
     ] = 1.0,
+    relay: Annotated[
+        str,
+        typer.Option(
+            "--relay",
+            help="Where PDD's relay decodes: auto (whichever plan is better), dedicated (its own instances) "
+            "or prefill (mixed into the prefill instances' steps).",
+        ),
+    ] = "auto",
     output_plan: Annotated[Path | None, typer.Option("--output", help="Write the best plan here (YAML).")] = None,
     robust: Annotated[
         bool,
@@ -620,6 +631,7 @@ def optimize(
     if requests < 100:
         raise InputError(f"--requests = {requests}: verify with at least 100 requests")
     options = OptimizeOptions(
+        relay_placement=_relay_placement(relay),
         mode="rate" if rate else ("budget" if budget else "bcr"),
         rate=rate,
         budget_per_hour=budget,
@@ -660,6 +672,17 @@ def optimize(
         output.diagnostics().print(f"wrote the best plan to {output_plan}")
     if best is None:
         raise InfeasibleError(f"no architecture meets the constraints. {_reasons(report.results)}")
+
+
+def _relay_placement(value: str) -> RelayPlacement:
+    """The --relay flag's value, checked."""
+    from pddplan.errors import InputError
+    from pddplan.optimize.options import RELAY_PLACEMENTS
+
+    for placement in RELAY_PLACEMENTS:
+        if value == placement:
+            return placement
+    raise InputError(f"--relay = {value!r}: expected one of {', '.join(RELAY_PLACEMENTS)}")
 
 
 def _reasons(results: Any) -> str:

@@ -7,7 +7,7 @@ join the two datacenters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pddplan import architectures
 from pddplan.architectures import Architecture
@@ -76,7 +76,16 @@ class Scenario:
 
     @property
     def relay(self) -> Role | None:
+        """The relay's instances: its own, or the prefill instances when it runs on them
+        (`relay_colocated`; those are priced and counted under prefill)."""
+        if self.plan.relay_on_prefill:
+            return replace(self.prefill, name="relay")
         return self.roles.get("relay")
+
+    @property
+    def relay_colocated(self) -> bool:
+        """Whether the relay decodes on the prefill instances (`pddplan.perf.mixed`)."""
+        return self.plan.relay_on_prefill and self.architecture.has_relay
 
     @property
     def rate_rps(self) -> float:

@@ -148,6 +148,7 @@ for _value in ("-1", "0", "abc", "1e300", "99999999999999999999999"):
         ]
 FLAG_CASES += [
     (("optimize", SMALL, "--solver", "gurobi"), "--solver", "gurobi"),
+    (("optimize", SMALL, "--relay", "nowhere"), "--relay", "nowhere"),
     (("simulate", str(PLAN), str(WORKLOAD), "--per-request", "records.parquet"), "--per-request", ".parquet"),
     (("optimize", SMALL, "-a", "pdx"), "architecture", "pdx"),
     (("bathtub", SMALL, "--mode", "sideways"), "--mode", "sideways"),

@@ -241,8 +241,12 @@ def test_roles_gpus_and_lines_are_consistent(agent_data: dict[str, Any]) -> None
         else:
             assert arch["wan_lines"]
         if arch["name"] == "pdd":
-            assert set(arch["roles"]) == {"prefill", "relay", "decode"}
-            assert arch["roles"]["relay"]["datacenter"] == arch["roles"]["prefill"]["datacenter"]
+            # the relay on its own instances beside prefill, or on the prefill instances
+            if arch["roles"]["prefill"].get("relay_on_prefill"):
+                assert set(arch["roles"]) == {"prefill", "decode"}
+            else:
+                assert set(arch["roles"]) == {"prefill", "relay", "decode"}
+                assert arch["roles"]["relay"]["datacenter"] == arch["roles"]["prefill"]["datacenter"]
             assert arch["roles"]["decode"]["datacenter"] != arch["roles"]["prefill"]["datacenter"]
 
 
@@ -401,8 +405,12 @@ def _sla(key: str, value: float) -> Any:
 
 
 INFEASIBLE = {
-    # prefill and relay share 16 GPU-A (one TP16 instance)
-    "prefill-relay-inventory": (_gpus(0, 16), [], ["inventory binds", "short by 16 GPUs", "raise max_count"]),
+    # a dedicated relay and prefill share 16 GPU-A (one TP16 instance)
+    "prefill-relay-inventory": (
+        _gpus(0, 16),
+        ["--relay", "dedicated"],
+        ["inventory binds", "short by 16 GPUs", "raise max_count"],
+    ),
     # 16 GPU-B; the main decoders need 32 at 4 req/s
     "decode-inventory": (_gpus(1, 16), [], ["inventory binds", "raise max_count"]),
     "ttft": (
@@ -412,8 +420,9 @@ INFEASIBLE = {
     ),
     "tpot": (_sla("tpot_p90_s", 0.001), [], ["no decode candidate meets TPOT P90 1 ms", "loosen the TPOT SLA"]),
     "budget-0.01": (None, ["--budget", "0.01"], ["budget binds", "raise the budget"]),
-    # above the cheapest zero-rate choice of the program, below the cheapest serving plan (~$75/h)
-    "budget-60": (None, ["--budget", "60"], ["budget", "raise the budget"]),
+    # above the cheapest zero-rate choice of the program, below the cheapest serving plan with a
+    # dedicated relay (~$75/h)
+    "budget-60": (None, ["--budget", "60", "--relay", "dedicated"], ["budget", "raise the budget"]),
 }
 
 

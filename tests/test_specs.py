@@ -550,9 +550,10 @@ def test_valid_plans() -> None:
 def test_pdd_without_relay() -> None:
     data = pdd_plan()
     del data["relay"]
-    assert plan_error(data) == "architecture pdd needs relay instances (relay.count > 0)"
+    needs = "architecture pdd needs relay instances (relay.count > 0) or relay_on_prefill: true"
+    assert plan_error(data) == needs
     data["relay"] = role("dc-a", count=0)
-    assert plan_error(data) == "architecture pdd needs relay instances (relay.count > 0)"
+    assert plan_error(data) == needs
 
 
 def test_relay_in_another_datacenter_than_prefill() -> None:

@@ -99,16 +99,26 @@ class Architecture:
     def validate(self, plan: Plan) -> None:
         """Raise ValueError when `plan`'s roles, datacenters or lines do not fit this architecture."""
         relay = plan.relay
-        if self.has_relay:
-            if relay is None or relay.count == 0:
-                raise ValueError(f"architecture {self.name} needs relay instances (relay.count > 0)")
+        dedicated = relay is not None and relay.count > 0
+        if self.has_relay and plan.relay_on_prefill:
+            if dedicated:
+                raise ValueError(
+                    "relay_on_prefill = true with relay instances: the relay runs on the prefill "
+                    "instances or on its own, not both; remove `relay` or set relay_on_prefill: false"
+                )
+        elif self.has_relay:
+            if relay is None or not dedicated:
+                raise ValueError(
+                    f"architecture {self.name} needs relay instances (relay.count > 0) or relay_on_prefill: true"
+                )
             if relay.datacenter != plan.prefill.datacenter:
                 raise ValueError(
                     f"relay.datacenter = {relay.datacenter!r}: the relay must sit with prefill "
                     f"in {plan.prefill.datacenter!r} (it is fed over RDMA)"
                 )
-        elif relay is not None and relay.count > 0:
-            raise ValueError(f"architecture {self.name} has no relay; remove `relay`")
+        elif dedicated or plan.relay_on_prefill:
+            field = "`relay`" if dedicated else "relay_on_prefill"
+            raise ValueError(f"architecture {self.name} has no relay; remove {field}")
         same_dc = plan.decode.datacenter == plan.prefill.datacenter
         if self.uses_wan:
             if same_dc:

@@ -24,7 +24,8 @@ revenue, BCR
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.memory import sequences_that_fit
+from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenario import Role, Scenario
 
@@ -203,6 +205,7 @@ class _Decoding:
     finishes_on_relay: np.ndarray
     gap_s: np.ndarray
     iterations: int
+    relay_longest_step_s: float = 0.0  # a co-located relay's mixed step (its tokens' longest gap)
 
 
 def _prefill_stage(scenario: Scenario, classes: RequestClasses, lam: float) -> _Prefill:
@@ -247,18 +250,29 @@ def _decode_without_relay(scenario: Scenario, classes: RequestClasses, lam: floa
     return _Decoding(md, None, offered, wan, zeros, zeros.astype(bool), zeros, 1)
 
 
-def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, states: _LinkStates) -> _Decoding:
+def _decode_with_relay(
+    scenario: Scenario,
+    classes: RequestClasses,
+    lam: float,
+    states: _LinkStates,
+    colocated: _ColocatedRelay | None = None,
+) -> _Decoding:
     """Relay and main decoder together, by fixed-point iteration on (tau_RLD, tau_MD, offered bytes):
     the step times set the eager window and the handoff work, which set the batches, which set the
-    step times. Stops when each moved by at most FIXED_POINT_RTOL (relative) in one iteration."""
+    step times. Stops when each moved by at most FIXED_POINT_RTOL (relative) in one iteration.
+    A relay on the prefill instances (`colocated`) has their room and its mixed-step token times."""
     relay_role, link = scenario.relay, scenario.link
     assert relay_role is not None and link is not None
     handoff, context = scenario.plan.handoff, classes.mean_context_tokens
     drc_full = scenario.drc_bytes_per_decode_instance(lam)
     md_max = decoder_max_batch(scenario, scenario.decode, context, drc_full)
-    relay_max = decoder_max_batch(scenario, relay_role, context, 0.0)
-    relay_batches = np.arange(1.0, max(relay_max, 1.0) + 1.0)
-    relay_steps = decode_step_time(relay_role.instance, relay_batches, context)
+    if colocated is None:
+        relay_max = decoder_max_batch(scenario, relay_role, context, 0.0)
+        relay_batches = np.arange(1.0, max(relay_max, 1.0) + 1.0)
+        relay_steps = decode_step_time(relay_role.instance, relay_batches, context)
+    else:
+        relay_max, relay_batches = colocated.max_batch, colocated.batches
+        relay_steps = colocated.token_s(0.0)
     weights = np.einsum("i,o,f->iof", classes.input_prob, classes.output_prob, states.prob)
     o = classes.output_tokens[None, :, None]
     relayed = classes.relay[:, None, None]
@@ -277,7 +291,7 @@ def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, 
     while iterations < FIXED_POINT_MAX_ITERATIONS:
         iterations += 1
         offered, wan = _wan_times(scenario, classes, lam, states, 1.0 - cancel)
-        tau_r = _step_or_half_full(relay, relay_role, relay_max, context)
+        tau_r = _step_or_half_full(relay, relay_role, relay_max, context, colocated)
         tau_m = _step_or_half_full(md, scenario.decode, md_max, context)
         utilization = relay.batch / max(relay_max, 1e-9) if relay else 0.0
         window = wan + link.rtt_s / 2  # the relay stops half an RTT after the KV lands at the MD
@@ -302,6 +316,8 @@ def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, 
         gap = np.where(handoffs, link.rtt_s / 2 + last_extend + tau_m, 0.0)
         md_stall = np.where(handoffs, rounds.md_stall_s(extend_s)[:, None, :], 0.0)
         relay_batch = lam * float((hold * weights).sum()) / relay_role.count
+        if colocated is not None:  # prefill's busy share, and so the token time, follow the batch
+            relay_steps = colocated.token_s(relay_batch)
         relay = _Decoder(
             batch=relay_batch,
             max_batch=relay_max,
@@ -323,12 +339,79 @@ def _decode_with_relay(scenario: Scenario, classes: RequestClasses, lam: float, 
     return _Decoding(md, relay, offered, wan, eager_tokens, finishes, gap, iterations)
 
 
-def _step_or_half_full(decoder: _Decoder | None, role: Role, max_batch: float, context: float) -> float:
+def _step_or_half_full(
+    decoder: _Decoder | None, role: Role, max_batch: float, context: float, colocated: _ColocatedRelay | None = None
+) -> float:
     """A pool's step time: at its operating point when stable, else at half its largest batch
     (the fixed point's starting guess, and its fallback while a pool is overloaded)."""
     if decoder is not None and decoder.stable:
         return decoder.step_s
+    if colocated is not None:
+        return float(np.interp(max(max_batch / 2, 1.0), colocated.batches, colocated.token_s(0.0)))
     return float(decode_step_time(role.instance, max(max_batch / 2, 1.0), context))
+
+
+@dataclass(frozen=True)
+class _ColocatedRelay:
+    """A relay on the prefill instances: the sequences an instance holds beside a prefill in
+    flight, and tau_co per whole batch 1..max at the prefill utilization a relay batch leaves
+    (`token_s(batch)`, `pddplan.perf.mixed`)."""
+
+    max_batch: float
+    batches: np.ndarray
+    token_s: Callable[[float], np.ndarray]
+
+
+def colocated_relay_max_batch(scenario: Scenario, context_tokens: float) -> float:
+    """Relay sequences one prefill instance holds: its KV room less the longest prompt's KV (the
+    prefill in flight), in sequences of `context_tokens`, at most the decode batch limit."""
+    workload = scenario.workload
+    longest = float(request_kv_bytes(scenario.model, workload.prompt_tokens.largest(), workload.serving.page_tokens))
+    return decoder_max_batch(scenario, scenario.prefill, context_tokens, longest)
+
+
+def colocated_load(scenario: Scenario, classes: RequestClasses, lam: float) -> tuple[RequestClasses, float]:
+    """For a relay on the prefill instances at `lam` requests/s: the classes with prefill slowed by
+    the relay's tokens, and the relay's mean time per token tau_co (`_colocated_stages`)."""
+    slowed, _, decoding = _colocated_stages(scenario, classes, lam, _link_states(scenario))
+    assert decoding.relay is not None
+    return slowed, decoding.relay.step_s
+
+
+def _colocated_stages(
+    scenario: Scenario, classes: RequestClasses, lam: float, states: _LinkStates
+) -> tuple[RequestClasses, _Prefill, _Decoding]:
+    """Prefill and a relay sharing its instances. The relay batch B_R slows prefill by the factor
+    f = 1 + m(B_R) / s_C, which sets prefill's utilization rho, which sets the relay's token time
+    tau_co (`pddplan.perf.mixed`); the relay/main-decoder fixed point iterates over it as well."""
+    instance, chunk = scenario.prefill.instance, scenario.chunk_tokens
+    context = classes.mean_context_tokens
+    max_batch = colocated_relay_max_batch(scenario, context)
+    batches = np.arange(1.0, max(max_batch, 1.0) + 1.0)
+    with_zero = np.concatenate([[0.0], batches])
+    busy_s = busy_step_s(instance, chunk, classes.attention_s_per_new_token())
+    marginal = relay_marginal_step_s(instance, with_zero, context, chunk)
+    mixed = busy_s + marginal[1:]
+    alone = decode_step_time(instance, batches, context)
+
+    def slowed_by(relay_batch: float) -> tuple[float, RequestClasses, _Prefill]:
+        extra_s = float(np.interp(min(relay_batch, float(batches[-1])), with_zero, marginal))
+        slowed = classes.with_prefill_slowed(1.0 + extra_s / busy_s)
+        return extra_s, slowed, _prefill_stage(scenario, slowed, lam)
+
+    unslowed = _prefill_stage(scenario, classes, lam).utilization
+
+    def token_s(relay_batch: float) -> np.ndarray:
+        # rho ~ rho(f = 1) * f: to first order (the packing's wait probability held), which the
+        # fixed point needs only to find B_R; the stage reported is solved at the final f
+        extra_s = float(np.interp(min(relay_batch, float(batches[-1])), with_zero, marginal))
+        return colocated_token_s(unslowed * (1.0 + extra_s / busy_s), mixed, alone)
+
+    decoding = _decode_with_relay(scenario, classes, lam, states, _ColocatedRelay(max_batch, batches, token_s))
+    assert decoding.relay is not None
+    extra_s, slowed, prefill = slowed_by(decoding.relay.batch)
+    longest = busy_s + extra_s if prefill.utilization > 0 else decoding.relay.step_s
+    return slowed, prefill, replace(decoding, relay_longest_step_s=longest)
 
 
 def _first_token_delays(scenario: Scenario, classes: RequestClasses, decoding: _Decoding) -> np.ndarray:
@@ -336,6 +419,8 @@ def _first_token_delays(scenario: Scenario, classes: RequestClasses, decoding: _
     prefill = scenario.prefill
     full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)
     rdma = rdma_time_s(full_kv, prefill.instance.kv_senders, prefill.instance.hardware.nic_bytes_per_s)
+    if scenario.relay_colocated:  # the relay decodes where the KV already is
+        rdma = np.zeros_like(rdma)
     relay_step = decoding.relay.step_s if decoding.relay is not None else 0.0
     first = scenario.architecture.first_token_delay(
         rdma[:, None], decoding.wan_s, decoding.md.step_s, relay_step, classes.relay[:, None]
@@ -350,13 +435,18 @@ def _tpot_and_gaps(decoding: _Decoding, outputs: np.ndarray, shape: tuple[int, .
     otherwise tau_MD. The worst gap of a handed-over request is max(gap, tau_MD)."""
     tau_m = decoding.md.step_s
     tau_r = decoding.relay.step_s if decoding.relay is not None else 0.0
+    relay_worst = max(tau_r, decoding.relay_longest_step_s)
     o = outputs[None, :, None]
     eager, finishes, gap = decoding.eager_tokens, decoding.finishes_on_relay, decoding.gap_s
     relayed = eager > 0
     with np.errstate(invalid="ignore"):  # inf * 0 in entries np.where discards (an unstable relay)
         handed_over = (eager * tau_r + gap + np.maximum(o - eager - 1, 0) * tau_m) / np.maximum(o - 1, 1)
     tpot = np.where(finishes, tau_r, np.where(relayed, handed_over, tau_m))
-    worst = np.where(relayed & ~finishes, np.maximum(gap, tau_m), np.where(finishes, tau_r, tau_m))
+    worst = np.where(
+        relayed & ~finishes,
+        np.maximum(np.maximum(gap, tau_m), relay_worst),
+        np.where(finishes, relay_worst, tau_m),
+    )
     return np.broadcast_to(tpot, shape), np.broadcast_to(worst, shape)
 
 
@@ -368,10 +458,13 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     lam = rate_rps if rate_rps is not None else scenario.rate_rps
     classes = request_classes(scenario)
     p_in, outputs, p_out = classes.input_prob, classes.output_tokens, classes.output_prob
-    prefill = _prefill_stage(scenario, classes, lam)
     states = _link_states(scenario)
-    decode_stages = _decode_with_relay if scenario.relay is not None else _decode_without_relay
-    decoding = decode_stages(scenario, classes, lam, states)
+    if scenario.relay_colocated:
+        classes, prefill, decoding = _colocated_stages(scenario, classes, lam, states)
+    else:
+        prefill = _prefill_stage(scenario, classes, lam)
+        decode_stages = _decode_with_relay if scenario.relay is not None else _decode_without_relay
+        decoding = decode_stages(scenario, classes, lam, states)
     md, relay = decoding.md, decoding.relay
     weights = np.einsum("i,o,f->iof", p_in, p_out, states.prob)
 

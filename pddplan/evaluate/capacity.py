@@ -170,6 +170,7 @@ class Downstream:
     line: LinePool | None
     md_step_s: float
     relay_step_s: float
+    relay_on_prefill: bool = False  # the relay decodes where prefill left the KV: no RDMA
 
 
 @dataclass(frozen=True)
@@ -272,6 +273,8 @@ def prefill_capacity(
     cv2_a = workload.arrival.cv**2
     full_kv = request_kv_bytes(candidate.instance.model, classes.prompt_tokens, workload.serving.page_tokens)
     rdma = rdma_time_s(full_kv, candidate.instance.kv_senders, candidate.instance.hardware.nic_bytes_per_s)
+    if downstream.relay_on_prefill:
+        rdma = np.zeros_like(rdma)
     if line is not None:
         capacity_f, prob_f = line.capacity_support()
         wan_bytes = float(classes.wan_bytes @ p_in)

@@ -7,7 +7,8 @@ Per instance, within the SLA (see `pddplan.evaluate.capacity`):
   decode    min(r / a, M / (a E[O] tau KV_seq + retention E[prompt KV])): compute (r requests/s of
             full outputs, a the share of output work done here) or memory (running KV and radix
             cache), whichever binds;
-  relay     u* B*_R / E[hold per request] (Little's law);
+  relay     u* B*_R / E[hold per request] (Little's law); on the prefill instances, B*_R is what
+            their KV room holds beside the prefill in flight, and prefill is slowed by its tokens;
   WAN       0.9 * E[available capacity] / E[bytes per request] for the plan's lines.
 Plan capacity = min over roles of count * per-instance capacity. Fluid economics:
   gpus_per_rps = sum over roles of tp / per-instance capacity;
@@ -20,11 +21,12 @@ Plan capacity = min over roles of count * per-instance capacity. Fluid economics
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from pddplan.evaluate.analytic import colocated_load, colocated_relay_max_batch
 from pddplan.evaluate.capacity import (
     DecoderCapacity,
     Downstream,
@@ -36,6 +38,7 @@ from pddplan.evaluate.capacity import (
 )
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.evaluate.verdict import revenue_per_request
+from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenario import Scenario, drc_bytes_per_rps
 
 UNBOUNDED_RATE = 1e9
@@ -146,13 +149,23 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     mean_output = classes.mean_output_tokens
     context = classes.mean_context_tokens
     decode = decoder_capacity(scenario.decode, workload, model, context, mean_output, scenario.decode.count)
+    relay_role = scenario.relay
+    if relay_role is not None and scenario.relay_colocated:
+        # room beside the prefill in flight; prefill slowed by the relay's tokens at the plan's rate
+        room = colocated_relay_max_batch(scenario, context) * float(
+            request_kv_bytes(model, context, workload.serving.page_tokens)
+        )
+        relay_role = replace(relay_role, kv_capacity_bytes=room)
+        classes, colocated_step = colocated_load(scenario, classes, scenario.rate_rps)
     relay = (
-        decoder_capacity(scenario.relay, workload, model, context, mean_output, scenario.relay.count)
-        if scenario.relay
+        decoder_capacity(relay_role, workload, model, context, mean_output, relay_role.count)
+        if relay_role is not None
         else None
     )
     relay_step = relay.step_s if relay is not None else decode.step_s
-    downstream = Downstream(scenario.architecture, scenario.link, decode.step_s, relay_step)
+    if scenario.relay_colocated:
+        relay_step = colocated_step
+    downstream = Downstream(scenario.architecture, scenario.link, decode.step_s, relay_step, scenario.relay_colocated)
     load = path_load(downstream, classes, scenario.rate_rps, [scenario.decode.instance], plan.handoff)
     pool = prefill_capacity(
         scenario.prefill, classes, downstream, workload, np.array([scenario.prefill.count]), UNBOUNDED_RATE, 1.0
@@ -163,11 +176,11 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     }
     if relay is not None:
         rates["relay"] = relay_rate(relay, load)
-    roles = scenario.roles
-    pools = {
-        name: RolePool(rate, roles[name].count, roles[name].tp, roles[name].usd_per_hour / roles[name].count)  # type: ignore[index]
-        for name, rate in rates.items()
-    }
+    pools: dict[str, RolePool] = {}
+    for name, role in scenario.roles.items():
+        pools[name] = RolePool(rates[name], role.count, role.tp, role.usd_per_hour / role.count)
+    if "relay" in rates and "relay" not in pools:  # on the prefill instances: their GPUs, priced there
+        pools["relay"] = RolePool(rates["relay"], scenario.prefill.count, 0, 0.0)
     link = scenario.link
     return fluid_view(
         pools,

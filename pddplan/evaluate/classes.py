@@ -8,7 +8,7 @@ computed once: new and cached tokens, incremental KV bytes, prefill service time
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,12 +39,31 @@ class RequestClasses:
     prefill_s: np.ndarray
     prefill_alone_s: np.ndarray
     prefill_work_s: np.ndarray
+    prefill_attention_s: np.ndarray
     chunk_tokens: int
     relay: np.ndarray
     output_tokens: np.ndarray
     input_prob: np.ndarray
     output_prob: np.ndarray
     moments: WorkloadMoments
+
+    def attention_s_per_new_token(self) -> float:
+        """Prefill attention per new token, token-weighted: E[A] / E[n] (0 with no new tokens)."""
+        tokens = float(self.new_tokens @ self.input_prob)
+        return float(self.prefill_attention_s @ self.input_prob) / tokens if tokens > 0 else 0.0
+
+    def with_prefill_slowed(self, factor: float) -> RequestClasses:
+        """These classes with every prefill engine time multiplied by `factor` (>= 1: steps that
+        also carry a co-located relay's tokens); the request overhead is not engine time."""
+        overhead = self.prefill_s - self.prefill_alone_s
+        alone = self.prefill_alone_s * factor
+        return replace(
+            self,
+            prefill_s=alone + overhead,
+            prefill_alone_s=alone,
+            prefill_work_s=self.prefill_work_s * factor,
+            prefill_attention_s=self.prefill_attention_s * factor,
+        )
 
     @property
     def mean_output_tokens(self) -> float:
@@ -110,6 +129,7 @@ def workload_classes(
         prefill_s=np.where(fresh > 0, cost.alone_s + overhead, 0.0),
         prefill_alone_s=cost.alone_s,
         prefill_work_s=cost.batched_s,
+        prefill_attention_s=cost.attention_s,
         chunk_tokens=chunk_tokens,
         relay=relay,
         output_tokens=outputs,

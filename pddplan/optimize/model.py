@@ -54,6 +54,9 @@ class ProblemData:
     target_rate: float | None = None
     budget_per_hour: float | None = None
     min_served_fraction: float = 1.0
+    # prefill candidate -> relay sequences one of its instances holds beside a prefill in flight
+    # (u* B*): the relay may run on the prefill instances instead (empty: it may not)
+    colocated_relay: dict[int, float] = field(default_factory=dict)
     # Elastic diagnosis: a slack on each named family (weighted in the objective by
     # `slack_weights`, default 1 per unit), and instance counts no longer capped by `max_count`
     # (the inventory constraint, with its own slack per GPU type, stands for the offer instead).
@@ -101,6 +104,8 @@ class Variables:
     decode_pick: dict[int, pulp.LpVariable] = field(default_factory=dict)
     relay_count: dict[int, pulp.LpVariable] = field(default_factory=dict)
     relay_pick: dict[int, pulp.LpVariable] = field(default_factory=dict)
+    relay_on_prefill: Any = None  # binary: the relay runs on the prefill instances
+    colocated_supply: Any = None  # the relay sequences they then offer
     pool: dict[int, pulp.LpVariable] = field(default_factory=dict)  # line pool or datacenter chosen
     pool_rate: dict[int, pulp.LpVariable] = field(default_factory=dict)
     rate: Any = None  # served rate / data.rate_unit, as are the pool rates
@@ -129,6 +134,9 @@ def define_variables(model: pulp.LpProblem, data: ProblemData) -> Variables:
             if cap.usable:
                 v.relay_pick[r] = model.add_variable(f"relay_pick_{r}", cat="Binary")
                 v.relay_count[r] = model.add_variable(f"relay_count_{r}", 0, data.count_bound(cap), cat="Integer")
+        if data.colocated_relay:
+            v.relay_on_prefill = model.add_variable("relay_on_prefill", cat="Binary")
+            v.colocated_supply = model.add_variable("colocated_relay_supply", 0)
     for k in range(len(data.pools)):
         v.pool[k] = model.add_variable(f"pool_{k}", cat="Binary")
         v.pool_rate[k] = model.add_variable(f"pool_rate_{k}", 0)
@@ -320,6 +328,7 @@ class Solution:
     cost_per_hour: float
     slack: dict[str, float]
     inventory_short: dict[tuple[str, str], float] = field(default_factory=dict)  # GPUs beyond the offer
+    relay_on_prefill: bool = False
 
 
 def read_solution(data: ProblemData, v: Variables) -> Solution:
@@ -327,7 +336,8 @@ def read_solution(data: ProblemData, v: Variables) -> Solution:
     prefill = max(v.prefill, key=lambda key: v.prefill[key].value() or 0.0)
     decode = max(v.decode_pick, key=lambda d: v.decode_pick[d].value() or 0.0)
     relay = None
-    if v.relay_pick:
+    on_prefill = v.relay_on_prefill is not None and (v.relay_on_prefill.value() or 0.0) > 0.5
+    if v.relay_pick and not on_prefill:
         r = max(v.relay_pick, key=lambda key: v.relay_pick[key].value() or 0.0)
         relay = (r, round(v.relay_count[r].value() or 0))
     pool = max(v.pool, key=lambda k: v.pool[k].value() or 0.0)
@@ -340,6 +350,7 @@ def read_solution(data: ProblemData, v: Variables) -> Solution:
         cost_per_hour=float(pulp.value(cost_expression(data, v)) or 0.0),
         slack={name: float(pulp.value(var) or 0.0) for name, var in v.slack.items()},
         inventory_short={key: float(var.value() or 0.0) for key, var in v.inventory_slack.items()},
+        relay_on_prefill=on_prefill,
     )
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pddplan.errors import InputError
 from pddplan.limits import check_jobs, check_rate, check_requests, check_seed
 from pddplan.optimize.solver import SolverOptions
 
 # bcr: most goodput per dollar; rate: cheapest plan for a rate; budget: most goodput for a budget.
 Mode = Literal["bcr", "rate", "budget"]
+# where a relay decodes: its own instances, the prefill instances (mixed steps), or whichever is better
+RelayPlacement = Literal["auto", "dedicated", "prefill"]
+RELAY_PLACEMENTS: tuple[RelayPlacement, ...] = ("auto", "dedicated", "prefill")
 
 
 @dataclass(frozen=True)
@@ -28,8 +32,13 @@ class OptimizeOptions:
     early_stop: bool = True
     #: architectures optimized at once, one worker process each (None: one per CPU)
     jobs: int | None = None
+    relay_placement: RelayPlacement = "auto"
 
     def __post_init__(self) -> None:
+        if self.relay_placement not in RELAY_PLACEMENTS:
+            raise InputError(
+                f"relay placement = {self.relay_placement!r}: expected one of {', '.join(RELAY_PLACEMENTS)}"
+            )
         if self.rate is not None:
             check_rate(self.rate)
         check_requests(self.verify_requests)

@@ -41,6 +41,7 @@ from pddplan.optimize.candidates import (
 )
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.solver import solve
+from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenario import drc_bytes_per_rps
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import ArchitectureName, Handoff, Routing
@@ -161,6 +162,25 @@ class ProblemBuilder:
             out.append(replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale))
         return out
 
+    def colocated_relay(self, decode_scale: float) -> dict[int, float]:
+        """Per prefill candidate, the relay sequences one instance keeps running (u* B*) in the
+        KV room its longest prompt leaves, when the options let the relay run on prefill."""
+        if self.options.relay_placement == "dedicated":
+            return {}
+        setup = self.setup
+        workload, model, moments = setup.workload, setup.model, setup.moments
+        page = workload.serving.page_tokens
+        longest = float(request_kv_bytes(model, workload.prompt_tokens.largest(), page))
+        out = {}
+        for i, candidate in enumerate(setup.candidates):
+            if not (serves_prefill(candidate) and holds_longest_prompt(candidate, workload)):
+                continue
+            room = replace(candidate, kv_capacity_bytes=candidate.kv_capacity_bytes - longest)
+            d = decoder_capacity(room, workload, model, moments.context_tokens, moments.output_tokens)
+            if d.usable:
+                out[i] = d.occupancy * decode_scale
+        return out
+
     def build(self, routing: Routing | None, headroom: Headroom = Headroom()) -> milp.ProblemData:
         """Capacities of every candidate for one routing rule (the program's numbers)."""
         setup, options = self.setup, self.options
@@ -213,7 +233,7 @@ class ProblemBuilder:
             prefill=setup.candidates,
             prefill_caps=self._prefill_memo[memo_key],
             decode=decoders,
-            relay=relays if arch.has_relay else [],
+            relay=relays if arch.has_relay and options.relay_placement != "prefill" else [],
             pools=pools,
             datacenters=datacenters,
             drc_bytes_per_rps=drc_bytes_per_rps(workload, setup.model, arch),
@@ -224,6 +244,7 @@ class ProblemBuilder:
             target_rate=options.rate,
             budget_per_hour=options.budget_per_hour,
             min_served_fraction=options.min_served_fraction,
+            colocated_relay=self.colocated_relay(headroom.decode_scale) if arch.has_relay else {},
         )
 
     def _prefill_capacities(

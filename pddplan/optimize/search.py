@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pddplan.errors import InfeasibleError
+from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.input_set import InputSet
 from pddplan.limits import MAX_RATE_RPS
@@ -33,6 +33,7 @@ TIGHTEN = 0.85
 # the closed form's Erlang-C slot wait is the least exact near there.
 SATURATED_DECODE = 0.8
 MAX_ROUNDS = 4
+COLOCATED_EXTRA_PREFILL = 1
 
 
 @dataclass
@@ -104,11 +105,39 @@ def _plan(setup: OptimizeSetup, data: milp.ProblemData, solution: milp.Solution,
         architecture=setup.architecture.name,
         prefill=data.prefill[c].role(n),
         relay=relay,
+        relay_on_prefill=solution.relay_on_prefill,
         decode=decode.role(max(solution.decode[1], 1)),
         wan=wan,
         routing=routing or Routing(),
         handoff=CAPACITY_HANDOFF,
     )
+
+
+def relay_placements(plan: Plan, options: OptimizeOptions) -> list[list[Plan]]:
+    """The plans to compare for `plan`'s relay, in groups ordered by cost. A dedicated relay as the
+    program sized it and, unless the options say dedicated only, the relay on the prefill instances
+    with 0 up to ceil(relay GPUs / prefill TP) more of them to carry its tokens (more would cost more
+    than the relay they replace). A relay the program put on prefill: with 0 up to
+    COLOCATED_EXTRA_PREFILL more prefill instances (the program leaves out how much the relay's
+    tokens slow prefill). Plans without a relay come back unchanged."""
+    relay, prefill = plan.relay, plan.prefill
+    if plan.relay_on_prefill:  # the program's room for the relay: prefill's slow-down is not in it
+        extra = range(COLOCATED_EXTRA_PREFILL + 1)
+    elif relay is None or relay.count == 0 or options.relay_placement == "dedicated":
+        return [[plan]]
+    else:
+        extra = range(math.ceil(relay.gpus / prefill.tp) + 1)
+    colocated = [
+        plan.model_copy(
+            update={
+                "relay": None,
+                "relay_on_prefill": True,
+                "prefill": prefill.model_copy(update={"count": prefill.count + k}),
+            }
+        )
+        for k in extra
+    ]
+    return [colocated] if plan.relay_on_prefill else [[plan], colocated]
 
 
 def rule_text(routing: Routing | None) -> str:
@@ -126,7 +155,9 @@ def _score(evaluation: Evaluation, options: OptimizeOptions) -> float:
     if options.mode == "rate":
         return -evaluation.cost_per_hour
     if options.mode == "budget":
-        return evaluation.goodput_rps
+        # a relay moved onto more prefill instances may cost more than the program's plan
+        over = options.budget_per_hour is not None and evaluation.cost_per_hour > options.budget_per_hour * (1 + 1e-9)
+        return -math.inf if over else evaluation.goodput_rps
     return evaluation.bcr
 
 
@@ -155,13 +186,23 @@ def _best_of_round(
         if options.mode == "bcr" and solution.cost_per_hour > 0:
             ratio = max(ratio, solution.rate / solution.cost_per_hour)
         plan = _plan(setup, data, solution, routing)
-        for mode in arch.handoff_modes():
-            candidate = plan.model_copy(update={"handoff": Handoff(mode=mode)})
-            scenario = build_scenario(candidate, setup.inputs, source="optimized plan")
-            evaluation = evaluate(scenario)
-            key = (float(f"{_score(evaluation, options):.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
-            if best is None or key > best.key:
-                best = _Pick(key, candidate, evaluation, scenario, routing)
+        for placements in relay_placements(plan, options):
+            for placed in placements:  # cheapest first: stop at the first that meets the SLA
+                met = False
+                for mode in arch.handoff_modes():
+                    candidate = placed.model_copy(update={"handoff": Handoff(mode=mode)})
+                    try:
+                        scenario = build_scenario(candidate, setup.inputs, source="optimized plan")
+                    except InputError:  # more prefill instances than the datacenter offers
+                        continue
+                    evaluation = evaluate(scenario)
+                    met = met or evaluation.sla_met
+                    score = _score(evaluation, options)
+                    key = (float(f"{score:.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
+                    if best is None or key > best.key:
+                        best = _Pick(key, candidate, evaluation, scenario, routing)
+                if met:
+                    break
     if best is not None and best.key[0] > -math.inf:
         best = _trimmed(best, setup, options)
     return best, ratio

@@ -85,7 +85,7 @@ def print_report(console: Console, report: OptimizeReport) -> None:
                 f"{f['roles'][role]['count']} x {f['roles'][role]['gpu']} {parallel_label(f['roles'][role])} "
                 f"@{f['roles'][role]['datacenter']}"
                 if role in f["roles"]
-                else "-"
+                else ("on P" if role == "relay" and f["roles"].get("prefill", {}).get("relay_on_prefill") else "-")
             ),
         )
     row(

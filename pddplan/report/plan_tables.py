@@ -42,6 +42,8 @@ def drawing(
     by_dc: dict[str, list[str]] = {}
     for name, role in roles.items():
         label = {"decode": architectures.get(architecture).decode_label, "prefill": "P", "relay": "RLD"}[name]
+        if role.get("relay_on_prefill"):  # the relay decodes in the prefill instances' steps
+            label = "P+RLD"
         label = f"{label:<3}"
         by_dc.setdefault(role["datacenter"], []).append(_role_line(label, role))
     boxes = []
@@ -80,6 +82,7 @@ def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
             "expert_parallel": role.instance.uses_ep if scenario.model.moe is not None else None,
             "count": role.count,
         }
+        | ({"relay_on_prefill": True} if name == "prefill" and scenario.relay_colocated else {})
         for name, role in scenario.roles.items()
     }
 

@@ -12,7 +12,9 @@ decoder RTT/2 after they leave. The main decoder recomputes each chunk in an ext
 IDs arrive, a stall of its instance (every sequence there waits); the request is pinned to that
 instance, which holds its earlier chunks, and its own hiccup at the switch is the last chunk's
 extend. It then continues there. A relayed request that finishes on the relay first cancels its WAN transfer
-(singular-traffic filtering, if on).
+(singular-traffic filtering, if on). A relay on the prefill instances (`relay_on_prefill`) takes a
+request where its prefill ran, with no RDMA, and decodes in that instance's prefill steps while they
+run (`ColocatedRelay`).
 
 Decoders batch continuously within a memory limit (the main decoder's limit leaves room for its
 radix cache); requests beyond it wait in the instance's queue. Everything random comes from one
@@ -35,7 +37,7 @@ from enum import IntEnum
 import numpy as np
 
 from pddplan.architectures import Pipeline
-from pddplan.evaluate.analytic import decoder_max_batch, evaluate
+from pddplan.evaluate.analytic import colocated_relay_max_batch, decoder_max_batch, evaluate
 from pddplan.evaluate.classes import relayed
 from pddplan.evaluate.drc import md_prefix_hit_probability
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
@@ -44,10 +46,11 @@ from pddplan.limits import check_requests, check_seed
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
+from pddplan.perf.mixed import relay_marginal_step_s
 from pddplan.perf.roofline import decode_step_time, extend_time, linear_step_s, prefill_cost
 from pddplan.scenario import Role, Scenario
-from pddplan.simulate.prefill import PrefillPool, run_prefill_pool
-from pddplan.simulate.servers import DecodeInstance, Link
+from pddplan.simulate.prefill import PrefillPool, PrefillRun, run_prefill_pool
+from pddplan.simulate.servers import ColocatedRelay, DecodeInstance, Link
 
 
 class Event(IntEnum):
@@ -140,11 +143,31 @@ def _arrivals(scenario: Scenario, count: int, rng: np.random.Generator) -> np.nd
     return np.cumsum(gaps)
 
 
-def _prefill_pool(scenario: Scenario) -> PrefillPool:
-    """The scenario's prefill pool: its instances, chunk budget and T_lin(T) for T = 0..C."""
+def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
+    """The scenario's prefill pool: its instances, chunk budget and T_lin(T) for T = 0..C, each step
+    `extra_step_s` longer (a co-located relay's tokens)."""
     chunk = scenario.chunk_tokens
     linear = linear_step_s(scenario.prefill.instance, np.arange(chunk + 1, dtype=np.float64)).tolist()
-    return PrefillPool(instances=scenario.prefill.count, chunk_tokens=chunk, linear_s=linear)
+    return PrefillPool(instances=scenario.prefill.count, chunk_tokens=chunk, linear_s=linear, extra_step_s=extra_step_s)
+
+
+def _colocated_extra_step_s(scenario: Scenario, context: float) -> float:
+    """m(B): what a relay on the prefill instances adds to each prefill step, at the closed form's
+    mean relay batch B (0 without such a relay)."""
+    if not scenario.relay_colocated:
+        return 0.0
+    batch = evaluate(scenario).stages["relay"].batch_per_instance
+    if not math.isfinite(batch):
+        batch = colocated_relay_max_batch(scenario, context)
+    return float(relay_marginal_step_s(scenario.prefill.instance, batch, context, scenario.chunk_tokens))
+
+
+def _colocated_relays(scenario: Scenario, run: PrefillRun, context: float) -> list[DecodeInstance]:
+    """One relay per prefill instance, decoding in that instance's steps (`ColocatedRelay`)."""
+    limit = max(int(colocated_relay_max_batch(scenario, context)), 1)
+    batches = np.arange(0, limit + 1, dtype=np.float64)
+    table = decode_step_time(scenario.prefill.instance, np.maximum(batches, 1.0), context).tolist()
+    return [ColocatedRelay(k, table, limit, starts, ends) for k, (starts, ends) in enumerate(run.steps)]
 
 
 def _decode_pool(scenario: Scenario, role: Role, context: float, reserved_bytes: float) -> list[DecodeInstance]:
@@ -181,9 +204,14 @@ class _Simulation:
         prefill = scenario.prefill.instance
         cost = prefill_cost(prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens)
         self.rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s).tolist()
+        if scenario.relay_colocated:  # the relay decodes where prefill left the KV
+            self.rdma = [0.0] * count
         self.relay = relayed(self.architecture.relay_rule(self.routing), self.hit, self.wan_size)
-        run = run_prefill_pool(_prefill_pool(scenario), self.arrival, self.fresh, cost.attention_s)
+        context = workload_moments(workload).context_tokens
+        extra_s = _colocated_extra_step_s(scenario, context)
+        run = run_prefill_pool(_prefill_pool(scenario, extra_s), self.arrival, self.fresh, cost.attention_s)
         self.prefill_start, engine_end, self.prefill_busy_s = run.start_s, run.end_s, run.busy_s
+        self.prefill_instance: list[int] = run.instance.tolist()
         # the request overhead (scheduling, tokenization, returning the first token) is the serving
         # stack's, off the engine: it delays the request, not the instance
         self.prefill_end = np.where(self.fresh > 0, engine_end + prefill.efficiency.request_overhead_s, engine_end)
@@ -191,7 +219,6 @@ class _Simulation:
         self.wan_list: list[float] = self.wan_size.tolist()
 
         # the servers; step times at the mean context of the closed form (the same float)
-        context = workload_moments(workload).context_tokens
         self.pools: dict[str, list[DecodeInstance]] = {"decode": _decode_pool(scenario, scenario.decode, context, 0.0)}
         if scenario.architecture.decode_keeps_prefix_cache:
             # The main decoders reserve their radix cache's budget as planned: Little's law over the
@@ -200,7 +227,9 @@ class _Simulation:
             limit = max(int(evaluate(scenario).stages["decode"].max_batch), 1)
             for inst in self.pools["decode"]:
                 inst.max_batch = min(inst.max_batch, limit)
-        if scenario.relay is not None:
+        if scenario.relay_colocated:
+            self.pools["relay"] = _colocated_relays(scenario, run, context)
+        elif scenario.relay is not None:
             self.pools["relay"] = _decode_pool(scenario, scenario.relay, context, 0.0)
         self.instances: list[tuple[str, DecodeInstance]] = [
             (name, inst) for name, pool in self.pools.items() for inst in pool
@@ -387,7 +416,9 @@ class _Simulation:
         if request in self.relay_skipped:  # the main decoder had the KV before the relay had its copy
             return
         self.relay_joined.add(request)
-        inst = _least_loaded(self.pools["relay"])
+        relays = self.pools["relay"]
+        colocated = self.scenario.relay_colocated
+        inst = relays[self.prefill_instance[request]] if colocated else _least_loaded(relays)
         self.relay_instance[request] = inst
         self.join(inst, request, self.output_list[request], t, 0.0)
 

@@ -11,6 +11,9 @@ T_lin the step without attention (`pddplan.perf.roofline.linear_step_s`) and A_i
 request i's n_i new tokens need (`PrefillCost.attention_s`), spread over its pieces in proportion
 to their tokens (the total is exact; its split across steps is not modelled). A request alone on an
 idle instance therefore takes its own chunks' time. Requests with no new token skip the pool.
+A relay on the prefill instances adds its decode tokens to every step: `extra_step_s`, its marginal
+cost m(B) at the closed form's mean relay batch B (the coupling is one way: the relay's actual batch
+does not feed back into the prefill steps).
 """
 
 from __future__ import annotations
@@ -29,16 +32,20 @@ class PrefillPool:
     instances: int
     chunk_tokens: int
     linear_s: list[float]
+    extra_step_s: float = 0.0  # added to every step: a co-located relay's tokens (`pddplan.perf.mixed`)
 
 
 @dataclass(frozen=True)
 class PrefillRun:
-    """Per request, when its first prefill step started and its last ended; and the pool's total
-    busy time (the sum of its steps)."""
+    """Per request, when its first prefill step started, when its last ended and on which instance;
+    the pool's total busy time (the sum of its steps); and per instance its steps' (start, end)
+    times in order (a co-located relay decodes in them)."""
 
     start_s: np.ndarray
     end_s: np.ndarray
     busy_s: float
+    instance: np.ndarray
+    steps: list[tuple[list[float], list[float]]]
 
 
 def run_prefill_pool(
@@ -52,6 +59,8 @@ def run_prefill_pool(
     count = len(arrival_s)
     start = np.array(arrival_s, dtype=np.float64)
     end = np.array(arrival_s, dtype=np.float64)
+    on_instance = np.zeros(count, dtype=np.int64)
+    steps: list[tuple[list[float], list[float]]] = [([], []) for _ in range(pool.instances)]
     arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
     tokens = np.asarray(new_tokens, dtype=np.float64).tolist()
     attention_per_token = np.divide(
@@ -104,10 +113,13 @@ def run_prefill_pool(
         if step_tokens == 0:
             heapq.heappush(idle, k)
             continue
-        step_s = linear[round(step_tokens)] + step_attention
+        step_s = linear[round(step_tokens)] + step_attention + pool.extra_step_s
         busy_s += step_s
         done = t + step_s
+        steps[k][0].append(t)
+        steps[k][1].append(done)
         for i in finished:
             end[i] = done
+            on_instance[i] = k
         heapq.heappush(busy, (done, k))
-    return PrefillRun(start_s=start, end_s=end, busy_s=busy_s)
+    return PrefillRun(start_s=start, end_s=end, busy_s=busy_s, instance=on_instance, steps=steps)

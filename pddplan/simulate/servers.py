@@ -1,4 +1,5 @@
-"""The simulator's servers: a continuous-batching decode instance and a processor-sharing WAN link.
+"""The simulator's servers: a continuous-batching decode instance (and a relay decoding on a prefill
+instance's steps) and a processor-sharing WAN link.
 
 Both use a virtual clock so that a step-by-step (or byte-by-byte) process costs O(log n) per event:
 
@@ -13,6 +14,7 @@ link             n flows share capacity C(t), each at rate min(F, C(t) / n) (TCP
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import deque
@@ -90,6 +92,96 @@ class DecodeInstance:
         """Take `request` out (finished or handed off); its heap entry is dropped lazily."""
         del self.joined_at[request]
         self.batch -= 1
+
+
+class ColocatedRelay(DecodeInstance):
+    """A relay decoding on a prefill instance whose steps are known (`PrefillRun.steps`).
+
+    While a prefill step [s_j, e_j) runs, every relay sequence rides in it and gains one token per
+    step (fluidly, 1 / (e_j - s_j) per second); while the instance has no prefill, the relay runs
+    its own decode steps of tau(B). The token clock is V(t) = F(t) + idle(t) / tau(B): F the prefill
+    steps done by t (fractional inside one), idle(t) the time by t outside them. V is piecewise
+    linear with breaks at the step bounds, so advancing and inverting it are binary searches.
+    """
+
+    def __init__(
+        self, index: int, step_table: list[float], max_batch: int, starts: list[float], ends: list[float]
+    ) -> None:
+        super().__init__(index=index, step_table=step_table, max_batch=max_batch)
+        self.starts = starts
+        self.ends = ends
+        self.busy_before = [0.0]  # busy time before step j
+        for start, end in zip(starts, ends, strict=True):
+            self.busy_before.append(self.busy_before[-1] + end - start)
+
+    def _position(self, t: float) -> tuple[float, float]:
+        """(F(t), idle(t)): prefill steps done by t, and the time by t outside them."""
+        j = bisect.bisect_right(self.ends, t)
+        done, busy = float(j), self.busy_before[j]
+        if j < len(self.starts) and self.starts[j] < t:
+            length = self.ends[j] - self.starts[j]
+            done += (t - self.starts[j]) / length
+            busy += t - self.starts[j]
+        return done, t - busy
+
+    def _clock_at(self, t: float, tau: float) -> float:
+        done, idle = self._position(t)
+        return done + idle / tau
+
+    def _time_at(self, clock: float, tau: float) -> float:
+        """The t at which V(t) = `clock` (V relative to time 0, at decode step `tau`)."""
+        ends, starts, busy_before = self.ends, self.starts, self.busy_before
+        low, high = 0, len(ends)  # first step j whose end reaches the clock
+        while low < high:
+            mid = (low + high) // 2
+            if mid + 1 + (ends[mid] - busy_before[mid + 1]) / tau >= clock:
+                high = mid
+            else:
+                low = mid + 1
+        j = low
+        if j == len(ends):  # after the last step: idle from then on
+            end = ends[-1] if ends else 0.0
+            at_end = len(ends) + (end - busy_before[-1]) / tau
+            return end + (clock - at_end) * tau
+        at_start = j + (starts[j] - busy_before[j]) / tau
+        if clock <= at_start:  # in the idle gap before step j
+            return starts[j] - (at_start - clock) * tau
+        return starts[j] + (clock - at_start) * (ends[j] - starts[j])
+
+    def step_s(self, batch: int | None = None) -> float:
+        """Time per token now: the running prefill step's length, else tau(B)."""
+        j = bisect.bisect_right(self.ends, self.last_t)
+        if batch is None and j < len(self.starts) and self.starts[j] <= self.last_t:
+            return self.ends[j] - self.starts[j]
+        return super().step_s(batch)
+
+    def advance(self, t: float) -> None:
+        if t <= self.last_t:
+            return
+        self.batch_time_integral += self.batch * (t - self.last_t)
+        if self.batch > 0:
+            tau = DecodeInstance.step_s(self)
+            self.clock += self._clock_at(t, tau) - self._clock_at(self.last_t, tau)
+        self.last_t = t
+
+    def next_finish(self) -> float:
+        while self.heap and self.heap[0][1] not in self.joined_at:
+            heapq.heappop(self.heap)
+        if not self.heap:
+            return math.inf
+        tau = DecodeInstance.step_s(self)
+        need = max(self.heap[0][0] - self.clock, 0.0)
+        return max(self._time_at(self._clock_at(self.last_t, tau) + need, tau), self.last_t)
+
+    def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
+        """Start decoding `request` at `t` (no stall: the KV is already here); its first token
+        comes when V has grown by one."""
+        self.advance(t)
+        self.batch += 1
+        self.joined_at[request] = self.clock
+        heapq.heappush(self.heap, (self.clock + max(tokens, 1.0), request))
+        tau = DecodeInstance.step_s(self)
+        return max(self._time_at(self._clock_at(t, tau) + 1.0, tau), t)
 
 
 class Link:

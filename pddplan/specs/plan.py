@@ -88,6 +88,13 @@ class Plan(StrictModel):
     architecture: ArchitectureName = Field(json_schema_extra=lambda schema: _architecture_enum(schema))
     prefill: RoleSpec
     relay: RoleSpec | None = None
+    relay_on_prefill: bool = Field(
+        default=False,
+        description=(
+            "the relay decodes on the prefill instances, its tokens mixed into their chunked-prefill "
+            "steps, instead of on relay instances of its own (then leave out `relay`)"
+        ),
+    )
     decode: RoleSpec
     wan: list[WanLease] = Field(default_factory=list)
     routing: Routing = Routing()

@@ -1,0 +1,68 @@
+"""A relay decoder co-located on prefill instances: decode tokens riding in chunked-prefill steps.
+
+Engines that mix prefill and decode in one batch (SGLang's mixed chunks, vLLM's chunked prefill)
+add the running sequences' decode tokens to every prefill step. A prefill instance that also runs
+`b` relay sequences therefore has two kinds of steps:
+
+  busy (a prefill chunk runs)   s_mix(b) = s_C + m(b): each relay sequence gets one token per step;
+  idle (no prefill waiting)     tau(b), the plain decode step.
+
+The relay's marginal cost in a mixed step is
+
+  m(b) = T_lin(C + b) - T_lin(C) + A_dec(b, context),
+
+T_lin the step without attention (`roofline.linear_step_s`: weights, GEMMs, collectives, overheads,
+already paid by the chunk, so only the b extra rows cost) and A_dec the decode attention of b
+sequences over their context. s_C is the busy step: T_lin(C) plus C tokens' share of prefill
+attention. A relay sequence's mean time per token, with prefill busy a fraction rho of the time, is
+
+  tau_co = 1 / (rho / s_mix(b) + (1 - rho) / tau(b))
+
+(tokens per second while busy and while idle, time-weighted). Prefill pays the relay's marginal
+cost on each of its steps: its work grows by the factor 1 + m(b) / s_C.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pddplan.perf.roofline import Instance, decode_step_time, linear_step_s, step_time
+
+
+def relay_marginal_step_s(instance: Instance, batch: ArrayLike, context_tokens: float, chunk_tokens: int) -> np.ndarray:
+    """m(b) = T_lin(C + b) - T_lin(C) + A_dec(b, context): what b relay sequences add to a prefill
+    step of C tokens (0 for b = 0; fractional b interpolates the rows linearly)."""
+    b = np.maximum(np.asarray(batch, dtype=np.float64), 0.0)
+    chunk = float(chunk_tokens)
+    rows = linear_step_s(instance, chunk + b) - linear_step_s(instance, chunk)
+    attention = step_time(instance, 1.0, context_tokens, np.maximum(b, 1e-12)).attention_s
+    return np.where(b > 0, np.maximum(rows, 0.0) + attention, 0.0)
+
+
+def busy_step_s(instance: Instance, chunk_tokens: int, attention_s_per_token: float) -> float:
+    """s_C = T_lin(C) + C * (prefill attention per new token): a busy prefill instance's step."""
+    return float(linear_step_s(instance, float(chunk_tokens))) + chunk_tokens * attention_s_per_token
+
+
+def colocated_token_s(busy_fraction: float, mixed_step_s: ArrayLike, alone_step_s: ArrayLike) -> np.ndarray:
+    """tau_co = 1 / (rho / s_mix + (1 - rho) / tau): a co-located relay sequence's mean time per
+    token when prefill keeps the instance busy a fraction rho (clipped to [0, 1]) of the time."""
+    rho = min(max(float(busy_fraction), 0.0), 1.0)
+    mixed = np.asarray(mixed_step_s, dtype=np.float64)
+    alone = np.asarray(alone_step_s, dtype=np.float64)
+    return 1.0 / (rho / mixed + (1.0 - rho) / alone)
+
+
+def colocated_token_table(
+    instance: Instance,
+    batches: np.ndarray,
+    context_tokens: float,
+    chunk_tokens: int,
+    busy_s: float,
+    busy_fraction: float,
+) -> np.ndarray:
+    """tau_co at each batch of `batches`: mixed steps s_C + m(b) while busy, tau(b) while idle."""
+    mixed = busy_s + relay_marginal_step_s(instance, batches, context_tokens, chunk_tokens)
+    alone = decode_step_time(instance, np.maximum(batches, 1.0), context_tokens)
+    return colocated_token_s(busy_fraction, mixed, alone)
