@@ -277,8 +277,8 @@ def _split_rows(results: list[ArchitectureResult]) -> list[Row]:
             "not given",
             _pct(pdd / hetero - 1),
             note + "PDD's main decoders keep a radix cache (so only incremental KV crosses the WAN) and it pays "
-            "for a relay and a line; where one datacenter already offers the decode GPU, those are costs "
-            "without a matching saving.",
+            "for a line and a relay (its own instances, or prefill time when it decodes on them); where one "
+            "datacenter already offers the decode GPU, those are costs without a matching saving.",
             {"change": pdd / hetero - 1},
         ),
     ]
@@ -297,10 +297,14 @@ def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
     radix_gb = scenario.drc_bytes_per_decode_instance() * main.count / 1e9
     relay = scenario.relay
     relay_text = f"a relay of {relay.gpus} x {relay.instance.hardware.name}, " if relay is not None else ""
+    on_prefill = ""
+    if scenario.relay_colocated:  # no GPUs of its own: it slows prefill instead
+        relay_text = ""
+        on_prefill = " Its relay decodes on the prefill instances, mixed into their chunked-prefill steps."
     line = scenario.link.usd_per_hour if scenario.link is not None else 0.0
     return (
         f"the baseline decodes on {base.count} x {base_hw.name} {base_layout}, PDD on {main.count} x "
-        f"{main_hw.name} {main_layout} ({memory:+.0%} memory, {bandwidth:+.0%} memory bandwidth per GPU). PDD "
+        f"{main_hw.name} {main_layout} ({memory:+.0%} memory, {bandwidth:+.0%} memory bandwidth per GPU).{on_prefill} PDD "
         f"also pays for {relay_text}the line (${line:,.2f}/h) and {radix_gb:,.0f} GB of main-decoder memory "
         "for the radix cache that lets only incremental KV cross the WAN, which the baseline does not need; "
         "the article's GPUs are unnamed, so its gap need not match."
