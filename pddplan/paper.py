@@ -304,7 +304,8 @@ def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
     line = scenario.link.usd_per_hour if scenario.link is not None else 0.0
     return (
         f"the baseline decodes on {base.count} x {base_hw.name} {base_layout}, PDD on {main.count} x "
-        f"{main_hw.name} {main_layout} ({memory:+.0%} memory, {bandwidth:+.0%} memory bandwidth per GPU).{on_prefill} PDD "
+        f"{main_hw.name} {main_layout} ({memory:+.0%} memory, {bandwidth:+.0%} memory bandwidth per GPU)."
+        f"{on_prefill} PDD "
         f"also pays for {relay_text}the line (${line:,.2f}/h) and {radix_gb:,.0f} GB of main-decoder memory "
         "for the radix cache that lets only incremental KV cross the WAN, which the baseline does not need; "
         "the article's GPUs are unnamed, so its gap need not match."

@@ -61,10 +61,13 @@ def test_marginal_step_is_the_extra_rows_plus_decode_attention(tmp_path: Path) -
     assert float(relay_marginal_step_s(instance, 0.0, context, chunk)) == 0.0
 
 
-def test_busy_step_is_the_chunk_step_plus_its_attention(tmp_path: Path) -> None:
+def test_busy_step_is_a_requests_chunk_at_most_a_full_chunk(tmp_path: Path) -> None:
+    """s_C = min(T_lin(C) + C a, E[A] / E[chunks]); the full chunk's step when nothing is prefilled."""
     instance = scenario_of(colocated_plan_file(tmp_path), WORKLOAD).prefill.instance
-    expected = float(linear_step_s(instance, 4096.0)) + 4096 * 2e-6
-    assert busy_step_s(instance, 4096, 2e-6) == pytest.approx(expected, rel=1e-12)
+    full = float(linear_step_s(instance, 4096.0)) + 4096 * 2e-6
+    assert busy_step_s(instance, 4096, 2e-6, full / 3) == pytest.approx(full / 3, rel=1e-12)
+    assert busy_step_s(instance, 4096, 2e-6, full * 3) == pytest.approx(full, rel=1e-12)
+    assert busy_step_s(instance, 4096, 2e-6, 0.0) == pytest.approx(full, rel=1e-12)
 
 
 @settings(max_examples=30, deadline=None)

@@ -84,19 +84,27 @@ def test_every_shipped_plan_holds_the_longest_prompt_in_every_role(name: str) ->
 @pytest.mark.parametrize("name", entries("workloads"))
 def test_no_plan_one_instance_smaller_passes(name: str) -> None:
     """For every shipped workload and every feasible architecture, the optimized plan with one
-    instance fewer in any role is refused, or misses the SLA in closed form or in one of two
-    simulations: the optimizer does not buy an instance the SLA does not need."""
+    instance fewer in any role (or its dedicated relay moved onto the prefill instances) is
+    refused, or misses the SLA in closed form or in one of two simulations: the optimizer does not
+    buy an instance the SLA does not need."""
     workload = load_workload(name)
     inputs = load_input_set(workload, workload_dir(name))
     report = optimize(workload, workload_dir(name), OptimizeOptions(verify_requests=3000))
     tried = 0
     for result in report.feasible:
         assert result.plan is not None
+        variants = []
         for role in ("prefill", "relay", "decode"):
             spec = getattr(result.plan, role)
             if spec is None or spec.count <= 1:
                 continue
-            smaller = result.plan.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})})
+            variants.append(
+                (role, result.plan.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})}))
+            )
+        if result.plan.relay is not None:
+            variants.append(("relay", result.plan.model_copy(update={"relay": None, "relay_on_prefill": True})))
+        for role, smaller in variants:
+            spec = getattr(result.plan, role)
             tried += 1
             try:
                 scenario = build_scenario(smaller, inputs)
@@ -105,7 +113,7 @@ def test_no_plan_one_instance_smaller_passes(name: str) -> None:
             if not evaluate(scenario).sla_met:
                 continue
             verdicts = [simulate(scenario, 3000, seed).summary["sla_met"] for seed in (0, 1)]
-            assert not all(verdicts), f"{name} {result.name}: {role} {spec.count} -> {spec.count - 1} also passes"
+            assert not all(verdicts), f"{name} {result.name}: {role} {spec.count} -> {smaller} also passes"
     assert tried >= 1
 
 

@@ -206,6 +206,9 @@ class _Decoding:
     gap_s: np.ndarray
     iterations: int
     relay_longest_step_s: float = 0.0  # a co-located relay's mixed step (its tokens' longest gap)
+    # a co-located relay's first token: after a mixed step (probability p), else a decode step:
+    # (p, mixed step, decode step); None: after the relay's step_s
+    relay_first_steps: tuple[float, float, float] | None = None
 
 
 def _prefill_stage(scenario: Scenario, classes: RequestClasses, lam: float) -> _Prefill:
@@ -389,7 +392,8 @@ def _colocated_stages(
     max_batch = colocated_relay_max_batch(scenario, context)
     batches = np.arange(1.0, max(max_batch, 1.0) + 1.0)
     with_zero = np.concatenate([[0.0], batches])
-    busy_s = busy_step_s(instance, chunk, classes.attention_s_per_new_token())
+    unslowed = _prefill_stage(scenario, classes, lam)
+    busy_s = busy_step_s(instance, chunk, classes.attention_s_per_new_token(), classes.alone_s_per_chunk())
     marginal = relay_marginal_step_s(instance, with_zero, context, chunk)
     mixed = busy_s + marginal[1:]
     alone = decode_step_time(instance, batches, context)
@@ -399,33 +403,53 @@ def _colocated_stages(
         slowed = classes.with_prefill_slowed(1.0 + extra_s / busy_s)
         return extra_s, slowed, _prefill_stage(scenario, slowed, lam)
 
-    unslowed = _prefill_stage(scenario, classes, lam).utilization
-
     def token_s(relay_batch: float) -> np.ndarray:
         # rho ~ rho(f = 1) * f: to first order (the packing's wait probability held), which the
         # fixed point needs only to find B_R; the stage reported is solved at the final f
         extra_s = float(np.interp(min(relay_batch, float(batches[-1])), with_zero, marginal))
-        return colocated_token_s(unslowed * (1.0 + extra_s / busy_s), mixed, alone)
+        return colocated_token_s(unslowed.utilization * (1.0 + extra_s / busy_s), mixed, alone)
 
     decoding = _decode_with_relay(scenario, classes, lam, states, _ColocatedRelay(max_batch, batches, token_s))
     assert decoding.relay is not None
     extra_s, slowed, prefill = slowed_by(decoding.relay.batch)
-    longest = busy_s + extra_s if prefill.utilization > 0 else decoding.relay.step_s
-    return slowed, prefill, replace(decoding, relay_longest_step_s=longest)
+    relay_batch = min(decoding.relay.batch, float(batches[-1]))
+    alone_s = float(np.interp(max(relay_batch, 1.0), batches, alone))
+    rho = min(max(prefill.utilization, 0.0), 1.0)
+    mixed_s = busy_s + extra_s
+    # A relayed request's first token comes after one whole step of whichever kind runs next: a
+    # mixed step if prefill is still busy (probability rho, what a departure leaves behind), else
+    # a decode step; a two-point mixture, not tau_co (the harmonic mix of token rates).
+    # the longest gap: a full chunk's mixed step
+    full_s = busy_step_s(instance, chunk, classes.attention_s_per_new_token(), math.inf) + extra_s
+    longest = full_s if prefill.utilization > 0 else decoding.relay.step_s
+    first = (rho, mixed_s, alone_s)
+    return slowed, prefill, replace(decoding, relay_longest_step_s=longest, relay_first_steps=first)
 
 
-def _first_token_delays(scenario: Scenario, classes: RequestClasses, decoding: _Decoding) -> np.ndarray:
-    """Prefill plus the architecture's path to the first token, per (input class, state)."""
+def _first_token_delays(
+    scenario: Scenario, classes: RequestClasses, decoding: _Decoding, states: _LinkStates
+) -> tuple[np.ndarray, np.ndarray]:
+    """Prefill plus the architecture's path to the first token, per (input class, state), and the
+    states' probabilities. A co-located relay's first step is a two-point mixture
+    (`_Decoding.relay_first_steps`): the states are then (mixed step, state f) and (decode step,
+    state f), stacked along the state axis."""
     prefill = scenario.prefill
     full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)
     rdma = rdma_time_s(full_kv, prefill.instance.kv_senders, prefill.instance.hardware.nic_bytes_per_s)
     if scenario.relay_colocated:  # the relay decodes where the KV already is
         rdma = np.zeros_like(rdma)
-    relay_step = decoding.relay.step_s if decoding.relay is not None else 0.0
-    first = scenario.architecture.first_token_delay(
-        rdma[:, None], decoding.wan_s, decoding.md.step_s, relay_step, classes.relay[:, None]
-    )
-    return classes.prefill_s[:, None] + first
+
+    def after(relay_step: float) -> np.ndarray:
+        first = scenario.architecture.first_token_delay(
+            rdma[:, None], decoding.wan_s, decoding.md.step_s, relay_step, classes.relay[:, None]
+        )
+        return classes.prefill_s[:, None] + first
+
+    if decoding.relay_first_steps is None:
+        return after(decoding.relay.step_s if decoding.relay is not None else 0.0), states.prob
+    busy, mixed_s, alone_s = decoding.relay_first_steps
+    delays = np.concatenate([after(mixed_s), after(alone_s)], axis=1)
+    return delays, np.concatenate([busy * states.prob, (1.0 - busy) * states.prob])
 
 
 def _tpot_and_gaps(decoding: _Decoding, outputs: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -468,13 +492,13 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     md, relay = decoding.md, decoding.relay
     weights = np.einsum("i,o,f->iof", p_in, p_out, states.prob)
 
-    first = _first_token_delays(scenario, classes, decoding)
+    first, first_prob = _first_token_delays(scenario, classes, decoding, states)
     delays = first.ravel()
     slot_p, slot_mean = _slot_waits(scenario, classes, lam, md, relay, decoding.finishes_on_relay, weights)
     slot_p = np.broadcast_to(slot_p[:, None], first.shape).ravel()
     slot_mean = np.broadcast_to(slot_mean[:, None], first.shape).ravel()
     waits = (prefill.p_wait, prefill.wait_mean_s, slot_p, slot_mean)
-    ttft_weights = np.outer(p_in, states.prob).ravel()
+    ttft_weights = np.outer(p_in, first_prob).ravel()
     link = scenario.link
     link_utilization = decoding.offered_bytes_per_s / link.mean_capacity_bytes_per_s() if link else 0.0
     stable = prefill.utilization < 1 and md.stable and (relay is None or relay.stable) and link_utilization < 1
@@ -489,7 +513,10 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     if stable:
         ttft_ok = 1.0 - wait_survival(sla.ttft_p99_s - delays, *waits)
         tpot_ok = tpot <= tpot_target(sla)
-        attainment = float((ttft_ok.reshape(len(p_in), 1, len(states.prob)) * tpot_ok * weights).sum())
+        # over the first-token mixture (if any), per (input class, line state)
+        split = first_prob.reshape(-1, len(states.prob)) / states.prob
+        ttft_ok = (ttft_ok.reshape(len(p_in), -1, len(states.prob)) * split).sum(axis=1)
+        attainment = float((ttft_ok[:, None, :] * tpot_ok * weights).sum())
     instability = None if stable else _instability(prefill.utilization, md, relay, link_utilization)
     cost = scenario.cost_per_hour
     verdict = judge(

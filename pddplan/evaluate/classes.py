@@ -52,6 +52,11 @@ class RequestClasses:
         tokens = float(self.new_tokens @ self.input_prob)
         return float(self.prefill_attention_s @ self.input_prob) / tokens if tokens > 0 else 0.0
 
+    def alone_s_per_chunk(self) -> float:
+        """A request's own chunk step on average: E[prefill alone] / E[chunks] (0 with no new token)."""
+        chunks = float(np.ceil(self.new_tokens / self.chunk_tokens) @ self.input_prob)
+        return float(self.prefill_alone_s @ self.input_prob) / chunks if chunks > 0 else 0.0
+
     def with_prefill_slowed(self, factor: float) -> RequestClasses:
         """These classes with every prefill engine time multiplied by `factor` (>= 1: steps that
         also carry a co-located relay's tokens); the request overhead is not engine time."""
