@@ -491,6 +491,36 @@ PlanArg = Annotated[str, typer.Argument(help="Plan file (YAML/JSON), e.g. writte
 WorkloadArg = Annotated[str, typer.Argument(help="Workload name (see `pddplan workloads list`) or YAML file.")]
 
 
+ReportOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        help="Also write an HTML report of the plan here: deployment, figures, cost, TTFT/TPOT "
+        "distributions, sensitivity, inputs (one offline file).",
+    ),
+]
+
+
+def _write_report(path: Path, workload: str, **parts: Any) -> None:
+    """Build the plan report (`pddplan.plan_report`) and write it atomically."""
+    from pddplan.input_set import load_input_set
+    from pddplan.inputs import load_workload, workload_dir
+    from pddplan.loading import write_atomic
+    from pddplan.plan_report import plan_report
+    from pddplan.report import output
+
+    inputs = load_input_set(load_workload(workload), workload_dir(workload))
+    write_atomic(path, plan_report(inputs=inputs, **parts))
+    output.diagnostics().print(f"wrote the report to {path}")
+
+
+def _check_report(path: Path | None) -> None:
+    if path is not None:
+        from pddplan.plan_report import check_report_path
+
+        check_report_path(path)
+
+
 def _scenario(plan: str, workload: str) -> Any:
     from pddplan.api import scenario_of
 
@@ -502,6 +532,7 @@ def evaluate(
     plan: PlanArg,
     workload: WorkloadArg,
     rate: Annotated[float | None, typer.Option("--rate", help="Requests/s (default: the workload's).")] = None,
+    report: ReportOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Closed-form TTFT/TPOT percentiles, goodput, cost and BCR of a plan, and its capacity view."""
@@ -512,10 +543,12 @@ def evaluate(
 
     if rate is not None:
         check_rate(rate)
-
+    _check_report(report)
     scenario = _scenario(plan, workload)
     result = run(scenario, rate).to_dict()
     result["capacity"] = capacity_view(scenario).to_dict()
+    if report is not None:
+        _write_report(report, workload, scenario=scenario, figures=result, figures_source="closed form")
     if json_out:
         output.emit_json(result)
     else:
@@ -531,6 +564,7 @@ def simulate(
     per_request: Annotated[
         Path | None, typer.Option("--per-request", help="Write per-request records: .csv, or .jsonl (JSON lines).")
     ] = None,
+    report: ReportOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Request-level simulation: TTFT/TPOT tails per pipeline, utilizations, relay share, goodput."""
@@ -543,10 +577,21 @@ def simulate(
         raise InputError(f"--requests = {requests}: must be at least 1")
     if per_request is not None:
         record_format(per_request)  # before the work, not after it
+    _check_report(report)
     scenario = _scenario(plan, workload)
     result = run(scenario, requests, seed)
     if per_request is not None:
         write_records(per_request, result.table)
+    if report is not None:
+        source = f"simulated, {requests:,} requests, seed {seed}"
+        _write_report(
+            report,
+            workload,
+            scenario=scenario,
+            figures=result.summary,
+            figures_source=source,
+            simulation=(result.table, source),
+        )
     if json_out:
         output.emit_json(result.summary)
     else:
@@ -593,6 +638,7 @@ def optimize(
         ),
     ] = "auto",
     output_plan: Annotated[Path | None, typer.Option("--output", help="Write the best plan here (YAML).")] = None,
+    report_path: ReportOption = None,
     robust: Annotated[
         bool,
         typer.Option(
@@ -643,6 +689,7 @@ def optimize(
         early_stop=early_stop,
         jobs=jobs,
     )
+    _check_report(report_path)
     spec = load_workload(workload)
     with output.status("optimizing...") as status:
         report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))
@@ -670,8 +717,30 @@ def optimize(
             robustness_report.print_report(console, robustness)
     if output_plan is not None and best is not None and best.plan is not None:
         output.diagnostics().print(f"wrote the best plan to {output_plan}")
+    _optimize_report(report_path, workload, report, seed)
     if best is None:
         raise InfeasibleError(f"no architecture meets the constraints. {_reasons(report.results)}")
+
+
+def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -> None:
+    """The HTML report of optimize's best plan, the architectures beside it (no path or no plan:
+    nothing written)."""
+    from pddplan.optimize.run import architecture_figures
+    from pddplan.report import output
+
+    best = report.best
+    if path is None or best is None or best.scenario is None or best.evaluation is None:
+        return
+    with output.status("writing the report..."):
+        _write_report(
+            path,
+            workload,
+            scenario=best.scenario,
+            figures=best.evaluation.to_dict(),
+            figures_source="closed form; the plan was verified by simulation",
+            architectures=[architecture_figures(r) for r in report.results],
+            seed=seed,
+        )
 
 
 def _relay_placement(value: str) -> RelayPlacement:

@@ -54,6 +54,25 @@ def _fmt_x(chart: Chart, x: float) -> str:
     return f"{x:.0%}" if chart.x_percent else f"{x:g}"
 
 
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering [low, high]: steps of 1, 2 or 5 x 10^k, about `count` of them."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return [low]
+    raw = (high - low) / max(count, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1.0, 2.0, 5.0, 10.0) if m * power >= raw)
+    first = math.ceil(low / step - 1e-9) * step
+    ticks = []
+    value = first
+    while value <= high + step * 1e-9:
+        ticks.append(0.0 if abs(value) < step * 1e-9 else round(value, 12))
+        value += step
+    return ticks or [low]
+
+
+HOVER_POINTS = 60  # points per series that show their value on hover (<title>), evenly picked
+
+
 def terminal(chart: Chart, width: int = 72, height: int = 16) -> str:
     """The chart drawn with characters, a marker per series, a legend underneath."""
     low, high = _range(chart)
@@ -109,16 +128,13 @@ def svg(chart: Chart, width: int = 760, height: int = 340) -> str:
         f'<text x="{pad_left}" y="18" font-size="14" font-weight="bold">{html.escape(chart.title)}</text>',
         f'<rect x="{pad_left}" y="{pad_top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#888"/>',
     ]
-    for i in range(5):
-        y = low + (high - low) * i / 4
+    for y in nice_ticks(low, high):
         out.append(f'<line x1="{pad_left}" x2="{pad_left + plot_w}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#eee"/>')
         out.append(f'<text x="{pad_left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:,.4g}</text>')
-    for i in range(6):
-        x = x0 + span * i / 5
-        out.append(
-            f'<text x="{px(x):.1f}" y="{pad_top + plot_h + 16}" text-anchor="middle">'
-            f"{html.escape(_fmt_x(chart, x))}</text>"
-        )
+    out.extend(
+        f'<text x="{px(x):.1f}" y="{pad_top + plot_h + 16}" text-anchor="middle">{html.escape(_fmt_x(chart, x))}</text>'
+        for x in nice_ticks(x0, x1, 6)
+    )
     out.append(
         f'<text x="{pad_left + plot_w / 2}" y="{height - 8}" text-anchor="middle">{html.escape(chart.x_label)}</text>'
     )
@@ -144,6 +160,14 @@ def svg(chart: Chart, width: int = 760, height: int = 340) -> str:
             for points in segments
             if points
         )
+        finite = [i for i, y in enumerate(line.values) if math.isfinite(y)]
+        for i in finite[:: max(1, math.ceil(len(finite) / HOVER_POINTS))]:
+            x, y = float(chart.x[i]), float(line.values[i])
+            tip = f"{line.name}: {y:,.4g} at {chart.x_label} {_fmt_x(chart, x)}"
+            out.append(
+                f'<circle class="point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{color}" '
+                f'fill-opacity="0.25"><title>{html.escape(tip)}</title></circle>'
+            )
         ly = pad_top + 14 + index * 18
         out.append(
             f'<line x1="{pad_left + plot_w + 12}" x2="{pad_left + plot_w + 32}" y1="{ly - 4}" y2="{ly - 4}" '

@@ -1,0 +1,69 @@
+"""Assemble the HTML plan report of one plan (`--report FILE` on optimize, evaluate and simulate):
+its figures, a simulation for the TTFT and TPOT distributions (the command's own when it ran one),
+the sensitivity curves and the inputs, rendered by `pddplan.report.plan_html`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from pddplan.errors import InputError
+from pddplan.input_set import InputSet
+from pddplan.report.plan_files import plan_yaml
+from pddplan.report.plan_html import PlanReport, plan_report_html
+from pddplan.scenario import Scenario
+from pddplan.sensitivity import sensitivity
+from pddplan.simulate.engine import RequestTable
+from pddplan.simulate.summary import WARMUP_FRACTION
+
+REPORT_REQUESTS = 10_000
+
+
+def check_report_path(path: Path) -> None:
+    """InputError unless `path` names an .html file (checked before any work)."""
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise InputError(f"--report = {str(path)!r}: the report is an HTML page; name it .html")
+
+
+def plan_report(
+    scenario: Scenario,
+    inputs: InputSet,
+    figures: dict[str, Any],
+    figures_source: str,
+    simulation: tuple[RequestTable, str] | None = None,
+    architectures: list[dict[str, Any]] | None = None,
+    seed: int = 0,
+) -> str:
+    """The report page of `scenario`'s plan. Without the command's own simulation (`simulation`:
+    its request table and a line saying what it was), one of REPORT_REQUESTS requests with `seed`
+    is run for the distributions; the warm-up is left out."""
+    if simulation is None:
+        from pddplan.simulate.engine import simulate_requests
+
+        table, _ = simulate_requests(scenario, REPORT_REQUESTS, seed)
+        simulation_source = f"simulated, {REPORT_REQUESTS:,} requests, seed {seed}"
+    else:
+        table, simulation_source = simulation
+    keep = np.arange(len(table.arrival_s)) >= int(len(table.arrival_s) * WARMUP_FRACTION)
+    workload = scenario.workload
+    report = PlanReport(
+        title=f"pddplan: {scenario.plan.name} ({scenario.plan.architecture}) for {workload.name}",
+        scenario=scenario,
+        figures=figures,
+        figures_source=figures_source,
+        ttft_s=table.ttft_s[keep],
+        tpot_s=table.tpot_s[keep],
+        simulation_source=simulation_source,
+        sensitivity=sensitivity(scenario, inputs),
+        inputs={
+            "plan": plan_yaml(scenario.plan, workload.name),
+            f"workload {workload.name}": yaml.safe_dump(
+                workload.model_dump(mode="json", exclude_none=True), sort_keys=False
+            ),
+        },
+        architectures=architectures or [],
+    )
+    return plan_report_html(report)
