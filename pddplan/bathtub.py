@@ -157,8 +157,8 @@ FIGURES = (
     "prefill_tokens_per_gpu_s_alone",
     "bcr",
     "revenue_per_cost",
-    "margin_per_hour",
-    "cost_per_hour",
+    "margin_usd_per_hour",
+    "cost_usd_per_hour",
 )
 
 
@@ -281,8 +281,8 @@ def _fixed_plan_figures(plan: Plan, inputs: InputSet) -> dict[str, float] | None
         "prefill_tokens_per_gpu_s_alone": view.prefill_tokens_per_gpu_s_alone,
         "bcr": served * 3600 / cost,
         "revenue_per_cost": revenue / cost,
-        "margin_per_hour": revenue - cost,
-        "cost_per_hour": cost,
+        "margin_usd_per_hour": revenue - cost,
+        "cost_usd_per_hour": cost,
     }
 
 

@@ -13,10 +13,15 @@ from pddplan.specs.workload import Workload
 
 def hardware_summary(profile: HardwareProfile) -> dict[str, Any]:
     """The four dimensions, power and price of one GPU, with every figure's source."""
-    figures = {
-        path: {"value": fig.value, "source": fig.source, "as_of": fig.as_of, "note": fig.note}
-        for path, fig in profile.figures().items()
-    }
+    figures: dict[str, dict[str, Any]] = {}  # nested as in the profile's YAML: figures[group][name]
+    for path, fig in profile.figures().items():
+        group, name = path.split(".", 1)
+        figures.setdefault(group, {})[name] = {
+            "value": fig.value,
+            "source": fig.source,
+            "as_of": fig.as_of,
+            "note": fig.note,
+        }
     rental = profile.price.rental_usd_per_gpu_hour
     return {
         "name": profile.name,

@@ -308,12 +308,22 @@ def schema(
     markdown_path: Annotated[
         Path | None, typer.Option("--markdown", help="Write a Markdown reference of every field and default.")
     ] = None,
+    outputs: Annotated[
+        Path | None,
+        typer.Option("--outputs", help="Write one <command>.output.schema.json per command's --json output here."),
+    ] = None,
 ) -> None:
-    """Write the JSON Schemas of every input file kind (for editors and CI)."""
+    """Write the JSON Schemas of every input file kind (for editors and CI), and of every command's
+    --json output (`--outputs DIR`)."""
     from pddplan.loading import write_atomic
     from pddplan.report import output
-    from pddplan.schemas import markdown_reference, schema_for, write_schemas
+    from pddplan.schemas import markdown_reference, schema_for, write_output_schemas, write_schemas
 
+    if outputs is not None:
+        for path in write_output_schemas(outputs):
+            output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
+        if out is None and markdown_path is None:
+            return
     if markdown_path is not None:
         write_atomic(markdown_path, markdown_reference())
         output.diagnostics().print(f"wrote {markdown_path}", markup=False, highlight=False)
@@ -776,7 +786,7 @@ def gate(
     ] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Relative tolerance for every metric.")] = None,
     tol: Annotated[
-        list[str] | None, typer.Option("--tol", help="Per-metric tolerance, e.g. cost_per_hour=0.02 (repeatable).")
+        list[str] | None, typer.Option("--tol", help="Per-metric tolerance, e.g. cost_usd_per_hour=0.02 (repeatable).")
     ] = None,
     markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write a PR comment here.")] = None,
     allow_infeasible: Annotated[
@@ -795,13 +805,14 @@ def gate(
     from pddplan.errors import GateFailed, InputError
     from pddplan.loading import write_atomic
     from pddplan.report import gate_report, output
-    from pddplan.specs.baseline import Metric
+    from pddplan.specs.baseline import OLD_NAMES, Metric
 
     overrides: dict[Metric, float] = {}
     for item in tol or []:
         name, _, value = item.partition("=")
-        if name not in ("cost_per_hour", "bcr", "goodput_rps"):
-            raise InputError(f"--tol {item!r}: metric must be cost_per_hour, bcr or goodput_rps")
+        name = OLD_NAMES.get(name, name)
+        if name not in ("cost_usd_per_hour", "bcr", "goodput_rps"):
+            raise InputError(f"--tol {item!r}: metric must be cost_usd_per_hour, bcr or goodput_rps")
         metric: Metric = name  # type: ignore[assignment]
         try:
             overrides[metric] = float(value)

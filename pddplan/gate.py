@@ -1,7 +1,7 @@
 """`pddplan gate`: re-optimize committed scenarios and fail when the deployment got worse.
 
 Objective values are compared, not configurations (solvers break ties differently):
-  regression   cost_per_hour rose by more than its tolerance, BCR fell by more than its
+  regression   cost_usd_per_hour rose by more than its tolerance, BCR fell by more than its
                tolerance, or the scenario no longer has a feasible plan that meets its SLA;
   improvement  cost fell or BCR rose by more than the tolerance (passes; refresh the baseline);
   unchanged    otherwise.
@@ -62,7 +62,7 @@ def result_of(report: OptimizeReport) -> ScenarioResult:
     return ScenarioResult(
         best=best.name,
         feasible=True,
-        cost_per_hour=round(float(figures["cost_per_hour"]), 6),
+        cost_usd_per_hour=round(float(figures["cost_usd_per_hour"]), 6),
         bcr=round(float(figures["bcr"]), 6),
         goodput_rps=round(float(figures["goodput_rps"]), 6),
         gpus={gpu: int(n) for gpu, n in figures["gpus"].items()},
@@ -83,7 +83,7 @@ def run_scenario(scenario: GateScenario, base_dir: Path) -> OptimizeReport:
     options = OptimizeOptions(
         mode=opts.mode,
         rate=opts.rate_rps,
-        budget_per_hour=opts.budget_per_hour,
+        budget_per_hour=opts.budget_usd_per_hour,
         min_served_fraction=opts.min_served_fraction,
         verify_requests=opts.requests,
         seed=opts.seed,
@@ -100,7 +100,7 @@ def compare(name: str, before: ScenarioResult, after: ScenarioResult, tolerances
     reasons: list[str] = []
     if before.feasible and not after.feasible:
         reasons.append("no feasible plan meets the SLA any more")
-    directions: tuple[tuple[Metric, bool], ...] = (("cost_per_hour", True), ("bcr", False), ("goodput_rps", False))
+    directions: tuple[tuple[Metric, bool], ...] = (("cost_usd_per_hour", True), ("bcr", False), ("goodput_rps", False))
     for metric, worse_if_higher in directions:
         old = getattr(before, metric)
         new = getattr(after, metric)

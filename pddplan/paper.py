@@ -229,12 +229,12 @@ def _rows(
             Row(
                 f"PDD cost vs baseline, GPU-B at +{premium:.0%}",
                 "-3.5% to -7.1%",
-                _pct(b["cost_per_hour"] / a["cost_per_hour"] - 1),
+                _pct(b["cost_usd_per_hour"] / a["cost_usd_per_hour"] - 1),
                 _decode_reason(intra_r, pdd_r),
                 {
-                    "change": b["cost_per_hour"] / a["cost_per_hour"] - 1,
-                    "baseline_usd_per_hour": a["cost_per_hour"],
-                    "pdd_usd_per_hour": b["cost_per_hour"],
+                    "change": b["cost_usd_per_hour"] / a["cost_usd_per_hour"] - 1,
+                    "baseline_usd_per_hour": a["cost_usd_per_hour"],
+                    "pdd_usd_per_hour": b["cost_usd_per_hour"],
                 },
             )
         )
@@ -255,7 +255,7 @@ def _split_rows(results: list[ArchitectureResult]) -> list[Row]:
     GPU types: the heterogeneous decode GPU (pd-hetero vs pd-intra) and the cross-datacenter relay
     design (pdd vs pd-hetero). The two changes multiply: (1 + total) = (1 + hetero) (1 + relay)."""
     by_name = {r.name: r for r in results}
-    costs = {name: architecture_figures(r)["cost_per_hour"] for name, r in by_name.items() if r.feasible}
+    costs = {name: architecture_figures(r)["cost_usd_per_hour"] for name, r in by_name.items() if r.feasible}
     if not all(name in costs for name in SPLIT):
         missing = ", ".join(name for name in SPLIT if name not in costs)
         return [Row("split of PDD's gain", "not given", f"not computed: {missing} infeasible", "")]

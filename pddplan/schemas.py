@@ -37,14 +37,32 @@ def schema_for(kind: str) -> dict[str, Any]:
     return kinds[kind].model_json_schema()
 
 
-def write_schemas(folder: Path) -> list[Path]:
-    """Write `<kind>.schema.json` for every kind into `folder`; return the paths."""
+def _folder(folder: Path, flag: str) -> None:
+    """Create `folder` (InputError naming `flag` when it is a file or cannot be made)."""
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"{folder}: --out must be a folder (new or existing), not a file or a device")
+        raise InputError(f"{folder}: {flag} must be a folder (new or existing), not a file or a device")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{folder}: cannot create the folder: {exc.strerror}") from None
+
+
+def write_output_schemas(folder: Path) -> list[Path]:
+    """Write `<command>.output.schema.json` for every command's --json output into `folder`."""
+    from pddplan.output_schemas import OUTPUTS, output_schema
+
+    _folder(folder, "--outputs")
+    paths = []
+    for name in OUTPUTS:
+        path = folder / f"{name}.output.schema.json"
+        write_atomic(path, to_json(output_schema(name)) + "\n")
+        paths.append(path)
+    return paths
+
+
+def write_schemas(folder: Path) -> list[Path]:
+    """Write `<kind>.schema.json` for every kind into `folder`; return the paths."""
+    _folder(folder, "--out")
     paths = []
     for kind in schema_kinds():
         path = folder / f"{kind}.schema.json"

@@ -4,10 +4,10 @@ A parameter is a path into the workload file, dots between keys and [i] for list
 `arrival.rate_rps`, `deployment.wan_lines[0].capacity_gbps`, `deployment.wan_lines[0].rtt_ms`,
 `deployment.datacenters[1].gpus[0].usd_per_gpu_hour`, `serving.chunk_tokens`, `sla.ttft_p99_s`.
 At each value the workload is re-validated, and each architecture is sized (fast greedy sizing,
-`--optimize` for the integer program without verification). Without `--optimize` the figures
-are the sized plan's capacity view (fluid economics: every role at its capacity); with it, they
-are the optimized plan's closed-form goodput and revenue at the offered rate. The two sets of
-columns carry the same names but are not comparable with each other.
+`--optimize` for the integer program without verification). `bcr` and `revenue_per_cost` are
+the plan's at the offered rate in both modes; without `--optimize`, `fluid_bcr`,
+`fluid_revenue_per_cost` and `throughput_per_gpu_hour` are the sized plan's capacity view (fluid
+economics: every role at its capacity), which an optimized plan leaves null.
 Points run through `pddplan.distribute`: one after another, loky processes, threads, a dask
 cluster or a ray runtime, always in input order.
 """
@@ -129,16 +129,13 @@ def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
     view = sized.view
     return {
         "feasible": True,
-        "cost_per_hour": scenario.cost_per_hour,
-        "bcr": view.bcr,
-        "bcr_of_plan": workload.arrival.rate_rps * 3600 / scenario.cost_per_hour,
+        "cost_usd_per_hour": scenario.cost_per_hour,
+        "fluid_bcr": view.bcr,
+        "bcr": workload.arrival.rate_rps * 3600 / scenario.cost_per_hour,
         "throughput_per_gpu_hour": view.throughput_per_gpu_hour,
-        "revenue_per_cost": view.revenue_per_cost,
-        # the plan at the workload's rate, as bcr_of_plan (revenue_per_cost is the fluid view's)
-        "revenue_per_cost_of_plan": view.revenue_per_request_usd
-        * workload.arrival.rate_rps
-        * 3600
-        / scenario.cost_per_hour,
+        "fluid_revenue_per_cost": view.revenue_per_cost,
+        # the plan at the workload's rate, as bcr (fluid_revenue_per_cost is the fluid view's)
+        "revenue_per_cost": view.revenue_per_request_usd * workload.arrival.rate_rps * 3600 / scenario.cost_per_hour,
         "gpus": scenario.gpus_by_type(),
         "wan_gbps": scenario.link.gbps if scenario.link else 0.0,
     }
@@ -154,12 +151,12 @@ def _optimized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
     scenario = result.scenario
     return {
         "feasible": True,
-        "cost_per_hour": scenario.cost_per_hour,
+        "cost_usd_per_hour": scenario.cost_per_hour,
+        "fluid_bcr": None,  # an optimized plan is judged at its rate; the fluid view is the sized plans'
         "bcr": result.evaluation.bcr,
-        "bcr_of_plan": result.evaluation.bcr,
         "throughput_per_gpu_hour": result.evaluation.goodput_rps * 3600 / sum(scenario.gpus_by_type().values()),
+        "fluid_revenue_per_cost": None,
         "revenue_per_cost": result.evaluation.revenue_per_hour / scenario.cost_per_hour,
-        "revenue_per_cost_of_plan": result.evaluation.revenue_per_hour / scenario.cost_per_hour,
         "gpus": scenario.gpus_by_type(),
         "wan_gbps": scenario.link.gbps if scenario.link else 0.0,
     }
@@ -197,4 +194,4 @@ def sweep(
 def best_of(point: dict[str, Any], architectures: Sequence[str]) -> str | None:
     """The architecture with the highest plan BCR at a point."""
     feasible = [a for a in architectures if point.get(a, {}).get("feasible")]
-    return max(feasible, key=lambda a: point[a]["bcr_of_plan"]) if feasible else None
+    return max(feasible, key=lambda a: point[a]["bcr"]) if feasible else None

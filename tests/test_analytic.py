@@ -205,7 +205,7 @@ def test_to_dict_has_the_documented_keys() -> None:
         "ttft_p99_s",
         "tpot_p90_s",
         "goodput_rps",
-        "cost_per_hour",
+        "cost_usd_per_hour",
         "bcr",
         "rld_token_share",
         "singular_share",

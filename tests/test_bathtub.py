@@ -84,12 +84,12 @@ def test_json_has_points_and_findings() -> None:
             assert entry["plan"]["architecture"] == arch
             for name in ("bcr", "revenue_per_cost", "throughput_per_gpu_hour", "prefill_tokens_per_gpu_s"):
                 assert isinstance(entry[name], float) and entry[name] > 0, (point["hit"], arch, name)
-            assert entry["cost_per_hour"] > 0
+            assert entry["cost_usd_per_hour"] > 0
             # margin per hour = revenue - cost per hour, revenue per cost = revenue / cost
-            revenue = entry["margin_per_hour"] + entry["cost_per_hour"]
-            assert revenue / entry["cost_per_hour"] == pytest.approx(entry["revenue_per_cost"], rel=1e-9)
+            revenue = entry["margin_usd_per_hour"] + entry["cost_usd_per_hour"]
+            assert revenue / entry["cost_usd_per_hour"] == pytest.approx(entry["revenue_per_cost"], rel=1e-9)
             # BCR is requests per $: the rate served (at most the offered rate) over the whole-instance cost
-            assert entry["bcr"] <= data["rate_rps"] * 3600 / entry["cost_per_hour"] * (1 + 1e-9)
+            assert entry["bcr"] <= data["rate_rps"] * 3600 / entry["cost_usd_per_hour"] * (1 + 1e-9)
     findings = data["findings"]
     assert set(findings) >= {"workload_mean_hit", "architectures", "predicted_dips", "pdd_vs_baselines"}
     assert findings["workload_mean_hit"] == pytest.approx(load_workload(WORKLOAD).hit_rate.mean(), abs=1e-12)
@@ -214,10 +214,10 @@ def _check_point(data: dict[str, Any], index: int, mode: str, chunk: int | None)
         cost = scenario.cost_per_hour
         revenue = served * view.revenue_per_request_usd * 3600
         gpus = sum(role.gpus for role in scenario.roles.values())
-        assert entry["cost_per_hour"] == pytest.approx(cost, rel=1e-9)
+        assert entry["cost_usd_per_hour"] == pytest.approx(cost, rel=1e-9)
         assert entry["bcr"] == pytest.approx(served * 3600 / cost, rel=1e-9)
         assert entry["revenue_per_cost"] == pytest.approx(revenue / cost, rel=1e-9)
-        assert entry["margin_per_hour"] == pytest.approx(revenue - cost, rel=1e-9)
+        assert entry["margin_usd_per_hour"] == pytest.approx(revenue - cost, rel=1e-9)
         assert entry["throughput_per_gpu_hour"] == pytest.approx(served * 3600 / gpus, rel=1e-9)
         if not data["fixed_plan"]:  # a plan re-sized here carries the rate
             assert view.max_rate_rps >= rate * (1 - 1e-9)
@@ -453,7 +453,7 @@ def test_fixed_plan_keeps_the_deployment_and_moves_the_hit_rate() -> None:
     for arch in ("pd-intra", "pdd"):
         plans = [plan for plan in result.plans[arch] if plan is not None]
         assert len(plans) == 11 and all(plan == plans[0] for plan in plans)
-        cost = result.figures[arch]["cost_per_hour"]
+        cost = result.figures[arch]["cost_usd_per_hour"]
         assert np.allclose(cost, cost[0], rtol=1e-12)
         served = result.figures[arch]["bcr"] * cost / 3600
         assert (served <= rate * (1 + 1e-9)).all()

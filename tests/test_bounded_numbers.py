@@ -86,7 +86,7 @@ def test_a_near_zero_rate_gets_the_smallest_plan_not_infeasible(cli: object, rat
         result = cli("optimize", str(AGENT), "--rate", r, "-a", "pd-intra", "--no-verify", "--json")  # type: ignore[operator]
         assert result.exit_code == 0, result.stderr
         data = json.loads(result.stdout)
-        return data["best"], data["architectures"][0]["cost_per_hour"]
+        return data["best"], data["architectures"][0]["cost_usd_per_hour"]
 
     assert best(rate) == best("1e-3")
 

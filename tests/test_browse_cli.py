@@ -41,8 +41,8 @@ def test_hardware_list_json(cli: Any) -> None:
     rows = json_of(cli("hardware", "list", "--json"))
     assert [row["name"] for row in rows] == HARDWARE
     h100 = next(row for row in rows if row["name"] == "h100-sxm")
-    assert h100["figures"]["memory.hbm_gb"]["value"] == 80
-    assert h100["figures"]["memory.hbm_gb"]["source"] == "klockwood-h100"
+    assert h100["figures"]["memory"]["hbm_gb"]["value"] == 80  # nested as in the profile's YAML
+    assert h100["figures"]["memory"]["hbm_gb"]["source"] == "klockwood-h100"
     assert h100["rental_usd_per_gpu_hour"] == 1.37
     gb200 = next(row for row in rows if row["name"] == "gb200")
     assert gb200["rental_usd_per_gpu_hour"] is None  # unknown, not invented
@@ -64,10 +64,11 @@ def test_hardware_list_human(cli: Any) -> None:
 def test_hardware_show_json(cli: Any, name: str) -> None:
     summary = json_of(cli("hardware", "show", name, "--json"))
     assert summary["name"] == name
-    assert "compute.bf16_dense_tflops" in summary["figures"]
-    for path, figure in summary["figures"].items():
-        if figure["value"] is None:
-            assert figure["source"].startswith("unknown:"), path
+    assert "bf16_dense_tflops" in summary["figures"]["compute"]
+    for group, entries in summary["figures"].items():
+        for name, figure in entries.items():
+            if figure["value"] is None:
+                assert figure["source"].startswith("unknown:"), (group, name)
 
 
 def test_hardware_show_human(cli: Any) -> None:

@@ -27,7 +27,7 @@ SUMMARY_KEYS = (
     "ttft_p99_s",
     "tpot_p90_s",
     "goodput_rps",
-    "cost_per_hour",
+    "cost_usd_per_hour",
     "bcr",
     "rld_token_share",
     "link_utilization",
@@ -62,8 +62,8 @@ def test_evaluate_json(cli: Any) -> None:
     assert out["rate_rps"] == 3.0  # the plan's rate_rps, not the workload's 4
     assert out["sla_met"] is True
     assert out["ttft_p50_s"] <= out["ttft_p90_s"] <= out["ttft_p99_s"]
-    assert out["bcr"] == pytest.approx(out["goodput_rps"] * 3600 / out["cost_per_hour"])
-    assert set(out["pipelines"]) == {"P-MD", "P-RLD-MD"}
+    assert out["bcr"] == pytest.approx(out["goodput_rps"] * 3600 / out["cost_usd_per_hour"])
+    assert {p["pipeline"] for p in out["pipelines"]} == {"P-MD", "P-RLD-MD"}
 
 
 def test_evaluate_rate_option(cli: Any) -> None:
@@ -84,7 +84,7 @@ def test_simulate_json(cli: Any) -> None:
     assert 0 < out["link_utilization"] < 1
     assert 0 < out["rld_token_share"] < 0.2
     assert set(out["utilization"]) == {"prefill", "relay", "decode"}
-    assert set(out["pipelines"]) <= {"P-MD", "P-RLD-MD", "P-RLD"}
+    assert {p["pipeline"] for p in out["pipelines"]} <= {"P-MD", "P-RLD-MD", "P-RLD"}
 
 
 def test_unstable_plan_reports_null_percentiles(cli: Any, tmp_path: Path) -> None:
@@ -138,17 +138,17 @@ def test_cost_per_hour_by_hand(cli: Any, command: str) -> None:
     assert expected == pytest.approx(32 * 1.37 + 16 * 1.7125 + 2450 / 730)
     args = ["--requests", "500"] if command == "simulate" else []
     out = json_of(cli(command, MODERATE, "pdd-agent-64k", *args, "--json"))
-    assert out["cost_per_hour"] == pytest.approx(expected, rel=1e-12)
+    assert out["cost_usd_per_hour"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_cost_of_the_small_plans_by_hand(cli: Any) -> None:
     lines = line_usd_per_month(Path(SMALL_WORKLOAD), "line-1g")
     intra = json_of(cli("evaluate", str(PLANS / "small-pd-intra.yaml"), SMALL_WORKLOAD, "--json"))
-    assert intra["cost_per_hour"] == pytest.approx(4 * rental("gpu-a"))
+    assert intra["cost_usd_per_hour"] == pytest.approx(4 * rental("gpu-a"))
     cross = json_of(cli("evaluate", str(PLANS / "small-pd-cross.yaml"), SMALL_WORKLOAD, "--json"))
-    assert cross["cost_per_hour"] == pytest.approx(2 * rental("gpu-a") + 2 * rental("gpu-b") + 4 * lines / 730)
+    assert cross["cost_usd_per_hour"] == pytest.approx(2 * rental("gpu-a") + 2 * rental("gpu-b") + 4 * lines / 730)
     pdd = json_of(cli("evaluate", SMALL_PDD, SMALL_WORKLOAD, "--json"))
-    assert pdd["cost_per_hour"] == pytest.approx(3 * rental("gpu-a") + 2 * rental("gpu-b") + 2 * lines / 730)
+    assert pdd["cost_usd_per_hour"] == pytest.approx(3 * rental("gpu-a") + 2 * rental("gpu-b") + 2 * lines / 730)
 
 
 # -- per-request records ------------------------------------------------------------------------------------

@@ -138,10 +138,10 @@ def test_init_writes_a_valid_baseline(template: Path) -> None:
     assert result.feasible and result.best == "pd-intra"
     assert list(result.gpus) == ["h100-sxm"] and result.gpus["h100-sxm"] > 0
     n = result.gpus["h100-sxm"]
-    assert result.cost_per_hour is not None
-    assert result.cost_per_hour == pytest.approx(n * PROFILE_PRICE, rel=1e-9)
+    assert result.cost_usd_per_hour is not None
+    assert result.cost_usd_per_hour == pytest.approx(n * PROFILE_PRICE, rel=1e-9)
     assert result.goodput_rps == pytest.approx(20.0)
-    assert result.bcr == pytest.approx(20.0 * 3600 / result.cost_per_hour, rel=1e-6)
+    assert result.bcr == pytest.approx(20.0 * 3600 / result.cost_usd_per_hour, rel=1e-6)
     assert result.ttft_p90_s is not None and result.ttft_p90_s <= 5.0
 
 
@@ -192,7 +192,7 @@ def test_price_increase_fails_the_right_scenario_and_metric(work: Path) -> None:
     assert dearer["name"] == "dearer" and dearer["verdict"] == "regression"
     assert dearer["best_before"] == dearer["best_after"] == "pd-intra"
     assert dearer["gpus_before"] == dearer["gpus_after"] == {"h100-sxm": n}
-    cost = dearer["metrics"]["cost_per_hour"]
+    cost = dearer["metrics"]["cost_usd_per_hour"]
     assert cost["verdict"] == "regression"
     assert cost["before"] == pytest.approx(n * PROFILE_PRICE)
     assert cost["after"] == pytest.approx(n * 1.6)
@@ -201,19 +201,19 @@ def test_price_increase_fails_the_right_scenario_and_metric(work: Path) -> None:
     assert bcr["verdict"] == "regression"
     assert bcr["change"] == pytest.approx(PROFILE_PRICE / 1.6 - 1, rel=1e-5)
     assert dearer["metrics"]["goodput_rps"]["verdict"] == "unchanged"
-    assert any(r.startswith("cost_per_hour ") and "+16.79%" in r for r in dearer["reasons"])
+    assert any(r.startswith("cost_usd_per_hour ") and "+16.79%" in r for r in dearer["reasons"])
     assert any(r.startswith("bcr ") for r in dearer["reasons"])
     assert (work / "b.json").read_bytes() == before  # a failing gate never touches the baseline
 
     markdown = (work / "gate.md").read_text()
     assert markdown.startswith("## pddplan cost gate: **failed**")
     rows = table_rows(markdown)
-    assert rows[("dearer", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * 1.6), "+16.79%", "❌ regression"]
+    assert rows[("dearer", "cost_usd_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * 1.6), "+16.79%", "❌ regression"]
     assert rows[("dearer", "bcr")][2].startswith("-14.")
     assert rows[("dearer", "bcr")][3] == "❌ regression"
-    assert rows[("w", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * PROFILE_PRICE), "+0.00%", "= unchanged"]
+    assert rows[("w", "cost_usd_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * PROFILE_PRICE), "+0.00%", "= unchanged"]
     assert "Regressions:" in markdown
-    reason = f"- **dearer**: cost_per_hour {g4(n * PROFILE_PRICE)} -> {g4(n * 1.6)} (+16.79%, tolerance 1.00%)"
+    reason = f"- **dearer**: cost_usd_per_hour {g4(n * PROFILE_PRICE)} -> {g4(n * 1.6)} (+16.79%, tolerance 1.00%)"
     assert reason in markdown
     assert "**w**" not in markdown
 
@@ -226,15 +226,15 @@ def test_price_cut_passes_and_asks_for_a_refresh(work: Path) -> None:
     assert report["passed"] is True and report["improved"] is True
     (scenario,) = report["scenarios"]
     assert scenario["verdict"] == "improvement" and scenario["reasons"] == []
-    assert scenario["metrics"]["cost_per_hour"]["verdict"] == "improvement"
-    assert scenario["metrics"]["cost_per_hour"]["after"] == pytest.approx(n * 1.2)
+    assert scenario["metrics"]["cost_usd_per_hour"]["verdict"] == "improvement"
+    assert scenario["metrics"]["cost_usd_per_hour"]["after"] == pytest.approx(n * 1.2)
     assert scenario["metrics"]["bcr"]["verdict"] == "improvement"
     assert "refresh the baseline" in result.stderr
     assert f"pddplan gate {work / 'b.json'} --update" in result.stderr
     assert "error:" not in result.stderr
     markdown = (work / "gate.md").read_text()
     assert markdown.startswith("## pddplan cost gate: passed")
-    assert table_rows(markdown)[("w", "cost_per_hour")][3] == "✅ improvement"
+    assert table_rows(markdown)[("w", "cost_usd_per_hour")][3] == "✅ improvement"
     assert "refresh the baseline with `pddplan gate BASELINE --update`" in markdown
 
 
@@ -261,8 +261,8 @@ def test_markdown_has_a_row_per_scenario_and_metric(work: Path) -> None:
     result = run("gate", work / "b.json", "--markdown", work / "pr.md")
     assert result.exit_code == 0, result.stderr
     rows = table_rows((work / "pr.md").read_text())
-    assert list(rows) == [(s, m) for s in ("w", "cheaper") for m in ("cost_per_hour", "bcr", "goodput_rps")]
-    assert rows[("cheaper", "cost_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * 1.0), "-27.01%", "✅ improvement"]
+    assert list(rows) == [(s, m) for s in ("w", "cheaper") for m in ("cost_usd_per_hour", "bcr", "goodput_rps")]
+    assert rows[("cheaper", "cost_usd_per_hour")] == [g4(n * PROFILE_PRICE), g4(n * 1.0), "-27.01%", "✅ improvement"]
     assert rows[("cheaper", "goodput_rps")] == ["20", "20", "+0.00%", "= unchanged"]
     assert rows[("w", "bcr")][2:] == ["+0.00%", "= unchanged"]
     # the terminal table says the same thing
@@ -277,7 +277,7 @@ def test_no_feasible_plan_any_more_is_a_regression(work: Path) -> None:
     assert scenario["verdict"] == "regression"
     assert scenario["best_after"] is None and scenario["gpus_after"] == {}
     assert scenario["reasons"] == ["no feasible plan meets the SLA any more"]
-    assert scenario["metrics"]["cost_per_hour"] == {
+    assert scenario["metrics"]["cost_usd_per_hour"] == {
         "before": pytest.approx(committed_gpus(work) * PROFILE_PRICE),
         "after": None,
         "change": None,
@@ -298,7 +298,7 @@ def _valid() -> dict[str, Any]:
                 "result": {
                     "best": "pd-intra",
                     "feasible": True,
-                    "cost_per_hour": 21.92,
+                    "cost_usd_per_hour": 21.92,
                     "bcr": 3284.67,
                     "goodput_rps": 20.0,
                 },
@@ -324,8 +324,8 @@ CORRUPT = {
     ),
     "wrong-type-scenarios": (_edit(lambda d: d.update(scenarios={"w": {}})), ("scenarios",)),
     "wrong-type-cost": (
-        _edit(lambda d: d["scenarios"][0]["result"].update(cost_per_hour="cheap")),
-        ("scenarios[0].result.cost_per_hour",),
+        _edit(lambda d: d["scenarios"][0]["result"].update(cost_usd_per_hour="cheap")),
+        ("scenarios[0].result.cost_usd_per_hour",),
     ),
     "unknown-key": (_edit(lambda d: d.update(tolerance={"rtol": 0.1})), ("tolerance", "unknown field")),
     "unknown-nested-key": (
@@ -340,20 +340,20 @@ CORRUPT = {
     "no-scenarios": (_edit(lambda d: d.update(scenarios=[])), ("scenarios",)),
     "missing-result": (_edit(lambda d: d["scenarios"][0].pop("result")), ("result", "required")),
     "feasible-without-figures": (
-        _edit(lambda d: d["scenarios"][0]["result"].update(cost_per_hour=None, bcr=None)),
-        ("a feasible result needs", "cost_per_hour"),
+        _edit(lambda d: d["scenarios"][0]["result"].update(cost_usd_per_hour=None, bcr=None)),
+        ("a feasible result needs", "cost_usd_per_hour"),
     ),
     "infeasible-not-allowed": (
         _edit(lambda d: d["scenarios"][0].update(result={"best": None, "feasible": False})),
         ("recorded infeasible", "--allow-infeasible"),
     ),
     "free-plan": (
-        _edit(lambda d: d["scenarios"][0]["result"].update(cost_per_hour=0.0)),
+        _edit(lambda d: d["scenarios"][0]["result"].update(cost_usd_per_hour=0.0)),
         ("costs more than $0/h",),
     ),
     "infinite-cost": (
-        json.dumps(_valid()).replace('"cost_per_hour": 21.92', '"cost_per_hour": Infinity'),
-        ("cost_per_hour",),
+        json.dumps(_valid()).replace('"cost_usd_per_hour": 21.92', '"cost_usd_per_hour": Infinity'),
+        ("cost_usd_per_hour",),
     ),
     "repeated-names": (
         _edit(lambda d: d["scenarios"].append(d["scenarios"][0])),
@@ -419,7 +419,7 @@ def test_update_rewrites_the_baseline_then_the_gate_passes_unchanged(work: Path)
     refused = run("gate", work / "b.json", "--update")  # a regression: recorded, and exit 1
     assert refused.exit_code == 1, refused.stderr
     assert "recorded regressions in w; pass --accept" in refused.stderr
-    assert baseline_json(work)["scenarios"][0]["result"]["cost_per_hour"] == pytest.approx(n * 1.6)
+    assert baseline_json(work)["scenarios"][0]["result"]["cost_usd_per_hour"] == pytest.approx(n * 1.6)
     (work / "b.json").write_text(json.dumps(committed), encoding="utf-8")
     updated = run("gate", work / "b.json", "--update", "--accept")
     assert updated.exit_code == 0, updated.stderr
@@ -429,7 +429,7 @@ def test_update_rewrites_the_baseline_then_the_gate_passes_unchanged(work: Path)
     assert data["tolerances"] == committed["tolerances"]
     assert data["scenarios"][0]["options"] == committed["scenarios"][0]["options"]
     assert data["scenarios"][0]["workload"] == "w.yaml"
-    assert data["scenarios"][0]["result"]["cost_per_hour"] == pytest.approx(n * 1.6)
+    assert data["scenarios"][0]["result"]["cost_usd_per_hour"] == pytest.approx(n * 1.6)
     assert data["scenarios"][0]["result"]["gpus"] == {"h100-sxm": n}
     Baseline.model_validate(data)
     assert not [p.name for p in work.iterdir() if p.name.endswith(".tmp")]
@@ -548,8 +548,8 @@ def small_increase(work: Path) -> Path:
 def test_small_increase_fails_at_the_default_tolerance(small_increase: Path) -> None:
     report = gate_json(run("gate", small_increase / "b.json", "--json"), 1)
     metrics = report["scenarios"][0]["metrics"]
-    assert metrics["cost_per_hour"]["change"] == pytest.approx(1.40 / PROFILE_PRICE - 1, rel=1e-6)
-    assert metrics["cost_per_hour"]["verdict"] == "regression"
+    assert metrics["cost_usd_per_hour"]["change"] == pytest.approx(1.40 / PROFILE_PRICE - 1, rel=1e-6)
+    assert metrics["cost_usd_per_hour"]["verdict"] == "regression"
 
 
 def test_rtol_lets_a_small_increase_pass(small_increase: Path) -> None:
@@ -558,36 +558,36 @@ def test_rtol_lets_a_small_increase_pass(small_increase: Path) -> None:
     assert report["passed"] is True and report["improved"] is False
     (scenario,) = report["scenarios"]
     assert scenario["verdict"] == "unchanged"
-    assert scenario["metrics"]["cost_per_hour"]["verdict"] == "unchanged"
+    assert scenario["metrics"]["cost_usd_per_hour"]["verdict"] == "unchanged"
     assert scenario["metrics"]["bcr"]["verdict"] == "unchanged"
 
 
 def test_tol_per_metric(small_increase: Path) -> None:
-    # cost_per_hour is let through, BCR (same relative move, default 1%) still fails
-    only_cost = gate_json(run("gate", small_increase / "b.json", "--json", "--tol", "cost_per_hour=0.5"), 1)
+    # cost_usd_per_hour is let through, BCR (same relative move, default 1%) still fails
+    only_cost = gate_json(run("gate", small_increase / "b.json", "--json", "--tol", "cost_usd_per_hour=0.5"), 1)
     metrics = only_cost["scenarios"][0]["metrics"]
-    assert metrics["cost_per_hour"]["verdict"] == "unchanged"
+    assert metrics["cost_usd_per_hour"]["verdict"] == "unchanged"
     assert metrics["bcr"]["verdict"] == "regression"
     assert [r.split()[0] for r in only_cost["scenarios"][0]["reasons"]] == ["bcr"]
-    both = run("gate", small_increase / "b.json", "--json", "--tol", "cost_per_hour=0.5", "--tol", "bcr=0.05")
+    both = run("gate", small_increase / "b.json", "--json", "--tol", "cost_usd_per_hour=0.5", "--tol", "bcr=0.05")
     assert gate_json(both, 0)["scenarios"][0]["verdict"] == "unchanged"
 
 
 def test_tolerances_committed_in_the_baseline_apply(small_increase: Path) -> None:
     data = baseline_json(small_increase)
-    data["tolerances"] = {"rtol": 0.01, "per_metric": {"cost_per_hour": 0.5, "bcr": 0.05}}
+    data["tolerances"] = {"rtol": 0.01, "per_metric": {"cost_usd_per_hour": 0.5, "bcr": 0.05}}
     save_baseline(small_increase, data)
     assert gate_json(run("gate", small_increase / "b.json", "--json"), 0)["passed"] is True
     # a command-line tolerance overrides the committed one
-    tight = gate_json(run("gate", small_increase / "b.json", "--json", "--tol", "cost_per_hour=0.001"), 1)
-    assert tight["scenarios"][0]["metrics"]["cost_per_hour"]["verdict"] == "regression"
+    tight = gate_json(run("gate", small_increase / "b.json", "--json", "--tol", "cost_usd_per_hour=0.001"), 1)
+    assert tight["scenarios"][0]["metrics"]["cost_usd_per_hour"]["verdict"] == "regression"
 
 
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (("--tol", "cost_per_hour"), "METRIC=NUMBER"),
-        (("--tol", "cost_per_hour=abc"), "METRIC=NUMBER"),
+        (("--tol", "cost_usd_per_hour"), "METRIC=NUMBER"),
+        (("--tol", "cost_usd_per_hour=abc"), "METRIC=NUMBER"),
         (("--tol", "cost_per_hour="), "METRIC=NUMBER"),
         (("--tol", "=0.5"), "metric must be"),
         (("--tol", "cost=0.5"), "metric must be"),
@@ -620,7 +620,7 @@ def result(
 ) -> ScenarioResult:
     if not feasible:
         return ScenarioResult(best=None, feasible=False)
-    return ScenarioResult(best="pdd", feasible=True, cost_per_hour=cost, bcr=bcr, goodput_rps=goodput)
+    return ScenarioResult(best="pdd", feasible=True, cost_usd_per_hour=cost, bcr=bcr, goodput_rps=goodput)
 
 
 def tolerances(rtol: float = 0.25, **per_metric: float) -> Baseline:
@@ -638,10 +638,10 @@ def verdicts(check: gating.ScenarioCheck) -> dict[str, str]:
 )
 def test_compare_cost_at_the_tolerance_boundary(cost_after: float, verdict: str) -> None:
     check = gating.compare("s", result(4.0, 8.0), result(cost_after, 8.0), tolerances(0.25))
-    assert verdicts(check)["cost_per_hour"] == verdict
+    assert verdicts(check)["cost_usd_per_hour"] == verdict
     assert verdicts(check)["bcr"] == "unchanged"
     assert check.verdict == verdict
-    (cost,) = [m for m in check.metrics if m.metric == "cost_per_hour"]
+    (cost,) = [m for m in check.metrics if m.metric == "cost_usd_per_hour"]
     assert (cost.before, cost.after) == (4.0, cost_after)
     assert cost.change == pytest.approx(cost_after / 4.0 - 1)
     assert bool(check.reasons) == (verdict == "regression")
@@ -653,7 +653,7 @@ def test_compare_cost_at_the_tolerance_boundary(cost_after: float, verdict: str)
 )
 def test_compare_bcr_at_the_tolerance_boundary(bcr_after: float, verdict: str) -> None:
     check = gating.compare("s", result(4.0, 8.0), result(4.0, bcr_after), tolerances(0.25))
-    assert verdicts(check) == {"cost_per_hour": "unchanged", "bcr": verdict, "goodput_rps": "unchanged"}
+    assert verdicts(check) == {"cost_usd_per_hour": "unchanged", "bcr": verdict, "goodput_rps": "unchanged"}
     assert check.verdict == verdict
 
 
@@ -666,23 +666,23 @@ def test_compare_zero_tolerance() -> None:
 
 
 def test_compare_per_metric_tolerance_overrides_rtol() -> None:
-    baseline = tolerances(0.01, cost_per_hour=0.5)
+    baseline = tolerances(0.01, cost_usd_per_hour=0.5)
     check = gating.compare("s", result(4.0, 8.0), result(5.0, 8.0), baseline)
-    assert verdicts(check)["cost_per_hour"] == "unchanged"
+    assert verdicts(check)["cost_usd_per_hour"] == "unchanged"
     check = gating.compare("s", result(4.0, 8.0), result(4.0, 7.8), baseline)
     assert verdicts(check)["bcr"] == "regression"  # bcr still at rtol 1%
 
 
 def test_compare_regression_anywhere_wins() -> None:
     check = gating.compare("s", result(4.0, 8.0), result(2.0, 4.0), tolerances(0.25))
-    assert verdicts(check) == {"cost_per_hour": "improvement", "bcr": "regression", "goodput_rps": "unchanged"}
+    assert verdicts(check) == {"cost_usd_per_hour": "improvement", "bcr": "regression", "goodput_rps": "unchanged"}
     assert check.verdict == "regression"
     assert len(check.reasons) == 1 and check.reasons[0].startswith("bcr 8 -> 4 (-50.00%, tolerance 25.00%)")
 
 
 def test_compare_reason_text() -> None:
     check = gating.compare("s", result(1000.0, 8.0), result(1500.0, 8.0), tolerances(0.1))
-    assert check.reasons == ["cost_per_hour 1,000 -> 1,500 (+50.00%, tolerance 10.00%)"]
+    assert check.reasons == ["cost_usd_per_hour 1,000 -> 1,500 (+50.00%, tolerance 10.00%)"]
 
 
 def test_compare_goodput_is_reported_but_does_not_gate() -> None:
@@ -721,7 +721,7 @@ def test_compare_from_zero() -> None:
     check = gating.compare("s", result(0.0, 0.0), result(0.0, 0.0), tolerances())
     assert check.verdict == "unchanged"
     check = gating.compare("s", result(0.0, 0.0), result(1.0, 1.0), tolerances())
-    assert verdicts(check)["cost_per_hour"] == "regression"
+    assert verdicts(check)["cost_usd_per_hour"] == "regression"
     assert verdicts(check)["bcr"] == "improvement"
     assert math.isinf(check.metrics[0].change or 0.0)
 
@@ -744,7 +744,7 @@ def test_checks_to_dict() -> None:
         ("cheaper", "improvement"),
         ("gone", "regression"),
     ]
-    assert view["scenarios"][1]["metrics"]["cost_per_hour"] == {
+    assert view["scenarios"][1]["metrics"]["cost_usd_per_hour"] == {
         "before": 4.0,
         "after": 3.0,
         "change": -0.25,
@@ -761,8 +761,8 @@ def test_markdown_of_hand_made_checks() -> None:
     rows = table_rows(text)
     assert len(rows) == 9
     assert rows[("flat", "bcr")] == ["8", "8", "+0.00%", "= unchanged"]
-    assert rows[("cheaper", "cost_per_hour")] == ["4", "3", "-25.00%", "✅ improvement"]
-    assert rows[("gone", "cost_per_hour")] == ["4", "-", "-", "❌ regression"]
+    assert rows[("cheaper", "cost_usd_per_hour")] == ["4", "3", "-25.00%", "✅ improvement"]
+    assert rows[("gone", "cost_usd_per_hour")] == ["4", "-", "-", "❌ regression"]
     assert "- **gone**: no feasible plan meets the SLA any more" in text
     assert "refresh the baseline" in text
     assert gating.markdown(checks()[:1]).startswith("## pddplan cost gate: passed\n")
@@ -828,3 +828,22 @@ def test_screen_markdown_and_json_use_the_same_verdict_words() -> None:
     assert set(MARKS) == set(STYLE) == {"regression", "improvement", "unchanged"}
     for verdict, styled in STYLE.items():
         assert verdict in styled
+
+
+def test_baselines_written_before_usd_keys_still_load(work: Path) -> None:
+    """A baseline with the old money keys (cost_per_hour, budget_per_hour, per-metric tolerances)
+    reads as before; gate writes the new names (cost_usd_per_hour) when it updates it."""
+    data = baseline_json(work)
+    for scenario in data["scenarios"]:
+        scenario["result"]["cost_per_hour"] = scenario["result"].pop("cost_usd_per_hour")
+        scenario["options"]["budget_per_hour"] = scenario["options"].pop("budget_usd_per_hour", None)
+    data["tolerances"] = {"rtol": 0.01, "per_metric": {"cost_per_hour": 0.02}}
+    save_baseline(work, data)
+    loaded = Baseline.model_validate(baseline_json(work))
+    assert loaded.scenarios[0].result.cost_usd_per_hour == data["scenarios"][0]["result"]["cost_per_hour"]
+    assert loaded.tolerances.per_metric == {"cost_usd_per_hour": 0.02}
+    result = run("gate", work / "b.json", "--update", "--tol", "cost_per_hour=0.4")
+    assert result.exit_code == 0, result.stderr
+    rewritten = baseline_json(work)
+    assert "cost_usd_per_hour" in rewritten["scenarios"][0]["result"]
+    assert "cost_per_hour" not in rewritten["scenarios"][0]["result"]

@@ -30,7 +30,7 @@ ARCH_KEYS = {
     "roles",
     "wan_lines",
     "wan_gbps",
-    "cost_per_hour",
+    "cost_usd_per_hour",
     "goodput_rps",
     "bcr",
     "ttft_p50_s",
@@ -155,8 +155,8 @@ def budget_runs(
 ) -> dict[float, tuple[Run, dict[str, Any]]]:
     """Budgets just above the verified --rate 2 and --rate 4 plans, and a roomy one."""
     budgets = (
-        round(by_name(rate_runs[2.0])["pdd"]["cost_per_hour"] * 1.05, 2),
-        round(by_name(rate_runs[4.0])["pdd"]["cost_per_hour"] * 1.01, 2),
+        round(by_name(rate_runs[2.0])["pdd"]["cost_usd_per_hour"] * 1.05, 2),
+        round(by_name(rate_runs[4.0])["pdd"]["cost_usd_per_hour"] * 1.01, 2),
         300.0,
     )
     jobs = {
@@ -235,7 +235,7 @@ def test_roles_gpus_and_lines_are_consistent(agent_data: dict[str, Any]) -> None
             gpus[role["gpu"]] = gpus.get(role["gpu"], 0) + role["tp"] * role["count"]
         assert arch["gpus"] == gpus
         assert arch["wan_gbps"] == pytest.approx(sum(gbps[w["option"]] * w["count"] for w in arch["wan_lines"]))
-        assert arch["cost_per_hour"] > 0 and arch["bcr"] > 0
+        assert arch["cost_usd_per_hour"] > 0 and arch["bcr"] > 0
         if arch["name"] == "pd-intra":
             assert arch["wan_lines"] == [] and set(arch["roles"]) == {"prefill", "decode"}
         else:
@@ -253,7 +253,7 @@ def test_roles_gpus_and_lines_are_consistent(agent_data: dict[str, Any]) -> None
 def test_infeasible_architecture_says_why(agent_data: dict[str, Any]) -> None:
     hetero = by_name(agent_data)["pd-hetero"]  # pdd-agent-64k offers one GPU type per datacenter
     assert hetero["feasible"] is False
-    assert hetero["cost_per_hour"] is None and hetero["goodput_rps"] == 0.0
+    assert hetero["cost_usd_per_hour"] is None and hetero["goodput_rps"] == 0.0
     assert hetero["infeasibility"]
     for item in hetero["infeasibility"]:
         assert item["constraint"] and item["message"]
@@ -278,8 +278,8 @@ def test_output_plan_evaluates_to_the_reported_cost(agent: tuple[Run, Path], age
     run = pddplan("evaluate", str(plan), AGENT, "--json")
     assert run.code == 0, run
     evaluated = run.json()
-    assert evaluated["cost_per_hour"] == pytest.approx(best["cost_per_hour"], rel=1e-12)
-    assert evaluated["cost_per_hour"] == pytest.approx(best["evaluated"]["cost_per_hour"], rel=1e-12)
+    assert evaluated["cost_usd_per_hour"] == pytest.approx(best["cost_usd_per_hour"], rel=1e-12)
+    assert evaluated["cost_usd_per_hour"] == pytest.approx(best["evaluated"]["cost_usd_per_hour"], rel=1e-12)
 
 
 def test_output_plan_simulates(agent: tuple[Run, Path]) -> None:
@@ -296,7 +296,7 @@ def test_no_verify_reports_the_closed_form(launched: dict[Any, Any]) -> None:
     pdd = by_name(run.json())["pdd"]
     assert pdd["feasible"] is True and pdd["verified"] is False and pdd["simulated"] is None
     assert pdd["verification_rounds"] >= 1
-    for key in ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "goodput_rps", "bcr", "cost_per_hour"):
+    for key in ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "goodput_rps", "bcr", "cost_usd_per_hour"):
         assert pdd[key] == pdd["evaluated"][key], key
 
 
@@ -321,7 +321,9 @@ def test_cbc_finds_the_same_plan_as_highs(launched: dict[Any, Any]) -> None:
         assert cbc.code == 2 and "solver cbc is not available" in cbc.stderr, cbc
         return
     assert cbc.code == 0, cbc
-    costs = {name: by_name(run.json())["pd-intra"]["cost_per_hour"] for name, run in (("highs", highs), ("cbc", cbc))}
+    costs = {
+        name: by_name(run.json())["pd-intra"]["cost_usd_per_hour"] for name, run in (("highs", highs), ("cbc", cbc))
+    }
     assert costs["cbc"] == pytest.approx(costs["highs"], rel=1e-9)
 
 
@@ -337,7 +339,7 @@ def test_rate_serves_exactly_the_rate(rate_runs: dict[float, dict[str, Any]]) ->
 
 
 def test_rate_cost_is_non_decreasing(rate_runs: dict[float, dict[str, Any]]) -> None:
-    costs = [by_name(rate_runs[rate])["pdd"]["cost_per_hour"] for rate in RATES]
+    costs = [by_name(rate_runs[rate])["pdd"]["cost_usd_per_hour"] for rate in RATES]
     assert costs == sorted(costs), dict(zip(RATES, costs, strict=True))
 
 
@@ -346,8 +348,8 @@ def test_rate_at_the_offered_rate_matches_bcr_mode(
 ) -> None:
     """At the workload's own rate, the cheapest plan is the full-rate BCR plan."""
     offered = load_workload(AGENT).arrival.rate_rps
-    assert by_name(rate_runs[offered])["pdd"]["cost_per_hour"] == pytest.approx(
-        by_name(agent_data)["pdd"]["cost_per_hour"], rel=1e-9
+    assert by_name(rate_runs[offered])["pdd"]["cost_usd_per_hour"] == pytest.approx(
+        by_name(agent_data)["pdd"]["cost_usd_per_hour"], rel=1e-9
     )
 
 
@@ -364,11 +366,11 @@ def test_budget_goodput_is_non_decreasing(budget_runs: dict[float, tuple[Run, di
 
 def test_budget_plans_stay_within_budget(budget_runs: dict[float, tuple[Run, dict[str, Any]]]) -> None:
     for budget, (run, data) in budget_runs.items():
-        assert data["mode"] == "budget" and data["budget_per_hour"] == budget
+        assert data["mode"] == "budget" and data["budget_usd_per_hour"] == budget
         pdd = by_name(data)["pdd"]
         if pdd["feasible"]:
             assert run.code == 0
-            assert pdd["cost_per_hour"] <= budget + 1e-9
+            assert pdd["cost_usd_per_hour"] <= budget + 1e-9
             # not capped at the workload's rate: a budget is spent on as much goodput as it buys
             assert pdd["goodput_rps"] > 0
 
@@ -380,7 +382,7 @@ def test_budget_covering_a_verified_plan_finds_at_least_its_goodput(
     with goodput >= that plan's (the most goodput under the budget is at least any feasible plan's)."""
     for rate in (2.0, 4.0):
         reference = by_name(rate_runs[rate])["pdd"]
-        budget = min(b for b in budget_runs if b >= reference["cost_per_hour"])
+        budget = min(b for b in budget_runs if b >= reference["cost_usd_per_hour"])
         run, data = budget_runs[budget]
         assert run.code == 0, run
         assert by_name(data)["pdd"]["feasible"], by_name(data)["pdd"]["infeasibility"]
@@ -510,5 +512,5 @@ def test_an_architecture_without_a_plan_has_no_bcr(agent_data: dict[str, Any]) -
     """pd-hetero has no plan on pdd-agent-64k (one GPU type at home): its BCR is null in JSON,
     not 0.0, which read as a plan that earns nothing."""
     hetero = by_name(agent_data)["pd-hetero"]
-    assert hetero["feasible"] is False and hetero["cost_per_hour"] is None
+    assert hetero["feasible"] is False and hetero["cost_usd_per_hour"] is None
     assert hetero["bcr"] is None

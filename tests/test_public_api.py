@@ -21,8 +21,8 @@ def test_the_commands_are_library_calls_that_match_the_cli(cli: Any) -> None:
     assert report.to_dict() == from_cli
     evaluation = pddplan.evaluate_plan(PLAN, "pdd-agent-64k")
     assert (
-        evaluation.to_dict()["cost_per_hour"]
-        == json_of(cli("evaluate", str(PLAN), "pdd-agent-64k", "--json"))["cost_per_hour"]
+        evaluation.to_dict()["cost_usd_per_hour"]
+        == json_of(cli("evaluate", str(PLAN), "pdd-agent-64k", "--json"))["cost_usd_per_hour"]
     )
     assert pddplan.load_workload("pdd-agent-64k").name == "pdd-agent-64k"
 

@@ -31,9 +31,9 @@ def _row(label: str, kind: str, change: float | None, subject: bool = True, base
         kind=kind,
         best="pdd" if change is not None and change < 0 else "pd-intra",
         subject_feasible=subject,
-        subject_cost_per_hour=100.0 if subject else None,
+        subject_cost_usd_per_hour=100.0 if subject else None,
         best_baseline="pd-intra" if baseline else None,
-        best_baseline_cost_per_hour=150.0 if baseline else None,
+        best_baseline_cost_usd_per_hour=150.0 if baseline else None,
         cost_change_vs_best_baseline=change,
     )
 
@@ -165,15 +165,19 @@ def test_optimize_robustness_json(cli: Any, root: Any) -> None:
     nominal = rows[0]
     figures = {a["name"]: a for a in data["architectures"]}
     assert nominal["best"] == data["best"]
-    assert nominal["subject_cost_per_hour"] == pytest.approx(figures["pdd"]["cost_per_hour"], rel=1e-9)
+    assert nominal["subject_cost_usd_per_hour"] == pytest.approx(figures["pdd"]["cost_usd_per_hour"], rel=1e-9)
     assert nominal["subject_bcr"] == pytest.approx(figures["pdd"]["bcr"], rel=1e-9)
     baseline = nominal["best_baseline"]
-    assert nominal["best_baseline_cost_per_hour"] == pytest.approx(figures[baseline]["cost_per_hour"], rel=1e-9)
+    assert nominal["best_baseline_cost_usd_per_hour"] == pytest.approx(figures[baseline]["cost_usd_per_hour"], rel=1e-9)
     assert nominal["cost_change_vs_best_baseline"] == pytest.approx(data["gains"][baseline]["cost_change"], rel=1e-9)
     for name, against in nominal["vs_baselines"].items():
         if against["cost_change"] is not None:
             assert against["cost_change"] == pytest.approx(data["gains"][name]["cost_change"], rel=1e-9)
     assert rows[2]["change"] == {"arrival.rate_rps": 8.0}
     # the cheapest plan serving the whole rate costs more when a GPU it uses costs more
-    assert rows[4]["subject_cost_per_hour"] > nominal["subject_cost_per_hour"] > rows[3]["subject_cost_per_hour"]
+    assert (
+        rows[4]["subject_cost_usd_per_hour"]
+        > nominal["subject_cost_usd_per_hour"]
+        > rows[3]["subject_cost_usd_per_hour"]
+    )
     assert isinstance(data["robustness"]["verdict"], str) and data["robustness"]["verdict"]

@@ -500,7 +500,7 @@ def test_evaluator_agrees_with_the_simulator_on_a_moderate_pdd_plan() -> None:
     assert sim["link_utilization"] == pytest.approx(closed.link_utilization, rel=0.15)
     assert sim["utilization"]["prefill"] == pytest.approx(closed.stages["prefill"].utilization, rel=0.15)
     assert sim["utilization"]["decode"] == pytest.approx(closed.stages["decode"].utilization, rel=0.15)
-    assert sim["cost_per_hour"] == closed.cost_per_hour
+    assert sim["cost_usd_per_hour"] == closed.cost_per_hour
     assert sim["goodput_rps"] == pytest.approx(closed.goodput_rps, rel=0.05)
     # the article's split: the relay produces a few % of the tokens, the main decoder the rest
     assert 0.01 < sim["rld_token_share"] < 0.15
@@ -666,12 +666,12 @@ def test_summary_figures() -> None:
     assert summary["ttft_p99_s"] == pytest.approx(float(np.percentile(table.ttft_s[keep], 99)))
     assert summary["rld_token_share"] == pytest.approx(table.relay_tokens[keep].sum() / table.output_tokens[keep].sum())
     assert summary["singular_share"] == pytest.approx(float((table.pipeline[keep] == "P-RLD").mean()))
-    assert summary["cost_per_hour"] == pytest.approx(s.cost_per_hour)
-    assert summary["bcr"] == pytest.approx(summary["goodput_rps"] * 3600 / summary["cost_per_hour"])
+    assert summary["cost_usd_per_hour"] == pytest.approx(s.cost_per_hour)
+    assert summary["bcr"] == pytest.approx(summary["goodput_rps"] * 3600 / summary["cost_usd_per_hour"])
     assert summary["sla_met"]
     assert summary["goodput_rps"] == pytest.approx(2.0, rel=0.05)  # everything served, at ~2 req/s
-    assert sum(p["share"] for p in summary["pipelines"].values()) == pytest.approx(1.0)
-    assert set(summary["pipelines"]) <= {"P-MD", "P-RLD-MD", "P-RLD"}
+    assert sum(p["share"] for p in summary["pipelines"]) == pytest.approx(1.0)
+    assert {p["pipeline"] for p in summary["pipelines"]} <= {"P-MD", "P-RLD-MD", "P-RLD"}
     assert 0 < summary["link_utilization"] < 1
     for name in ("prefill", "relay", "decode"):
         assert 0 < summary["utilization"][name] < 1
@@ -691,7 +691,8 @@ def test_pipeline_tpot_ignores_one_token_outputs() -> None:
         }
     )
     result = simulate(scenario(plan("small-pdd"), w), 1_000, seed=0)
-    table, pipelines = result.table, result.summary["pipelines"]
+    table = result.table
+    pipelines = {p["pipeline"]: p for p in result.summary["pipelines"]}
     keep = np.arange(1_000) >= int(1_000 * WARMUP_FRACTION)
     assert (table.output_tokens[keep] == 1).mean() > 0.5
     assert {"P-MD", "P-RLD"} <= set(pipelines)

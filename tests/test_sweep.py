@@ -34,12 +34,12 @@ WORKLOAD = "pdd-agent-64k"
 RATE_ARGS = ("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,4", "--json")
 FEASIBLE_KEYS = {
     "feasible",
-    "cost_per_hour",
+    "cost_usd_per_hour",
+    "fluid_bcr",
     "bcr",
-    "bcr_of_plan",
     "throughput_per_gpu_hour",
+    "fluid_revenue_per_cost",
     "revenue_per_cost",
-    "revenue_per_cost_of_plan",
     "gpus",
     "wan_gbps",
 }
@@ -187,15 +187,15 @@ def test_sweep_json() -> None:
                 assert set(entry) == {"feasible", "reason"} and entry["reason"]
                 continue
             assert set(entry) == FEASIBLE_KEYS
-            assert entry["cost_per_hour"] > 0 and entry["bcr"] > 0
+            assert entry["cost_usd_per_hour"] > 0 and entry["fluid_bcr"] > 0
             # the plan's BCR: the swept rate's requests per $ of the plan's cost
-            assert entry["bcr_of_plan"] == pytest.approx(point["value"] * 3600 / entry["cost_per_hour"], rel=1e-12)
+            assert entry["bcr"] == pytest.approx(point["value"] * 3600 / entry["cost_usd_per_hour"], rel=1e-12)
             assert all(isinstance(n, int) and n > 0 for n in entry["gpus"].values())
     assert points[0]["pd-intra"]["feasible"] and points[1]["pd-intra"]["feasible"]
     assert points[0]["pdd"]["feasible"] and points[1]["pdd"]["feasible"]
     # twice the rate needs at least as much hardware
     for arch in ("pd-intra", "pdd"):
-        assert points[1][arch]["cost_per_hour"] >= points[0][arch]["cost_per_hour"]
+        assert points[1][arch]["cost_usd_per_hour"] >= points[0][arch]["cost_usd_per_hour"]
 
 
 def test_sweep_point_is_the_sized_plan_under_its_capacity_view() -> None:
@@ -210,10 +210,10 @@ def test_sweep_point_is_the_sized_plan_under_its_capacity_view() -> None:
             scenario = build_scenario(sized.plan, load_input_set(at, base))
             view = capacity_view(scenario)
             entry = point[arch]
-            assert entry["cost_per_hour"] == pytest.approx(scenario.cost_per_hour, rel=1e-12)
+            assert entry["cost_usd_per_hour"] == pytest.approx(scenario.cost_per_hour, rel=1e-12)
             assert entry["gpus"] == scenario.gpus_by_type()
-            assert entry["bcr"] == pytest.approx(view.bcr, rel=1e-9)
-            assert entry["revenue_per_cost"] == pytest.approx(view.revenue_per_cost, rel=1e-9)
+            assert entry["fluid_bcr"] == pytest.approx(view.bcr, rel=1e-9)
+            assert entry["fluid_revenue_per_cost"] == pytest.approx(view.revenue_per_cost, rel=1e-9)
             assert entry["throughput_per_gpu_hour"] == pytest.approx(view.throughput_per_gpu_hour, rel=1e-9)
 
 
@@ -247,10 +247,10 @@ def test_optimize_runs_the_integer_program() -> None:
     entry = point["pd-intra"]
     assert entry["feasible"] is True
     assert set(entry) == FEASIBLE_KEYS
-    assert entry["bcr_of_plan"] == entry["bcr"]
+    assert entry["fluid_bcr"] is None and entry["fluid_revenue_per_cost"] is None  # no fluid view when optimized
     # the integer program does no worse than greedy sizing on the same inputs
     sized = sweep_json(*RATE_ARGS)["points"][1]["pd-intra"]
-    assert entry["cost_per_hour"] <= sized["cost_per_hour"] * (1 + 1e-9)
+    assert entry["cost_usd_per_hour"] <= sized["cost_usd_per_hour"] * (1 + 1e-9)
 
 
 def test_human_output_table_and_chart() -> None:
@@ -270,11 +270,11 @@ def test_csv(tmp_path: Path) -> None:
     rows = list(csv.reader(io.StringIO((tmp_path / "s.csv").read_text())))
     keys = (
         "feasible",
-        "cost_per_hour",
-        "bcr_of_plan",
+        "cost_usd_per_hour",
+        "bcr",
         "throughput_per_gpu_hour",
+        "fluid_revenue_per_cost",
         "revenue_per_cost",
-        "revenue_per_cost_of_plan",
         "wan_gbps",
     )
     assert rows[0] == ["value", *[f"{a}.{k}" for a in architectures.names() for k in keys]]
@@ -286,15 +286,15 @@ def test_csv(tmp_path: Path) -> None:
             entry = point[arch]
             assert cells[f"{arch}.feasible"] == str(entry["feasible"])
             if entry["feasible"]:
-                assert float(cells[f"{arch}.cost_per_hour"]) == pytest.approx(entry["cost_per_hour"], rel=1e-12)
+                assert float(cells[f"{arch}.cost_usd_per_hour"]) == pytest.approx(entry["cost_usd_per_hour"], rel=1e-12)
             else:
-                assert cells[f"{arch}.cost_per_hour"] == ""
+                assert cells[f"{arch}.cost_usd_per_hour"] == ""
 
 
 def test_notes_and_best_of() -> None:
     points = [
-        {"value": 1.0, "a": {"feasible": True, "bcr_of_plan": 2.0}, "b": {"feasible": True, "bcr_of_plan": 1.0}},
-        {"value": 2.0, "a": {"feasible": True, "bcr_of_plan": 2.0}, "b": {"feasible": True, "bcr_of_plan": 3.0}},
+        {"value": 1.0, "a": {"feasible": True, "bcr": 2.0}, "b": {"feasible": True, "bcr": 1.0}},
+        {"value": 2.0, "a": {"feasible": True, "bcr": 2.0}, "b": {"feasible": True, "bcr": 3.0}},
         {"value": 3.0, "a": {"feasible": False, "reason": "x"}, "b": {"feasible": False, "reason": "y"}},
     ]
     assert [sweeping.best_of(p, ["a", "b"]) for p in points] == ["a", "b", None]
@@ -393,13 +393,13 @@ def test_a_price_sweep_shows_revenue_per_cost_which_prices_move() -> None:
         "sweep", WORKLOAD, "--param", "prices.output_usd_per_mtok", "--values", "0.42,0.84", "-a", "pd-intra", "--json"
     )
     low, high = (json.loads(data.stdout)["points"][i]["pd-intra"] for i in (0, 1))
-    assert low["cost_per_hour"] == high["cost_per_hour"]
-    assert high["revenue_per_cost_of_plan"] > low["revenue_per_cost_of_plan"]
+    assert low["cost_usd_per_hour"] == high["cost_usd_per_hour"]
+    assert high["revenue_per_cost"] > low["revenue_per_cost"]
     # by hand: the output price rises by 0.42 $/Mtok, so each request earns E[output] x 0.42e-6 $
     # more; at the workload's rate that is rate x 3600 x it per hour, over the same cost
     workload = load_workload(WORKLOAD)
-    extra = workload.output_tokens.mean() * 0.42e-6 * workload.arrival.rate_rps * 3600 / low["cost_per_hour"]
-    assert high["revenue_per_cost_of_plan"] - low["revenue_per_cost_of_plan"] == pytest.approx(extra, rel=1e-9)
+    extra = workload.output_tokens.mean() * 0.42e-6 * workload.arrival.rate_rps * 3600 / low["cost_usd_per_hour"]
+    assert high["revenue_per_cost"] - low["revenue_per_cost"] == pytest.approx(extra, rel=1e-9)
 
 
 def test_a_sweep_reads_the_files_its_workload_names_once(monkeypatch: pytest.MonkeyPatch) -> None:

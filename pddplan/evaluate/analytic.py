@@ -65,7 +65,7 @@ class StageReport:
     instances: int
     utilization: float
     batch_per_instance: float = 0.0
-    max_batch: float = 0.0
+    max_batch: int = 0
     step_s: float = 0.0
     stable: bool = True
 
@@ -111,17 +111,18 @@ class Evaluation:
             "goodput_rps": self.goodput_rps,
             "sla_met": self.sla_met,
             "sla_violations": self.sla_violations,
-            "cost_per_hour": self.cost_per_hour,
-            "revenue_per_hour": self.revenue_per_hour,
+            "cost_usd_per_hour": self.cost_per_hour,
+            "revenue_usd_per_hour": self.revenue_per_hour,
             "bcr": self.bcr,
             "rld_token_share": self.rld_token_share,
             "singular_share": self.singular_share,
-            "relay_share": self.relay_share,
+            "relayed_request_share": self.relay_share,
             "link_utilization": self.link_utilization,
             "wan_bytes_per_request": self.wan_bytes_per_request,
             "wan_gbps_offered": self.wan_gbps_offered,
             "stages": {name: asdict(stage) for name, stage in self.stages.items()},
-            "pipelines": self.pipelines,
+            "utilization": {name: stage.utilization for name, stage in self.stages.items()},
+            "pipelines": [{"pipeline": name} | figures for name, figures in self.pipelines.items()],
             "fixed_point_iterations": self.fixed_point_iterations,
             "request_overhead_s": self.request_overhead_s,
         }
@@ -572,7 +573,7 @@ def _stage_reports(scenario: Scenario, prefill: _Prefill, decoding: _Decoding) -
             instances=role.count,
             utilization=decoder.batch / max(decoder.max_batch, 1e-9),
             batch_per_instance=decoder.batch,
-            max_batch=decoder.max_batch,
+            max_batch=int(decoder.max_batch),
             step_s=decoder.step_s,
             stable=decoder.stable,
         )

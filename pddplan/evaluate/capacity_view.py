@@ -69,7 +69,7 @@ class CapacityView:
             "prefill_tokens_per_gpu_s_alone": self.prefill_tokens_per_gpu_s_alone,
             "throughput_per_gpu_hour": self.throughput_per_gpu_hour,
             "cost_per_request_usd": self.cost_per_request_usd,
-            "bcr": self.bcr,
+            "fluid_bcr": self.bcr,
             "revenue_per_request_usd": self.revenue_per_request_usd,
             "revenue_per_cost": self.revenue_per_cost,
             "margin_per_request_usd": self.margin_per_request_usd,

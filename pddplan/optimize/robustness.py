@@ -57,10 +57,10 @@ class RobustnessRow:
     best: str | None = None
     subject: str = "pdd"
     subject_feasible: bool = False
-    subject_cost_per_hour: float | None = None
+    subject_cost_usd_per_hour: float | None = None
     subject_bcr: float | None = None
     best_baseline: str | None = None
-    best_baseline_cost_per_hour: float | None = None
+    best_baseline_cost_usd_per_hour: float | None = None
     cost_change_vs_best_baseline: float | None = None
     vs_baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
     change: dict[str, Any] = field(default_factory=dict)
@@ -209,7 +209,7 @@ def best_baseline(report: OptimizeReport) -> ArchitectureResult | None:
     feasible = [r for r in report.feasible if r.name in names]
     if not feasible:
         return None
-    return min(feasible, key=lambda r: architecture_figures(r)["cost_per_hour"])
+    return min(feasible, key=lambda r: architecture_figures(r)["cost_usd_per_hour"])
 
 
 def row_of(
@@ -229,7 +229,7 @@ def row_of(
         other = architecture_figures(result) if result.feasible else None
         vs[result.name] = {
             "feasible": result.feasible,
-            "cost_per_hour": other["cost_per_hour"] if other else None,
+            "cost_usd_per_hour": other["cost_usd_per_hour"] if other else None,
             "cost_change": _change(mine, other),
         }
     best = report.best
@@ -239,10 +239,10 @@ def row_of(
         best=best.name if best is not None else None,
         subject=subject_name,
         subject_feasible=mine is not None,
-        subject_cost_per_hour=mine["cost_per_hour"] if mine else None,
+        subject_cost_usd_per_hour=mine["cost_usd_per_hour"] if mine else None,
         subject_bcr=mine["bcr"] if mine else None,
         best_baseline=baseline.name if baseline is not None else None,
-        best_baseline_cost_per_hour=theirs["cost_per_hour"] if theirs else None,
+        best_baseline_cost_usd_per_hour=theirs["cost_usd_per_hour"] if theirs else None,
         cost_change_vs_best_baseline=_change(mine, theirs),
         vs_baselines=vs,
         change=change or {},
@@ -252,7 +252,7 @@ def row_of(
 def _change(mine: dict[str, Any] | None, theirs: dict[str, Any] | None) -> float | None:
     if mine is None or theirs is None:
         return None
-    return float(mine["cost_per_hour"] / theirs["cost_per_hour"] - 1)
+    return float(mine["cost_usd_per_hour"] / theirs["cost_usd_per_hour"] - 1)
 
 
 def robustness(

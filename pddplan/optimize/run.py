@@ -42,7 +42,7 @@ class OptimizeReport:
         if not self.feasible:
             return None
         if self.options.mode == "rate":
-            return min(self.feasible, key=lambda r: architecture_figures(r)["cost_per_hour"])
+            return min(self.feasible, key=lambda r: architecture_figures(r)["cost_usd_per_hour"])
         if self.options.mode == "budget":
             return max(self.feasible, key=lambda r: architecture_figures(r)["goodput_rps"])
         return max(self.feasible, key=lambda r: architecture_figures(r)["bcr"])
@@ -62,7 +62,7 @@ class OptimizeReport:
                 continue
             theirs = architecture_figures(other)
             out[other.name] = {
-                "cost_change": mine["cost_per_hour"] / theirs["cost_per_hour"] - 1,
+                "cost_change": mine["cost_usd_per_hour"] / theirs["cost_usd_per_hour"] - 1,
                 "bcr_change": mine["bcr"] / theirs["bcr"] - 1 if theirs["bcr"] > 0 else float("inf"),
                 "ttft_p90_change": mine["ttft_p90_s"] / theirs["ttft_p90_s"] - 1,
                 "ttft_p99_change": mine["ttft_p99_s"] / theirs["ttft_p99_s"] - 1,
@@ -76,7 +76,7 @@ class OptimizeReport:
             "workload": self.workload.name,
             "mode": self.options.mode,
             "rate_rps": self.options.rate if self.options.mode == "rate" else self.workload.arrival.rate_rps,
-            "budget_per_hour": self.options.budget_per_hour,
+            "budget_usd_per_hour": self.options.budget_per_hour,
             "best": best.name if best else None,
             "architectures": [architecture_figures(r) for r in self.results],
             "gains": self.gains(),
@@ -93,7 +93,7 @@ def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:
             roles={},
             wan_lines=[],
             wan_gbps=0.0,
-            cost_per_hour=None,
+            cost_usd_per_hour=None,
             goodput_rps=0.0,
             bcr=None,  # no plan: no benefit-cost ratio (0 would read as a plan that earns nothing)
             ttft_p50_s=None,
@@ -110,7 +110,7 @@ def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:
         roles=scenario_roles(scenario),
         wan_lines=[{"option": lease.option, "count": lease.count} for lease in scenario.plan.wan],
         wan_gbps=wan["gbps"] if wan else 0.0,
-        cost_per_hour=evaluation.cost_per_hour,
+        cost_usd_per_hour=evaluation.cost_per_hour,
         goodput_rps=verified.get("goodput_rps", evaluation.goodput_rps),
         bcr=verified.get("bcr", evaluation.bcr),
         ttft_p50_s=verified.get("ttft_p50_s", evaluation.ttft.p50_s),

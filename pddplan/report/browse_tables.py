@@ -12,8 +12,13 @@ def _num(value: Any, fmt: str = ",.1f") -> str:
     return "unknown" if value is None else format(value, fmt)
 
 
+def flat_figures(figures: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A profile summary's nested figures under dotted paths (`memory.hbm_gb`), for tables."""
+    return {f"{group}.{name}": fig for group, entries in figures.items() for name, fig in entries.items()}
+
+
 def _fig(figures: dict[str, Any], path: str, fmt: str = ",.1f") -> str:
-    entry = figures.get(path)
+    entry = flat_figures(figures).get(path)
     return "-" if entry is None else _num(entry["value"], fmt)
 
 
@@ -60,7 +65,7 @@ def print_hardware(console: Console, summary: dict[str, Any]) -> None:
     table = Table(show_header=True)
     for header in ("figure", "value", "source", "as of", "note"):
         table.add_column(header)
-    for path, fig in summary["figures"].items():
+    for path, fig in flat_figures(summary["figures"]).items():
         table.add_row(path, _num(fig["value"], ",.4g"), fig["source"], fig["as_of"] or "", fig["note"] or "")
     console.print(table)
     if summary["efficiency"]:

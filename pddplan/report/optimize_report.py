@@ -45,7 +45,7 @@ def print_report(console: Console, report: OptimizeReport) -> None:
     if best is not None and best.scenario is not None:
         f = architecture_figures(best)
         headline = (
-            f"best: [bold]{best.name}[/bold]  ${f['cost_per_hour']:,.2f}/h  BCR {f['bcr']:,.2f} req/$  "
+            f"best: [bold]{best.name}[/bold]  ${f['cost_usd_per_hour']:,.2f}/h  BCR {f['bcr']:,.2f} req/$  "
             f"goodput {f['goodput_rps']:,.3f} req/s  TTFT P90 {_s(f['ttft_p90_s'])} / P99 {_s(f['ttft_p99_s'])}"
             f"{' (verified by simulation)' if f['verified'] else ''}"
         )
@@ -96,7 +96,7 @@ def print_report(console: Console, report: OptimizeReport) -> None:
             else "-"
         ),
     )
-    row("cost $/h", lambda f: f"{f['cost_per_hour']:,.2f}" if f["cost_per_hour"] is not None else "-")
+    row("cost $/h", lambda f: f"{f['cost_usd_per_hour']:,.2f}" if f["cost_usd_per_hour"] is not None else "-")
     row("goodput req/s", lambda f: f"{f['goodput_rps']:,.3f}")
     row("BCR req/$", lambda f: f"{f['bcr']:,.2f}" if f["bcr"] is not None else "-")
     row("TTFT P50", lambda f: _s(f["ttft_p50_s"]))
@@ -107,7 +107,7 @@ def print_report(console: Console, report: OptimizeReport) -> None:
         "routing / handoff",
         lambda f: f"{f['routing_rule']} / {f['handoff_mode']}" if f.get("routing_rule") else "-",
     )
-    row("verified", lambda f: _verified(f) if f["cost_per_hour"] is not None else "-")
+    row("verified", lambda f: _verified(f) if f["cost_usd_per_hour"] is not None else "-")
     console.print(table)
     gains = report.gains()
     if gains:

@@ -123,7 +123,7 @@ def _figures_table(figures: dict[str, Any], sla: Any) -> str:
         ("TTFT P99", s(figures["ttft_p99_s"]), f"{sla.ttft_p99_s:g} s"),
         ("TPOT P90", s(figures["tpot_p90_s"]), f"{sla.tpot_p90_s:g} s" if sla.tpot_p90_s else ""),
         ("goodput", f"{figures['goodput_rps']:,.3f} req/s", ""),
-        ("cost", f"${figures['cost_per_hour']:,.2f} / h", ""),
+        ("cost", f"${figures['cost_usd_per_hour']:,.2f} / h", ""),
         ("BCR", f"{figures['bcr']:,.2f} req/$", ""),
         ("relay share of output tokens", f"{figures.get('rld_token_share', 0.0):.1%}", ""),
         ("singular traffic (finished by the relay)", f"{figures.get('singular_share', 0.0):.1%}", ""),
@@ -165,7 +165,7 @@ def _architectures(rows: list[dict[str, Any]]) -> str:
     lines = [
         ("feasible", [("yes" if r["feasible"] else "no") for r in rows]),
         ("GPUs", [", ".join(f"{n} x {g}" for g, n in r["gpus"].items()) or "-" for r in rows]),
-        ("cost $/h", [cell(r["cost_per_hour"], ",.2f") for r in rows]),
+        ("cost $/h", [cell(r["cost_usd_per_hour"], ",.2f") for r in rows]),
         ("BCR req/$", [cell(r["bcr"], ",.2f") for r in rows]),
         ("goodput req/s", [cell(r["goodput_rps"], ",.3f") for r in rows]),
         ("TTFT P90 s", [cell(r.get("ttft_p90_s"), ",.3f") for r in rows]),

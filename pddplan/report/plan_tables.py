@@ -129,8 +129,8 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
     )
     table.add_row("worst inter-token gap P99", f"{figures['worst_gap_p99_s'] * 1e3:,.0f} ms", "")
     table.add_row("goodput", f"{figures['goodput_rps']:,.3f} req/s", f"{figures['rate_rps']:g} offered")
-    table.add_row("cost", f"${figures['cost_per_hour']:,.2f} /h", "")
-    table.add_row("revenue", f"${figures['revenue_per_hour']:,.2f} /h", "")
+    table.add_row("cost", f"${figures['cost_usd_per_hour']:,.2f} /h", "")
+    table.add_row("revenue", f"${figures['revenue_usd_per_hour']:,.2f} /h", "")
     table.add_row("BCR", f"{figures['bcr']:,.2f} req/$", "")
     table.add_row("relay share of output tokens", f"{figures['rld_token_share']:.1%}", "")
     table.add_row("singular traffic (finished by relay)", f"{figures['singular_share']:.1%}", "")
@@ -140,7 +140,8 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
     pipelines = Table(title="per pipeline")
     for header in ("pipeline", "share", "TTFT P50", "TTFT P90", "TTFT P99"):
         pipelines.add_column(header, justify="right" if header != "pipeline" else "left")
-    for name, p in figures["pipelines"].items():
+    for p in figures["pipelines"]:
+        name = p["pipeline"]
         pipelines.add_row(name, f"{p['share']:.1%}", _s(p["ttft_p50_s"]), _s(p["ttft_p90_s"]), _s(p["ttft_p99_s"]))
     console.print(pipelines)
     capacity = figures.get("capacity")

@@ -19,9 +19,9 @@ def _money(value: float | None) -> str:
 def cells(row: RobustnessRow) -> tuple[str, str, str, str, str]:
     """One row's cells, as both views print them."""
     baseline = (
-        f"{row.best_baseline} {_money(row.best_baseline_cost_per_hour)}" if row.best_baseline else "none feasible"
+        f"{row.best_baseline} {_money(row.best_baseline_cost_usd_per_hour)}" if row.best_baseline else "none feasible"
     )
-    subject = _money(row.subject_cost_per_hour) if row.subject_feasible else "infeasible"
+    subject = _money(row.subject_cost_usd_per_hour) if row.subject_feasible else "infeasible"
     change = f"{row.cost_change_vs_best_baseline:+.1%}" if row.cost_change_vs_best_baseline is not None else "-"
     return (row.variation, row.best or "none", subject, baseline, change)
 

@@ -24,8 +24,8 @@ def metric_for(param: str) -> tuple[str, str, str]:
     revenue, not cost or requests per dollar, so a price sweep shows revenue per dollar of cost;
     every other parameter shows BCR (requests per dollar)."""
     if param.startswith("prices."):
-        return "revenue_per_cost_of_plan", "rev/cost", "revenue $ per $ of cost"
-    return "bcr_of_plan", "BCR", "requests per $"
+        return "revenue_per_cost", "rev/cost", "revenue $ per $ of cost"
+    return "bcr", "BCR", "requests per $"
 
 
 def chart(param: str, points: list[dict[str, Any]], architectures: Sequence[str]) -> Chart:
@@ -55,7 +55,7 @@ def table(param: str, points: list[dict[str, Any]], architectures: Sequence[str]
         for arch in architectures:
             entry = point.get(arch, {})
             if entry.get("feasible"):
-                row += [f"{entry['cost_per_hour']:,.2f}", f"{entry[key]:,.2f}"]
+                row += [f"{entry['cost_usd_per_hour']:,.2f}", f"{entry[key]:,.2f}"]
             else:
                 row += ["-", "infeasible"]
         row.append(best_of(point, architectures) or "-")
@@ -81,11 +81,11 @@ def csv_text(points: list[dict[str, Any]], architectures: Sequence[str]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     keys = (
         "feasible",
-        "cost_per_hour",
-        "bcr_of_plan",
+        "cost_usd_per_hour",
+        "bcr",
         "throughput_per_gpu_hour",
+        "fluid_revenue_per_cost",
         "revenue_per_cost",
-        "revenue_per_cost_of_plan",
         "wan_gbps",
     )
     writer.writerow(["value", *[f"{a}.{k}" for a in architectures for k in keys]])

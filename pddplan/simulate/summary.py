@@ -69,15 +69,18 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
         attainment,
         (revenue_per_request(workload, request_classes(scenario)), cost),
     )
-    pipelines = {}
+    pipelines = []
     several_tokens = table.output_tokens[keep] > 1  # TPOT is undefined for one-token outputs
     for name in sorted(set(table.pipeline[keep].tolist())):
         mask = table.pipeline[keep] == name
-        pipelines[name] = {
-            "share": float(mask.mean()),
-            **{f"ttft_{k}": v for k, v in _percentiles(ttft[mask]).items()},
-            **{f"tpot_{k}": v for k, v in _percentiles(tpot[mask & several_tokens]).items()},
-        }
+        pipelines.append(
+            {
+                "pipeline": name,
+                "share": float(mask.mean()),
+                **{f"ttft_{k}": v for k, v in _percentiles(ttft[mask]).items()},
+                **{f"tpot_{k}": v for k, v in _percentiles(tpot[mask & several_tokens]).items()},
+            }
+        )
     full_span = stats.span_s if stats.span_s > 0 else 1.0
     utilization = {
         "prefill": stats.prefill_busy_s / (stats.prefill_instances * full_span),
@@ -103,8 +106,8 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
         "goodput_rps": verdict.goodput_rps,
         "sla_met": verdict.sla_met,
         "sla_violations": verdict.violations,
-        "cost_per_hour": cost,
-        "revenue_per_hour": verdict.revenue_per_hour,
+        "cost_usd_per_hour": cost,
+        "revenue_usd_per_hour": verdict.revenue_per_hour,
         "bcr": verdict.bcr,
         "rld_token_share": float(table.relay_tokens[keep].sum() / outputs[keep].sum()),
         "singular_share": float((table.pipeline[keep] == Pipeline.P_RLD.value).mean()),

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from pddplan.specs.common import NonNegativeFloat, PositiveFloat, StrictModel
 from pddplan.specs.plan import ArchitectureName
 
-Metric = Literal["cost_per_hour", "bcr", "goodput_rps"]
+Metric = Literal["cost_usd_per_hour", "bcr", "goodput_rps"]
+# names baseline files written before money keys carried `_usd` still use (read, never written)
+OLD_NAMES = {"cost_per_hour": "cost_usd_per_hour", "budget_per_hour": "budget_usd_per_hour"}
+
+
+def _renamed(data: Any) -> Any:
+    """A mapping with its OLD_NAMES keys under their current names."""
+    if not isinstance(data, dict):
+        return data
+    return {OLD_NAMES.get(key, key): value for key, value in data.items()}
 
 
 class ScenarioOptions(StrictModel):
@@ -17,13 +26,18 @@ class ScenarioOptions(StrictModel):
 
     mode: Literal["bcr", "rate", "budget"] = "bcr"
     rate_rps: PositiveFloat | None = None
-    budget_per_hour: PositiveFloat | None = None
+    budget_usd_per_hour: PositiveFloat | None = None
     min_served_fraction: float = Field(default=1.0, ge=0, le=1)
     architectures: list[ArchitectureName] | None = Field(
         default=None, min_length=1, description="default: every architecture pddplan knows"
     )
     requests: int = Field(default=5000, ge=100, description="requests simulated to verify")
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return _renamed(data)
 
     @field_validator("architectures")
     @classmethod
@@ -39,8 +53,8 @@ class ScenarioOptions(StrictModel):
     def _mode_inputs(self) -> ScenarioOptions:
         if self.mode == "rate" and self.rate_rps is None:
             raise ValueError("mode rate needs rate_rps")
-        if self.mode == "budget" and self.budget_per_hour is None:
-            raise ValueError("mode budget needs budget_per_hour")
+        if self.mode == "budget" and self.budget_usd_per_hour is None:
+            raise ValueError("mode budget needs budget_usd_per_hour")
         return self
 
 
@@ -49,13 +63,18 @@ class ScenarioResult(StrictModel):
 
     best: str | None
     feasible: bool
-    cost_per_hour: NonNegativeFloat | None = None
+    cost_usd_per_hour: NonNegativeFloat | None = None
     bcr: NonNegativeFloat | None = None
     goodput_rps: NonNegativeFloat | None = None
     gpus: dict[str, int] = Field(default_factory=dict)
     wan_gbps: NonNegativeFloat = 0.0
     ttft_p90_s: NonNegativeFloat | None = None
     ttft_p99_s: NonNegativeFloat | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return _renamed(data)
 
 
 class GateScenario(StrictModel):
@@ -74,13 +93,13 @@ class GateScenario(StrictModel):
     def _a_result_that_can_gate(self) -> GateScenario:
         result = self.result
         if result.feasible:
-            missing = [m for m in ("cost_per_hour", "bcr", "goodput_rps") if getattr(result, m) is None]
+            missing = [m for m in ("cost_usd_per_hour", "bcr", "goodput_rps") if getattr(result, m) is None]
             if missing or result.best is None:
                 raise ValueError(
-                    f"scenario {self.name!r}: a feasible result needs best, cost_per_hour, bcr and goodput_rps"
+                    f"scenario {self.name!r}: a feasible result needs best, cost_usd_per_hour, bcr and goodput_rps"
                     f" (missing: {', '.join(missing or ['best'])})"
                 )
-            if not result.cost_per_hour:
+            if not result.cost_usd_per_hour:
                 raise ValueError(f"scenario {self.name!r}: a feasible result costs more than $0/h")
         elif not self.allow_infeasible:
             raise ValueError(
@@ -95,6 +114,11 @@ class Tolerances(StrictModel):
 
     rtol: NonNegativeFloat = 0.01
     per_metric: dict[Metric, NonNegativeFloat] = Field(default_factory=dict)
+
+    @field_validator("per_metric", mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return _renamed(data)
 
     def of(self, metric: Metric) -> float:
         return self.per_metric.get(metric, self.rtol)

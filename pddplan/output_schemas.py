@@ -1,0 +1,347 @@
+"""What each command's `--json` prints, as pydantic models: `pddplan schema --outputs DIR` writes
+their JSON Schemas, and the tests validate every command's output against them.
+
+Conventions the models hold the outputs to: one meaning per name across commands (`bcr` is always a
+plan's goodput per dollar at its rate; a capacity view's is `fluid_bcr`); money carries its unit
+(`cost_usd_per_hour`, `revenue_per_request_usd`); seconds end in `_s`, rates in `_rps`; counts are
+integers; a figure with no value (an infeasible plan's cost, an infinite tail) is null, never 0;
+display strings are values, not keys (`pipelines` is a list with a `pipeline` field). Keys that are
+names (roles, architectures, GPU types) are identifiers, as in the input files.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Output(BaseModel):
+    """An output object: every key named here, no other."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+Seconds = float | None  # null when infinite (an unstable stage)
+
+
+class Stage(Output):
+    instances: int
+    utilization: float = Field(description="prefill: busy share; decoders: mean batch / max batch")
+    batch_per_instance: float
+    max_batch: int
+    step_s: Seconds
+    stable: bool
+
+
+class Pipeline(Output):
+    pipeline: str = Field(description="P-MD, P-RLD-MD, P-RLD, P-D (RDMA) or P-D (WAN)")
+    share: float
+    ttft_p50_s: Seconds
+    ttft_p90_s: Seconds
+    ttft_p99_s: Seconds
+    tpot_p50_s: Seconds = None
+    tpot_p90_s: Seconds = None
+    tpot_p99_s: Seconds = None
+
+
+class Capacity(Output):
+    max_rate_rps: float
+    bottleneck: str
+    per_instance_rps: dict[str, float | None]
+    prefill_tokens_per_gpu_s: float
+    prefill_tokens_per_gpu_s_alone: float
+    throughput_per_gpu_hour: float
+    cost_per_request_usd: float | None
+    fluid_bcr: float = Field(description="requests per $ with every role at its capacity (not the plan's bcr)")
+    revenue_per_request_usd: float
+    revenue_per_cost: float
+    margin_per_request_usd: float | None
+
+
+class Figures(Output):
+    """The figures `evaluate` and `simulate` share (docs/model.md section 7)."""
+
+    architecture: str
+    rate_rps: float
+    ttft_p50_s: Seconds
+    ttft_p90_s: Seconds
+    ttft_p99_s: Seconds
+    tpot_p50_s: Seconds
+    tpot_p90_s: Seconds
+    tpot_p99_s: Seconds
+    worst_gap_p99_s: Seconds
+    goodput_rps: float
+    sla_met: bool
+    sla_violations: list[str]
+    cost_usd_per_hour: float
+    revenue_usd_per_hour: float
+    bcr: float
+    rld_token_share: float
+    singular_share: float
+    link_utilization: float
+    wan_bytes_per_request: float
+    request_overhead_s: float
+    utilization: dict[str, float]
+    pipelines: list[Pipeline]
+
+
+class Evaluation(Figures):
+    """`evaluate --json` (closed form); `capacity` is left out where an evaluation is embedded."""
+
+    relayed_request_share: float = Field(description="share of requests routed through the relay")
+    wan_gbps_offered: float
+    stages: dict[str, Stage]
+    fixed_point_iterations: int
+    capacity: Capacity | None = None
+
+
+class Simulation(Figures):
+    """`simulate --json`; also an architecture's `simulated` in `optimize --json`."""
+
+    requests: int
+    requests_summarized: int
+    cancelled_transfers: int
+    sequential: dict[str, Any] | None = Field(default=None, description="the early-stopping check's intervals")
+
+
+class Role(Output):
+    datacenter: str
+    gpu: str
+    tp: int
+    expert_parallel: bool | None
+    count: int
+    relay_on_prefill: bool | None = None
+
+
+class WanLease(Output):
+    option: str
+    count: int
+
+
+class ArchitectureResult(Output):
+    name: str
+    feasible: bool
+    gpus: dict[str, int]
+    roles: dict[str, Role]
+    wan_lines: list[WanLease]
+    wan_gbps: float
+    cost_usd_per_hour: float | None
+    goodput_rps: float
+    bcr: float | None
+    ttft_p50_s: Seconds
+    ttft_p90_s: Seconds
+    ttft_p99_s: Seconds
+    tpot_p90_s: Seconds = None
+    rld_token_share: float | None = None
+    link_utilization: float | None = None
+    routing_threshold: float | None = None
+    routing_rule: str | None = None
+    handoff_mode: str | None = None
+    verified: bool = False
+    verification_rounds: int = 0
+    solves: int = 0
+    evaluated: Evaluation | None = None
+    simulated: Simulation | None = None
+    infeasibility: list[dict[str, Any]]
+    plan: dict[str, Any] | None = Field(default=None, description="the plan file (schemas/plan.schema.json)")
+
+
+class Gain(Output):
+    cost_change: float | None
+    bcr_change: float | None
+    ttft_p90_change: float | None
+    ttft_p99_change: float | None
+    baseline_feasible: bool
+
+
+class InstanceWidths(Output):
+    by_gpu: dict[str, list[int]]
+    narrowed_by_workload: bool
+
+
+class Optimize(Output):
+    """`optimize --json`."""
+
+    workload: str
+    mode: str
+    rate_rps: float | None
+    budget_usd_per_hour: float | None
+    best: str | None
+    architectures: list[ArchitectureResult]
+    gains: dict[str, Gain]
+    instance_widths: InstanceWidths
+    robustness: dict[str, Any] | None = None
+
+
+class Breakdown(Output):
+    dense_gemm_s: float
+    expert_gemm_s: float
+    attention_s: float
+    communication_s: float
+    overhead_s: float
+    compute_bound_s: float
+    memory_bound_s: float
+
+
+class Estimate(Output):
+    """`estimate --json` (the keys of its mode: prefill, decode or extend)."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str
+    gpu: str
+    tp: int
+    expert_parallel: bool
+    mode: str
+    stack: str | None
+    efficiency_source: str
+    breakdown: Breakdown
+    bound: str
+
+
+class MetricChange(Output):
+    metric: str
+    before: float | None
+    after: float | None
+    change: float | None
+    verdict: str
+
+
+class GateScenario(Output):
+    name: str
+    verdict: str = Field(description="regression, improvement or unchanged")
+    reasons: list[str]
+    best_before: str | None
+    best_after: str | None
+    metrics: list[MetricChange] | dict[str, Any]
+    gpus_before: dict[str, int]
+    gpus_after: dict[str, int]
+
+
+class Gate(Output):
+    """`gate --json`."""
+
+    passed: bool
+    improved: bool
+    scenarios: list[GateScenario]
+
+
+class ArchitectureInfo(Output):
+    name: str
+    summary: str
+    kv_path: str
+    decode_gpu: str
+    relay: bool
+    decode_datacenter: str
+    subject: bool
+
+
+class AgreementRow(Output):
+    workload: str
+    architecture: str
+    figure: str
+    evaluate: float | None
+    simulate: float | None
+    relative_gap: float | None
+
+
+class Bathtub(Output):
+    """`bathtub --json`: per hit point, each architecture's figures under its name."""
+
+    workload: str
+    mode: str
+    fixed_plan: bool
+    chunk_tokens: int
+    rate_rps: float
+    architectures: list[str]
+    points: list[dict[str, Any]]
+    findings: dict[str, Any]
+
+
+class Sweep(Output):
+    """`sweep --json`: per value, each architecture's figures under its name."""
+
+    workload: str
+    param: str
+    architectures: list[str]
+    points: list[dict[str, Any]]
+
+
+class PaperRow(Output):
+    metric: str
+    article: str
+    pddplan: str
+    why: str
+    values: dict[str, Any] = Field(default_factory=dict)
+
+
+class Paper(Output):
+    """`paper --json`."""
+
+    workload: str
+    rows: list[PaperRow]
+    robustness: dict[str, Any]
+    plans: dict[str, Any]
+
+
+class Catalog(Output):
+    """A catalog entry (`hardware|models|workloads show --json`, and each row of `list`)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+
+
+class Accuracy(Output):
+    model_config = ConfigDict(extra="allow")
+    measurements: str
+    rows: int
+    excluded: int
+    summary: dict[str, Any]
+
+
+class Calibrate(Output):
+    target: str
+    efficiency: dict[str, Any]
+    before: dict[str, Any]
+    after: dict[str, Any]
+    output: str | None
+
+
+OUTPUTS: dict[str, Any] = {
+    "evaluate": Evaluation,
+    "simulate": Simulation,
+    "optimize": Optimize,
+    "estimate": Estimate,
+    "gate": Gate,
+    "architectures": list[ArchitectureInfo],
+    "agreement": list[AgreementRow],
+    "bathtub": Bathtub,
+    "sweep": Sweep,
+    "paper": Paper,
+    "hardware-show": Catalog,
+    "hardware-list": list[Catalog],
+    "models-show": Catalog,
+    "models-list": list[Catalog],
+    "workloads-show": Catalog,
+    "workloads-list": list[Catalog],
+    "accuracy": Accuracy,
+    "calibrate": Calibrate,
+}
+"""Each command's `--json` output, by the file name its schema is written under."""
+
+
+def output_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of command output `name` (a key of OUTPUTS)."""
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(OUTPUTS[name]).json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema.setdefault("title", f"pddplan {name} --json")
+    return schema
+
+
+def validate_output(name: str, data: Any) -> None:
+    """Raise pydantic's ValidationError unless `data` is what command output `name` prints."""
+    from pydantic import TypeAdapter
+
+    TypeAdapter(OUTPUTS[name]).validate_python(data, strict=False)

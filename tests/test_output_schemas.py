@@ -1,0 +1,76 @@
+"""Every command's `--json` output validates against its model in `pddplan.output_schemas` (no
+key missing, none extra, types as stated), and `pddplan schema --outputs` writes those schemas."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_results import json_of
+
+from pddplan.output_schemas import OUTPUTS, output_schema, validate_output
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAN = str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")
+MEASUREMENTS = str(ROOT / "tests" / "data" / "measurements.csv")
+
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "evaluate": ("evaluate", PLAN, "pdd-agent-64k"),
+    "simulate": ("simulate", PLAN, "pdd-agent-64k", "--requests", "2000"),
+    "optimize": ("optimize", "pdd-agent-64k", "--requests", "2000"),
+    "estimate": ("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--prefill", "1000"),
+    "gate": ("gate", str(ROOT / "examples" / "ci" / "baseline.json")),
+    "architectures": ("architectures",),
+    "agreement": ("agreement", "--requests", "1000"),
+    "bathtub": ("bathtub", "pdd-agent-64k", "--points", "3"),
+    "sweep": ("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "2,4"),
+    "paper": ("paper", "--requests", "1000"),
+    "hardware-show": ("hardware", "show", "gpu-a"),
+    "hardware-list": ("hardware", "list"),
+    "models-show": ("models", "show", "deepseek-v3.2"),
+    "models-list": ("models", "list"),
+    "workloads-show": ("workloads", "show", "pdd-agent-64k"),
+    "workloads-list": ("workloads", "list"),
+    "accuracy": ("accuracy",),
+    "calibrate": ("calibrate", MEASUREMENTS, "--gpu", "h100-sxm"),
+}
+
+
+def test_every_output_has_a_command_here() -> None:
+    assert set(COMMANDS) == set(OUTPUTS)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_json_output_matches_its_schema(name: str, cli: Any) -> None:
+    data = json_of(cli(*COMMANDS[name], "--json"))
+    validate_output(name, data)
+
+
+def test_an_output_with_a_stray_key_fails_validation(cli: Any) -> None:
+    """The check can fail: an evaluate output with a key the model does not name is refused."""
+    from pydantic import ValidationError
+
+    data = json_of(cli(*COMMANDS["evaluate"], "--json"))
+    with pytest.raises(ValidationError):
+        validate_output("evaluate", data | {"cost_per_hour": data["cost_usd_per_hour"]})
+    del data["cost_usd_per_hour"]
+    with pytest.raises(ValidationError):
+        validate_output("evaluate", data)
+
+
+def test_schema_outputs_writes_one_schema_per_output(cli: Any, tmp_path: Path) -> None:
+    result = cli("schema", "--outputs", str(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    for name in OUTPUTS:
+        written = json.loads((tmp_path / f"{name}.output.schema.json").read_text())
+        assert written == output_schema(name)
+        assert written["$schema"].startswith("https://json-schema.org/")
+
+
+def test_committed_output_schemas_are_current() -> None:
+    folder = ROOT / "schemas" / "outputs"
+    for name in OUTPUTS:
+        committed = json.loads((folder / f"{name}.output.schema.json").read_text())
+        assert committed == output_schema(name), f"regenerate with: pddplan schema --outputs {folder}"
