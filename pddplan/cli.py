@@ -464,6 +464,13 @@ def calibrate(
             write_atomic(output_path, cal.efficiency_yaml(result.efficiency))
     label = "all GPUs" if gpu is None else (gpu if stack is None else f"{gpu} / {stack}")
     summary = perf_tables.calibration_summary(result, label, output_path)
+    for item in summary["factors_on_bounds"]:
+        output.diagnostics().print(
+            f"warning: {item['factor']} = {item['value']:.4g} sits on its {item['bound']} bound: the step "
+            "model's structure, not the data, limits this fit (see docs/model.md)",
+            markup=False,
+            highlight=False,
+        )
     if json_out:
         output.emit_json(summary)
     else:
@@ -483,13 +490,25 @@ def accuracy(
     measurements: Annotated[
         Path | None, typer.Argument(help="Measured step times; default: the shipped public set.")
     ] = None,
+    folds: Annotated[
+        int,
+        typer.Option(
+            "--folds",
+            help="Also K-fold cross-validate the whole refit on the fit rows (K refits, about 40 s each).",
+        ),
+    ] = 0,
     json_out: JsonFlag = False,
 ) -> None:
     """Error of the shipped step-time model against measured points, held-out rows apart."""
-    from pddplan.perf.accuracy import accuracy_report
+    from pddplan.perf.accuracy import accuracy_report, cross_validation
+    from pddplan.perf.calibrate import read_measurements
     from pddplan.report import output, perf_tables
 
     report = accuracy_report(measurements)
+    if folds:
+        with output.status("cross-validating...") as status:
+            rows = read_measurements(Path(report["measurements"]))
+            report["cross_validation"] = cross_validation(rows, folds, progress=lambda text: status.update(text))
     if json_out:
         output.emit_json(report)
     else:

@@ -291,12 +291,29 @@ class Catalog(Output):
     name: str
 
 
+class CrossValidation(Output):
+    folds: int
+    overall: dict[str, Any]
+    by_measurement: dict[str, Any]
+    by_family: dict[str, Any]
+
+
 class Accuracy(Output):
-    model_config = ConfigDict(extra="allow")
     measurements: str
     rows: int
     excluded: int
     summary: dict[str, Any]
+    gpu_level_summary: dict[str, Any]
+    holdout_by_gpu: dict[str, Any]
+    holdout_groups: dict[str, Any]
+    points: list[dict[str, Any]]
+    cross_validation: CrossValidation | None = Field(default=None, description="with --folds K")
+
+
+class FactorOnBound(Output):
+    factor: str
+    value: float
+    bound: str = Field(description="lower or upper")
 
 
 class Calibrate(Output):
@@ -304,6 +321,7 @@ class Calibrate(Output):
     efficiency: dict[str, Any]
     before: dict[str, Any]
     after: dict[str, Any]
+    factors_on_bounds: list[FactorOnBound] = Field(description="fitted factors on a bound (a warning each)")
     output: str | None
 
 

@@ -9,6 +9,7 @@ apart by what they measure (engine step or client-side time) and step kind, and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +68,15 @@ def step_kind(m: Measurement) -> str:
     return m.kind
 
 
-def _grouped(rows: list[Measurement], predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
-    """Held-out errors per (engine or client measurement, step kind) and per model family."""
+def _grouped(
+    rows: list[Measurement], predicted: np.ndarray, measured: np.ndarray, scored: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Errors of the `scored` rows (default: the held-out ones) per (engine or client measurement,
+    step kind) and per model family."""
     from pddplan.inputs import load_model
 
     families = {name: model_family(load_model(name)) for name in {m.model for m in rows}}
-    held = np.array([m.split == "holdout" for m in rows])
+    held = np.array([m.split == "holdout" for m in rows]) if scored is None else scored
     groups: dict[str, dict[str, np.ndarray]] = {"by_measurement": {}, "by_family": {}}
     for m_kind in ("engine_step", "client_ttft", "client_itl"):
         for s_kind in ("prefill", "cached prefill", "decode", "extend"):
@@ -133,4 +137,41 @@ def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
         "holdout_by_gpu": by_gpu,
         "holdout_groups": _grouped(rows, predicted, measured),
         "points": points,
+    }
+
+
+def cross_validation(
+    rows: list[Measurement], folds: int = 5, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """K-fold cross-validation of the whole refit (`pddplan.perf.refit`: defaults, per GPU, per
+    stack) on the `fit` rows: fold k holds the fit rows at positions k, k + K, k + 2K, ... in file
+    order; each fold is predicted by the factors refitted without it (with the most specific level
+    its row has, as `accuracy` does). Held-out and excluded rows never enter. Errors are
+    |predicted / measured - 1|: median, p90 and worst, overall and per group (`_grouped`)."""
+    from dataclasses import replace
+
+    from pddplan.perf.calibrate import predict
+    from pddplan.perf.refit import refit
+
+    if folds < 2:
+        raise InputError(f"--folds = {folds}: cross-validation needs at least 2 folds")
+    fit_index = [i for i, m in enumerate(rows) if m.split == "fit"]
+    if len(fit_index) < folds:
+        raise InputError(f"--folds = {folds}: more folds than the {len(fit_index)} fit rows")
+    predicted = np.full(len(rows), np.nan)
+    for k in range(folds):
+        held = set(fit_index[k::folds])
+        if progress:
+            progress(f"cross-validation: fold {k + 1} of {folds} ({len(held)} rows held out)")
+        train = [replace(m, split="holdout") if i in held else m for i, m in enumerate(rows)]
+        fit = refit(train)
+        for i in sorted(held):
+            m = rows[i]
+            predicted[i] = float(predict([m], fit.factors(m.gpu, m.stack))[0])
+    scored = ~np.isnan(predicted)
+    measured = np.array([m.measured_s for m in rows])
+    return {
+        "folds": folds,
+        "overall": _percentiles(predicted[scored], measured[scored]),
+        **_grouped(rows, np.where(scored, predicted, 1.0), measured, scored),
     }

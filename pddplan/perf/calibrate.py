@@ -298,6 +298,41 @@ class CalibrationResult:
     predicted_after: np.ndarray
 
 
+#: factors fitted on a log scale (their ranges span orders of magnitude)
+LOG_FACTORS = frozenset(
+    {
+        "compute_half_tokens",
+        "collective_latency_s",
+        "step_overhead_s",
+        "layer_overhead_s",
+        "moe_layer_overhead_s",
+        "request_overhead_s",
+    }
+)
+BOUND_TOLERANCE = 0.01  # a factor within 1% of its range (log range for the log-encoded ones) of a bound
+
+
+def factors_on_bounds(efficiency: Efficiency, fixed: Iterable[str] = ()) -> list[tuple[str, float, str]]:
+    """The fitted factors that sit on a bound of PARAMETERS: (name, value, "lower" or "upper").
+
+    A factor on a bound means the model's structure, not the data, limits the fit (the fit wanted
+    to go further than physics allows): `calibrate` warns about each."""
+    frozen = set(fixed)
+    out = []
+    for name, low, high in PARAMETERS:
+        if name in frozen:
+            continue
+        value = float(getattr(efficiency, name))
+        logs = name in LOG_FACTORS
+        lo, hi, v = (math.log(low), math.log(high), math.log(value)) if logs else (low, high, value)
+        margin = BOUND_TOLERANCE * (hi - lo)
+        if v <= lo + margin:
+            out.append((name, value, "lower"))
+        elif v >= hi - margin:
+            out.append((name, value, "upper"))
+    return out
+
+
 def fit_efficiency(
     rows: list[Measurement],
     start: Efficiency = DEFAULT_EFFICIENCY,
@@ -322,14 +357,7 @@ def fit_efficiency(
     hardware = {gpu: load_hardware(gpu) for gpu in {m.gpu for m in rows}}
     frozen = set(fixed)
     free = [(name, low, high) for name, low, high in PARAMETERS if name not in frozen]
-    logs = {
-        "compute_half_tokens",
-        "collective_latency_s",
-        "step_overhead_s",
-        "layer_overhead_s",
-        "moe_layer_overhead_s",
-        "request_overhead_s",
-    }
+    logs = LOG_FACTORS
 
     def to_efficiency(vector: np.ndarray) -> Efficiency:
         values = start.model_dump()

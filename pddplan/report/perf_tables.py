@@ -66,11 +66,17 @@ def calibration_summary(result: CalibrationResult, target: str, output: Path | N
     def stats(s: Any) -> dict[str, float]:
         return {"count": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst}
 
+    from pddplan.perf.calibrate import factors_on_bounds
+
     return {
         "target": target,
         "efficiency": result.efficiency.model_dump(),
         "before": {"fit": stats(result.before_fit), "holdout": stats(result.before_holdout)},
         "after": {"fit": stats(result.after_fit), "holdout": stats(result.after_holdout)},
+        "factors_on_bounds": [
+            {"factor": name, "value": value, "bound": side}
+            for name, value, side in factors_on_bounds(result.efficiency)
+        ],
         "output": str(output) if output else None,
     }
 
@@ -138,6 +144,21 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
         chosen = [p for p in report["points"] if p["split"] == split]
         if chosen:
             console.print(_points_table(title, sorted(chosen, key=lambda p: -abs(p["error"]))))
+    cv = report.get("cross_validation")
+    if cv:
+        folds = Table(title=f"{cv['folds']}-fold cross-validation of the refit on the fit rows (out of fold)")
+        for header in ("rows", "count", "median |error|", "p90 |error|", "worst |error|"):
+            folds.add_column(header, justify="right")
+        groups = [("all", cv["overall"]), *cv["by_measurement"].items(), *cv["by_family"].items()]
+        for name, s in groups:
+            folds.add_row(
+                name,
+                str(s["count"]),
+                _share(s["median_abs_error"]),
+                _share(s["p90_abs_error"]),
+                _share(s["worst_abs_error"]),
+            )
+        console.print(folds)
 
 
 def _points_table(title: str, points: list[dict[str, Any]]) -> Table:

@@ -1,0 +1,73 @@
+"""Honest scoring of the step-time model: fitted factors that sit on a bound are reported (and
+`calibrate` warns), and `accuracy --folds K` cross-validates the whole refit on the fit rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cli_results import one_error_line
+
+from pddplan.errors import InputError
+from pddplan.perf.accuracy import cross_validation
+from pddplan.perf.calibrate import FIT_START, PARAMETERS, factors_on_bounds, read_measurements
+
+ROOT = Path(__file__).resolve().parent.parent
+MEASUREMENTS = ROOT / "tests" / "data" / "measurements.csv"
+
+
+def test_factors_on_bounds_by_hand() -> None:
+    assert factors_on_bounds(FIT_START) == []  # mid-range start: nothing on a bound
+    on = FIT_START.model_copy(update={"compute_max_fraction": 0.95, "step_overhead_s": 1e-4})
+    assert factors_on_bounds(on) == [("compute_max_fraction", 0.95, "upper"), ("step_overhead_s", 1e-4, "lower")]
+    # 1% of the range from a bound counts; 2% does not (memory_fraction spans 0.5-0.95)
+    near = FIT_START.model_copy(update={"memory_fraction": 0.5 + 0.004})
+    far = FIT_START.model_copy(update={"memory_fraction": 0.5 + 0.009})
+    assert factors_on_bounds(near) == [("memory_fraction", 0.504, "lower")]
+    assert factors_on_bounds(far) == []
+    # a frozen factor is not fitted, so not reported
+    assert factors_on_bounds(on, fixed=["compute_max_fraction"]) == [("step_overhead_s", 1e-4, "lower")]
+    assert {name for name, _, _ in PARAMETERS} >= {"compute_max_fraction", "step_overhead_s"}
+
+
+def test_calibrate_warns_about_each_factor_on_a_bound(cli: Any) -> None:
+    import json
+
+    result = cli("calibrate", str(MEASUREMENTS), "--gpu", "h100-sxm", "--json")
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == len(report["factors_on_bounds"]) >= 1
+    for item, line in zip(report["factors_on_bounds"], warnings, strict=True):
+        assert line.startswith(f"warning: {item['factor']} = ") and f"its {item['bound']} bound" in line
+
+
+def small_rows() -> list[Any]:
+    """The h200 rows (fit, held-out and excluded): a refit of them takes seconds."""
+    return [m for m in read_measurements(MEASUREMENTS) if m.gpu == "h200"]
+
+
+def test_cross_validation_predicts_each_fit_row_once_from_a_fit_without_it() -> None:
+    rows = small_rows()
+    fit_rows = sum(m.split == "fit" for m in rows)
+    assert fit_rows >= 3
+    cv = cross_validation(rows, folds=3)
+    assert cv["folds"] == 3 and cv["overall"]["count"] == fit_rows
+    for key in ("median_abs_error", "p90_abs_error", "worst_abs_error"):
+        assert np.isfinite(cv["overall"][key]) and cv["overall"][key] >= 0
+    assert cv["overall"]["median_abs_error"] <= cv["overall"]["p90_abs_error"] <= cv["overall"]["worst_abs_error"]
+    assert sum(group["count"] for group in cv["by_family"].values()) == fit_rows
+
+
+def test_cross_validation_refuses_too_few_or_too_many_folds() -> None:
+    rows = small_rows()
+    with pytest.raises(InputError, match="at least 2 folds"):
+        cross_validation(rows, folds=1)
+    with pytest.raises(InputError, match="more folds than"):
+        cross_validation(rows, folds=10_000)
+
+
+def test_accuracy_folds_flag_is_checked(cli: Any) -> None:
+    one_error_line(cli("accuracy", "--folds", "1"), "--folds = 1", "at least 2 folds")
