@@ -359,6 +359,10 @@ def estimate(
         str | None,
         typer.Option("--stack", help="Use the GPU's factors calibrated for this serving stack (e.g. sglang-0.5)."),
     ] = None,
+    mtp: Annotated[int, typer.Option("--mtp", help="Decode with multi-token prediction: K draft tokens per step.")] = 0,
+    accept: Annotated[
+        float | None, typer.Option("--accept", help="With --mtp: share of draft tokens accepted (0-1].")
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Predict one prefill, decode step or extend step, with its breakdown and binding resource."""
@@ -373,6 +377,8 @@ def estimate(
         decode_batch=decode_batch,
         extend_tokens=extend,
         context_tokens=context,
+        mtp_draft_tokens=mtp,
+        mtp_acceptance=accept,
     )
     result = run(
         model,

@@ -152,7 +152,9 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
                 f"{source}: {name}.gpu = {spec.gpu!r}: datacenter {spec.datacenter} offers only {', '.join(offers)}"
             )
         hardware = inputs.hardware_for(spec.gpu)
-        instance = Instance(model, hardware, spec.tp, spec.expert_parallel, stack=workload.serving.stack)
+        instance = Instance(
+            model, hardware, spec.tp, spec.expert_parallel, stack=workload.serving.stack, mtp=workload.serving.mtp()
+        )
         try:
             memory_budget(instance, workload.serving.hbm_utilization, chunk)
         except InputError as exc:

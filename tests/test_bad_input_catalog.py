@@ -158,6 +158,8 @@ FLAG_CASES += [
     (("sweep", SMALL, "--param", "arrival.no_such_field", "--values", "1"), "arrival.no_such_field", "unknown field"),
     (("sweep", SMALL, "--param", "arrival.rate_rps", "--values", "1", "--backend", "mpi"), "--backend", "mpi"),
     ((*ESTIMATE, "--prefill", "100", "--kv-dtype", "fp3"), "--kv-dtype", "fp3"),
+    ((*ESTIMATE, "--decode-batch", "1", "--context", "10", "--mtp", "1", "--accept", "nan"), "--accept", "nan"),
+    ((*ESTIMATE, "--decode-batch", "1", "--context", "10", "--mtp", "-1", "--accept", "0.5"), "--mtp", "-1"),
     ((*ESTIMATE, "--prefill", "100", "--stack", "no-such-stack"), "stack", "no-such-stack"),
     (("estimate", "--model", "no-such-model", "--gpu", "h100-sxm", "--prefill", "1"), "model", "no-such-model"),
     (("estimate", "--model", "llama-3.1-8b", "--gpu", "no-such-gpu", "--prefill", "1"), "GPU", "no-such-gpu"),

@@ -113,7 +113,9 @@ def instance_candidates(inputs: InputSet, chunk_tokens: int) -> list[Candidate]:
                 if tp > offer.max_count:
                     continue
                 for layout in layouts(model, tp, hardware.scale_up_domain):
-                    instance = Instance(model, hardware, tp, layout, stack=workload.serving.stack)
+                    instance = Instance(
+                        model, hardware, tp, layout, stack=workload.serving.stack, mtp=workload.serving.mtp()
+                    )
                     if not fits(instance, utilization, chunk_tokens):
                         continue
                     out.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,8 +10,10 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
-from pddplan.perf.roofline import Instance, prefill_cost, step_time
+from pddplan.perf.roofline import Instance, Mtp, decode_step_time, prefill_cost, step_time
 from pddplan.specs.model import KvDtype
+
+MAX_MTP_DRAFT_TOKENS = 8  # as a workload's serving.mtp_draft_tokens
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,23 @@ class StepQuery:
     decode_batch: int | None = None
     extend_tokens: int | None = None
     context_tokens: int | None = None
+    mtp_draft_tokens: int = 0
+    mtp_acceptance: float | None = None
+
+    def mtp(self) -> Mtp | None:
+        """The multi-token prediction of a decode step (--mtp K --accept A), checked; None when off."""
+        k, a = self.mtp_draft_tokens, self.mtp_acceptance
+        if k == 0 and a is None:
+            return None
+        if not 0 <= k <= MAX_MTP_DRAFT_TOKENS:
+            raise InputError(f"--mtp = {k}: draft tokens per step must be 0-{MAX_MTP_DRAFT_TOKENS}")
+        if k == 0 or a is None:
+            raise InputError("--mtp K and --accept A go together (K draft tokens, a share A of them accepted)")
+        if not (math.isfinite(a) and 0 < a <= 1):
+            raise InputError(f"--accept = {a}: must be in (0, 1]")
+        if self.decode_batch is None:
+            raise InputError("--mtp applies to a decode step (--decode-batch B)")
+        return Mtp(k, a)
 
 
 def estimate(
@@ -67,8 +87,9 @@ def estimate(
     if modes[0] in ("decode", "extend") and context_tokens is None:
         raise InputError(f"--{'decode-batch' if modes[0] == 'decode' else 'extend'} needs --context TOKENS")
     check_gpus_per_instance(tp, "--tp")
+    mtp = query.mtp()
     model = load_model(model_name, kv_dtype)
-    instance = Instance(model, load_hardware(gpu), tp, expert_parallel, stack=stack)
+    instance = Instance(model, load_hardware(gpu), tp, expert_parallel, stack=stack, mtp=mtp)
     budget = memory_budget(instance, step_tokens=chunk_tokens or prefill_tokens or 8192)
     result: dict[str, Any] = {
         "model": model.name,
@@ -105,12 +126,15 @@ def estimate(
         )
     elif modes[0] == "decode":
         assert decode_batch is not None and context_tokens is not None
-        step = step_time(instance, 1, context_tokens, decode_batch)
+        step = step_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch)
+        per_token = float(decode_step_time(instance, decode_batch, context_tokens))
         result.update(
             decode_step_s=float(step.total_s),
+            time_per_output_token_s=per_token,
+            tokens_per_step=mtp.tokens_per_step() if mtp else 1.0,
             batch=decode_batch,
             context_tokens=context_tokens,
-            tokens_per_s=decode_batch / float(step.total_s),
+            tokens_per_s=decode_batch / per_token,
             max_batch_by_memory=int(max_batch(instance, context_tokens)),
         )
     else:

@@ -41,6 +41,21 @@ ACTIVATION_BYTES = 2  # bf16 activations on the wire
 
 
 @dataclass(frozen=True)
+class Mtp:
+    """Multi-token prediction (speculative decoding with the model's own draft layer): each decode
+    step drafts `draft_tokens` tokens and verifies them with the target model; each draft token is
+    accepted with probability `acceptance`, given all before it were."""
+
+    draft_tokens: int
+    acceptance: float
+
+    def tokens_per_step(self) -> float:
+        """E[tokens a sequence gains per step] = 1 + a + a^2 + ... + a^K (the verified token, then
+        each draft while the chain holds)."""
+        return 1.0 + sum(self.acceptance**i for i in range(1, self.draft_tokens + 1))
+
+
+@dataclass(frozen=True)
 class Instance:
     """One serving instance: a model on `tp` GPUs of one type (experts split across the same GPUs).
 
@@ -55,6 +70,7 @@ class Instance:
     expert_parallel: bool | None = None
     efficiency_override: Efficiency | None = field(default=None, compare=False)
     stack: str | None = None
+    mtp: Mtp | None = None
 
     def __post_init__(self) -> None:
         if self.tp < 1:
@@ -447,8 +463,17 @@ def prefill_time(
 
 
 def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
-    """Time of one decode step for `batch` sequences of mean context `context_tokens`."""
-    return step_time(instance, 1.0, context_tokens, batch).total_s
+    """Time of one decode step for `batch` sequences of mean context `context_tokens`, per token each
+    sequence gains. With multi-token prediction (`instance.mtp`, K drafts accepted at rate a) a step
+    verifies K + 1 tokens per sequence and runs the draft layer K times (each about one layer of
+    the model: a 1-token step / L), and gains `Mtp.tokens_per_step` tokens:
+    (step(K + 1 tokens) + K * step(1 token) / L) / (1 + a + ... + a^K)."""
+    mtp = instance.mtp
+    if mtp is None or mtp.draft_tokens == 0:
+        return step_time(instance, 1.0, context_tokens, batch).total_s
+    verify = step_time(instance, float(mtp.draft_tokens + 1), context_tokens, batch).total_s
+    draft = mtp.draft_tokens * step_time(instance, 1.0, context_tokens, batch).total_s / instance.model.num_layers
+    return (verify + draft) / mtp.tokens_per_step()
 
 
 def extend_time(instance: Instance, tokens: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:

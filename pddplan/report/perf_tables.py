@@ -30,9 +30,15 @@ def print_estimate(console: Console, result: dict[str, Any]) -> None:
             f"{_ms(result['request_overhead_s'])}: {_ms(result['lone_request_ttft_s'])}"
         )
     elif mode == "decode":
+        mtp = ""
+        if result["tokens_per_step"] > 1:
+            mtp = (
+                f", {result['tokens_per_step']:.2f} tokens per step with multi-token prediction: "
+                f"{_ms(result['time_per_output_token_s'])} per output token"
+            )
         console.print(
             f"{head}: decode step, batch {result['batch']} at {result['context_tokens']:,} context "
-            f"= [bold]{_ms(result['decode_step_s'])}[/bold] ({result['tokens_per_s']:,.0f} tokens/s; "
+            f"= [bold]{_ms(result['decode_step_s'])}[/bold]{mtp} ({result['tokens_per_s']:,.0f} tokens/s; "
             f"memory holds up to {result['max_batch_by_memory']:,} such sequences)"
         )
     else:

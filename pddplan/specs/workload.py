@@ -7,7 +7,7 @@ documented in `docs/inputs.md`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -28,6 +28,9 @@ from pddplan.specs.common import (
     Usd,
 )
 from pddplan.specs.distributions import HitRateDistribution, LengthDistribution
+
+if TYPE_CHECKING:
+    from pddplan.perf.roofline import Mtp
 from pddplan.specs.model import KvDtype
 
 
@@ -216,6 +219,33 @@ class ServingOptions(StrictModel):
         description="serving stack (e.g. sglang-0.5): step times use each GPU profile's factors for it; "
         "omit for the profiles' stack-agnostic factors",
     )
+    mtp_draft_tokens: int = Field(
+        default=0,
+        ge=0,
+        le=8,
+        description="multi-token prediction: draft tokens per decode step (0: off; DeepSeek-V3 runs 1)",
+    )
+    mtp_acceptance: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="share of draft tokens accepted, each given the ones before it (DeepSeek-V3's report: "
+        "85-90% for its second token); needed with mtp_draft_tokens > 0",
+    )
+
+    @model_validator(mode="after")
+    def _mtp_complete(self) -> ServingOptions:
+        if self.mtp_draft_tokens > 0 and self.mtp_acceptance is None:
+            raise ValueError("mtp_draft_tokens > 0 needs mtp_acceptance (the share of draft tokens accepted)")
+        return self
+
+    def mtp(self) -> Mtp | None:
+        """The multi-token prediction setting, or None when off."""
+        from pddplan.perf.roofline import Mtp
+
+        if self.mtp_draft_tokens == 0 or self.mtp_acceptance is None:
+            return None
+        return Mtp(self.mtp_draft_tokens, self.mtp_acceptance)
 
 
 class Workload(StrictModel):
