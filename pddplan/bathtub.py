@@ -37,7 +37,7 @@ from pddplan.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError
 from pddplan.input_set import InputSet, load_input_set
 from pddplan.limits import check_chunk, check_points
-from pddplan.optimize.sizing import Shape, choose_shape, size_plan
+from pddplan.optimize.sizing import Shape, choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution
 from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
@@ -187,7 +187,11 @@ def bathtub(
             shapes[arch] = None
     figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
     plans: dict[ArchitectureName, list[dict[str, Any] | None]] = {arch: [None] * points for arch in architectures}
-    fixed = {arch: _fixed_plan(nominal, shape) for arch, shape in shapes.items()} if options.fixed_plan else {}
+    fixed = (
+        {arch: _fixed_plan(inputs.with_workload(nominal), shape) for arch, shape in shapes.items()}
+        if options.fixed_plan
+        else {}
+    )
     tasks = [_PointTask(inputs, float(hit), mode, chunk_tokens, shapes, fixed, options.fixed_plan) for hit in hits]
     for i, point in enumerate(map_in_order(_point_figures, tasks, options.execution or Execution(), progress)):
         for arch, (values, plan) in point.items():
@@ -246,19 +250,21 @@ def _point_figures(task: _PointTask) -> dict[ArchitectureName, tuple[dict[str, f
 def _resized_figures(point: Workload, shape: Shape, inputs: InputSet) -> tuple[dict[str, float] | None, Plan | None]:
     """The figures of the plan sized for `point`: it serves the offered rate on whole instances and
     lines, priced as such (the same figures as a fixed plan's, `_fixed_plan_figures`)."""
+    here = inputs.with_workload(point)
     try:
-        sized = size_plan(point, shape)
+        sized = relay_on_prefill_if_cheaper(size_plan(point, shape), here)
     except InfeasibleError:
         return None, None
-    return _fixed_plan_figures(sized.plan, inputs.with_workload(point)), sized.plan
+    return _fixed_plan_figures(sized.plan, here), sized.plan
 
 
-def _fixed_plan(nominal: Workload, shape: Shape | None) -> Plan | None:
-    """The plan sized once at the workload's own hit rate (None when it cannot be sized)."""
+def _fixed_plan(nominal: InputSet, shape: Shape | None) -> Plan | None:
+    """The plan sized once at the workload's own hit rate, its relay on the prefill instances when
+    that is no dearer and meets the SLA (None when it cannot be sized)."""
     if shape is None:
         return None
     try:
-        return size_plan(nominal, shape).plan
+        return relay_on_prefill_if_cheaper(size_plan(nominal.workload, shape), nominal).plan
     except InfeasibleError:
         return None
 

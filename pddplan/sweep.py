@@ -120,11 +120,11 @@ def run_point(task: SweepTask) -> dict[str, Any]:
 
 
 def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
-    from pddplan.optimize.sizing import choose_shape, size_plan
+    from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
     from pddplan.scenario import build_scenario
 
     workload = inputs.workload
-    sized = size_plan(workload, choose_shape(inputs, arch))
+    sized = relay_on_prefill_if_cheaper(size_plan(workload, choose_shape(inputs, arch)), inputs)
     scenario = build_scenario(sized.plan, inputs, source="sized plan")
     view = sized.view
     return {

@@ -210,3 +210,21 @@ def test_auto_is_no_worse_than_either_placement() -> None:
         assert result.evaluation is not None
         bcr[placement] = result.evaluation.bcr
     assert bcr["auto"] >= max(bcr["dedicated"], bcr["prefill"]) * (1 - 1e-9)
+
+
+def test_fast_sizing_moves_the_relay_onto_prefill_when_it_is_no_dearer() -> None:
+    """bathtub and sweep size plans without the program; they compare the relay's placements too."""
+    from pddplan.inputs import workload_dir
+    from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
+    from pddplan.scenario import build_scenario
+
+    inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
+    sized = size_plan(inputs.workload, choose_shape(inputs, "pdd"))
+    assert sized.plan.relay is not None
+    moved = relay_on_prefill_if_cheaper(sized, inputs)
+    assert moved.plan.relay_on_prefill and moved.plan.relay is None
+    before, after = build_scenario(sized.plan, inputs), build_scenario(moved.plan, inputs)
+    assert after.cost_per_hour <= before.cost_per_hour
+    assert evaluate(after).sla_met
+    intra = size_plan(inputs.workload, choose_shape(inputs, "pd-intra"))
+    assert relay_on_prefill_if_cheaper(intra, inputs) is intra  # no relay: nothing to move

@@ -26,7 +26,7 @@ from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.loading import read_data
-from pddplan.optimize.sizing import choose_shape, size_plan
+from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.report import sweep_report
 from pddplan.scenario import build_scenario
 
@@ -199,15 +199,18 @@ def test_sweep_json() -> None:
 
 
 def test_sweep_point_is_the_sized_plan_under_its_capacity_view() -> None:
-    """The figures at a value are the sized plan's, read through the evaluator's capacity view."""
+    """The figures at a value are the sized plan's (PDD's relay on its prefill instances when that
+    is no dearer and meets the SLA), read through the evaluator's capacity view."""
     data = sweep_json(*RATE_ARGS)
     workload = load_workload(WORKLOAD)
     base = workload_dir(WORKLOAD)
     for point in data["points"]:
         at = workload.model_copy(update={"arrival": workload.arrival.model_copy(update={"rate_rps": point["value"]})})
         for arch in ("pd-intra", "pdd"):
-            sized = size_plan(at, choose_shape(load_input_set(at, base), arch))
-            scenario = build_scenario(sized.plan, load_input_set(at, base))
+            inputs = load_input_set(at, base)
+            sized = relay_on_prefill_if_cheaper(size_plan(at, choose_shape(inputs, arch)), inputs)
+            assert sized.plan.relay_on_prefill == (arch == "pdd")
+            scenario = build_scenario(sized.plan, inputs)
             view = capacity_view(scenario)
             entry = point[arch]
             assert entry["cost_usd_per_hour"] == pytest.approx(scenario.cost_per_hour, rel=1e-12)

@@ -15,6 +15,7 @@ from pddplan.limits import MAX_RATE_RPS
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import diagnose
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.placement import relay_placements
 from pddplan.optimize.problem import (
     CAPACITY_HANDOFF,
     Headroom,
@@ -33,7 +34,6 @@ TIGHTEN = 0.85
 # the closed form's Erlang-C slot wait is the least exact near there.
 SATURATED_DECODE = 0.8
 MAX_ROUNDS = 4
-COLOCATED_EXTRA_PREFILL = 1
 
 
 @dataclass
@@ -113,33 +113,6 @@ def _plan(setup: OptimizeSetup, data: milp.ProblemData, solution: milp.Solution,
     )
 
 
-def relay_placements(plan: Plan, options: OptimizeOptions) -> list[list[Plan]]:
-    """The plans to compare for `plan`'s relay, in groups ordered by cost. A dedicated relay as the
-    program sized it and, unless the options say dedicated only, the relay on the prefill instances
-    with 0 up to ceil(relay GPUs / prefill TP) more of them to carry its tokens (more would cost more
-    than the relay they replace). A relay the program put on prefill: with 0 up to
-    COLOCATED_EXTRA_PREFILL more prefill instances (the program leaves out how much the relay's
-    tokens slow prefill). Plans without a relay come back unchanged."""
-    relay, prefill = plan.relay, plan.prefill
-    if plan.relay_on_prefill:  # the program's room for the relay: prefill's slow-down is not in it
-        extra = range(COLOCATED_EXTRA_PREFILL + 1)
-    elif relay is None or relay.count == 0 or options.relay_placement == "dedicated":
-        return [[plan]]
-    else:
-        extra = range(math.ceil(relay.gpus / prefill.tp) + 1)
-    colocated = [
-        plan.model_copy(
-            update={
-                "relay": None,
-                "relay_on_prefill": True,
-                "prefill": prefill.model_copy(update={"count": prefill.count + k}),
-            }
-        )
-        for k in extra
-    ]
-    return [colocated] if plan.relay_on_prefill else [[plan], colocated]
-
-
 def rule_text(routing: Routing | None) -> str:
     """A routing rule in words: which requests take the relay."""
     if routing is None:
@@ -186,7 +159,7 @@ def _best_of_round(
         if options.mode == "bcr" and solution.cost_per_hour > 0:
             ratio = max(ratio, solution.rate / solution.cost_per_hour)
         plan = _plan(setup, data, solution, routing)
-        for placements in relay_placements(plan, options):
+        for placements in relay_placements(plan, options.relay_placement):
             for placed in placements:  # cheapest first: stop at the first that meets the SLA
                 met = False
                 for mode in arch.handoff_modes():

@@ -15,7 +15,7 @@ import numpy as np
 
 from pddplan import architectures
 from pddplan.architectures import Architecture
-from pddplan.errors import InfeasibleError
+from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.capacity import (
     RDMA_PATH,
     WAN_MAX_UTILIZATION,
@@ -250,3 +250,28 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
         prefill_token_throughputs(classes, shape.prefill.tp),
     )
     return SizedPlan(plan, view)
+
+
+def relay_on_prefill_if_cheaper(sized: SizedPlan, inputs: InputSet) -> SizedPlan:
+    """`sized` with its dedicated relay moved onto the prefill instances (with as few more of them
+    as `relay_placements` tries, cheapest first) when the closed form says that plan meets the SLA
+    at no higher cost; otherwise `sized` as it is."""
+    from pddplan.evaluate.analytic import evaluate
+    from pddplan.evaluate.capacity_view import capacity_view
+    from pddplan.optimize.placement import relay_placements
+    from pddplan.scenario import build_scenario
+
+    groups = relay_placements(sized.plan)
+    if len(groups) < 2:
+        return sized
+    dedicated_usd_per_hour = build_scenario(sized.plan, inputs, source="sized plan").cost_per_hour
+    for plan in groups[-1]:
+        try:
+            scenario = build_scenario(plan, inputs, source="sized plan")
+        except InputError:  # more prefill instances than the datacenter offers
+            return sized
+        if scenario.cost_per_hour > dedicated_usd_per_hour:
+            return sized
+        if evaluate(scenario).sla_met:
+            return SizedPlan(plan, capacity_view(scenario))
+    return sized
