@@ -58,14 +58,19 @@ class DecodeInstance:
                 self.clock += running / self.step_s()
         self.last_t = t
 
-    def next_finish(self) -> float:
-        """Time the next sequence finishes, if nothing changes (inf when idle)."""
+    def tokens_to_next_finish(self) -> float | None:
+        """Tokens the next sequence to finish still needs (None when idle); finished or handed-off
+        sequences' heap entries are dropped on the way."""
         while self.heap and self.heap[0][1] not in self.joined_at:
             heapq.heappop(self.heap)
-        if not self.heap:
+        return max(self.heap[0][0] - self.clock, 0.0) if self.heap else None
+
+    def next_finish(self) -> float:
+        """Time the next sequence finishes, if nothing changes (inf when idle)."""
+        need = self.tokens_to_next_finish()
+        if need is None:
             return math.inf
-        start = max(self.last_t, self.stall_until)
-        return start + max(self.heap[0][0] - self.clock, 0.0) * self.step_s()
+        return max(self.last_t, self.stall_until) + need * self.step_s()
 
     def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
         """Start decoding `tokens` tokens of `request` at `t` after a stall; return its first-token time."""
@@ -165,12 +170,10 @@ class ColocatedRelay(DecodeInstance):
         self.last_t = t
 
     def next_finish(self) -> float:
-        while self.heap and self.heap[0][1] not in self.joined_at:
-            heapq.heappop(self.heap)
-        if not self.heap:
+        need = self.tokens_to_next_finish()
+        if need is None:
             return math.inf
         tau = DecodeInstance.step_s(self)
-        need = max(self.heap[0][0] - self.clock, 0.0)
         return max(self._time_at(self._clock_at(self.last_t, tau) + need, tau), self.last_t)
 
     def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
