@@ -228,3 +228,37 @@ def test_fast_sizing_moves_the_relay_onto_prefill_when_it_is_no_dearer() -> None
     assert evaluate(after).sla_met
     intra = size_plan(inputs.workload, choose_shape(inputs, "pd-intra"))
     assert relay_on_prefill_if_cheaper(intra, inputs) is intra  # no relay: nothing to move
+
+
+@settings(max_examples=20, deadline=None)
+@given(low=st.floats(0.0, 64.0), high=st.floats(0.0, 64.0))
+def test_more_relay_sequences_never_cost_a_mixed_step_less(low: float, high: float) -> None:
+    from pddplan.inputs import load_hardware, load_model
+    from pddplan.perf.roofline import Instance
+
+    instance = Instance(load_model("deepseek-v3.2"), load_hardware("gpu-a"), 16)
+    low, high = sorted((low, high))
+    cheap = float(relay_marginal_step_s(instance, low, 60_000.0, 8192))
+    dear = float(relay_marginal_step_s(instance, high, 60_000.0, 8192))
+    assert dear >= cheap * (1 - 1e-12) and cheap >= 0
+
+
+@pytest.mark.parametrize("extra", [1, 2])
+def test_more_prefill_instances_never_raise_the_relayed_ttft(tmp_path: Path, extra: int) -> None:
+    """More GPUs never raise TTFT: the co-located plan with more prefill instances (each carrying
+    a share of the relay) has no higher TTFT tails, overall and on the relayed pipeline."""
+    spec = yaml.safe_load(colocated_plan_file(tmp_path).read_text())
+    base = evaluate(scenario_of(colocated_plan_file(tmp_path), WORKLOAD))
+    spec["prefill"]["count"] += extra
+    wider_path = tmp_path / f"wider-{extra}.yaml"
+    wider_path.write_text(yaml.safe_dump(spec))
+    wider = evaluate(scenario_of(wider_path, WORKLOAD))
+
+    def no_higher(new: float, old: float) -> bool:  # quantiles are resolved to 1 ms or 0.1% (mixture_quantiles)
+        return new <= max(old * 1.001, old + 1e-3)
+
+    assert no_higher(wider.ttft.p90_s, base.ttft.p90_s)
+    assert no_higher(wider.ttft.p99_s, base.ttft.p99_s)
+    relayed = "P-RLD-MD"
+    assert no_higher(wider.pipelines[relayed]["ttft_p90_s"], base.pipelines[relayed]["ttft_p90_s"])
+    assert wider.stages["prefill"].utilization < base.stages["prefill"].utilization
