@@ -152,6 +152,8 @@ workloads_app = _app("Browse the shipped workloads, or check a workload file.")
 app.add_typer(hardware_app, name="hardware")
 app.add_typer(models_app, name="models")
 app.add_typer(workloads_app, name="workloads")
+trace_app = _app("Read request traces (Mooncake JSON lines, CSV, the Azure LLM trace).")
+app.add_typer(trace_app, name="trace")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Write machine-readable JSON to stdout, nothing else.")]
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")]
@@ -286,6 +288,37 @@ def workloads_show(
         output.emit_json(summary)
     else:
         browse_tables.print_workload(output.results(), summary)
+
+
+@trace_app.command("import")
+def trace_import(
+    trace: Annotated[Path, typer.Argument(help="The trace file (streamed: any size).")],
+    fmt: Annotated[str, typer.Option("--format", help="mooncake (JSON lines), csv or azure.")] = "mooncake",
+    block_tokens: Annotated[
+        int, typer.Option("--block-tokens", help="Tokens per hashed prompt block (Mooncake: 512).")
+    ] = 512,
+    json_out: JsonFlag = False,
+) -> None:
+    """Summarize a request trace: count, rate, burstiness (inter-arrival CV, per-minute peak to
+    mean), prompt and output length histograms, and the prefix hit rate an unbounded cache would
+    see (with block hashes), with its correlation to prompt length."""
+    from pddplan.errors import InputError
+    from pddplan.limits import check_tokens
+    from pddplan.report import output, trace_tables
+    from pddplan.trace.read import FORMATS, read_trace
+    from pddplan.trace.stats import summarize
+
+    chosen = next((name for name in FORMATS if name == fmt), None)
+    if chosen is None:
+        raise InputError(f"--format = {fmt!r}: expected one of {', '.join(FORMATS)}")
+    check_tokens(block_tokens, "--block-tokens", 1)
+    with output.status(f"reading {trace}..."):
+        summary = summarize(read_trace(trace, chosen), block_tokens).to_dict()
+    summary = {"trace": str(trace), "format": fmt} | summary
+    if json_out:
+        output.emit_json(summary)
+    else:
+        trace_tables.print_trace(output.results(), summary)
 
 
 def _architecture_names(given: list[str] | None) -> list[str]:

@@ -325,6 +325,31 @@ class Calibrate(Output):
     output: str | None
 
 
+class TraceImport(Output):
+    """`trace import --json`."""
+
+    trace: str
+    format: str
+    requests: int
+    duration_s: float
+    rate_rps: float | None
+    interarrival_cv: float | None
+    requests_per_minute: list[int]
+    peak_to_mean_per_minute: float | None
+    input_tokens_mean: float | None
+    output_tokens_mean: float | None
+    length_bins_tokens: list[int]
+    input_tokens_histogram: list[int]
+    output_tokens_histogram: list[int]
+    block_tokens: int
+    requests_with_hashes: int
+    ideal_hit_rate_token_weighted: float | None
+    hit_bins: list[float]
+    ideal_hit_histogram: list[int]
+    hit_vs_prompt_length_correlation: float | None
+    unique_blocks: int
+
+
 OUTPUTS: dict[str, Any] = {
     "evaluate": Evaluation,
     "simulate": Simulation,
@@ -344,6 +369,7 @@ OUTPUTS: dict[str, Any] = {
     "workloads-list": list[Catalog],
     "accuracy": Accuracy,
     "calibrate": Calibrate,
+    "trace-import": TraceImport,
 }
 """Each command's `--json` output, by the file name its schema is written under."""
 

@@ -30,6 +30,24 @@ COMMANDS = [
     ("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "2,4"),
     ("accuracy",),
     ("gate", str(ROOT / "examples" / "ci" / "baseline.json")),
+    ("trace", "import", str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl")),
+    (
+        "estimate",
+        "--model",
+        "deepseek-v3.2",
+        "--gpu",
+        "gpu-b",
+        "--tp",
+        "16",
+        "--decode-batch",
+        "64",
+        "--context",
+        "65000",
+        "--mtp",
+        "1",
+        "--accept",
+        "0.85",
+    ),
 ]
 
 

@@ -1,0 +1,1 @@
+"""Request traces: reading them as streams (`read`) and summarizing them (`stats`)."""

@@ -1,0 +1,155 @@
+"""Read a request trace one request at a time (a trace of millions of lines is never held whole).
+
+Formats:
+  mooncake  JSON lines: timestamp (ms), input_length, output_length, hash_ids (the prompt's
+            block hashes, in order; the Mooncake FAST'25 trace release);
+  csv       header timestamp_s,input_tokens,output_tokens[,hash_ids] (hash ids space-separated);
+  azure     the Azure LLM inference trace: TIMESTAMP (date and time),ContextTokens,GeneratedTokens
+            (no hashes).
+Timestamps come back in seconds from the first request. A bad line raises InputError naming the
+file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pddplan.errors import InputError
+from pddplan.loading import check_readable
+
+TraceFormat = Literal["mooncake", "csv", "azure"]
+FORMATS: tuple[TraceFormat, ...] = ("mooncake", "csv", "azure")
+MAX_TOKENS = 100_000_000  # per request: beyond any context window
+MAX_TRACE_BYTES = 10**13  # streamed, so only a sanity bound
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """One request of a trace: arrival (s from the first), prompt and output tokens, block hashes."""
+
+    arrival_s: float
+    input_tokens: int
+    output_tokens: int
+    hash_ids: tuple[int, ...] | None
+
+
+def _count(path: Path, line: int, field: str, value: Any) -> int:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: line {line}: {field} = {value!r}: expected a whole number of tokens") from None
+    if not math.isfinite(number) or number < 0 or number != int(number) or number > MAX_TOKENS:
+        raise InputError(
+            f"{path}: line {line}: {field} = {value!r}: expected a whole number of tokens, 0-{MAX_TOKENS:,}"
+        )
+    return int(number)
+
+
+def _seconds(path: Path, line: int, field: str, value: Any, scale: float) -> float:
+    try:
+        number = float(value) * scale
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: line {line}: {field} = {value!r}: expected a number") from None
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"{path}: line {line}: {field} = {value!r}: expected a finite time, at least 0")
+    return number
+
+
+def _hashes(path: Path, line: int, value: Any) -> tuple[int, ...]:
+    items = value.split() if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise InputError(f"{path}: line {line}: hash_ids = {value!r}: expected a list of integers")
+    try:
+        return tuple(int(item) for item in items)
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: line {line}: hash_ids: expected integers, got {items[:3]!r}...") from None
+
+
+def _mooncake(path: Path, lines: Iterator[str]) -> Iterator[tuple[int, float, int, int, tuple[int, ...] | None]]:
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: line {number}: expected a JSON object")
+        for key in ("timestamp", "input_length", "output_length"):
+            if key not in row:
+                raise InputError(f"{path}: line {number}: {key}: missing")
+        hashes = _hashes(path, number, row["hash_ids"]) if "hash_ids" in row else None
+        yield (
+            number,
+            _seconds(path, number, "timestamp", row["timestamp"], 1e-3),
+            _count(path, number, "input_length", row["input_length"]),
+            _count(path, number, "output_length", row["output_length"]),
+            hashes,
+        )
+
+
+def _table(
+    path: Path, lines: Iterator[str], azure: bool
+) -> Iterator[tuple[int, float, int, int, tuple[int, ...] | None]]:
+    reader = csv.DictReader(lines)
+    need = (
+        ("TIMESTAMP", "ContextTokens", "GeneratedTokens") if azure else ("timestamp_s", "input_tokens", "output_tokens")
+    )
+    missing = [name for name in need if name not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"{path}: line 1: missing column(s) {', '.join(missing)} (need {', '.join(need)})")
+    for row in reader:
+        number = reader.line_num
+        if azure:
+            try:
+                arrival = datetime.fromisoformat(str(row["TIMESTAMP"]).strip()[:26]).timestamp()
+            except ValueError:
+                raise InputError(
+                    f"{path}: line {number}: TIMESTAMP = {row['TIMESTAMP']!r}: expected a date and time"
+                ) from None
+            yield (
+                number,
+                arrival,
+                _count(path, number, "ContextTokens", row["ContextTokens"]),
+                _count(path, number, "GeneratedTokens", row["GeneratedTokens"]),
+                None,
+            )
+        else:
+            hashes = _hashes(path, number, row["hash_ids"]) if row.get("hash_ids") else None
+            yield (
+                number,
+                _seconds(path, number, "timestamp_s", row["timestamp_s"], 1.0),
+                _count(path, number, "input_tokens", row["input_tokens"]),
+                _count(path, number, "output_tokens", row["output_tokens"]),
+                hashes,
+            )
+
+
+def read_trace(path: Path, fmt: TraceFormat = "mooncake") -> Iterator[TraceRequest]:
+    """The trace's requests in file order, arrivals in seconds from the first request's. InputError
+    when a timestamp goes backwards (traces are in arrival order)."""
+    if fmt not in FORMATS:
+        raise InputError(f"--format = {fmt!r}: expected one of {', '.join(FORMATS)}")
+    check_readable(path, max_bytes=MAX_TRACE_BYTES)  # a regular file: not a pipe, device or folder
+    with path.open(encoding="utf-8", errors="strict", newline="") as handle:
+        try:
+            rows = _mooncake(path, handle) if fmt == "mooncake" else _table(path, handle, fmt == "azure")
+            first: float | None = None
+            last = -math.inf
+            for number, arrival, inputs, outputs, hashes in rows:
+                if arrival < last:
+                    raise InputError(
+                        f"{path}: line {number}: the timestamp goes backwards (traces are in arrival order)"
+                    )
+                last = arrival
+                first = arrival if first is None else first
+                yield TraceRequest(arrival - first, inputs, outputs, hashes)
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: not UTF-8 text (a trace is JSON lines or CSV)") from None
