@@ -321,6 +321,64 @@ def trace_import(
         trace_tables.print_trace(output.results(), summary)
 
 
+@app.command("cache-curve")
+def cache_curve(
+    trace: Annotated[Path, typer.Argument(help="The trace file (with prompt block hashes).")],
+    capacity: Annotated[
+        str, typer.Option("--capacity", help="Capacities: bytes (1GB,10GB, with --model) or tokens (1M,10M).")
+    ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model whose KV bytes per token turn bytes into tokens.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="mooncake (JSON lines) or csv (with hash_ids).")] = "mooncake",
+    block_tokens: Annotated[int, typer.Option("--block-tokens", help="Tokens per hashed block.")] = 512,
+    eviction: Annotated[str, typer.Option("--eviction", help="lru or lfu.")] = "lru",
+    instances: Annotated[
+        int, typer.Option("--instances", help="Split the capacity into one cache per prefill instance.")
+    ] = 1,
+    routing: Annotated[str, typer.Option("--routing", help="With --instances: affinity or round-robin.")] = "affinity",
+    html_path: Annotated[Path | None, typer.Option("--html", help="Also write the chart as an HTML page.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Prefix hit rate against cache capacity, replaying the trace's block hashes (LRU or LFU; one
+    pooled cache, or one per prefill instance), token- and request-weighted."""
+    from pddplan.errors import InputError
+    from pddplan.limits import check_gpus_per_instance, check_tokens
+    from pddplan.report import output, trace_tables
+    from pddplan.trace.curve import cache_curve as run
+    from pddplan.trace.curve import parse_capacities
+
+    choices = {"--format": (fmt, ("mooncake", "csv")), "--eviction": (eviction, ("lru", "lfu"))}
+    choices["--routing"] = (routing, ("affinity", "round-robin"))
+    for flag, (value, allowed) in choices.items():
+        if value not in allowed:
+            raise InputError(f"{flag} = {value!r}: expected one of {', '.join(allowed)}")
+    check_tokens(block_tokens, "--block-tokens", 1)
+    check_gpus_per_instance(instances, "--instances")
+    kv_per_token = None
+    if model is not None:
+        from pddplan.inputs import load_model
+        from pddplan.perf.kv import kv_bytes_per_token
+
+        kv_per_token = kv_bytes_per_token(load_model(model))
+    capacities = parse_capacities(capacity, kv_per_token)
+    if html_path is not None and html_path.suffix.lower() not in (".html", ".htm"):
+        raise InputError(f"--html = {str(html_path)!r}: name the page .html")
+    with output.status("replaying the trace..."):
+        results = run(trace, fmt, capacities, block_tokens, eviction, instances, routing)  # type: ignore[arg-type]
+    data = trace_tables.curve_data(str(trace), capacities, results, eviction, instances, routing, model)
+    if html_path is not None:
+        from pddplan.loading import write_atomic
+        from pddplan.report.charts import html_page
+
+        write_atomic(html_path, html_page(f"prefix cache: {trace.name}", [trace_tables.curve_chart(data)], []))
+        output.diagnostics().print(f"wrote {html_path}", markup=False, highlight=False)
+    if json_out:
+        output.emit_json(data)
+    else:
+        trace_tables.print_curve(output.results(), data)
+
+
 def _architecture_names(given: list[str] | None) -> list[str]:
     """The --architecture values, checked against the registry (default: every architecture)."""
     from pddplan import architectures

@@ -350,6 +350,27 @@ class TraceImport(Output):
     unique_blocks: int
 
 
+class CachePoint(Output):
+    capacity: str
+    capacity_bytes: float | None
+    capacity_tokens: int
+    capacity_blocks: int
+    requests: int
+    hit_token_weighted: float
+    hit_request_weighted: float
+
+
+class CacheCurve(Output):
+    """`cache-curve --json`."""
+
+    trace: str
+    model: str | None
+    eviction: str
+    instances: int
+    routing: str | None
+    points: list[CachePoint]
+
+
 OUTPUTS: dict[str, Any] = {
     "evaluate": Evaluation,
     "simulate": Simulation,
@@ -370,6 +391,7 @@ OUTPUTS: dict[str, Any] = {
     "accuracy": Accuracy,
     "calibrate": Calibrate,
     "trace-import": TraceImport,
+    "cache-curve": CacheCurve,
 }
 """Each command's `--json` output, by the file name its schema is written under."""
 

@@ -36,6 +36,14 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "accuracy": ("accuracy",),
     "calibrate": ("calibrate", MEASUREMENTS, "--gpu", "h100-sxm"),
     "trace-import": ("trace", "import", str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl")),
+    "cache-curve": (
+        "cache-curve",
+        str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl"),
+        "--model",
+        "deepseek-v3.2",
+        "--capacity",
+        "10GB,1TB",
+    ),
 }
 
 

@@ -50,3 +50,75 @@ def print_trace(console: Console, summary: dict[str, Any]) -> None:
         for i, count in enumerate(summary["ideal_hit_histogram"]):
             hits.add_row(f"{edges[i]:.0%}-{edges[i + 1]:.0%}", f"{count:,}")
         console.print(hits)
+
+
+def curve_data(
+    trace: str,
+    capacities: list[Any],
+    results: list[Any],
+    eviction: str,
+    instances: int,
+    routing: str,
+    model: str | None,
+) -> dict[str, Any]:
+    """The JSON view of a cache curve: one point per capacity."""
+    return {
+        "trace": trace,
+        "model": model,
+        "eviction": eviction,
+        "instances": instances,
+        "routing": routing if instances > 1 else None,
+        "points": [
+            {
+                "capacity": c.text,
+                "capacity_bytes": c.capacity_bytes,
+                "capacity_tokens": int(c.tokens),
+                "capacity_blocks": r.capacity_blocks,
+                "requests": r.requests,
+                "hit_token_weighted": r.hit_token_weighted,
+                "hit_request_weighted": r.hit_request_weighted,
+            }
+            for c, r in zip(capacities, results, strict=True)
+        ],
+    }
+
+
+def curve_chart(data: dict[str, Any]) -> Any:
+    """Hit rate against log10 of the capacity in tokens, token- and request-weighted."""
+    import math
+
+    import numpy as np
+
+    from pddplan.report.charts import Chart, Series
+
+    points = sorted(data["points"], key=lambda p: p["capacity_tokens"])
+    x = np.array([math.log10(max(p["capacity_tokens"], 1)) for p in points])
+    return Chart(
+        title=f"prefix hit rate against cache capacity ({data['eviction']}, {data['instances']} cache(s))",
+        x=x,
+        series=[
+            Series("token-weighted", np.array([p["hit_token_weighted"] for p in points])),
+            Series("request-weighted", np.array([p["hit_request_weighted"] for p in points])),
+        ],
+        x_label="log10 capacity (tokens)",
+        y_label="hit rate",
+    )
+
+
+def print_curve(console: Console, data: dict[str, Any]) -> None:
+    """The curve as a table, then as a terminal chart."""
+    from pddplan.report.charts import terminal
+
+    table = Table(title=f"prefix hit rate against cache capacity, {data['eviction']}, {data['instances']} cache(s)")
+    for header in ("capacity", "tokens", "hit (tokens)", "hit (requests)"):
+        table.add_column(header, justify="right")
+    for p in data["points"]:
+        table.add_row(
+            p["capacity"],
+            f"{p['capacity_tokens']:,}",
+            f"{p['hit_token_weighted']:.1%}",
+            f"{p['hit_request_weighted']:.1%}",
+        )
+    console.print(table)
+    if len(data["points"]) > 1:
+        console.print(terminal(curve_chart(data), width=min(60, max(console.width - 20, 20))), markup=False)
