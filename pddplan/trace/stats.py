@@ -28,7 +28,7 @@ HIT_BINS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0]
 
 @dataclass
 class _Moments:
-    """Streaming count, sums of x, y, x^2, y^2 and x*y (Pearson correlation at the end)."""
+    """Streaming count and sums of x, y, x^2, y^2 and x*y, for their Pearson correlation."""
 
     n: int = 0
     sx: float = 0.0
@@ -61,7 +61,9 @@ class TraceSummary:
     block_tokens: int
     requests: int = 0
     duration_s: float = 0.0
-    gaps: _Moments = field(default_factory=_Moments)
+    gap_count: int = 0
+    gap_sum_s: float = 0.0
+    gap_sum_squares_s2: float = 0.0
     per_minute: dict[int, int] = field(default_factory=dict)
     input_histogram: np.ndarray = field(default_factory=lambda: np.zeros(len(LENGTH_BINS), dtype=np.int64))
     output_histogram: np.ndarray = field(default_factory=lambda: np.zeros(len(LENGTH_BINS), dtype=np.int64))
@@ -77,8 +79,8 @@ class TraceSummary:
         """The JSON view (SI units; token counts as integers)."""
         minutes = [self.per_minute.get(m, 0) for m in range(max(self.per_minute, default=-1) + 1)]
         mean_per_minute = float(np.mean(minutes)) if minutes else 0.0
-        gap_mean = self.gaps.sx / self.gaps.n if self.gaps.n else None
-        gap_var = self.gaps.sxx / self.gaps.n - gap_mean**2 if gap_mean is not None else None
+        gap_mean = self.gap_sum_s / self.gap_count if self.gap_count else None
+        gap_var = self.gap_sum_squares_s2 / self.gap_count - gap_mean**2 if gap_mean is not None else None
         return {
             "requests": self.requests,
             "duration_s": self.duration_s,
@@ -116,7 +118,10 @@ def summarize(requests: Iterable[TraceRequest], block_tokens: int = 512) -> Trac
     for request in requests:
         summary.requests += 1
         if last is not None:
-            summary.gaps.add(request.arrival_s - last, 0.0)
+            gap = request.arrival_s - last
+            summary.gap_count += 1
+            summary.gap_sum_s += gap
+            summary.gap_sum_squares_s2 += gap * gap
         last = request.arrival_s
         summary.duration_s = request.arrival_s
         minute = int(request.arrival_s // 60)
