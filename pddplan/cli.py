@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from pddplan.blas import single_threaded_blas
+
+single_threaded_blas()  # before any command imports numpy: see pddplan/blas.py
+
 if TYPE_CHECKING:
     from pddplan.optimize.options import RelayPlacement
 

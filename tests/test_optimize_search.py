@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -574,3 +575,35 @@ def test_workers_are_forked_only_when_no_other_thread_runs() -> None:
         stop.set()
         other.join()
     assert _fork_is_safe()
+
+
+def test_no_blas_thread_pool_runs_beside_the_forks() -> None:
+    """The CLI keeps numpy's and scipy's OpenBLAS single-threaded (pddplan/blas.py): with a BLAS
+    thread pool alive, forking can deadlock (a CI run hung), and the optimizer would fall back to
+    one architecture at a time. After numpy and scipy have done real linear algebra, this process
+    still has one thread."""
+    import numpy as np
+    import scipy.linalg
+
+    from pddplan.optimize import parallel
+
+    matrix = np.eye(300) + np.ones((300, 300)) / 300
+    scipy.linalg.lu_factor(matrix)
+    assert np.allclose(matrix @ np.linalg.inv(matrix), np.eye(300), atol=1e-9)
+    assert parallel.threads_in_process() == 1  # the harness's threads discounted (conftest.py)
+
+
+def _die(name: object) -> None:
+    os._exit(1)
+
+
+def test_a_worker_that_dies_fails_the_run_instead_of_hanging_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """multiprocessing.Pool waits forever for a task whose worker was killed; the optimizer's pool
+    must raise instead, naming the way out (--jobs 1)."""
+    from pddplan.optimize import parallel
+
+    monkeypatch.setattr(parallel, "_one", _die)
+    workload = load_workload("chat-short-lowhit")
+    inputs = load_input_set(workload, workload_dir("chat-short-lowhit"))
+    with pytest.raises(RuntimeError, match="--jobs 1"):
+        parallel.optimize_all(inputs, ["pd-intra", "pdd"], OptimizeOptions(jobs=2, verify=False))

@@ -3,9 +3,10 @@
 Each architecture's search is independent of the others' (own program, own verification
 simulation with its own seed), so running them side by side changes no figure; it divides the
 wall time by up to the number of cores. Workers are forked so that they share the loaded inputs
-without pickling them; where fork is unavailable (Windows), another Python thread runs (a fork
-beside it can deadlock the child), or one core is all there is, the architectures run one after
-another in this process.
+without pickling them. Where fork is unavailable (Windows), another thread runs in this process
+(a Python thread, or a native one such as a BLAS thread pool: a fork beside it can deadlock, see
+pddplan/blas.py), or one core is all there is, the architectures run one after another here. A
+worker that dies (killed, out of memory) fails the run with a message instead of hanging it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from pddplan.input_set import InputSet
 from pddplan.optimize.options import OptimizeOptions
@@ -30,10 +34,28 @@ def _one(name: ArchitectureName) -> ArchitectureResult:
     return optimize_architecture(inputs, name, options)
 
 
-def _fork_is_safe() -> bool:
-    """Fork only where it exists and no other Python thread runs: a thread holding a lock (a
-    logger's, a console's) at the fork would leave that lock held forever in the child."""
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+def threads_in_process() -> int:
+    """Threads of this process, native ones included (Linux's /proc/self/task); elsewhere the
+    Python threads only."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _fork_is_safe(settle_s: float = 0.05) -> bool:
+    """Fork only where it exists and no other thread runs: a thread holding a lock (a logger's, a
+    console's, a BLAS pool's) at the fork would leave that lock held forever in the child. A
+    Python thread just joined can linger natively for a moment, so a native-only surplus is given
+    `settle_s` to go."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    deadline = time.monotonic() + settle_s
+    while threads_in_process() > 1:
+        if threading.active_count() > 1 or time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def worker_count(requested: int | None, tasks: int) -> int:
@@ -57,7 +79,11 @@ def optimize_all(
         progress(f"optimizing {', '.join(names)} on {workers} workers")
     _SHARED = (inputs, options)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_one, names, chunksize=1)
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_one, names))
+    except BrokenProcessPool as error:
+        raise RuntimeError(
+            f"an optimizer worker process died ({error}); rerun with --jobs 1 to optimize in one process"
+        ) from error
     finally:
         _SHARED = None
