@@ -23,17 +23,16 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile("ci" if os.environ.get("CI") else "explore")
 
 
-# The test harness's own threads (pytest-xdist's worker talks to its controller on a native
-# thread), counted before numpy loads. The optimizer forks only when nothing but the main thread
-# runs; the harness's threads are discounted so that tests exercise the forked workers and can
-# still see a thread pddplan itself started (a BLAS pool, say).
-HARNESS_THREADS = parallel.threads_in_process()
-
-
+# The optimizer forks only when nothing but the main thread runs. A test starts beside threads
+# that are not its own (pytest-xdist's worker talks to its controller on a native thread; an
+# earlier test's dask or ray runtime may linger), so each test counts only the threads beyond
+# those it started with: tests exercise the forked workers and still see a thread pddplan itself
+# starts. (Lingering Python threads still count: `_fork_is_safe` also asks `threading`.)
 @pytest.fixture(autouse=True)
-def _discount_harness_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+def _discount_threads_already_running(monkeypatch: pytest.MonkeyPatch) -> None:
     real = parallel.threads_in_process
-    monkeypatch.setattr(parallel, "threads_in_process", lambda: real() - (HARNESS_THREADS - 1))
+    already = real()
+    monkeypatch.setattr(parallel, "threads_in_process", lambda: real() - (already - 1))
 
 
 @pytest.fixture(scope="session")
