@@ -492,14 +492,35 @@ def estimate(
 
 @app.command("calibrate")
 def calibrate(
-    measurements: Annotated[
-        Path,
+    files: Annotated[
+        list[Path],
         typer.Argument(
             help="CSV of measured step times: columns model, gpu, tp, kind (prefill, decode or extend), tokens, "
             "cached, batch, context, measured_s; optional weight_dtype, kv_dtype, split (fit, holdout, excluded), "
-            "stack, expert_parallel (tests/data/measurements.md describes each)."
+            "stack, expert_parallel (tests/data/measurements.md describes each). With --from: benchmark result files.",
+            show_default=False,
         ),
     ],
+    from_bench: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="Read benchmark results instead: sglang-bench (sglang.bench_serving --output-file) or vllm-bench "
+            "(vllm bench serve --save-result); with --gpu.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="With --from: the model the runs served (default: from the file).")
+    ] = None,
+    tp: Annotated[
+        int | None, typer.Option("--tp", help="With --from: GPUs per instance (default: from the file).")
+    ] = None,
+    decode_instances: Annotated[
+        int, typer.Option("--decode-instances", help="With --from: decode servers behind the benchmark's endpoint.")
+    ] = 1,
+    rows_out: Annotated[
+        Path | None, typer.Option("--rows-out", help="With --from: also write the rows made, as a measurements CSV.")
+    ] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Fit this GPU's factors to its rows.")] = None,
     stack: Annotated[
         str | None,
@@ -517,47 +538,36 @@ def calibrate(
     json_out: JsonFlag = False,
 ) -> None:
     """Fit efficiency factors to measured step times; report the error before and after."""
-    from pddplan.errors import InputError
-    from pddplan.inputs import load_hardware
     from pddplan.perf import calibrate as cal
     from pddplan.report import output, perf_tables
 
-    if (gpu is None) == (not all_gpus):
-        raise InputError("give --gpu NAME to calibrate one profile, or --all for the shipped defaults")
-    if stack is not None and gpu is None:
-        raise InputError("--stack needs --gpu NAME: stack factors belong to one GPU's profile")
-    if write_catalog and not all_gpus:
-        raise InputError("--write-catalog goes with --all (it refits every shipped factor)")
-    if write_catalog:
-        from pddplan.catalog import is_installed_copy
-
-        if is_installed_copy():
-            raise InputError(
-                "--write-catalog rewrites a source checkout's hardware_profiles/ and default factors; this pddplan "
-                "is an installed package (its files are pip's): write your own profile with --gpu G --output FILE"
-            )
+    _check_calibrate_options(files, gpu, all_gpus, stack, write_catalog, from_bench, (model, tp, rows_out))
+    from_summary = None
     if gpu is not None:
-        profile, result = cal.calibrate_profile(measurements, gpu, stack=stack)
-        if output_path is not None:
-            source_path = output_path if output_path.exists() else None
-            text = source_path.read_text() if source_path else _profile_text(gpu)
-            from pddplan.loading import write_atomic
+        if from_bench is not None:
+            from pddplan.perf import bench_import
 
-            if stack is None:
-                write_atomic(output_path, cal.with_efficiency_block(text, result.efficiency))
-            else:
-                kept = load_hardware(str(source_path)).stack_efficiency if source_path else profile.stack_efficiency
-                stacks = {**kept, stack: result.efficiency}
-                write_atomic(output_path, cal.with_efficiency_block(text, None, stacks))
+            fit = bench_import.calibrate_from_bench(files, from_bench, gpu, model, tp, stack, decode_instances)  # type: ignore[arg-type]
+            for note in fit.notes:
+                output.diagnostics().print(f"note: {note}", markup=False, highlight=False)
+            if rows_out is not None:
+                from pddplan.loading import write_atomic
+
+                write_atomic(rows_out, bench_import.rows_csv(fit.rows))
+            profile, result, stack, from_summary = fit.profile, fit.result, fit.stack, fit.summary()
+        else:
+            profile, result = cal.calibrate_profile(files[0], gpu, stack=stack)
+        if output_path is not None:
+            _write_calibrated_profile(output_path, gpu, profile, result, stack)
     else:
-        result = cal.fit_all(measurements)
+        result = cal.fit_all(files[0])
         if write_catalog:
             from pddplan.perf.refit import refit_file
             from pddplan.perf.refit import write_catalog as write
 
             with output.status("refitting the catalog...") as status:
-                fit = refit_file(measurements, progress=lambda text: status.update(text))
-            for path in write(fit):
+                refit = refit_file(files[0], progress=lambda text: status.update(text))
+            for path in write(refit):
                 output.diagnostics().print(f"wrote {path}")
         if output_path is not None:
             from pddplan.loading import write_atomic
@@ -565,6 +575,8 @@ def calibrate(
             write_atomic(output_path, cal.efficiency_yaml(result.efficiency))
     label = "all GPUs" if gpu is None else (gpu if stack is None else f"{gpu} / {stack}")
     summary = perf_tables.calibration_summary(result, label, output_path)
+    if from_summary is not None:
+        summary["from_bench"] = from_summary
     for item in summary["factors_on_bounds"]:
         output.diagnostics().print(
             f"warning: {item['factor']} = {item['value']:.4g} sits on its {item['bound']} bound: the step "
@@ -578,6 +590,59 @@ def calibrate(
         perf_tables.print_calibration(output.results(), summary)
     if output_path is not None:
         output.diagnostics().print(f"wrote {output_path}")
+
+
+def _check_calibrate_options(
+    files: list[Path],
+    gpu: str | None,
+    all_gpus: bool,
+    stack: str | None,
+    write_catalog: bool,
+    from_bench: str | None,
+    bench_only: tuple[object, object, object],
+) -> None:
+    """InputError for a combination of calibrate's options that means nothing."""
+    from pddplan.errors import InputError
+
+    if (gpu is None) == (not all_gpus):
+        raise InputError("give --gpu NAME to calibrate one profile, or --all for the shipped defaults")
+    if from_bench is None:
+        for flag, value in zip(("--model", "--tp", "--rows-out"), bench_only, strict=True):
+            if value is not None:
+                raise InputError(f"{flag} goes with --from (benchmark results)")
+        if len(files) != 1:
+            raise InputError(f"give one measurements CSV (got {len(files)} files); several files go with --from")
+    elif gpu is None:
+        raise InputError("--from needs --gpu NAME: benchmark files do not say which GPU ran them")
+    if stack is not None and gpu is None:
+        raise InputError("--stack needs --gpu NAME: stack factors belong to one GPU's profile")
+    if write_catalog and not all_gpus:
+        raise InputError("--write-catalog goes with --all (it refits every shipped factor)")
+    if write_catalog:
+        from pddplan.catalog import is_installed_copy
+
+        if is_installed_copy():
+            raise InputError(
+                "--write-catalog rewrites a source checkout's hardware_profiles/ and default factors; this pddplan "
+                "is an installed package (its files are pip's): write your own profile with --gpu G --output FILE"
+            )
+
+
+def _write_calibrated_profile(output_path: Path, gpu: str, profile: Any, result: Any, stack: str | None) -> None:
+    """Write the calibrated profile: `output_path`'s own text (or the catalog GPU's) with its
+    efficiency block, or with `stack`'s factors added to those it already holds."""
+    from pddplan.inputs import load_hardware
+    from pddplan.loading import write_atomic
+    from pddplan.perf import calibrate as cal
+
+    source_path = output_path if output_path.exists() else None
+    text = source_path.read_text() if source_path else _profile_text(gpu)
+    if stack is None:
+        write_atomic(output_path, cal.with_efficiency_block(text, result.efficiency))
+    else:
+        kept = load_hardware(str(source_path)).stack_efficiency if source_path else profile.stack_efficiency
+        stacks = {**kept, stack: result.efficiency}
+        write_atomic(output_path, cal.with_efficiency_block(text, None, stacks))
 
 
 def _profile_text(gpu: str) -> str:
@@ -683,6 +748,46 @@ def evaluate(
         output.emit_json(result)
     else:
         plan_tables.print_figures(output.results(), scenario, result, "evaluate (closed form)")
+
+
+@app.command("export")
+def export(
+    plan: PlanArg,
+    workload: WorkloadArg,
+    target: Annotated[
+        str, typer.Option("--target", help="sglang or vllm (launch scripts), or k8s (Kubernetes manifests).")
+    ],
+    engine: Annotated[str, typer.Option("--engine", help="With --target k8s: the engine the pods run.")] = "sglang",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the files into this folder (default: print them).")
+    ] = None,
+    model_path: Annotated[
+        str | None,
+        typer.Option("--model-path", help="What the engines load (default: the catalog model's Hugging Face repo)."),
+    ] = None,
+    gpus_per_node: Annotated[
+        int, typer.Option("--gpus-per-node", help="GPUs per server; wider instances span nodes.")
+    ] = 8,
+    image: Annotated[str | None, typer.Option("--image", help="With --target k8s: the container image.")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Engine launch commands (SGLang, vLLM) or Kubernetes manifests that realize a plan."""
+    from pddplan.export import export_plan
+    from pddplan.export.files import write_files
+    from pddplan.report import output
+
+    scenario = _scenario(plan, workload)
+    result = export_plan(scenario, target, engine, model_path, gpus_per_node, image)  # type: ignore[arg-type]
+    if out is not None:
+        for path in write_files(out, result.files):
+            output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
+    if json_out:
+        output.emit_json(result.to_dict())
+    elif out is None:
+        console = output.results()
+        for name, text in result.files.items():
+            console.out(f"==> {name} <==", highlight=False)
+            console.out(text, end="", highlight=False)
 
 
 @app.command("simulate")

@@ -316,6 +316,16 @@ class FactorOnBound(Output):
     bound: str = Field(description="lower or upper")
 
 
+class FromBench(Output):
+    """What `calibrate --from` read: the benchmark files and the rows made of them."""
+
+    format: str = Field(description="sglang-bench or vllm-bench")
+    files: list[str]
+    stack: str = Field(description="the serving stack the fit lands under in the GPU profile")
+    rows: int
+    notes: list[str] = Field(description="what each run assumed or left out")
+
+
 class Calibrate(Output):
     target: str
     efficiency: dict[str, Any]
@@ -323,6 +333,32 @@ class Calibrate(Output):
     after: dict[str, Any]
     factors_on_bounds: list[FactorOnBound] = Field(description="fitted factors on a bound (a warning each)")
     output: str | None
+    from_bench: FromBench | None = None
+
+
+class ExportInstance(Output):
+    name: str = Field(description="the instance's file and object name stem, e.g. prefill-0")
+    role: str = Field(description="prefill, relay or decode")
+    datacenter: str
+    gpu: str
+    gpus: int
+    nodes: int
+    layout: str = Field(description="ep (experts expert-parallel, data-parallel attention) or tp")
+    kv_transfer: str = Field(description="rdma or tcp")
+    max_running_requests: int | None
+
+
+class Export(Output):
+    """`export --json`."""
+
+    target: str
+    engine: str
+    engine_version_checked: str
+    plan: str
+    architecture: str
+    model_path: str
+    instances: list[ExportInstance]
+    files: dict[str, str] = Field(description="file name -> text, as --out writes them")
 
 
 class TraceImport(Output):
@@ -390,6 +426,7 @@ OUTPUTS: dict[str, Any] = {
     "workloads-list": list[Catalog],
     "accuracy": Accuracy,
     "calibrate": Calibrate,
+    "export": Export,
     "trace-import": TraceImport,
     "cache-curve": CacheCurve,
 }

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "workloads-list": ("workloads", "list"),
     "accuracy": ("accuracy",),
     "calibrate": ("calibrate", MEASUREMENTS, "--gpu", "h100-sxm"),
+    "export": ("export", PLAN, "pdd-agent-64k", "--target", "k8s"),
     "trace-import": ("trace", "import", str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl")),
     "cache-curve": (
         "cache-curve",

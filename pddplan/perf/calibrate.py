@@ -412,19 +412,32 @@ def calibrate_profile(
     count; the fit starts from (and is pulled towards) the profile's own factors and lands in
     `stack_efficiency`.
     """
+    return calibrate_rows(read_measurements(measurements), gpu, data_tag(measurements), str(measurements), start, stack)
+
+
+def calibrate_rows(
+    all_rows: list[Measurement],
+    gpu: str,
+    tag: str,
+    where: str,
+    start: Efficiency | None = None,
+    stack: str | None = None,
+) -> tuple[HardwareProfile, CalibrationResult]:
+    """`calibrate_profile` on rows already read (`tag` names their data in the fit's source line,
+    `where` in errors)."""
     profile = load_hardware(gpu)
-    rows = [m for m in read_measurements(measurements) if m.gpu in (gpu, profile.name)]
+    rows = [m for m in all_rows if m.gpu in (gpu, profile.name)]
     if not rows:
-        raise InputError(f"{measurements}: no rows for gpu '{profile.name}'")
+        raise InputError(f"{where}: no rows for gpu '{profile.name}'")
     rows = [Measurement(**{**m.__dict__, "gpu": profile.name}) if m.gpu != profile.name else m for m in rows]
     if stack is not None:
         rows = [m for m in rows if m.stack == stack]
         if not rows:
-            raise InputError(f"{measurements}: no rows for gpu '{profile.name}' with stack '{stack}'")
+            raise InputError(f"{where}: no rows for gpu '{profile.name}' with stack '{stack}'")
     what = "rows" if stack is None else f"rows of stack {stack} in"
     source = (
         f"calibrated: fitted by `pddplan calibrate` to {sum(m.split == 'fit' for m in rows)} {what} "
-        f"{'of ' if stack is None else ''}{data_tag(measurements)}"
+        f"{'of ' if stack is None else ''}{tag}"
     )
     if stack is None:
         result = fit_efficiency(rows, start or DEFAULT_EFFICIENCY, source, prior_weight=1.0)
@@ -515,10 +528,13 @@ def fit_date() -> str:
     return date.today().isoformat()
 
 
-def data_tag(measurements: Path) -> str:
-    """`NAME (sha256 0123456789ab) on DATE`: which data a fit used, exactly, and when it ran."""
-    digest = hashlib.sha256(measurements.read_bytes()).hexdigest()[:12]
-    return f"{measurements.name} (sha256 {digest}) on {fit_date()}"
+def data_tag(*files: Path) -> str:
+    """`NAME (sha256 0123456789ab) on DATE`: which data a fit used, exactly, and when it ran (the
+    digest covers every file, in order)."""
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    return f"{', '.join(p.name for p in files)} (sha256 {digest.hexdigest()[:12]}) on {fit_date()}"
 
 
 def fit_all(measurements: Path) -> CalibrationResult:

@@ -1,0 +1,170 @@
+"""Engine launch arguments for one instance, SGLang's and vLLM's, and their PD routers'.
+
+Every flag is one the engine's own argument parser defines at the version named in
+ENGINE_VERSIONS (docs/export.md tables each with its source line). Arguments are tokens: plain
+text is shell-quoted when rendered; a `Shell` token is shell syntax (a `${VAR}` the launch script
+or the Kubernetes pod fills in) and is written as is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from pddplan.export.layout import Deployment, EngineInstance
+
+Engine = Literal["sglang", "vllm"]
+ENGINES: tuple[Engine, ...] = ("sglang", "vllm")
+
+#: The engine releases the flags were checked against: each release's own argument parser, built
+#: from its PyPI wheel, parsed a full command line with every flag (docs/export.md).
+ENGINE_VERSIONS: dict[Engine, str] = {
+    "sglang": "SGLang 0.5.23 (PyPI, 2026-10) and sglang-router 0.3.2",
+    "vllm": "vLLM 0.34.0 (PyPI, 2026-11, commit 62d4bc3c7)",
+}
+
+#: The port each engine's server listens on, and SGLang's prefill bootstrap port (its default).
+SERVER_PORT: dict[Engine, int] = {"sglang": 30000, "vllm": 8000}
+SGLANG_BOOTSTRAP_PORT = 8998
+#: The port a multi-node instance's head node listens on for the others (SGLang's dist-init, vLLM's
+#: data-parallel RPC); the engines' own examples use these.
+SGLANG_DIST_INIT_PORT = 20102
+VLLM_DP_RPC_PORT = 13345
+VLLM_MASTER_PORT = 29501  # vLLM's default --master-port
+ROUTER_PORT = 8000
+
+
+class Shell(str):
+    """A token that is shell syntax (`${PREFILL_0_ADDR}`), written unquoted."""
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """How a node of a multi-node instance finds its place: shell expressions for its rank and
+    for its instance's head-node address."""
+
+    rank: Shell
+    leader_address: Shell
+
+
+def server_args(engine: Engine, deployment: Deployment, instance: EngineInstance, node: NodeContext) -> list[str]:
+    """The command that starts one node of `instance` on `engine`."""
+    if engine == "sglang":
+        return sglang_args(deployment, instance, node)
+    return vllm_args(deployment, instance, node)
+
+
+def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeContext) -> list[str]:
+    """`python3 -m sglang.launch_server ...` for one node of `instance`.
+
+    EP (pddplan's expert parallelism with data-parallel attention) is `--ep-size N
+    --attn-dp-size N` with DeepEP all-to-all (SGLang 0.5.23 spells data-parallel attention so;
+    `--enable-dp-attention --dp-size N` is deprecated); TP is `--tp-size N` alone. Across the WAN
+    there is no RDMA, so KV travels by Mooncake over TCP.
+    """
+    n = instance.gpus
+    args = ["python3", "-m", "sglang.launch_server", "--model-path", deployment.model_repo, "--tp-size", str(n)]
+    if instance.expert_parallel:
+        args += ["--ep-size", str(n), "--attn-dp-size", str(n), "--moe-a2a-backend", "deepep"]
+    args += ["--disaggregation-mode", instance.disaggregation]
+    args += ["--disaggregation-transfer-backend", "mooncake_tcp" if instance.kv_transfer == "tcp" else "mooncake"]
+    if instance.disaggregation == "prefill":
+        args += ["--disaggregation-bootstrap-port", str(SGLANG_BOOTSTRAP_PORT)]
+        args += ["--chunked-prefill-size", str(deployment.chunk_tokens)]
+    if instance.max_running_requests is not None:
+        args += ["--max-running-requests", str(instance.max_running_requests)]
+    if instance.decode_radix_cache:
+        args += ["--disaggregation-decode-enable-radix-cache"]
+    args += ["--mem-fraction-static", f"{deployment.hbm_utilization:g}"]
+    args += ["--page-size", str(deployment.page_tokens), "--context-length", str(deployment.context_tokens)]
+    if deployment.kv_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8_e4m3"]
+    if deployment.mtp_draft_tokens:
+        k = deployment.mtp_draft_tokens
+        args += ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", str(k)]
+        args += ["--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(k + 1)]
+    if instance.nodes > 1:
+        args += ["--nnodes", str(instance.nodes), "--node-rank", node.rank]
+        args += ["--dist-init-addr", Shell(f"{node.leader_address}:{SGLANG_DIST_INIT_PORT}")]
+    args += ["--host", "0.0.0.0", "--port", str(SERVER_PORT["sglang"])]
+    return args
+
+
+def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContext) -> list[str]:
+    """`vllm serve MODEL ...` for one node of `instance`.
+
+    EP is vLLM's expert-parallel deployment: one data-parallel attention rank per GPU
+    (`--data-parallel-size N --enable-expert-parallel`), DeepEP high-throughput kernels on prefill
+    and low-latency ones on decode; a multi-node instance runs one command per node, the others
+    headless, each starting at its first rank. TP is `--tensor-parallel-size N`; across nodes, with
+    vLLM's multiprocessing executor (`--nnodes`, `--node-rank`, `--master-addr`; the others
+    headless). KV moves with the NIXL connector; across the WAN its UCX transport is told to use TCP.
+    """
+    args = ["vllm", "serve", deployment.model_repo]
+    per_node = instance.gpus_per_node
+    if instance.expert_parallel:
+        args += ["--tensor-parallel-size", "1", "--data-parallel-size", str(instance.gpus), "--enable-expert-parallel"]
+        kernels = "deepep_high_throughput" if instance.disaggregation == "prefill" else "deepep_low_latency"
+        args += ["--all2all-backend", kernels]
+        if instance.nodes > 1:
+            args += ["--data-parallel-size-local", str(per_node)]
+            args += ["--data-parallel-start-rank", Shell(f"$(( {node.rank} * {per_node} ))")]
+            args += ["--data-parallel-address", node.leader_address]
+            args += ["--data-parallel-rpc-port", str(VLLM_DP_RPC_PORT)]
+    else:
+        args += ["--tensor-parallel-size", str(instance.gpus)]
+        if instance.nodes > 1:
+            args += ["--nnodes", str(instance.nodes), "--node-rank", node.rank]
+            args += ["--master-addr", node.leader_address, "--master-port", str(VLLM_MASTER_PORT)]
+    if instance.disaggregation == "prefill":
+        args += ["--max-num-batched-tokens", str(deployment.chunk_tokens)]
+    if instance.max_running_requests is not None:
+        args += ["--max-num-seqs", str(instance.max_running_requests)]
+    args += ["--gpu-memory-utilization", f"{deployment.hbm_utilization:g}"]
+    args += ["--block-size", str(deployment.page_tokens), "--max-model-len", str(deployment.context_tokens)]
+    if deployment.kv_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8"]
+    args += ["--enable-prefix-caching"]
+    role = "kv_producer" if instance.disaggregation == "prefill" else "kv_consumer"
+    args += [
+        "--kv-transfer-config",
+        json.dumps({"kv_connector": "NixlConnector", "kv_role": role}, separators=(",", ":")),
+    ]
+    if deployment.mtp_draft_tokens:
+        spec = {"method": "mtp", "num_speculative_tokens": deployment.mtp_draft_tokens}
+        args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    args += ["--host", "0.0.0.0", "--port", str(SERVER_PORT["vllm"])]
+    return args
+
+
+def headless(engine: Engine, instance: EngineInstance) -> bool:
+    """Whether a non-head node of `instance` runs without an API server (vLLM's, in both layouts)."""
+    return engine == "vllm" and instance.nodes > 1
+
+
+def server_env(engine: Engine, instance: EngineInstance) -> dict[str, str]:
+    """Environment a server needs beyond its flags: vLLM's NIXL speaks UCX, told to use TCP where
+    the KV crosses the WAN (there is no RDMA between datacenters)."""
+    if engine == "vllm" and instance.kv_transfer == "tcp":
+        return {"UCX_TLS": "tcp"}
+    return {}
+
+
+def router_args(engine: Engine, prefill_urls: list[str], decode_urls: list[str]) -> list[str]:
+    """The engine's stock PD router over `prefill_urls` and `decode_urls` (SGLang's takes each
+    prefill server's bootstrap port after its URL)."""
+    if engine == "sglang":
+        args = ["python3", "-m", "sglang_router.launch_router", "--pd-disaggregation"]
+        for url in prefill_urls:
+            args += ["--prefill", url, str(SGLANG_BOOTSTRAP_PORT)]
+        for url in decode_urls:
+            args += ["--decode", url]
+        return [*args, "--policy", "cache_aware", "--host", "0.0.0.0", "--port", str(ROUTER_PORT)]
+    args = ["vllm-router", "--vllm-pd-disaggregation"]
+    for url in prefill_urls:
+        args += ["--prefill", url]
+    for url in decode_urls:
+        args += ["--decode", url]
+    args += ["--prefill-policy", "cache_aware", "--decode-policy", "power_of_two"]
+    return [*args, "--host", "0.0.0.0", "--port", str(ROUTER_PORT)]

@@ -1,0 +1,152 @@
+"""A plan as the engine instances that realize it: one `EngineInstance` per instance of each role.
+
+This is the one place that decides what a plan means for an engine (every target renders it):
+- roles: `prefill`; `relay` (PDD's relay decoder, a decode server in the prefill datacenter) or
+  none when the relay runs on the prefill instances; `decode` (PDD's main decoder, or a baseline's
+  decoder);
+- layout: experts expert-parallel with data-parallel attention (pddplan's EP, `Instance.uses_ep`)
+  or tensor parallelism throughout;
+- nodes per instance = ceil(GPUs per instance / GPUs per node);
+- limits: chunked-prefill budget, decode batch (max running requests), HBM share, KV page size,
+  context length = longest prompt + longest output the workload draws;
+- caches: prefix cache on prefill (the prefix hits are the point); a radix cache on the decoders
+  fed over the WAN (the decode-side cache that lets only incremental KV cross);
+- KV transfer: RDMA within a datacenter; TCP across the WAN line (no RDMA between datacenters);
+  PDD's prefill speaks RDMA to its relay, and its WAN leg to the main decoder is PDD's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pddplan.errors import InputError
+from pddplan.scenario import Scenario
+from pddplan.specs.plan import RoleName
+
+#: GPUs per server (Kubernetes node) unless told otherwise: an HGX board holds 8.
+DEFAULT_GPUS_PER_NODE = 8
+
+Transport = Literal["rdma", "tcp"]
+
+
+@dataclass(frozen=True)
+class EngineInstance:
+    """One engine instance (one server process group) of a role."""
+
+    role: RoleName
+    label: str  # file and object name stem: prefill-0, relay-0, decode-1
+    index: int
+    datacenter: str
+    gpu: str
+    vendor: str  # nvidia, amd, huawei
+    gpus: int
+    nodes: int
+    expert_parallel: bool
+    disaggregation: Literal["prefill", "decode"]
+    kv_transfer: Transport  # how this instance's KV leaves (prefill) or arrives (decode)
+    max_running_requests: int | None
+    decode_radix_cache: bool
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpus // self.nodes
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything a target needs to write launch files for one plan."""
+
+    plan_name: str
+    architecture: str
+    model_repo: str
+    model_name: str
+    instances: tuple[EngineInstance, ...]
+    chunk_tokens: int
+    page_tokens: int
+    hbm_utilization: float
+    context_tokens: int
+    kv_dtype: str | None  # "fp8" or None (the model's own)
+    mtp_draft_tokens: int
+    routing: dict[str, Any] | None  # PDD's routing rule and handoff, None for the baselines
+    relay_on_prefill: bool
+
+    def of_role(self, role: RoleName) -> list[EngineInstance]:
+        return [i for i in self.instances if i.role == role]
+
+
+def _vendor(description: str) -> str:
+    """The GPU's vendor, from its profile's description (Kubernetes names its resource by vendor)."""
+    text = description.lower()
+    for vendor in ("nvidia", "amd", "huawei"):
+        if vendor in text:
+            return vendor
+    return "nvidia"
+
+
+def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Deployment:
+    """The engine instances that realize `scenario`'s plan; InputError when an instance's GPUs do
+    not fill whole nodes (a 12-GPU instance on 8-GPU nodes)."""
+    if gpus_per_node < 1:
+        raise InputError(f"--gpus-per-node = {gpus_per_node}: must be at least 1")
+    plan, workload = scenario.plan, scenario.workload
+    wan = scenario.architecture.uses_wan
+    instances: list[EngineInstance] = []
+    for role_name, role in scenario.roles.items():
+        per_node = min(gpus_per_node, role.tp)
+        if role.tp % per_node:
+            raise InputError(
+                f"{role_name}: {role.tp} GPUs per instance do not fill whole {gpus_per_node}-GPU nodes "
+                "(set --gpus-per-node to your servers' GPU count)"
+            )
+        is_decode = role_name != "prefill"
+        # KV crosses the WAN by TCP (no RDMA between datacenters). PDD's prefill servers speak
+        # RDMA, to the relay beside them: the P -> MD leg over the WAN is PDD's own transfer,
+        # which stock engines lack (the export's README says so).
+        crosses_wan = role_name == "decode" or (role_name == "prefill" and not scenario.architecture.has_relay)
+        transport: Transport = "tcp" if wan and crosses_wan else "rdma"
+        instances.extend(
+            EngineInstance(
+                role=role_name,
+                label=f"{role_name}-{index}",
+                index=index,
+                datacenter=role.spec.datacenter,
+                gpu=role.spec.gpu,
+                vendor=_vendor(role.instance.hardware.description),
+                gpus=role.tp,
+                nodes=role.tp // per_node,
+                expert_parallel=role.instance.uses_ep,
+                disaggregation="decode" if is_decode else "prefill",
+                kv_transfer=transport,
+                max_running_requests=scenario.max_decode_batch if is_decode else None,
+                decode_radix_cache=role_name == "decode" and scenario.architecture.decode_keeps_prefix_cache,
+            )
+            for index in range(role.count)
+        )
+    routing = None
+    if scenario.architecture.has_relay:
+        routing = {
+            "routing": plan.routing.model_dump(mode="json"),
+            "handoff": plan.handoff.model_dump(mode="json"),
+        }
+    mtp = workload.serving.mtp()
+    return Deployment(
+        plan_name=plan.name,
+        architecture=plan.architecture,
+        model_repo=model_repo,
+        model_name=workload.model,
+        instances=tuple(instances),
+        chunk_tokens=scenario.chunk_tokens,
+        page_tokens=workload.serving.page_tokens,
+        hbm_utilization=workload.serving.hbm_utilization,
+        context_tokens=workload.prompt_tokens.largest() + workload.output_tokens.largest(),
+        kv_dtype="fp8" if workload.kv_dtype == "fp8" else None,
+        mtp_draft_tokens=workload.serving.mtp_draft_tokens if mtp is not None else 0,
+        routing=routing,
+        relay_on_prefill=scenario.relay_colocated,
+    )
+
+
+def nodes_total(deployment: Deployment) -> int:
+    """Servers the deployment occupies."""
+    return sum(i.nodes for i in deployment.instances)

@@ -1,0 +1,188 @@
+"""`export --target sglang|vllm`: one launch script per instance, the router's, PDD's routing rule
+and a README that says which server runs what.
+
+Hosts are not in a plan: each script reads its instance's head-node address from a variable named
+after it (`PREFILL_0_ADDR`), and the router script reads them all.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+import yaml
+
+from pddplan.export.engines import (
+    ENGINE_VERSIONS,
+    SERVER_PORT,
+    Engine,
+    NodeContext,
+    Shell,
+    headless,
+    router_args,
+    server_args,
+    server_env,
+)
+from pddplan.export.layout import Deployment, EngineInstance, nodes_total
+
+ROLE_TITLES = {"prefill": "prefill (P)", "relay": "relay decoder (RLD)", "decode": "decoder (D / MD)"}
+
+
+def address_variable(instance: EngineInstance) -> str:
+    """`PREFILL_0_ADDR`: the variable holding an instance's head-node address."""
+    return f"{instance.label.upper().replace('-', '_')}_ADDR"
+
+
+def render_command(args: list[str], env: dict[str, str] | None = None, prefix: str = "exec ") -> str:
+    """A shell command, one flag (with its value) per line."""
+    words = [a if isinstance(a, Shell) else shlex.quote(a) for a in args]
+    lines: list[str] = []
+    for word in words:
+        if word.startswith("--") or not lines:
+            lines.append(word)
+        else:
+            lines[-1] += " " + word
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in (env or {}).items())
+    return exports + prefix + " \\\n    ".join(lines) + "\n"
+
+
+def _header(deployment: Deployment, engine: Engine) -> str:
+    return (
+        f"# pddplan export --target {engine}: plan {deployment.plan_name!r} ({deployment.architecture}), "
+        f"model {deployment.model_name}\n# flags checked against {ENGINE_VERSIONS[engine]} (docs/export.md)\n"
+    )
+
+
+def instance_script(engine: Engine, deployment: Deployment, instance: EngineInstance) -> str:
+    """The launch script of one instance (run on each of its nodes with the node's rank)."""
+    variable = address_variable(instance)
+    where = f"{instance.gpus} x {instance.gpu} in {instance.datacenter}"
+    text = f"#!/bin/sh\n{_header(deployment, engine)}# {instance.label}: {ROLE_TITLES[instance.role]}, {where}"
+    if instance.nodes == 1:
+        text += ", one node\nset -eu\n"
+        node = NodeContext(rank=Shell("0"), leader_address=Shell(f'"${{{variable}:-127.0.0.1}}"'))
+        return text + render_command(server_args(engine, deployment, instance, node), server_env(engine, instance))
+    text += (
+        f", {instance.nodes} nodes of {instance.gpus_per_node} GPUs:\n"
+        f"# run `{instance.label}.sh RANK` on each node, rank 0 on the head node, with {variable} set to "
+        "the head node's address\nset -eu\n"
+        f'NODE_RANK="${{1:?usage: {instance.label}.sh NODE_RANK (0 to {instance.nodes - 1})}}"\n'
+        f'case "$NODE_RANK" in *[!0-9]* | "") echo "NODE_RANK must be 0 to {instance.nodes - 1}" >&2; exit 2 ;; esac\n'
+        f': "${{{variable}:?set {variable} to the head node of {instance.label}}}"\n'
+    )
+    node = NodeContext(rank=Shell("$NODE_RANK"), leader_address=Shell(f'"${variable}"'))
+    args = server_args(engine, deployment, instance, node)
+    env = server_env(engine, instance)
+    if not headless(engine, instance):
+        return text + render_command(args, env)
+    return (
+        text
+        + 'if [ "$NODE_RANK" = 0 ]; then\n'
+        + _indent(render_command(args, env))
+        + "fi\n"
+        + _indent(render_command([*args, "--headless"], env), "")
+    )
+
+
+def _indent(text: str, pad: str = "    ") -> str:
+    return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def _url(engine: Engine, instance: EngineInstance) -> str:
+    return f"http://${{{address_variable(instance)}}}:{SERVER_PORT[engine]}"
+
+
+def router_script(engine: Engine, deployment: Deployment) -> str:
+    """The engine's stock PD router over the plan's prefill and (main) decode instances."""
+    prefill = [_url(engine, i) for i in deployment.of_role("prefill")]
+    decode = [_url(engine, i) for i in deployment.of_role("decode")]
+    note = ""
+    if deployment.routing is not None:
+        note = (
+            "# PDD: the stock router sends every request P -> MD. Sending low-hit requests through the relay\n"
+            "# decoder and handing them to the main decoder is pdd-router.yaml's rule, for a PDD-aware router.\n"
+        )
+    args = [Shell(a) if "${" in a else a for a in router_args(engine, prefill, decode)]
+    return f"#!/bin/sh\n{_header(deployment, engine)}{note}set -eu\n" + render_command(args)
+
+
+def pdd_router_config(engine: Engine, deployment: Deployment) -> str:
+    """PDD's routing rule and handoff (plan fields `routing`, `handoff`) with the servers they
+    route between: what a PDD-aware router implements (stock routers split P from D only)."""
+    assert deployment.routing is not None
+    relays = (
+        "on prefill (the prefill servers decode relayed requests)"
+        if deployment.relay_on_prefill
+        else [_url(engine, i) for i in deployment.of_role("relay")]
+    )
+    body = {
+        "plan": deployment.plan_name,
+        "architecture": deployment.architecture,
+        "prefill": [_url(engine, i) for i in deployment.of_role("prefill")],
+        "relay_decode": relays,
+        "main_decode": [_url(engine, i) for i in deployment.of_role("decode")],
+        **deployment.routing,
+    }
+    return (
+        f"{_header(deployment, engine)}"
+        "# PDD routing: a request whose prefix hit rate is below routing.hit_threshold (kind: hit) or whose\n"
+        "# incremental KV exceeds routing.incremental_bytes_threshold (kind: bytes) is prefilled, decoded\n"
+        "# at once by a relay decoder over RDMA, and handed to a main decoder by token IDs (handoff.mode)\n"
+        "# once its KV has crossed the WAN; singular_filter cancels the transfer of a request the relay\n"
+        "# finishes first. Every other request goes P -> MD. Neither SGLang's nor vLLM's stock router does\n"
+        "# this: it is the specification for a PDD-aware router (docs/export.md).\n"
+        + yaml.safe_dump(body, sort_keys=False, default_flow_style=False)
+    )
+
+
+def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
+    """Which server runs which script, and what the export assumed."""
+    lines = [
+        f"# Launch files for plan `{deployment.plan_name}` ({deployment.architecture}) on {engine}",
+        "",
+        f"Written by `pddplan export --target {engine}`; flags checked against {ENGINE_VERSIONS[engine]}.",
+        f"{len(deployment.instances)} instances on {nodes_total(deployment)} servers:",
+        "",
+        "| script | role | datacenter | GPUs | nodes | layout | address variable |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i in deployment.instances:
+        layout = f"EP{i.gpus} + DP attention" if i.expert_parallel else f"TP{i.gpus}"
+        lines.append(
+            f"| {i.label}.sh | {ROLE_TITLES[i.role]} | {i.datacenter} | {i.gpus} x {i.gpu} | {i.nodes} | {layout} "
+            f"| {address_variable(i)} |"
+        )
+    lines += [
+        "",
+        "Set every address variable (each instance's head node) where the scripts run; start the servers,",
+        "then `router.sh` in the prefill datacenter.",
+    ]
+    if deployment.relay_on_prefill:
+        lines += [
+            "",
+            "The plan runs the relay decoder on the prefill instances (relay_on_prefill). Stock SGLang and vLLM",
+            "servers run one disaggregation role each, so this needs an engine that decodes relayed requests",
+            "inside its chunked-prefill steps; the scripts start plain prefill servers.",
+        ]
+    if deployment.routing is not None:
+        lines += [
+            "",
+            "What stock SGLang and vLLM do not do, and a PDD deployment needs (see pdd-router.yaml):",
+            "- route by prefix hit rate: requests below the threshold go P -> RLD -> MD, the rest P -> MD;",
+            "- hand a sequence from the relay decoder to a main decoder by token IDs;",
+            "- send KV from one prefill server both over RDMA (to the relay) and over the WAN (to the main",
+            "  decoders): stock servers speak one transfer backend, so the scripts give prefill RDMA (the relay",
+            "  leg) and the main decoders TCP; the WAN leg is PDD's own transfer.",
+        ]
+    if "pdd-router.yaml" in files:
+        lines += ["", "`pdd-router.yaml` holds PDD's routing rule and handoff for a PDD-aware router."]
+    return "\n".join(lines) + "\n"
+
+
+def shell_files(engine: Engine, deployment: Deployment) -> dict[str, str]:
+    """File name -> text for the shell target."""
+    files = {f"{i.label}.sh": instance_script(engine, deployment, i) for i in deployment.instances}
+    files["router.sh"] = router_script(engine, deployment)
+    if deployment.routing is not None:
+        files["pdd-router.yaml"] = pdd_router_config(engine, deployment)
+    files["README.md"] = readme(engine, deployment, list(files))
+    return files

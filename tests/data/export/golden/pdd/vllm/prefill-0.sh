@@ -1,0 +1,48 @@
+#!/bin/sh
+# pddplan export --target vllm: plan 'pdd-agent-64k-pdd' (pdd), model deepseek-v3.2
+# flags checked against vLLM 0.34.0 (PyPI, 2026-11, commit 62d4bc3c7) (docs/export.md)
+# prefill-0: prefill (P), 16 x gpu-a in dc-a, 2 nodes of 8 GPUs:
+# run `prefill-0.sh RANK` on each node, rank 0 on the head node, with PREFILL_0_ADDR set to the head node's address
+set -eu
+NODE_RANK="${1:?usage: prefill-0.sh NODE_RANK (0 to 1)}"
+case "$NODE_RANK" in *[!0-9]* | "") echo "NODE_RANK must be 0 to 1" >&2; exit 2 ;; esac
+: "${PREFILL_0_ADDR:?set PREFILL_0_ADDR to the head node of prefill-0}"
+if [ "$NODE_RANK" = 0 ]; then
+    exec vllm serve deepseek-ai/DeepSeek-V3.2-Exp \
+        --tensor-parallel-size 1 \
+        --data-parallel-size 16 \
+        --enable-expert-parallel \
+        --all2all-backend deepep_high_throughput \
+        --data-parallel-size-local 8 \
+        --data-parallel-start-rank $(( $NODE_RANK * 8 )) \
+        --data-parallel-address "$PREFILL_0_ADDR" \
+        --data-parallel-rpc-port 13345 \
+        --max-num-batched-tokens 8192 \
+        --gpu-memory-utilization 0.9 \
+        --block-size 64 \
+        --max-model-len 72704 \
+        --kv-cache-dtype fp8 \
+        --enable-prefix-caching \
+        --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' \
+        --host 0.0.0.0 \
+        --port 8000
+fi
+exec vllm serve deepseek-ai/DeepSeek-V3.2-Exp \
+    --tensor-parallel-size 1 \
+    --data-parallel-size 16 \
+    --enable-expert-parallel \
+    --all2all-backend deepep_high_throughput \
+    --data-parallel-size-local 8 \
+    --data-parallel-start-rank $(( $NODE_RANK * 8 )) \
+    --data-parallel-address "$PREFILL_0_ADDR" \
+    --data-parallel-rpc-port 13345 \
+    --max-num-batched-tokens 8192 \
+    --gpu-memory-utilization 0.9 \
+    --block-size 64 \
+    --max-model-len 72704 \
+    --kv-cache-dtype fp8 \
+    --enable-prefix-caching \
+    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}' \
+    --host 0.0.0.0 \
+    --port 8000 \
+    --headless

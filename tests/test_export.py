@@ -1,0 +1,283 @@
+"""`pddplan export`: golden files per target, manifests valid against the Kubernetes schemas,
+scripts that a shell parses and that pass the flags the engines expect, and bad input.
+
+Golden files live in tests/data/export/golden/<plan>/<target>/; after a deliberate change,
+regenerate them with PDDPLAN_UPDATE_GOLDEN=1 and review the diff.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pddplan.api import scenario_of
+from pddplan.export import export_plan
+from pddplan.export.layout import deployment_of
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "export"
+PLANS = {
+    "pdd": DATA / "pdd-agent-64k-pdd.yaml",  # `optimize pdd-agent-64k -a pdd --output`
+    "pd-intra": DATA / "pdd-agent-64k-pd-intra.yaml",  # `optimize pdd-agent-64k -a pd-intra --output`
+    "hand-pdd": ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml",  # dedicated relay, adaptive handoff
+}
+TARGETS = ("sglang", "vllm", "k8s")
+LWS_SCHEMA = DATA.parent / "k8s" / "leaderworkerset-v1.schema.json"
+KUBERNETES_VERSION = "1.30.0"
+
+
+def _export(plan: str, target: str, **options: Any) -> Any:
+    return export_plan(scenario_of(PLANS[plan], "pdd-agent-64k"), target, **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("plan", ["pdd", "pd-intra"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_export_matches_its_golden_files(plan: str, target: str) -> None:
+    files = _export(plan, target).files
+    golden = DATA / "golden" / plan / target
+    if os.environ.get("PDDPLAN_UPDATE_GOLDEN"):
+        golden.mkdir(parents=True, exist_ok=True)
+        for old in golden.iterdir():
+            old.unlink()
+        for name, text in files.items():
+            (golden / name).write_text(text)
+    assert sorted(files) == sorted(p.name for p in golden.iterdir())
+    for name, text in files.items():
+        assert text == (golden / name).read_text(), f"{golden / name} differs (PDDPLAN_UPDATE_GOLDEN=1 rewrites it)"
+
+
+def _validate_manifest(doc: dict[str, Any]) -> None:
+    """Kubernetes objects against the Kubernetes JSON Schemas (kubernetes-validate, offline, strict:
+    no unknown fields); a LeaderWorkerSet against its CRD's schema, its pod templates as PodTemplates."""
+    import jsonschema
+    import kubernetes_validate
+
+    if doc["kind"] == "LeaderWorkerSet":
+        jsonschema.validate(doc, json.loads(LWS_SCHEMA.read_text()))
+        for key in ("leaderTemplate", "workerTemplate"):
+            template = doc["spec"]["leaderWorkerTemplate"][key]
+            pod = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": template}
+            kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
+    else:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def _documents(files: dict[str, str]) -> list[dict[str, Any]]:
+    return [doc for name, text in files.items() if name.endswith(".yaml") for doc in yaml.safe_load_all(text)]
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_manifests_pass_the_kubernetes_schemas(plan: str, engine: str) -> None:
+    documents = _documents(_export(plan, "k8s", engine=engine).files)
+    kinds = {doc["kind"] for doc in documents}
+    assert {"Service", "Deployment"} <= kinds
+    for doc in documents:
+        _validate_manifest(doc)
+
+
+def test_the_schema_check_can_fail() -> None:
+    """A misspelled field fails: in a Deployment (Kubernetes schema) and in a LeaderWorkerSet (its CRD)."""
+    import jsonschema
+    import kubernetes_validate
+
+    documents = _documents(_export("pdd", "k8s").files)
+    deployment = next(d for d in documents if d["kind"] == "Deployment")
+    deployment["spec"]["replica"] = 1
+    with pytest.raises(kubernetes_validate.ValidationError):
+        _validate_manifest(deployment)
+    lws = next(d for d in documents if d["kind"] == "LeaderWorkerSet")
+    lws["spec"]["leaderWorkerTemplate"]["sizes"] = 2
+    with pytest.raises(jsonschema.ValidationError):
+        _validate_manifest(lws)
+
+
+def test_an_instance_wider_than_a_node_is_a_leader_worker_set_of_whole_nodes() -> None:
+    """pd-intra's 32-GPU decoder on 8-GPU nodes: one LeaderWorkerSet of 4 pods, 8 GPUs each; its
+    Service selects the head pod only."""
+    documents = _documents(_export("pd-intra", "k8s").files)
+    lws = next(d for d in documents if d["kind"] == "LeaderWorkerSet" and "decode-0" in d["metadata"]["name"])
+    template = lws["spec"]["leaderWorkerTemplate"]
+    assert template["size"] == 4
+    assert template["workerTemplate"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    service = next(d for d in documents if d["kind"] == "Service" and d["metadata"]["name"] == lws["metadata"]["name"])
+    assert service["spec"]["selector"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+@pytest.mark.parametrize("target", ["sglang", "vllm"])
+def test_every_script_parses_in_a_posix_shell(plan: str, target: str, tmp_path: Path) -> None:
+    for name, text in _export(plan, target).files.items():
+        if name.endswith(".sh"):
+            path = tmp_path / name
+            path.write_text(text)
+            subprocess.run(["sh", "-n", str(path)], check=True)
+
+
+def _run_with_fake_engine(script: str, argv: list[str], env: dict[str, str], tmp_path: Path) -> list[str]:
+    """Run an exported script with `python3` / `vllm` replaced by a stub that prints its argv as
+    JSON: what the engine would receive, after the shell's quoting and expansion."""
+    stub_dir = tmp_path / "bin"
+    stub_dir.mkdir(exist_ok=True)
+    for tool in ("python3", "vllm", "vllm-router"):
+        stub = stub_dir / tool
+        stub.write_text(
+            "#!/bin/sh\n"
+            'printf "%s\\n" "$UCX_TLS" > "$STUB_OUT.env"\n'
+            'for a in "$0" "$@"; do printf "%s\\n" "$a"; done > "$STUB_OUT"\n'
+        )
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    path = tmp_path / "script.sh"
+    path.write_text(script)
+    out = tmp_path / "argv.txt"
+    run_env = {"PATH": f"{stub_dir}:/usr/bin:/bin", "STUB_OUT": str(out), **env}
+    subprocess.run(["sh", str(path), *argv], check=True, env=run_env)
+    return out.read_text().splitlines()[1:]
+
+
+def test_a_vllm_worker_node_gets_its_ranks_and_the_transfer_config_intact(tmp_path: Path) -> None:
+    """Node 1 of a 16-GPU expert-parallel main decoder: headless, data-parallel ranks 8-15, the
+    head node's address, the NIXL connector's JSON in one argument, UCX told to use TCP (WAN)."""
+    files = _export("pdd", "vllm").files
+    argv = _run_with_fake_engine(files["decode-0.sh"], ["1"], {"DECODE_0_ADDR": "10.0.0.7"}, tmp_path)
+    assert argv[:2] == ["serve", "deepseek-ai/DeepSeek-V3.2-Exp"]
+    flags = dict(itertools.pairwise(argv[2:]))  # each argument -> the one after it
+    assert flags["--data-parallel-start-rank"] == "8"
+    assert flags["--data-parallel-address"] == "10.0.0.7"
+    assert json.loads(flags["--kv-transfer-config"]) == {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}
+    assert argv[-1] == "--headless"
+    assert (tmp_path / "argv.txt.env").read_text().strip() == "tcp"
+
+
+def test_a_multi_node_script_refuses_a_missing_or_bad_rank(tmp_path: Path) -> None:
+    script = tmp_path / "p.sh"
+    script.write_text(_export("pdd", "sglang").files["prefill-0.sh"])
+    for argv in ([], ["x"]):
+        run = subprocess.run(["sh", str(script), *argv], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        assert run.returncode != 0 and ("NODE_RANK" in run.stderr)
+
+
+def test_the_layout_follows_the_plan() -> None:
+    """pdd-agent-64k's PDD plan: one 16-GPU prefill instance carrying the relay (no relay
+    instances), two 16-GPU main decoders in dc-b fed over the WAN with a radix cache; EP layouts
+    (DeepSeek-V3.2 is MoE); decoders capped at the workload's batch 256."""
+    deployment = _export("pdd", "sglang").deployment
+    roles = [(i.role, i.datacenter, i.gpus, i.nodes) for i in deployment.instances]
+    assert roles == [("prefill", "dc-a", 16, 2), ("decode", "dc-b", 16, 2), ("decode", "dc-b", 16, 2)]
+    assert deployment.relay_on_prefill
+    prefill, main_decoder = deployment.instances[0], deployment.instances[1]
+    assert prefill.kv_transfer == "rdma" and main_decoder.kv_transfer == "tcp"
+    assert main_decoder.decode_radix_cache and main_decoder.max_running_requests == 256
+    assert prefill.max_running_requests is None
+    assert all(i.expert_parallel for i in deployment.instances)
+    assert deployment.context_tokens == 64512 + 8192  # longest prompt + longest output
+    intra = _export("pd-intra", "sglang").deployment
+    assert all(i.kv_transfer == "rdma" and not i.decode_radix_cache for i in intra.instances)
+
+
+def test_flags_realize_the_plan_values() -> None:
+    files = _export("pd-intra", "sglang").files
+    decode = files["decode-0.sh"]
+    for flag in (
+        "--tp-size 32",
+        "--ep-size 32",
+        "--attn-dp-size 32",
+        "--max-running-requests 256",
+        "--mem-fraction-static 0.9",
+        "--page-size 64",
+        "--kv-cache-dtype fp8_e4m3",
+        "--disaggregation-mode decode",
+        "--disaggregation-transfer-backend mooncake",
+        "--nnodes 4",
+    ):
+        assert flag in decode, flag
+    assert "--chunked-prefill-size 8192" in files["prefill-0.sh"]
+    assert "pdd-router.yaml" not in files  # no relay, no PDD routing
+    router = yaml.safe_load(_export("hand-pdd", "sglang").files["pdd-router.yaml"])
+    assert router["routing"]["hit_threshold"] == 0.9 and router["handoff"]["mode"] == "adaptive"
+    assert len(router["relay_decode"]) == 1 and len(router["main_decode"]) == 2
+
+
+def _flags_in(text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", text))
+
+
+def test_every_flag_used_is_in_the_docs_table() -> None:
+    """docs/export.md lists every flag export writes, with the engine version and source line it
+    was checked against: a flag added to the export without that check fails here."""
+    docs = (ROOT / "docs" / "export.md").read_text()
+    documented = {engine: _flags_in(section) for engine, section in _doc_sections(docs).items()}
+    for plan in PLANS:
+        for target in ("sglang", "vllm"):
+            used: set[str] = set()
+            for name, text in _export(plan, target).files.items():
+                if name.endswith(".sh"):
+                    used |= _flags_in("\n".join(line for line in text.splitlines() if not line.startswith("#")))
+            assert used <= documented[target], f"{target}: undocumented {sorted(used - documented[target])}"
+
+
+def _doc_sections(docs: str) -> dict[str, str]:
+    sections = {"sglang": "", "vllm": ""}
+    current = None
+    for line in docs.splitlines():
+        if line.startswith("## "):
+            current = "sglang" if "SGLang" in line else "vllm" if "vLLM" in line else None
+        elif current and line.startswith("|"):
+            sections[current] += line + "\n"
+    return sections
+
+
+def test_export_cli_prints_the_files_or_writes_them(cli: Any, tmp_path: Path) -> None:
+    printed = cli("export", str(PLANS["pd-intra"]), "pdd-agent-64k", "--target", "sglang")
+    assert printed.exit_code == 0 and "==> prefill-0.sh <==" in printed.stdout and printed.stderr == ""
+    out = tmp_path / "launch"
+    written = cli("export", str(PLANS["pd-intra"]), "pdd-agent-64k", "--target", "sglang", "--out", str(out))
+    assert written.exit_code == 0 and written.stdout == ""
+    assert (out / "decode-0.sh").stat().st_mode & stat.S_IXUSR
+    assert (out / "decode-0.sh").read_text() in printed.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--target", "trtllm"), "--target = 'trtllm'"),
+        (("--target", "k8s", "--engine", "tgi"), "--engine = 'tgi'"),
+        (("--target", "sglang", "--gpus-per-node", "3"), "do not fill whole 3-GPU nodes"),
+        (("--target", "sglang", "--gpus-per-node", "0"), "--gpus-per-node = 0"),
+    ],
+)
+def test_bad_export_options_give_one_line_and_exit_2(cli: Any, args: tuple[str, ...], message: str) -> None:
+    result = cli("export", str(PLANS["pd-intra"]), "pdd-agent-64k", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_out_must_be_a_folder(cli: Any, tmp_path: Path) -> None:
+    file = tmp_path / "f"
+    file.write_text("x")
+    result = cli("export", str(PLANS["pd-intra"]), "pdd-agent-64k", "--target", "k8s", "--out", str(file))
+    assert result.exit_code == 2 and "not a folder" in result.stderr and file.read_text() == "x"
+
+
+def test_a_dense_vllm_instance_wider_than_a_node_uses_the_multiprocessing_executor() -> None:
+    """A tensor-parallel instance over 4 nodes: every node names the node count, its rank and the
+    head node's address (vLLM 0.34's --nnodes/--node-rank/--master-addr); the others are headless."""
+    from dataclasses import replace
+
+    from pddplan.export.engines import NodeContext, Shell, headless, vllm_args
+
+    deployment = deployment_of(scenario_of(PLANS["pd-intra"], "pdd-agent-64k"), "m")
+    dense = replace(deployment.instances[1], expert_parallel=False)
+    args = vllm_args(deployment, dense, NodeContext(Shell("$R"), Shell("h")))
+    text = " ".join(args)
+    assert "--tensor-parallel-size 32 --nnodes 4 --node-rank $R --master-addr h --master-port 29501" in text
+    assert "--enable-expert-parallel" not in text and headless("vllm", dense) and not headless("sglang", dense)
