@@ -38,7 +38,7 @@ from pddplan.errors import InfeasibleError
 from pddplan.input_set import InputSet, load_input_set
 from pddplan.limits import check_chunk, check_points
 from pddplan.optimize.sizing import Shape, choose_shape, relay_on_prefill_if_cheaper, size_plan
-from pddplan.specs.distributions import HitBucket, HitRateDistribution
+from pddplan.specs.distributions import HitBucket, HitRateDistribution, RequestMix
 from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
 
@@ -47,12 +47,10 @@ DIP_MIN_DROP = 0.005  # a local minimum counts as a dip when it is >= 0.5% below
 VALLEY_DEPTH = 0.05  # a valley: an interior minimum at least 5% below both rims
 
 
-def hit_distribution(workload: Workload, hit: float, mode: HitMode) -> HitRateDistribution:
-    """The hit-rate distribution at sweep point `hit` (see the module docstring)."""
-    if mode == "fixed":
-        return HitRateDistribution(buckets=[HitBucket(low=hit, high=hit, share=1.0)])
-    mean = workload.hit_rate.mean()
-    buckets = workload.hit_rate.resolved_buckets()
+def _mover(mean: float, hit: float) -> Callable[[float], float]:
+    """The map that moves a hit-rate distribution of mean `mean` to mean `hit`: towards 1 by the
+    share (hit - mean) / (1 - mean) of each value's headroom, or scaled by hit / mean; both are
+    affine, so the mean lands on `hit` exactly."""
 
     def move(x: float) -> float:
         if hit >= mean:
@@ -60,12 +58,38 @@ def hit_distribution(workload: Workload, hit: float, mode: HitMode) -> HitRateDi
             return min(x + (1.0 - x) * s, 1.0)
         return x * hit / mean if mean > 0 else hit
 
+    return move
+
+
+def hit_distribution(workload: Workload, hit: float, mode: HitMode) -> HitRateDistribution:
+    """The hit-rate distribution at sweep point `hit` (see the module docstring)."""
+    if mode == "fixed":
+        return HitRateDistribution(buckets=[HitBucket(low=hit, high=hit, share=1.0)])
+    move = _mover(workload.hit_rate.mean(), hit)
+    buckets = workload.hit_rate.resolved_buckets()
     return HitRateDistribution(buckets=[HitBucket(low=move(b.low), high=move(b.high), share=b.share) for b in buckets])
+
+
+def mix_at_hit(mix: RequestMix, hit: float, mode: HitMode) -> RequestMix:
+    """A request mix moved to mean hit `hit` as `hit_distribution` moves the marginal (each class
+    keeps its prompt length and share; "fixed" gives every class the hit `hit`)."""
+    move = (lambda _: hit) if mode == "fixed" else _mover(mix.mean_hit(), hit)
+    classes = [c.model_copy(update={"hit": move(c.hit)}) for c in mix.classes]
+    return mix.model_copy(update={"classes": classes})
+
+
+def with_hit(workload: Workload, hit: float, mode: HitMode) -> dict[str, Any]:
+    """The fields of `workload` that change at mean hit `hit`: the marginal and, where the
+    workload has one, its request mix, moved alike."""
+    update: dict[str, Any] = {"hit_rate": hit_distribution(workload, hit, mode)}
+    if workload.request_mix is not None:
+        update["request_mix"] = mix_at_hit(workload.request_mix, hit, mode)
+    return update
 
 
 def at_hit(workload: Workload, hit: float, mode: HitMode, chunk_tokens: int | None = None) -> Workload:
     """The workload at sweep point `hit` (and chunk size, if given)."""
-    update: dict[str, Any] = {"hit_rate": hit_distribution(workload, hit, mode)}
+    update: dict[str, Any] = with_hit(workload, hit, mode)
     if chunk_tokens is not None:
         update["serving"] = workload.serving.model_copy(update={"chunk_tokens": chunk_tokens})
     return workload.model_copy(update=update)

@@ -301,11 +301,32 @@ def trace_import(
     block_tokens: Annotated[
         int, typer.Option("--block-tokens", help="Tokens per hashed prompt block (Mooncake: 512).")
     ] = 512,
+    workload_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--workload-out",
+            help="Also write a workload: the trace's joint prompt/hit mix, outputs and arrivals, with --like's "
+            "model, SLA, prices and deployment.",
+        ),
+    ] = None,
+    like: Annotated[
+        str | None, typer.Option("--like", help="With --workload-out: the workload the rest is taken from.")
+    ] = None,
+    cache_capacity: Annotated[
+        str | None,
+        typer.Option(
+            "--cache-capacity",
+            help="With --workload-out: the prefix cache the hits are replayed through, bytes (100GB) or tokens "
+            "(5M); default unbounded.",
+        ),
+    ] = None,
+    eviction: Annotated[str, typer.Option("--eviction", help="With --cache-capacity: lru or lfu.")] = "lru",
     json_out: JsonFlag = False,
 ) -> None:
     """Summarize a request trace: count, rate, burstiness (inter-arrival CV, per-minute peak to
     mean), prompt and output length histograms, and the prefix hit rate an unbounded cache would
-    see (with block hashes), with its correlation to prompt length."""
+    see (with block hashes), with its correlation to prompt length. With --workload-out, turn it
+    into a workload file."""
     from pddplan.errors import InputError
     from pddplan.limits import check_tokens
     from pddplan.report import output, trace_tables
@@ -316,13 +337,62 @@ def trace_import(
     if chosen is None:
         raise InputError(f"--format = {fmt!r}: expected one of {', '.join(FORMATS)}")
     check_tokens(block_tokens, "--block-tokens", 1)
+    if (workload_out is None) != (like is None):
+        raise InputError("--workload-out and --like go together: the trace gives the traffic, --like the rest")
+    if cache_capacity is not None and workload_out is None:
+        raise InputError("--cache-capacity goes with --workload-out")
     with output.status(f"reading {trace}..."):
         summary = summarize(read_trace(trace, chosen), block_tokens).to_dict()
     summary = {"trace": str(trace), "format": fmt} | summary
+    if workload_out is not None and like is not None:
+        with output.status(f"replaying {trace} through the prefix cache..."):
+            _write_trace_workload(trace, chosen, block_tokens, workload_out, like, cache_capacity, eviction)
+        output.diagnostics().print(f"wrote {workload_out}", markup=False, highlight=False)
     if json_out:
         output.emit_json(summary)
     else:
         trace_tables.print_trace(output.results(), summary)
+
+
+def _write_trace_workload(
+    trace: Path,
+    fmt: Any,
+    block_tokens: int,
+    path: Path,
+    like: str,
+    cache_capacity: str | None,
+    eviction: str,
+) -> None:
+    """`trace import --workload-out`: the trace's traffic with `like`'s model, SLA, prices and
+    deployment, written atomically with a header saying where each part came from."""
+    import yaml
+
+    from pddplan.inputs import load_workload
+    from pddplan.loading import write_atomic
+    from pddplan.trace.workload import workload_from_trace
+
+    built = workload_from_trace(
+        trace,
+        fmt,
+        load_workload(like),
+        cache_capacity,
+        eviction,  # type: ignore[arg-type]
+        block_tokens,
+        name=path.stem,
+    )
+    summary = built.summary
+    cv, peak = summary.get("interarrival_cv") or 1.0, summary.get("peak_to_mean_per_minute") or 1.0
+    header = (
+        f"# Written by `pddplan trace import {trace.name} --workload-out {path.name} --like {like}`.\n"
+        f"# From the trace ({built.requests:,} requests with block hashes): arrival (mean rate,\n"
+        f"# inter-arrival CV {cv:.2f}), prompt and output lengths, and request_mix, the joint (prompt, hit)\n"
+        f"# distribution with hits replayed through a {built.capacity_text} {built.eviction.upper()} prefix cache.\n"
+        f"# The trace's per-minute rate peaks at {peak:.2f}x its mean; arrivals here are stationary at\n"
+        "# the mean: check the plan at the peak with `--rate`.\n"
+        f"# From {like}: model, SLA, prices, deployment, serving.\n"
+    )
+    data = built.workload.model_dump(mode="json", exclude_none=True)
+    write_atomic(path, header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
 
 
 @app.command("cache-curve")
@@ -722,15 +792,48 @@ def _scenario(plan: str, workload: str) -> Any:
     return scenario_of(plan, workload)
 
 
+def _traced_scenario(plan: str, workload: str, trace: Path, fmt: str, cache_capacity: str | None) -> Any:
+    """`plan` on `workload`'s deployment, serving the trace's traffic (`workload_from_trace`)."""
+    from pddplan.errors import InputError
+    from pddplan.input_set import load_input_set
+    from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.report import output
+    from pddplan.scenario import build_scenario
+    from pddplan.trace.workload import workload_from_trace
+
+    if fmt not in ("mooncake", "csv"):
+        raise InputError(f"--trace-format = {fmt!r}: expected mooncake or csv (hits need block hashes)")
+    with output.status(f"reading {trace}..."):
+        built = workload_from_trace(trace, fmt, load_workload(workload), cache_capacity)
+    inputs = load_input_set(built.workload, workload_dir(workload))
+    return build_scenario(load_plan(plan), inputs, source=plan)
+
+
 @app.command("evaluate")
 def evaluate(
     plan: PlanArg,
     workload: WorkloadArg,
     rate: Annotated[float | None, typer.Option("--rate", help="Requests/s (default: the workload's).")] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="Evaluate the trace's traffic instead of the workload's: its rate, burstiness, lengths and joint "
+            "prompt/hit mix (hits through --cache-capacity's prefix cache).",
+        ),
+    ] = None,
+    trace_format: Annotated[str, typer.Option("--trace-format", help="With --trace: mooncake or csv.")] = "mooncake",
+    cache_capacity: Annotated[
+        str | None,
+        typer.Option(
+            "--cache-capacity", help="With --trace: the prefix cache, bytes (100GB) or tokens; default unbounded."
+        ),
+    ] = None,
     report: ReportOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Closed-form TTFT/TPOT percentiles, goodput, cost and BCR of a plan, and its capacity view."""
+    from pddplan.errors import InputError
     from pddplan.evaluate.analytic import evaluate as run
     from pddplan.evaluate.capacity_view import capacity_view
     from pddplan.limits import check_rate
@@ -739,7 +842,12 @@ def evaluate(
     if rate is not None:
         check_rate(rate)
     _check_report(report)
-    scenario = _scenario(plan, workload)
+    if trace is not None:
+        scenario = _traced_scenario(plan, workload, trace, trace_format, cache_capacity)
+    elif cache_capacity is not None:
+        raise InputError("--cache-capacity goes with --trace")
+    else:
+        scenario = _scenario(plan, workload)
     result = run(scenario, rate).to_dict()
     result["capacity"] = capacity_view(scenario).to_dict()
     if report is not None:
@@ -799,6 +907,21 @@ def simulate(
     per_request: Annotated[
         Path | None, typer.Option("--per-request", help="Write per-request records: .csv, or .jsonl (JSON lines).")
     ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="Replay this trace's first --requests requests (arrivals, prompt and output lengths, hits "
+            "through the prefix cache) instead of drawing them from the workload.",
+        ),
+    ] = None,
+    trace_format: Annotated[str, typer.Option("--trace-format", help="With --trace: mooncake or csv.")] = "mooncake",
+    cache_capacity: Annotated[
+        str | None,
+        typer.Option(
+            "--cache-capacity", help="With --trace: the prefix cache, bytes (100GB) or tokens; default unbounded."
+        ),
+    ] = None,
     report: ReportOption = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -807,6 +930,7 @@ def simulate(
     from pddplan.report import output, plan_tables
     from pddplan.simulate.summary import record_format, write_records
     from pddplan.simulate.summary import simulate as run
+    from pddplan.trace.replay import replay_scenario
 
     if requests < 1:
         raise InputError(f"--requests = {requests}: must be at least 1")
@@ -814,7 +938,14 @@ def simulate(
         record_format(per_request)  # before the work, not after it
     _check_report(report)
     scenario = _scenario(plan, workload)
-    result = run(scenario, requests, seed)
+    replay = None
+    if trace is not None:
+        replay = _trace_replay(scenario, trace, trace_format, cache_capacity, requests)
+        scenario = replay_scenario(scenario, replay)
+        requests = len(replay)
+    elif cache_capacity is not None:
+        raise InputError("--cache-capacity goes with --trace")
+    result = run(scenario, requests, seed, replay)
     if per_request is not None:
         write_records(per_request, result.table)
     if report is not None:
@@ -833,6 +964,26 @@ def simulate(
         plan_tables.print_figures(
             output.results(), scenario, result.summary, f"simulate ({requests:,} requests, seed {seed})"
         )
+
+
+def _trace_replay(scenario: Any, trace: Path, fmt: str, cache_capacity: str | None, requests: int) -> Any:
+    """`simulate --trace`: the trace's first `requests` requests with their hits at the cache."""
+    from pddplan.errors import InputError
+    from pddplan.perf.kv import kv_bytes_per_token
+    from pddplan.report import output
+    from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
+    from pddplan.trace.replay import load_replay
+
+    if fmt not in ("mooncake", "csv"):
+        raise InputError(f"--trace-format = {fmt!r}: expected mooncake or csv (a replay needs block hashes)")
+    tokens = MAX_CAPACITY_TOKENS
+    if cache_capacity is not None:
+        capacities = parse_capacities(cache_capacity, kv_bytes_per_token(scenario.model))
+        if len(capacities) != 1:
+            raise InputError(f"--cache-capacity = {cache_capacity!r}: give one capacity")
+        tokens = capacities[0].tokens
+    with output.status(f"reading {trace}..."):
+        return load_replay(trace, fmt, int(tokens // 512), requests)  # type: ignore[arg-type]
 
 
 # -- optimization -------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def drc_bytes_per_rps(workload: Workload, model: ModelArchitecture, architecture
     the decoders receive the whole KV over RDMA and keep nothing)."""
     if not architecture.decode_keeps_prefix_cache:
         return 0.0
-    prompts, probs = workload.prompt_tokens.support()
+    prompts, _, probs = workload.prompt_hit_support()
     prompt_kv = float(request_kv_bytes(model, prompts, workload.serving.page_tokens) @ probs)
     return workload.serving.drc_retention_s * prompt_kv
 

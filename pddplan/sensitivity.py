@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pddplan.bathtub import hit_distribution
+from pddplan.bathtub import with_hit
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.input_set import InputSet
@@ -47,7 +47,7 @@ def _line_prices(workload: Workload, factor: float) -> Workload:
 
 def _hit_scaled(workload: Workload, factor: float) -> Workload:
     mean = min(workload.hit_rate.mean() * factor, HIGHEST_MEAN_HIT)
-    return workload.model_copy(update={"hit_rate": hit_distribution(workload, mean, "shift")})
+    return workload.model_copy(update=with_hit(workload, mean, "shift"))
 
 
 def _bcr_with(scenario: Scenario, inputs: InputSet, workload: Workload) -> float:

@@ -55,7 +55,7 @@ class Pdd(Architecture):
         from pddplan.evaluate.drc import md_prefix_hit_probability
         from pddplan.specs.plan import Routing
 
-        hits, _ = workload.hit_rate.support()
+        _, hits, _ = workload.prompt_hit_support()
         out: list[Routing | None] = []
         seen: set[int] = set()
         for threshold in HIT_THRESHOLDS:

@@ -103,11 +103,7 @@ def workload_classes(
     (`pddplan.evaluate.drc`), each (prompt, hit) class splits in two: held (probability x q, the
     incremental KV crosses the WAN) and missed (x (1 - q), the whole prompt's KV crosses)."""
     page = workload.serving.page_tokens
-    prompts, prompt_probs = workload.prompt_tokens.support()
-    hits, hit_probs = workload.hit_rate.support()
-    prompt = np.repeat(prompts, len(hits))
-    hit = np.tile(hits, len(prompts))
-    input_prob = np.repeat(prompt_probs, len(hits)) * np.tile(hit_probs, len(prompts))
+    prompt, hit, input_prob = workload.prompt_hit_support()
     incremental = incremental_kv_bytes(model, prompt, hit, page)
     held = md_prefix_hit_probability(workload.serving)
     if held >= 1:

@@ -27,6 +27,6 @@ class WorkloadMoments:
 
 def workload_moments(workload: Workload) -> WorkloadMoments:
     """E[X] = sum_i x_i p_i over each distribution's support points."""
-    prompts, prompt_probs = workload.prompt_tokens.support()
+    prompts, _, prompt_probs = workload.prompt_hit_support()
     outputs, output_probs = workload.output_tokens.support()
     return WorkloadMoments(float(prompts @ prompt_probs), float(outputs @ output_probs))

@@ -265,7 +265,7 @@ def rows_from_runs(
                     measured_s=run.ttft_median_s,
                     line=line,
                     measured_kind="client_ttft",
-                    **common,  # type: ignore[arg-type]
+                    **common,
                 )
             )
             line += 1
@@ -288,7 +288,7 @@ def rows_from_runs(
                 measured_s=run.itl_median_s,
                 line=line,
                 measured_kind="client_itl",
-                **common,  # type: ignore[arg-type]
+                **common,
             )
         )
         notes.append(

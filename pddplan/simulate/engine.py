@@ -51,6 +51,7 @@ from pddplan.perf.roofline import decode_step_time, extend_time, linear_step_s, 
 from pddplan.scenario import Role, Scenario
 from pddplan.simulate.prefill import PrefillPool, PrefillRun, run_prefill_pool
 from pddplan.simulate.servers import ColocatedRelay, DecodeInstance, Link
+from pddplan.trace.replay import TraceReplay
 
 
 class Event(IntEnum):
@@ -186,7 +187,9 @@ class _Simulation:
     """The state of one simulation: the drawn requests, their outcomes so far, the servers and the
     event heap. It is the `pddplan.architectures.Dispatch` an architecture routes a request with."""
 
-    def __init__(self, scenario: Scenario, count: int, rng: np.random.Generator) -> None:
+    def __init__(
+        self, scenario: Scenario, count: int, rng: np.random.Generator, replay: TraceReplay | None = None
+    ) -> None:
         self.scenario = scenario
         self.architecture = scenario.architecture
         self.routing = scenario.plan.routing
@@ -194,10 +197,18 @@ class _Simulation:
         workload = scenario.workload
         page = workload.serving.page_tokens
         # the requests, drawn in a fixed order (arrivals, prompts, hits, outputs; then the line)
-        self.arrival = _arrivals(scenario, count, rng)
-        self.prompt = workload.prompt_tokens.sample(rng, count)
-        self.hit = workload.hit_rate.sample(rng, count)
-        self.output = workload.output_tokens.sample(rng, count)
+        if replay is not None:  # a trace's own requests, as recorded
+            self.arrival = replay.arrival_s[:count]
+            self.prompt, self.hit = replay.prompt_tokens[:count], replay.hit[:count]
+            self.output = replay.output_tokens[:count]
+        else:
+            self.arrival = _arrivals(scenario, count, rng)
+            if workload.request_mix is None:
+                self.prompt = workload.prompt_tokens.sample(rng, count)
+                self.hit = workload.hit_rate.sample(rng, count)
+            else:  # prompt and hit drawn together (a trace's joint distribution)
+                self.prompt, self.hit = workload.request_mix.sample(rng, count)
+            self.output = workload.output_tokens.sample(rng, count)
         self.fresh = new_tokens(self.prompt, self.hit, page)
         full_kv = request_kv_bytes(scenario.model, self.prompt, page)
         self.wan_size = _wan_bytes(scenario, self.prompt, self.hit, full_kv, rng)
@@ -562,10 +573,15 @@ class _Simulation:
         )
 
 
-def simulate_requests(scenario: Scenario, count: int, seed: int) -> tuple[RequestTable, SimulationStats]:
-    """Simulate `count` requests; return the per-request table and server statistics."""
+def simulate_requests(
+    scenario: Scenario, count: int, seed: int, replay: TraceReplay | None = None
+) -> tuple[RequestTable, SimulationStats]:
+    """Simulate `count` requests (drawn from the workload, or the first `count` of `replay`);
+    return the per-request table and server statistics."""
     check_requests(count)
     check_seed(seed)
-    simulation = _Simulation(scenario, count, np.random.default_rng(seed))
+    if replay is not None:
+        count = min(count, len(replay))
+    simulation = _Simulation(scenario, count, np.random.default_rng(seed), replay)
     simulation.run()
     return simulation.table(), simulation.stats()

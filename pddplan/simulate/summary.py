@@ -18,6 +18,7 @@ from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_tar
 from pddplan.loading import write_atomic
 from pddplan.scenario import Scenario
 from pddplan.simulate.engine import RequestTable, SimulationStats, simulate_requests
+from pddplan.trace.replay import TraceReplay
 
 WARMUP_FRACTION = 0.05
 
@@ -38,9 +39,12 @@ def _percentiles(values: np.ndarray) -> dict[str, float]:
     return {"p50_s": float(p50), "p90_s": float(p90), "p99_s": float(p99)}
 
 
-def simulate(scenario: Scenario, requests: int = 20_000, seed: int = 0) -> Simulation:
-    """Simulate `requests` requests with `seed`; summarize all but the first 5% (warm-up)."""
-    table, stats = simulate_requests(scenario, requests, seed)
+def simulate(
+    scenario: Scenario, requests: int = 20_000, seed: int = 0, replay: TraceReplay | None = None
+) -> Simulation:
+    """Simulate `requests` requests with `seed` (or replay the first `requests` of a trace);
+    summarize all but the first 5% (warm-up)."""
+    table, stats = simulate_requests(scenario, requests, seed, replay)
     return Simulation(table=table, stats=stats, summary=summarize(scenario, table, stats))
 
 

@@ -216,3 +216,48 @@ class HitRateDistribution(StrictModel):
         low = np.array([b.low for b in buckets])[index]
         high = np.array([b.high for b in buckets])[index]
         return low + (high - low) * rng.random(n)
+
+
+class MixClass(StrictModel):
+    """Requests of `prompt_tokens` tokens whose prefix hit rate is `hit`, with probability `share`."""
+
+    prompt_tokens: TokenCount
+    hit: Fraction
+    share: Fraction
+
+
+class RequestMix(StrictModel):
+    """The joint distribution of prompt length and prefix hit rate, as classes (what a trace gives:
+    long prompts tend to hit more, or less, than short ones). Where a workload has one, the
+    evaluator and the simulator draw (prompt, hit) pairs from it instead of drawing the two
+    independently from `prompt_tokens` and `hit_rate`, which stay as its marginals."""
+
+    classes: list[MixClass] = Field(min_length=1, max_length=MAX_BINS)
+    source: str = Field(default="", description="where the mix came from (a trace, its digest, the cache capacity)")
+
+    @model_validator(mode="after")
+    def _shares(self) -> RequestMix:
+        total = sum(c.share for c in self.classes)
+        if abs(total - 1.0) > SHARE_TOLERANCE:
+            raise ValueError(f"class shares sum to {total:.6g}, expected 1")
+        return self
+
+    def support(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(prompt tokens, hit rates, probabilities), one point per class."""
+        prompts = np.array([float(c.prompt_tokens) for c in self.classes])
+        hits = np.array([c.hit for c in self.classes])
+        probs = np.array([c.share for c in self.classes])
+        return prompts, hits, probs / probs.sum()
+
+    def mean_hit(self) -> float:
+        _, hits, probs = self.support()
+        return float(hits @ probs)
+
+    def largest_prompt(self) -> int:
+        return max(c.prompt_tokens for c in self.classes if c.share > 0)
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """n (prompt tokens, hit) pairs, each a class drawn by its share."""
+        prompts, hits, probs = self.support()
+        index = rng.choice(len(probs), size=n, p=probs)
+        return prompts[index].astype(np.int64), hits[index]

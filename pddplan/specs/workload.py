@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from pddplan.specs.common import (
@@ -27,11 +28,15 @@ from pddplan.specs.common import (
     StrictModel,
     Usd,
 )
-from pddplan.specs.distributions import HitRateDistribution, LengthDistribution
+from pddplan.specs.distributions import HitRateDistribution, LengthDistribution, RequestMix
 
 if TYPE_CHECKING:
     from pddplan.perf.roofline import Mtp
 from pddplan.specs.model import KvDtype
+
+#: How far a request mix's mean hit rate may sit from its `hit_rate` marginal's (whose buckets are
+#: discretized into points for closed-form averages).
+MIX_HIT_TOLERANCE = 0.02
 
 
 class Arrival(StrictModel):
@@ -259,11 +264,47 @@ class Workload(StrictModel):
     prompt_tokens: LengthDistribution
     output_tokens: LengthDistribution
     hit_rate: HitRateDistribution
+    request_mix: RequestMix | None = Field(
+        default=None,
+        description="joint (prompt, hit) classes, e.g. from `trace import --workload-out`; when given, requests draw "
+        "their prompt and hit together from it, and prompt_tokens / hit_rate are its marginals",
+    )
     sla: Sla
     prices: TokenPrices
     deployment: Deployment
     serving: ServingOptions = ServingOptions()
     sources: dict[str, Source] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _mix_matches_its_marginals(self) -> Workload:
+        """The marginals must describe the mix: no class longer than prompt_tokens' longest (memory
+        is sized for it), and the mean hit rates within MIX_HIT_TOLERANCE (the buckets' points
+        are discretized)."""
+        mix = self.request_mix
+        if mix is None:
+            return self
+        if mix.largest_prompt() > self.prompt_tokens.largest():
+            raise ValueError(
+                f"request_mix has a class of {mix.largest_prompt()} prompt tokens, longer than prompt_tokens' "
+                f"longest ({self.prompt_tokens.largest()}): prompt_tokens must be the mix's marginal"
+            )
+        if abs(mix.mean_hit() - self.hit_rate.mean()) > MIX_HIT_TOLERANCE:
+            raise ValueError(
+                f"request_mix's mean hit rate {mix.mean_hit():.4f} differs from hit_rate's {self.hit_rate.mean():.4f} "
+                f"by more than {MIX_HIT_TOLERANCE}: hit_rate must be the mix's marginal"
+            )
+        return self
+
+    def prompt_hit_support(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(prompt tokens, hit, probability) over the (prompt, hit) pairs requests draw: the mix's
+        classes, else every pair of the two marginals' supports (independent)."""
+        if self.request_mix is not None:
+            return self.request_mix.support()
+        prompts, prompt_probs = self.prompt_tokens.support()
+        hits, hit_probs = self.hit_rate.support()
+        prompt = np.repeat(prompts, len(hits))
+        hit = np.tile(hits, len(prompts))
+        return prompt, hit, np.repeat(prompt_probs, len(hits)) * np.tile(hit_probs, len(prompts))
 
     @model_validator(mode="after")
     def _sources_resolve(self) -> Workload:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -88,8 +88,10 @@ def replay(
     eviction: Eviction = "lru",
     instances: int = 1,
     routing: Routing = "affinity",
+    on_request: Callable[[TraceRequest, float], None] | None = None,
 ) -> CacheResult:
-    """Replay `requests` through the cache (module docstring); requests without hashes are skipped."""
+    """Replay `requests` through the cache (module docstring); requests without hashes are skipped.
+    `on_request(request, hit)` sees each request with its hit fraction, cached / prompt tokens."""
     if capacity_blocks < 0 or instances < 1:
         raise InputError("a cache needs a capacity of at least 0 blocks and at least 1 instance")
     kind = _Lru if eviction == "lru" else _Lfu
@@ -113,10 +115,13 @@ def replay(
                 break
             run += 1
         cached = min(run * block_tokens, request.input_tokens)
+        hit = cached / request.input_tokens if request.input_tokens else 0.0
         count += 1
         prompt_tokens += request.input_tokens
         cached_tokens += cached
-        hit_sum += cached / request.input_tokens if request.input_tokens else 0.0
+        hit_sum += hit
+        if on_request is not None:
+            on_request(request, hit)
         cache.touch(blocks)
     return CacheResult(
         capacity_blocks=capacity_blocks,

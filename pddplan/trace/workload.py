@@ -1,0 +1,239 @@
+"""A workload built from a trace (`trace import --workload-out`): its joint (prompt, hit)
+distribution at a cache capacity, its output lengths, its arrival rate and burstiness.
+
+What comes from the trace, and how:
+- each request's hit fraction is what a prefix cache of the given capacity holds when it arrives
+  (`pddplan.trace.cache.replay`; unbounded by default);
+- `request_mix`: requests binned by prompt length (log-spaced edges, PROMPT_EDGES) and hit
+  (exact 0, then HIT_BIN_WIDTH-wide bins, then exact 1); each non-empty cell is one class at its
+  requests' mean prompt and mean hit, with its share of requests. Prompt and hit are drawn
+  together from it, so a correlation between them (long agent prompts hitting more) is kept;
+- `prompt_tokens` and `hit_rate`: the mix's marginals (a histogram over the prompt bins, spanning
+  each bin's shortest to longest prompt; one point bucket per hit bin at its requests' mean hit,
+  so the marginal's mean is the mix's); `output_tokens`: a histogram over the same edges;
+- `arrival`: the trace's mean rate, as a Gamma process with its inter-arrival coefficient of
+  variation (Poisson when that is 1 within 2%). A per-minute rate profile is not a workload input:
+  the file's header states the trace's peak-to-mean so that a plan can be checked at the peak.
+Everything else (model, SLA, prices, deployment, serving) comes from the template workload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pddplan.errors import InputError
+from pddplan.specs.workload import Workload
+from pddplan.trace.cache import Eviction, Routing, replay
+from pddplan.trace.read import TraceRequest
+
+#: Prompt / output length bin edges (tokens): 16 per decade from 1 to 10M.
+PROMPT_EDGES = np.unique(np.round(np.logspace(0, 7, 7 * 16 + 1)).astype(np.int64))
+HIT_BIN_WIDTH = 0.05
+POISSON_CV_TOLERANCE = 0.02
+
+
+def _hit_bin(hit: float) -> int:
+    """0 for a hit of exactly 0, the last bin for exactly 1, else 1 + floor(hit / width)."""
+    bins = round(1 / HIT_BIN_WIDTH)
+    if hit <= 0:
+        return 0
+    if hit >= 1:
+        return bins + 1
+    return 1 + min(int(hit / HIT_BIN_WIDTH), bins - 1)
+
+
+@dataclass
+class _Cell:
+    count: int = 0
+    prompt_sum: float = 0.0
+    hit_sum: float = 0.0
+
+
+@dataclass
+class _Range:
+    count: int = 0
+    low: float = math.inf
+    high: float = -math.inf
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        self.low = min(self.low, value)
+        self.high = max(self.high, value)
+
+
+@dataclass
+class JointHistogram:
+    """The per-request (prompt, hit) and output counts a workload is built from."""
+
+    cells: dict[tuple[int, int], _Cell] = field(default_factory=dict)
+    prompts: dict[int, _Range] = field(default_factory=dict)
+    outputs: dict[int, _Range] = field(default_factory=dict)
+    requests: int = 0
+
+    def add(self, request: TraceRequest, hit: float) -> None:
+        p = int(np.searchsorted(PROMPT_EDGES, request.input_tokens, side="right"))
+        h = _hit_bin(hit)
+        cell = self.cells.setdefault((p, h), _Cell())
+        cell.count += 1
+        cell.prompt_sum += request.input_tokens
+        cell.hit_sum += hit
+        self.prompts.setdefault(p, _Range()).add(request.input_tokens)
+        self.outputs.setdefault(
+            int(np.searchsorted(PROMPT_EDGES, max(request.output_tokens, 1), side="right")), _Range()
+        ).add(max(request.output_tokens, 1))
+        self.requests += 1
+
+
+def joint_histogram(
+    requests: Iterable[TraceRequest],
+    capacity_blocks: int,
+    block_tokens: int = 512,
+    eviction: Eviction = "lru",
+    instances: int = 1,
+    routing: Routing = "affinity",
+) -> JointHistogram:
+    """Replay the trace through the cache and bin every request's (prompt, hit) and output."""
+    histogram = JointHistogram()
+    replay(requests, capacity_blocks, block_tokens, eviction, instances, routing, on_request=histogram.add)
+    if histogram.requests == 0:
+        raise InputError(
+            "the trace has no requests with prompt block hashes: a hit rate needs them "
+            "(--format mooncake, or csv with hash_ids)"
+        )
+    return histogram
+
+
+def _shares(counts: list[int]) -> list[float]:
+    """Shares that sum to 1 in floating point (the last absorbs the rounding)."""
+    total = sum(counts)
+    shares = [round(c / total, 12) for c in counts]
+    shares[-1] = round(1.0 - sum(shares[:-1]), 12)
+    return shares
+
+
+def _length_histogram(ranges: dict[int, _Range]) -> dict[str, Any]:
+    keys = sorted(ranges)
+    shares = _shares([ranges[k].count for k in keys])
+    return {
+        "kind": "histogram",
+        "bins": [
+            {"low_tokens": int(ranges[k].low), "high_tokens": int(ranges[k].high), "share": s}
+            for k, s in zip(keys, shares, strict=True)
+        ],
+    }
+
+
+def workload_fields(histogram: JointHistogram, summary: dict[str, Any], source: str) -> dict[str, Any]:
+    """The trace-made fields of a workload: arrival, prompt_tokens, output_tokens, hit_rate,
+    request_mix (module docstring)."""
+    keys = sorted(histogram.cells)
+    cells = [histogram.cells[k] for k in keys]
+    shares = _shares([c.count for c in cells])
+    classes = [
+        {"prompt_tokens": max(1, round(c.prompt_sum / c.count)), "hit": round(c.hit_sum / c.count, 6), "share": s}
+        for c, s in zip(cells, shares, strict=True)
+    ]
+    by_hit: dict[int, list[float]] = {}
+    for (_, h), cell in zip(keys, cells, strict=True):
+        count_sum = by_hit.setdefault(h, [0.0, 0.0])
+        count_sum[0] += cell.count
+        count_sum[1] += cell.hit_sum
+    hit_keys = sorted(by_hit)
+    hit_shares = _shares([int(by_hit[k][0]) for k in hit_keys])
+    # each hit bin as a point at its requests' mean hit, so the marginal's mean is the mix's
+    buckets = []
+    for k, s in zip(hit_keys, hit_shares, strict=True):
+        mean = round(by_hit[k][1] / by_hit[k][0], 6)
+        buckets.append({"low": mean, "high": mean, "share": s})
+    prompt_marginal = _length_histogram(histogram.prompts)
+    # a class's prompt is its cell's mean, rounded: keep the marginal's top at least that long
+    longest = max(c["prompt_tokens"] for c in classes)
+    top = prompt_marginal["bins"][-1]
+    top["high_tokens"] = max(top["high_tokens"], longest)
+    rate = summary.get("rate_rps")
+    if not rate:
+        raise InputError("the trace spans no time (one request, or every timestamp equal): no arrival rate")
+    cv = summary.get("interarrival_cv") or 1.0
+    arrival: dict[str, Any] = {"rate_rps": round(rate, 6), "process": "poisson"}
+    if abs(cv - 1.0) > POISSON_CV_TOLERANCE:
+        arrival = {"rate_rps": round(rate, 6), "process": "gamma", "cv": round(min(cv, 20.0), 4)}
+    return {
+        "arrival": arrival,
+        "prompt_tokens": prompt_marginal,
+        "output_tokens": _length_histogram(histogram.outputs),
+        "hit_rate": {"buckets": buckets},
+        "request_mix": {"classes": classes, "source": source},
+    }
+
+
+def trace_digest(path: Path) -> str:
+    """The first 12 hex digits of the trace's SHA-256 (streamed)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:12]
+
+
+def build_workload(template: Workload, fields: dict[str, Any], name: str, description: str) -> Workload:
+    """`template` with the trace-made `fields`, validated as any workload file is."""
+    from pddplan.loading import validate
+
+    data = template.model_dump(mode="json", exclude_none=True)
+    data.update(fields, name=name, description=description)
+    return validate(Workload, data, "--workload-out")
+
+
+@dataclass(frozen=True)
+class TraceWorkload:
+    """A trace-built workload with what it was built from."""
+
+    workload: Workload
+    requests: int  # requests with block hashes
+    summary: dict[str, Any]
+    capacity_text: str
+    eviction: str
+
+
+def workload_from_trace(
+    trace: Path,
+    fmt: Any,
+    template: Workload,
+    cache_capacity: str | None = None,
+    eviction: Eviction = "lru",
+    block_tokens: int = 512,
+    name: str | None = None,
+) -> TraceWorkload:
+    """`template` serving the trace's traffic (module docstring), hits replayed through a prefix
+    cache of `cache_capacity` (bytes with the template's model, or tokens; None: unbounded)."""
+    from pddplan.inputs import load_model
+    from pddplan.perf.kv import kv_bytes_per_token
+    from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
+    from pddplan.trace.read import read_trace
+    from pddplan.trace.stats import summarize
+
+    if eviction not in ("lru", "lfu"):
+        raise InputError(f"--eviction = {eviction!r}: expected lru or lfu")
+    if cache_capacity is None:
+        tokens, capacity_text = MAX_CAPACITY_TOKENS, "unbounded"
+    else:
+        kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
+        capacities = parse_capacities(cache_capacity, kv)
+        if len(capacities) != 1:
+            raise InputError(f"--cache-capacity = {cache_capacity!r}: give one capacity")
+        tokens, capacity_text = capacities[0].tokens, f"{capacities[0].text} ({capacities[0].tokens:,.0f} tokens)"
+    summary = summarize(read_trace(trace, fmt), block_tokens).to_dict()
+    blocks = int(min(tokens / block_tokens, MAX_CAPACITY_TOKENS))
+    histogram = joint_histogram(read_trace(trace, fmt), blocks, block_tokens, eviction)
+    source = f"trace {trace.name} (sha256 {trace_digest(trace)}), {eviction.upper()} prefix cache {capacity_text}"
+    fields = workload_fields(histogram, summary, source)
+    description = f"{template.name}'s deployment serving the traffic of {source}"
+    workload = build_workload(template, fields, name or template.name, description)
+    return TraceWorkload(workload, histogram.requests, summary, capacity_text, eviction)
