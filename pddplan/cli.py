@@ -330,7 +330,8 @@ def trace_import(
     from pddplan.errors import InputError
     from pddplan.limits import check_tokens
     from pddplan.report import output, trace_tables
-    from pddplan.trace.read import FORMATS, read_trace
+    from pddplan.trace.prefetch import stream_trace
+    from pddplan.trace.read import FORMATS
     from pddplan.trace.stats import summarize
 
     chosen = next((name for name in FORMATS if name == fmt), None)
@@ -342,7 +343,7 @@ def trace_import(
     if cache_capacity is not None and workload_out is None:
         raise InputError("--cache-capacity goes with --workload-out")
     with output.status(f"reading {trace}..."):
-        summary = summarize(read_trace(trace, chosen), block_tokens).to_dict()
+        summary = summarize(stream_trace(trace, chosen), block_tokens).to_dict()
     summary = {"trace": str(trace), "format": fmt} | summary
     if workload_out is not None and like is not None:
         with output.status(f"replaying {trace} through the prefix cache..."):

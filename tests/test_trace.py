@@ -121,3 +121,28 @@ def test_cli_json_and_table(cli: Any) -> None:
     assert data["requests"] == 3993 and data["format"] == "mooncake"
     result = cli("trace", "import", str(MOONCAKE))
     assert result.exit_code == 0 and "3,993" in result.stdout and "unbounded cache" in result.stdout
+
+
+def test_the_prefetching_reader_gives_the_same_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked reader process (used for large traces) yields the same requests in the same order."""
+    from pddplan.trace import prefetch
+
+    monkeypatch.setattr(prefetch, "MIN_PREFETCH_BYTES", 0)
+    monkeypatch.setattr(prefetch, "BATCH", 97)  # several batches, the last one partial
+    assert list(prefetch.stream_trace(MOONCAKE)) == list(read_trace(MOONCAKE))
+    assert summarize(prefetch.stream_trace(MOONCAKE)).to_dict() == summarize(read_trace(MOONCAKE)).to_dict()
+
+
+def test_the_prefetching_reader_reports_a_bad_line_and_stops_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pddplan.trace import prefetch
+
+    monkeypatch.setattr(prefetch, "MIN_PREFETCH_BYTES", 0)
+    monkeypatch.setattr(prefetch, "BATCH", 2)
+    rows = [*THREE, {"timestamp": 4000, "input_length": -1, "output_length": 1}]
+    with pytest.raises(InputError, match="line 4: input_length = -1"):
+        list(prefetch.stream_trace(mooncake(tmp_path, rows)))
+    stream = prefetch.stream_trace(MOONCAKE)
+    assert next(stream).input_tokens > 0
+    stream.close()  # the reader process is ended, not left behind

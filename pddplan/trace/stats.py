@@ -13,6 +13,8 @@ fixed histograms and the set of prompt blocks seen, nothing per request).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -65,13 +67,14 @@ class TraceSummary:
     gap_sum_s: float = 0.0
     gap_sum_squares_s2: float = 0.0
     per_minute: dict[int, int] = field(default_factory=dict)
-    input_histogram: np.ndarray = field(default_factory=lambda: np.zeros(len(LENGTH_BINS), dtype=np.int64))
-    output_histogram: np.ndarray = field(default_factory=lambda: np.zeros(len(LENGTH_BINS), dtype=np.int64))
+    # plain lists while counting (a numpy element increment costs more than the bisection)
+    input_histogram: list[int] = field(default_factory=lambda: [0] * len(LENGTH_BINS))
+    output_histogram: list[int] = field(default_factory=lambda: [0] * len(LENGTH_BINS))
     input_tokens: int = 0
     output_tokens: int = 0
     hashed: int = 0
     cached_tokens: int = 0
-    hit_histogram: np.ndarray = field(default_factory=lambda: np.zeros(len(HIT_BINS) - 1, dtype=np.int64))
+    hit_histogram: list[int] = field(default_factory=lambda: [0] * (len(HIT_BINS) - 1))
     hit_vs_length: _Moments = field(default_factory=_Moments)
     unique_blocks: int = 0
 
@@ -91,58 +94,69 @@ class TraceSummary:
             "input_tokens_mean": self.input_tokens / self.requests if self.requests else None,
             "output_tokens_mean": self.output_tokens / self.requests if self.requests else None,
             "length_bins_tokens": LENGTH_BINS,
-            "input_tokens_histogram": self.input_histogram.tolist(),
-            "output_tokens_histogram": self.output_histogram.tolist(),
+            "input_tokens_histogram": list(self.input_histogram),
+            "output_tokens_histogram": list(self.output_histogram),
             "block_tokens": self.block_tokens,
             "requests_with_hashes": self.hashed,
             "ideal_hit_rate_token_weighted": self.cached_tokens / self.input_tokens
             if self.hashed and self.input_tokens
             else None,
             "hit_bins": HIT_BINS,
-            "ideal_hit_histogram": self.hit_histogram.tolist(),
+            "ideal_hit_histogram": list(self.hit_histogram),
             "hit_vs_prompt_length_correlation": self.hit_vs_length.correlation(),
             "unique_blocks": self.unique_blocks,
         }
 
 
 def _bin(value: float, edges: list[Any]) -> int:
-    """Index of the bin [edges[i], edges[i+1]) holding `value` (the last bin is open above)."""
-    return max(int(np.searchsorted(edges, value, side="right")) - 1, 0)
+    """Index of the bin [edges[i], edges[i+1]) holding `value` (the last bin is open above).
+    Pure Python bisection: called per request, where numpy's per-call overhead dominated."""
+    return max(bisect.bisect_right(edges, value) - 1, 0)
 
 
 def summarize(requests: Iterable[TraceRequest], block_tokens: int = 512) -> TraceSummary:
-    """One pass over `requests` (module docstring)."""
+    """One pass over `requests` (module docstring). The loop keeps its counters in locals: it runs
+    once per request of traces with millions of them."""
     summary = TraceSummary(block_tokens=block_tokens)
     seen: set[int] = set()
+    contains = seen.__contains__
+    takewhile = itertools.takewhile
+    per_minute = summary.per_minute
+    input_histogram, output_histogram = summary.input_histogram, summary.output_histogram
+    hit_histogram, moments = summary.hit_histogram, summary.hit_vs_length
+    top_hit_bin = len(HIT_BINS) - 2
+    count = gap_count = hashed = 0
+    gap_sum = gap_squares = 0.0
+    input_tokens = output_tokens = cached_tokens = 0
     last: float | None = None
-    for request in requests:
-        summary.requests += 1
+    arrival = 0.0
+    for arrival, inputs, outputs, hashes in requests:
+        count += 1
         if last is not None:
-            gap = request.arrival_s - last
-            summary.gap_count += 1
-            summary.gap_sum_s += gap
-            summary.gap_sum_squares_s2 += gap * gap
-        last = request.arrival_s
-        summary.duration_s = request.arrival_s
-        minute = int(request.arrival_s // 60)
-        summary.per_minute[minute] = summary.per_minute.get(minute, 0) + 1
-        summary.input_histogram[_bin(request.input_tokens, LENGTH_BINS)] += 1
-        summary.output_histogram[_bin(request.output_tokens, LENGTH_BINS)] += 1
-        summary.input_tokens += request.input_tokens
-        summary.output_tokens += request.output_tokens
-        if request.hash_ids is None:
+            gap = arrival - last
+            gap_count += 1
+            gap_sum += gap
+            gap_squares += gap * gap
+        last = arrival
+        minute = int(arrival // 60)
+        per_minute[minute] = per_minute.get(minute, 0) + 1
+        input_histogram[_bin(inputs, LENGTH_BINS)] += 1
+        output_histogram[_bin(outputs, LENGTH_BINS)] += 1
+        input_tokens += inputs
+        output_tokens += outputs
+        if hashes is None:
             continue
-        summary.hashed += 1
-        run = 0
-        for block in request.hash_ids:
-            if block not in seen:
-                break
-            run += 1
-        cached = min(run * block_tokens, request.input_tokens)
-        hit = cached / request.input_tokens if request.input_tokens else 0.0
-        summary.cached_tokens += cached
-        summary.hit_histogram[min(_bin(hit, HIT_BINS), len(HIT_BINS) - 2)] += 1
-        summary.hit_vs_length.add(hit, float(request.input_tokens))
-        seen.update(request.hash_ids)
+        hashed += 1
+        # the leading run of blocks already seen (takewhile over a set's membership runs in C)
+        run = len(list(takewhile(contains, hashes)))
+        cached = min(run * block_tokens, inputs)
+        hit = cached / inputs if inputs else 0.0
+        cached_tokens += cached
+        hit_histogram[min(_bin(hit, HIT_BINS), top_hit_bin)] += 1
+        moments.add(hit, float(inputs))
+        seen.update(hashes)
+    summary.requests, summary.duration_s, summary.hashed = count, arrival if count else 0.0, hashed
+    summary.gap_count, summary.gap_sum_s, summary.gap_sum_squares_s2 = gap_count, gap_sum, gap_squares
+    summary.input_tokens, summary.output_tokens, summary.cached_tokens = input_tokens, output_tokens, cached_tokens
     summary.unique_blocks = len(seen)
     return summary

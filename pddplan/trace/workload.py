@@ -216,7 +216,7 @@ def workload_from_trace(
     from pddplan.inputs import load_model
     from pddplan.perf.kv import kv_bytes_per_token
     from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
-    from pddplan.trace.read import read_trace
+    from pddplan.trace.prefetch import stream_trace
     from pddplan.trace.stats import summarize
 
     if eviction not in ("lru", "lfu"):
@@ -229,9 +229,9 @@ def workload_from_trace(
         if len(capacities) != 1:
             raise InputError(f"--cache-capacity = {cache_capacity!r}: give one capacity")
         tokens, capacity_text = capacities[0].tokens, f"{capacities[0].text} ({capacities[0].tokens:,.0f} tokens)"
-    summary = summarize(read_trace(trace, fmt), block_tokens).to_dict()
+    summary = summarize(stream_trace(trace, fmt), block_tokens).to_dict()
     blocks = int(min(tokens / block_tokens, MAX_CAPACITY_TOKENS))
-    histogram = joint_histogram(read_trace(trace, fmt), blocks, block_tokens, eviction)
+    histogram = joint_histogram(stream_trace(trace, fmt), blocks, block_tokens, eviction)
     source = f"trace {trace.name} (sha256 {trace_digest(trace)}), {eviction.upper()} prefix cache {capacity_text}"
     fields = workload_fields(histogram, summary, source)
     description = f"{template.name}'s deployment serving the traffic of {source}"
