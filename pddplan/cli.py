@@ -396,6 +396,65 @@ def _write_trace_workload(
     write_atomic(path, header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
 
 
+@app.command("cache-plan")
+def cache_plan(
+    trace: Annotated[Path, typer.Argument(help="The trace file (with prompt block hashes).")],
+    like: Annotated[str, typer.Option("--like", help="The workload whose model, SLA, prices and deployment apply.")],
+    capacity: Annotated[
+        str, typer.Option("--capacity", help="Cache capacities to price: bytes (0,100GB,1TB) or tokens (0,5M).")
+    ],
+    usd_per_gb_month: Annotated[
+        float,
+        typer.Option(
+            "--usd-per-gb-month", help="What a GB of prefix cache costs you a month (DRAM, SSD or a KV store)."
+        ),
+    ],
+    architecture: Annotated[
+        list[str] | None, typer.Option("--architecture", "-a", help="Architecture (repeatable); default: all.")
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option("--rate", help="Cheapest plan for this rate instead of best BCR.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="mooncake (JSON lines) or csv (with hash_ids).")] = "mooncake",
+    json_out: JsonFlag = False,
+) -> None:
+    """How much prefix cache to buy: the best deployment for the trace's traffic at each cache
+    capacity, priced with the cache, and the marginal value of each step."""
+    from pddplan.errors import InputError
+    from pddplan.inputs import load_model, load_workload, workload_dir
+    from pddplan.limits import check_rate
+    from pddplan.optimize.options import OptimizeOptions
+    from pddplan.perf.kv import kv_bytes_per_token
+    from pddplan.report import output, trace_tables
+    from pddplan.trace.cache_plan import Traffic, best_point, marginal_values
+    from pddplan.trace.cache_plan import cache_plan as run
+    from pddplan.trace.curve import parse_capacities
+
+    if fmt not in ("mooncake", "csv"):
+        raise InputError(f"--format = {fmt!r}: expected mooncake or csv (hits need block hashes)")
+    if rate is not None:
+        check_rate(rate)
+    template = load_workload(like)
+    capacities = parse_capacities(capacity, kv_bytes_per_token(load_model(template.model, template.kv_dtype)))
+    options = OptimizeOptions(mode="rate", rate=rate) if rate is not None else OptimizeOptions()
+    with output.status("pricing cache capacities...") as status:
+        traffic = Traffic(trace, fmt, template, workload_dir(like))
+        points = run(traffic, capacities, usd_per_gb_month, options, architecture, progress=status.update)
+    best = best_point(points, options.mode)
+    data = {
+        "trace": str(trace),
+        "workload": template.name,
+        "usd_per_gb_month": usd_per_gb_month,
+        "mode": options.mode,
+        "points": [p.to_dict() | {"marginal_value": v} for p, v in zip(points, marginal_values(points), strict=True)],
+        "best_capacity": best.capacity.text if best is not None else None,
+    }
+    if json_out:
+        output.emit_json(data)
+    else:
+        trace_tables.print_cache_plan(output.results(), data)
+
+
 @app.command("cache-curve")
 def cache_curve(
     trace: Annotated[Path, typer.Argument(help="The trace file (with prompt block hashes).")],

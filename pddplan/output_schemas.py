@@ -336,6 +336,32 @@ class Calibrate(Output):
     from_bench: FromBench | None = None
 
 
+class CachePlanPoint(Output):
+    capacity: str = Field(description="as given: bytes (100GB) or tokens (5M)")
+    capacity_bytes: float
+    hit_token_weighted: float = Field(description="cached share of prompt tokens at this capacity")
+    architecture: str | None = Field(description="the best feasible architecture (null: none)")
+    gpu_and_line_usd_per_hour: float | None
+    cache_usd_per_hour: float
+    total_usd_per_hour: float | None
+    goodput_rps: float
+    bcr: float | None = Field(description="goodput per dollar of GPUs, lines and cache (requests / $)")
+    marginal_value: float | None = Field(
+        description="GPU-and-line $/h saved per $/h of cache added since the previous capacity"
+    )
+
+
+class CachePlan(Output):
+    """`cache-plan --json`."""
+
+    trace: str
+    workload: str
+    usd_per_gb_month: float
+    mode: str
+    points: list[CachePlanPoint]
+    best_capacity: str | None
+
+
 class ExportInstance(Output):
     name: str = Field(description="the instance's file and object name stem, e.g. prefill-0")
     role: str = Field(description="prefill, relay or decode")
@@ -427,6 +453,7 @@ OUTPUTS: dict[str, Any] = {
     "accuracy": Accuracy,
     "calibrate": Calibrate,
     "export": Export,
+    "cache-plan": CachePlan,
     "trace-import": TraceImport,
     "cache-curve": CacheCurve,
 }

@@ -36,6 +36,18 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "accuracy": ("accuracy",),
     "calibrate": ("calibrate", MEASUREMENTS, "--gpu", "h100-sxm"),
     "export": ("export", PLAN, "pdd-agent-64k", "--target", "k8s"),
+    "cache-plan": (
+        "cache-plan",
+        str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl"),
+        "--like",
+        "pdd-agent-64k",
+        "--capacity",
+        "0,1TB",
+        "--usd-per-gb-month",
+        "2",
+        "-a",
+        "pdd",
+    ),
     "trace-import": ("trace", "import", str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl")),
     "cache-curve": (
         "cache-curve",

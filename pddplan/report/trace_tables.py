@@ -122,3 +122,34 @@ def print_curve(console: Console, data: dict[str, Any]) -> None:
     console.print(table)
     if len(data["points"]) > 1:
         console.print(terminal(curve_chart(data), width=min(60, max(console.width - 20, 20))), markup=False)
+
+
+def print_cache_plan(console: Console, data: dict[str, Any]) -> None:
+    """One row per capacity: hit, best architecture, GPU-and-line cost, cache cost, total, BCR,
+    marginal value; then the capacity to buy."""
+    table = Table(
+        title=f"prefix cache for {data['trace']} on {data['workload']} at ${data['usd_per_gb_month']:g}/GB-month"
+    )
+    for header in ("cache", "hit", "best", "GPUs+lines $/h", "cache $/h", "total $/h", "BCR req/$", "value"):
+        table.add_column(header, justify="left" if header in ("cache", "best") else "right")
+    for point in data["points"]:
+        table.add_row(
+            point["capacity"],
+            _num(point["hit_token_weighted"], ".1%"),
+            point["architecture"] or "none",
+            _num(point["gpu_and_line_usd_per_hour"], ",.2f"),
+            _num(point["cache_usd_per_hour"], ",.2f"),
+            _num(point["total_usd_per_hour"], ",.2f"),
+            _num(point["bcr"], ",.1f"),
+            _num(point["marginal_value"], ".2f"),
+        )
+    console.print(table)
+    best = data["best_capacity"]
+    console.print(
+        f"buy {best} of prefix cache" if best is not None else "no capacity gives a feasible plan",
+        highlight=False,
+    )
+    console.print(
+        "value: GPU-and-line $/h saved per $/h of cache added since the row above (above 1, the step pays)",
+        highlight=False,
+    )

@@ -1,0 +1,149 @@
+"""Cache capacity as a priced decision (`pddplan cache-plan`): how much prefix cache to buy along
+with the GPUs and lines, from a trace.
+
+An outer search over the capacities offered: at each capacity C the trace's hits are replayed
+through a prefix cache of C (`workload_from_trace`), the deployment is optimized for that traffic
+(`pddplan.optimize`, every architecture), and the cache is priced at `usd_per_gb_month` x C /
+HOURS_PER_MONTH. The best capacity maximizes goodput per dollar of GPUs, lines and cache together
+(or minimizes their cost for `--rate`). Between neighbouring capacities the marginal value of
+cache is the GPU-and-line $/h it saves per $/h it costs:
+    value(C1 -> C2) = (G(C1) - G(C2)) / (cache(C2) - cache(C1)),
+above 1 when the step pays for itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pddplan.errors import InputError
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.specs.workload import Workload
+from pddplan.trace.curve import Capacity
+
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class CachePoint:
+    """The best deployment for the trace's traffic at one cache capacity, with its price."""
+
+    capacity: Capacity
+    capacity_bytes: float
+    hit_token_weighted: float
+    architecture: str | None
+    gpu_and_line_usd_per_hour: float | None
+    cache_usd_per_hour: float
+    goodput_rps: float
+
+    @property
+    def total_usd_per_hour(self) -> float | None:
+        if self.gpu_and_line_usd_per_hour is None:
+            return None
+        return self.gpu_and_line_usd_per_hour + self.cache_usd_per_hour
+
+    @property
+    def bcr(self) -> float | None:
+        """Goodput per dollar of GPUs, lines and cache: requests / $."""
+        total = self.total_usd_per_hour
+        return self.goodput_rps * 3600 / total if total else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "capacity": self.capacity.text,
+            "capacity_bytes": self.capacity_bytes,
+            "hit_token_weighted": self.hit_token_weighted,
+            "architecture": self.architecture,
+            "gpu_and_line_usd_per_hour": self.gpu_and_line_usd_per_hour,
+            "cache_usd_per_hour": self.cache_usd_per_hour,
+            "total_usd_per_hour": self.total_usd_per_hour,
+            "goodput_rps": self.goodput_rps,
+            "bcr": self.bcr,
+        }
+
+
+def token_weighted_hit(workload: Workload) -> float:
+    """Cached share of prompt tokens: sum p_i h_i P_i / sum p_i P_i over the (prompt, hit) classes."""
+    prompt, hit, prob = workload.prompt_hit_support()
+    weight = prompt * prob
+    return float(np.sum(weight * hit) / np.sum(weight))
+
+
+def marginal_values(points: list[CachePoint]) -> list[float | None]:
+    """value(C_{i-1} -> C_i) for each point after the first (None where a side has no plan or the
+    cache costs nothing more); the module docstring gives the formula."""
+    out: list[float | None] = [None]
+    for low, high in itertools.pairwise(points):
+        extra_cache = high.cache_usd_per_hour - low.cache_usd_per_hour
+        if low.gpu_and_line_usd_per_hour is None or high.gpu_and_line_usd_per_hour is None or extra_cache <= 0:
+            out.append(None)
+            continue
+        out.append((low.gpu_and_line_usd_per_hour - high.gpu_and_line_usd_per_hour) / extra_cache)
+    return out
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The trace whose traffic is served, and the workload it is served on (read from `base_dir`)."""
+
+    trace: Path
+    fmt: Any
+    template: Workload
+    base_dir: Path
+
+
+def cache_plan(
+    traffic: Traffic,
+    capacities: list[Capacity],
+    usd_per_gb_month: float,
+    options: OptimizeOptions,
+    architectures: list[str] | None = None,
+    progress: Any = None,
+) -> list[CachePoint]:
+    """The best deployment at each capacity (module docstring), in the order given."""
+    template = traffic.template
+    from pddplan.inputs import load_model
+    from pddplan.perf.kv import kv_bytes_per_token
+    from pddplan.trace.workload import workload_from_trace
+
+    if not (usd_per_gb_month >= 0 and np.isfinite(usd_per_gb_month)) or usd_per_gb_month > 1e4:
+        raise InputError(f"--usd-per-gb-month = {usd_per_gb_month}: expected 0 to 10,000 $ per GB-month")
+    from pddplan.optimize.run import architecture_figures
+    from pddplan.optimize.run import optimize as run_optimize
+
+    kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
+    points = []
+    for capacity in capacities:
+        if progress:
+            progress(f"cache {capacity.text}: replaying the trace and optimizing...")
+        size_bytes = capacity.capacity_bytes if capacity.capacity_bytes is not None else capacity.tokens * kv
+        built = workload_from_trace(traffic.trace, traffic.fmt, template, f"{capacity.tokens:.0f}")
+        report = run_optimize(built.workload, traffic.base_dir, options, architectures)
+        best = report.best
+        figures = architecture_figures(best) if best is not None else None
+        points.append(
+            CachePoint(
+                capacity=capacity,
+                capacity_bytes=size_bytes,
+                hit_token_weighted=token_weighted_hit(built.workload),
+                architecture=best.name if best is not None else None,
+                gpu_and_line_usd_per_hour=figures["cost_usd_per_hour"] if figures else None,
+                cache_usd_per_hour=size_bytes / 1e9 * usd_per_gb_month / HOURS_PER_MONTH,
+                goodput_rps=figures["goodput_rps"] if figures else 0.0,
+            )
+        )
+    return points
+
+
+def best_point(points: list[CachePoint], mode: str) -> CachePoint | None:
+    """Highest BCR, or the lowest total cost for `--rate`, among capacities with a plan."""
+    planned = [p for p in points if p.total_usd_per_hour is not None]
+    if not planned:
+        return None
+    if mode == "rate":
+        return min(planned, key=lambda p: p.total_usd_per_hour or 0.0)
+    return max(planned, key=lambda p: p.bcr or 0.0)
