@@ -396,6 +396,41 @@ def _write_trace_workload(
     write_atomic(path, header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
 
 
+def _tiered_cache(
+    trace: Path,
+    fmt: str,
+    tiers: list[str],
+    kv_per_token: float | None,
+    block_tokens: int,
+    model: str | None,
+    json_out: bool,
+) -> None:
+    """`cache-curve --tier ...`: replay the trace through the tier chain."""
+    from pddplan.errors import InputError
+    from pddplan.report import output, trace_tables
+    from pddplan.trace.read import read_trace
+    from pddplan.trace.tiers import parse_tier, replay_tiers
+
+    if kv_per_token is None:
+        raise InputError("--tier needs --model: load times follow the model's KV bytes per token")
+    parsed = [parse_tier(text, kv_per_token) for text in tiers]
+    with output.status("replaying the trace through the tiers..."):
+        result = replay_tiers(read_trace(trace, fmt), parsed, kv_per_token, block_tokens)  # type: ignore[arg-type]
+    data: dict[str, Any] = {
+        "trace": str(trace),
+        "model": model,
+        "eviction": "lru",
+        "instances": 1,
+        "routing": None,
+        "points": [],
+        "tiered": result.to_dict(),
+    }
+    if json_out:
+        output.emit_json(data)
+    else:
+        trace_tables.print_tiers(output.results(), data)
+
+
 @app.command("cache-plan")
 def cache_plan(
     trace: Annotated[Path, typer.Argument(help="The trace file (with prompt block hashes).")],
@@ -459,8 +494,17 @@ def cache_plan(
 def cache_curve(
     trace: Annotated[Path, typer.Argument(help="The trace file (with prompt block hashes).")],
     capacity: Annotated[
-        str, typer.Option("--capacity", help="Capacities: bytes (1GB,10GB, with --model) or tokens (1M,10M).")
-    ],
+        str | None, typer.Option("--capacity", help="Capacities: bytes (1GB,10GB, with --model) or tokens (1M,10M).")
+    ] = None,
+    tier: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tier",
+            help="Instead of --capacity: a tier NAME:CAPACITY[:BANDWIDTH], fastest first (repeatable), e.g. "
+            "--tier hbm:100GB --tier dram:1TB:50GB/s --tier ssd:20TB:6GB/s; reports each tier's hits and "
+            "the load time (needs --model).",
+        ),
+    ] = None,
     model: Annotated[
         str | None, typer.Option("--model", help="Model whose KV bytes per token turn bytes into tokens.")
     ] = None,
@@ -495,6 +539,12 @@ def cache_curve(
         from pddplan.perf.kv import kv_bytes_per_token
 
         kv_per_token = kv_bytes_per_token(load_model(model))
+    if (capacity is None) == (not tier):
+        raise InputError("give --capacity (a hit-rate curve) or --tier (a tiered cache), not both or neither")
+    if tier:
+        _tiered_cache(trace, fmt, tier, kv_per_token, block_tokens, model, json_out)
+        return
+    assert capacity is not None
     capacities = parse_capacities(capacity, kv_per_token)
     if html_path is not None and html_path.suffix.lower() not in (".html", ".htm"):
         raise InputError(f"--html = {str(html_path)!r}: name the page .html")

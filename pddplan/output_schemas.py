@@ -422,8 +422,27 @@ class CachePoint(Output):
     hit_request_weighted: float
 
 
+class TierShare(Output):
+    tier: str
+    capacity: str
+    capacity_tokens: float
+    read_bytes_per_s: float | None = Field(description="null: no load cost (the GPU's own HBM)")
+    hit_share_of_prompt_tokens: float
+
+
+class Tiered(Output):
+    """`cache-curve --tier ...`: what each tier served and the load time it cost."""
+
+    requests: int
+    hit_token_weighted: float
+    tiers: list[TierShare]
+    load_s_mean: float
+    load_s_p99: float
+    load_s_max: float
+
+
 class CacheCurve(Output):
-    """`cache-curve --json`."""
+    """`cache-curve --json`: a point per `--capacity`, or with `--tier` the tiered cache."""
 
     trace: str
     model: str | None
@@ -431,6 +450,7 @@ class CacheCurve(Output):
     instances: int
     routing: str | None
     points: list[CachePoint]
+    tiered: Tiered | None = None
 
 
 OUTPUTS: dict[str, Any] = {

@@ -153,3 +153,26 @@ def print_cache_plan(console: Console, data: dict[str, Any]) -> None:
         "value: GPU-and-line $/h saved per $/h of cache added since the row above (above 1, the step pays)",
         highlight=False,
     )
+
+
+def print_tiers(console: Console, data: dict[str, Any]) -> None:
+    """Each tier's share of prompt tokens served, then the load time it cost per request."""
+    tiered = data["tiered"]
+    table = Table(title=f"tiered prefix cache (exclusive LRU chain) for {data['trace']}")
+    for header in ("tier", "capacity", "read", "share of prompt tokens"):
+        table.add_column(header, justify="left" if header == "tier" else "right")
+    for tier in tiered["tiers"]:
+        bandwidth = tier["read_bytes_per_s"]
+        table.add_row(
+            tier["tier"],
+            tier["capacity"],
+            "-" if bandwidth is None else f"{bandwidth / 1e9:,.1f} GB/s",
+            f"{tier['hit_share_of_prompt_tokens']:.1%}",
+        )
+    console.print(table)
+    console.print(
+        f"hit {tiered['hit_token_weighted']:.1%} of prompt tokens over {tiered['requests']:,} requests; load time "
+        f"per request: mean {tiered['load_s_mean'] * 1e3:,.1f} ms, p99 {tiered['load_s_p99'] * 1e3:,.1f} ms, "
+        f"max {tiered['load_s_max'] * 1e3:,.1f} ms",
+        highlight=False,
+    )
