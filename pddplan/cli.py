@@ -1385,6 +1385,14 @@ def bathtub(
         ),
     ] = True,
     architecture: ArchitectureOption = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="A request trace (Mooncake JSON lines): mark the hit its traffic reaches at each cache size, "
+            "and the cache that climbs out of a valley.",
+        ),
+    ] = None,
     png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
     svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")] = None,
@@ -1432,11 +1440,21 @@ def bathtub(
         )
     charts = bathtub_report.charts(result)
     notes = bathtub_report.findings_text(result)
+    marks = None
+    if trace is not None:
+        from pddplan.inputs import load_model
+        from pddplan.perf.kv import kv_bytes_per_token
+        from pddplan.trace.bathtub_marks import marks_text, trace_marks
+
+        with output.status(f"replaying {trace} at each cache size..."):
+            kv = kv_bytes_per_token(load_model(spec.model, spec.kv_dtype))
+            marks = trace_marks(result.findings, trace, "mooncake", kv)
+        notes += marks_text(marks, spec.hit_rate.mean())
     _write_charts(charts, f"pddplan bathtub: {spec.name}", notes, png, svg, html)
     if csv_path is not None:
         write_atomic(csv_path, bathtub_report.csv_text(result))
     if json_out:
-        output.emit_json(result.to_dict())
+        output.emit_json(result.to_dict() | ({"trace": marks} if marks is not None else {}))
         return
     for chart in charts:
         console.print(terminal(chart), markup=False)

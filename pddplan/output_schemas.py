@@ -256,6 +256,11 @@ class Bathtub(Output):
     architectures: list[str]
     points: list[dict[str, Any]]
     findings: dict[str, Any]
+    trace: dict[str, Any] | None = Field(
+        default=None,
+        description="with --trace: the trace's hit per cache size (GB), its unbounded hit, and per architecture "
+        "with a valley the cache size that climbs out",
+    )
 
 
 class Sweep(Output):
