@@ -321,6 +321,14 @@ def trace_import(
         ),
     ] = None,
     eviction: Annotated[str, typer.Option("--eviction", help="With --cache-capacity: lru or lfu.")] = "lru",
+    tier: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tier",
+            help="With --workload-out, instead of --cache-capacity: a cache tier NAME:CAPACITY[:BANDWIDTH], fastest "
+            "first (repeatable); hits from slower tiers carry their load time into the workload.",
+        ),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Summarize a request trace: count, rate, burstiness (inter-arrival CV, per-minute peak to
@@ -340,14 +348,14 @@ def trace_import(
     check_tokens(block_tokens, "--block-tokens", 1)
     if (workload_out is None) != (like is None):
         raise InputError("--workload-out and --like go together: the trace gives the traffic, --like the rest")
-    if cache_capacity is not None and workload_out is None:
-        raise InputError("--cache-capacity goes with --workload-out")
+    if (cache_capacity is not None or tier) and workload_out is None:
+        raise InputError("--cache-capacity and --tier go with --workload-out")
     with output.status(f"reading {trace}..."):
         summary = summarize(stream_trace(trace, chosen), block_tokens).to_dict()
     summary = {"trace": str(trace), "format": fmt} | summary
     if workload_out is not None and like is not None:
         with output.status(f"replaying {trace} through the prefix cache..."):
-            _write_trace_workload(trace, chosen, block_tokens, workload_out, like, cache_capacity, eviction)
+            _write_trace_workload(trace, chosen, block_tokens, workload_out, like, cache_capacity, eviction, tier)
         output.diagnostics().print(f"wrote {workload_out}", markup=False, highlight=False)
     if json_out:
         output.emit_json(summary)
@@ -363,6 +371,7 @@ def _write_trace_workload(
     like: str,
     cache_capacity: str | None,
     eviction: str,
+    tiers: list[str] | None = None,
 ) -> None:
     """`trace import --workload-out`: the trace's traffic with `like`'s model, SLA, prices and
     deployment, written atomically with a header saying where each part came from."""
@@ -380,6 +389,7 @@ def _write_trace_workload(
         eviction,  # type: ignore[arg-type]
         block_tokens,
         name=path.stem,
+        tiers=tiers,
     )
     summary = built.summary
     cv, peak = summary.get("interarrival_cv") or 1.0, summary.get("peak_to_mean_per_minute") or 1.0

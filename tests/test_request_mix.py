@@ -180,7 +180,7 @@ def test_a_trace_built_workload_optimizes_end_to_end_and_keeps_the_correlation(c
     ("args", "message"),
     [
         (("--workload-out", "w.yaml"), "--workload-out and --like go together"),
-        (("--cache-capacity", "1GB"), "--cache-capacity goes with --workload-out"),
+        (("--cache-capacity", "1GB"), "--cache-capacity and --tier go with --workload-out"),
         (("--workload-out", "w.yaml", "--like", "pdd-agent-64k", "--cache-capacity", "lots"), "--capacity 'lots'"),
         (("--workload-out", "w.yaml", "--like", "pdd-agent-64k", "--eviction", "fifo"), "--eviction = 'fifo'"),
         (("--workload-out", "w.yaml", "--like", "no-such-workload"), "no-such-workload"),
@@ -218,3 +218,41 @@ def test_the_written_file_is_a_workload_file_with_a_header(cli: Any, tmp_path: P
     assert cli("workloads", "show", str(out)).exit_code == 0
     with pytest.raises(InputError):
         load_workload(str(tmp_path / "missing.yaml"))
+
+
+def test_a_slow_tier_load_delays_the_first_token_and_not_the_prefill_instance() -> None:
+    """Every class loading its cached KV for 1 s from a slower tier: the closed form's TTFT
+    percentiles rise by that second (it is off the engine, as the request overhead), the prefill
+    pool's utilization does not move; the simulation agrees on the shift of the median."""
+    from dataclasses import replace
+
+    from pddplan.api import scenario_of
+    from pddplan.evaluate.analytic import evaluate
+    from pddplan.simulate.summary import simulate
+
+    scenario = scenario_of(ROOT / "tests" / "data" / "export" / "pdd-agent-64k-pd-intra.yaml", "pdd-agent-64k")
+    workload = scenario.workload
+    hits = workload.hit_rate.model_validate(
+        {"buckets": [{"low": 0.5, "high": 0.5, "share": 0.5}, {"low": 0.96, "high": 0.96, "share": 0.5}]}
+    )
+    classes = [{"prompt_tokens": 64512, "hit": 0.5, "share": 0.5}, {"prompt_tokens": 64512, "hit": 0.96, "share": 0.5}]
+    base = _mixed(workload.model_copy(update={"hit_rate": hits}), classes)
+    loaded = _mixed(base, [c | {"load_s": 1.0} for c in classes])
+    before, after = (evaluate(replace(scenario, workload=w)) for w in (base, loaded))
+    assert after.stages["prefill"].utilization == pytest.approx(before.stages["prefill"].utilization, rel=1e-12)
+    assert after.ttft.p50_s == pytest.approx(before.ttft.p50_s + 1.0, abs=0.05)
+    sim_before, sim_after = (simulate(replace(scenario, workload=w), 3000, 0).summary for w in (base, loaded))
+    assert sim_after["ttft_p50_s"] - sim_before["ttft_p50_s"] == pytest.approx(1.0, abs=0.15)
+
+
+def test_tiers_put_their_load_into_the_trace_built_workload(cli: Any, tmp_path: Path) -> None:
+    """With an SSD tier, classes that hit carry a load time; the chain's total hit is what one
+    cache of the summed size gives, so the mix's mean hit matches that workload's."""
+    tiered, single = tmp_path / "tiered.yaml", tmp_path / "single.yaml"
+    args = ("trace", "import", str(MOONCAKE), "--like", "pdd-agent-64k")
+    assert cli(*args, "--workload-out", str(tiered), "--tier", "hbm:20GB", "--tier", "ssd:2TB:6GB/s").exit_code == 0
+    assert cli(*args, "--workload-out", str(single), "--cache-capacity", "2020GB").exit_code == 0
+    mix_tiered, mix_single = (load_workload(str(p)).request_mix for p in (tiered, single))
+    assert mix_tiered is not None and mix_single is not None
+    assert mix_tiered.load_s().max() > 0 and mix_single.load_s().max() == 0
+    assert mix_tiered.mean_hit() == pytest.approx(mix_single.mean_hit(), abs=5e-3)

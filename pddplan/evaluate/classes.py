@@ -104,6 +104,7 @@ def workload_classes(
     incremental KV crosses the WAN) and missed (x (1 - q), the whole prompt's KV crosses)."""
     page = workload.serving.page_tokens
     prompt, hit, input_prob = workload.prompt_hit_support()
+    load = workload.request_load_s()
     incremental = incremental_kv_bytes(model, prompt, hit, page)
     held = md_prefix_hit_probability(workload.serving)
     if held >= 1:
@@ -112,7 +113,7 @@ def workload_classes(
         wan_bytes = request_kv_bytes(model, prompt, page)
     else:
         full = request_kv_bytes(model, prompt, page)
-        prompt, hit = np.concatenate([prompt, prompt]), np.concatenate([hit, hit])
+        prompt, hit, load = np.concatenate([prompt, prompt]), np.concatenate([hit, hit]), np.concatenate([load, load])
         input_prob = np.concatenate([input_prob * held, input_prob * (1 - held)])
         wan_bytes = np.concatenate([incremental, full])
     fresh = new_tokens(prompt, hit, page)
@@ -127,7 +128,8 @@ def workload_classes(
         new_tokens=fresh,
         cached_tokens=cached,
         wan_bytes=wan_bytes,
-        prefill_s=np.where(fresh > 0, cost.alone_s + overhead, 0.0),
+        # a slow tier's load delays the first token, off the engine (as the request overhead)
+        prefill_s=np.where(fresh > 0, cost.alone_s + overhead, 0.0) + load,
         prefill_alone_s=cost.alone_s,
         prefill_work_s=cost.batched_s,
         prefill_attention_s=cost.attention_s,

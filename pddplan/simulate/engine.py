@@ -31,7 +31,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 
 import numpy as np
@@ -144,6 +144,20 @@ def _arrivals(scenario: Scenario, count: int, rng: np.random.Generator) -> np.nd
     return np.cumsum(gaps)
 
 
+def _run_prefill_after_loads(
+    pool: PrefillPool, ready_s: np.ndarray, fresh: np.ndarray, attention_s: np.ndarray
+) -> PrefillRun:
+    """`run_prefill_pool` on requests that become ready (arrival + load from a slower cache tier)
+    out of arrival order: run in ready order, results back in request order."""
+    order = np.argsort(ready_s, kind="stable")
+    if np.array_equal(order, np.arange(len(order))):
+        return run_prefill_pool(pool, ready_s, fresh, attention_s)
+    run = run_prefill_pool(pool, ready_s[order], fresh[order], attention_s[order])
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    return replace(run, start_s=run.start_s[back], end_s=run.end_s[back], instance=run.instance[back])
+
+
 def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
     """The scenario's prefill pool: its instances, chunk budget and T_lin(T) for T = 0..C, each step
     `extra_step_s` longer (a co-located relay's tokens)."""
@@ -197,6 +211,7 @@ class _Simulation:
         workload = scenario.workload
         page = workload.serving.page_tokens
         # the requests, drawn in a fixed order (arrivals, prompts, hits, outputs; then the line)
+        self.load = np.zeros(count)  # reading cached KV from a slower tier, before prefill
         if replay is not None:  # a trace's own requests, as recorded
             self.arrival = replay.arrival_s[:count]
             self.prompt, self.hit = replay.prompt_tokens[:count], replay.hit[:count]
@@ -207,7 +222,7 @@ class _Simulation:
                 self.prompt = workload.prompt_tokens.sample(rng, count)
                 self.hit = workload.hit_rate.sample(rng, count)
             else:  # prompt and hit drawn together (a trace's joint distribution)
-                self.prompt, self.hit = workload.request_mix.sample(rng, count)
+                self.prompt, self.hit, self.load = workload.request_mix.sample(rng, count)
             self.output = workload.output_tokens.sample(rng, count)
         self.fresh = new_tokens(self.prompt, self.hit, page)
         full_kv = request_kv_bytes(scenario.model, self.prompt, page)
@@ -220,7 +235,9 @@ class _Simulation:
         self.relay = relayed(self.architecture.relay_rule(self.routing), self.hit, self.wan_size)
         context = workload_moments(workload).context_tokens
         extra_s = _colocated_extra_step_s(scenario, context)
-        run = run_prefill_pool(_prefill_pool(scenario, extra_s), self.arrival, self.fresh, cost.attention_s)
+        run = _run_prefill_after_loads(
+            _prefill_pool(scenario, extra_s), self.arrival + self.load, self.fresh, cost.attention_s
+        )
         self.prefill_start, engine_end, self.prefill_busy_s = run.start_s, run.end_s, run.busy_s
         self.prefill_instance: list[int] = run.instance.tolist()
         # the request overhead (scheduling, tokenization, returning the first token) is the serving

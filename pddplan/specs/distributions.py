@@ -219,11 +219,14 @@ class HitRateDistribution(StrictModel):
 
 
 class MixClass(StrictModel):
-    """Requests of `prompt_tokens` tokens whose prefix hit rate is `hit`, with probability `share`."""
+    """Requests of `prompt_tokens` tokens whose prefix hit rate is `hit`, with probability `share`;
+    `load_s` is the mean time to read their cached KV from a slower cache tier (host DRAM, SSD)
+    before prefill, which delays their first token without occupying the prefill instance."""
 
     prompt_tokens: TokenCount
     hit: Fraction
     share: Fraction
+    load_s: float = Field(default=0.0, ge=0, le=3600)
 
 
 class RequestMix(StrictModel):
@@ -256,8 +259,12 @@ class RequestMix(StrictModel):
     def largest_prompt(self) -> int:
         return max(c.prompt_tokens for c in self.classes if c.share > 0)
 
-    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """n (prompt tokens, hit) pairs, each a class drawn by its share."""
+    def load_s(self) -> np.ndarray:
+        """Each class's load time from slower tiers, aligned with `support`."""
+        return np.array([c.load_s for c in self.classes])
+
+    def sample(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """n (prompt tokens, hit, load seconds) triples, each a class drawn by its share."""
         prompts, hits, probs = self.support()
         index = rng.choice(len(probs), size=n, p=probs)
-        return prompts[index].astype(np.int64), hits[index]
+        return prompts[index].astype(np.int64), hits[index], self.load_s()[index]

@@ -295,6 +295,13 @@ class Workload(StrictModel):
             )
         return self
 
+    def request_load_s(self) -> np.ndarray:
+        """Load time from slower cache tiers per (prompt, hit) point of `prompt_hit_support`
+        (0 without a request mix: the cache is the GPUs' own memory)."""
+        if self.request_mix is not None:
+            return self.request_mix.load_s()
+        return np.zeros(len(self.prompt_hit_support()[0]))
+
     def prompt_hit_support(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(prompt tokens, hit, probability) over the (prompt, hit) pairs requests draw: the mix's
         classes, else every pair of the two marginals' supports (independent)."""

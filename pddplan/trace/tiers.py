@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,9 +95,14 @@ class TierResult:
 
 
 def replay_tiers(
-    requests: Iterable[TraceRequest], tiers: list[Tier], kv_bytes_per_token: float, block_tokens: int = 512
+    requests: Iterable[TraceRequest],
+    tiers: list[Tier],
+    kv_bytes_per_token: float,
+    block_tokens: int = 512,
+    on_request: Callable[[TraceRequest, float, float], None] | None = None,
 ) -> TierResult:
-    """Replay `requests` through the tier chain (module docstring); requests without hashes are skipped."""
+    """Replay `requests` through the tier chain (module docstring); requests without hashes are
+    skipped. `on_request(request, hit, load_s)` sees each request with its hit fraction and load time."""
     if not 1 <= len(tiers) <= MAX_TIERS:
         raise InputError(f"give 1 to {MAX_TIERS} tiers, fastest first")
     capacity = [int(t.tokens // block_tokens) for t in tiers]
@@ -123,6 +128,9 @@ def replay_tiers(
             if bandwidth is not None:
                 load += tokens * kv_bytes_per_token / bandwidth
         loads.append(load)
+        if on_request is not None:
+            cached = request.input_tokens - max(remaining, 0) if request.input_tokens else 0
+            on_request(request, cached / request.input_tokens if request.input_tokens else 0.0, load)
         for block in blocks:  # every block of the prompt to the front of the first tier
             tier = where.get(block)
             if tier is not None:

@@ -54,6 +54,7 @@ class _Cell:
     count: int = 0
     prompt_sum: float = 0.0
     hit_sum: float = 0.0
+    load_sum: float = 0.0
 
 
 @dataclass
@@ -77,13 +78,14 @@ class JointHistogram:
     outputs: dict[int, _Range] = field(default_factory=dict)
     requests: int = 0
 
-    def add(self, request: TraceRequest, hit: float) -> None:
+    def add(self, request: TraceRequest, hit: float, load_s: float = 0.0) -> None:
         p = int(np.searchsorted(PROMPT_EDGES, request.input_tokens, side="right"))
         h = _hit_bin(hit)
         cell = self.cells.setdefault((p, h), _Cell())
         cell.count += 1
         cell.prompt_sum += request.input_tokens
         cell.hit_sum += hit
+        cell.load_sum += load_s
         self.prompts.setdefault(p, _Range()).add(request.input_tokens)
         self.outputs.setdefault(
             int(np.searchsorted(PROMPT_EDGES, max(request.output_tokens, 1), side="right")), _Range()
@@ -138,6 +140,7 @@ def workload_fields(histogram: JointHistogram, summary: dict[str, Any], source: 
     shares = _shares([c.count for c in cells])
     classes = [
         {"prompt_tokens": max(1, round(c.prompt_sum / c.count)), "hit": round(c.hit_sum / c.count, 6), "share": s}
+        | ({"load_s": round(c.load_sum / c.count, 9)} if c.load_sum > 0 else {})
         for c, s in zip(cells, shares, strict=True)
     ]
     by_hit: dict[int, list[float]] = {}
@@ -210,9 +213,12 @@ def workload_from_trace(
     eviction: Eviction = "lru",
     block_tokens: int = 512,
     name: str | None = None,
+    tiers: list[str] | None = None,
 ) -> TraceWorkload:
     """`template` serving the trace's traffic (module docstring), hits replayed through a prefix
-    cache of `cache_capacity` (bytes with the template's model, or tokens; None: unbounded)."""
+    cache of `cache_capacity` (bytes with the template's model, or tokens; None: unbounded), or
+    through a chain of `tiers` (`pddplan.trace.tiers`, NAME:CAPACITY[:BANDWIDTH]), whose slower
+    tiers' load times the request mix carries."""
     from pddplan.inputs import load_model
     from pddplan.perf.kv import kv_bytes_per_token
     from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
@@ -230,8 +236,21 @@ def workload_from_trace(
             raise InputError(f"--cache-capacity = {cache_capacity!r}: give one capacity")
         tokens, capacity_text = capacities[0].tokens, f"{capacities[0].text} ({capacities[0].tokens:,.0f} tokens)"
     summary = summarize(stream_trace(trace, fmt), block_tokens).to_dict()
-    blocks = int(min(tokens / block_tokens, MAX_CAPACITY_TOKENS))
-    histogram = joint_histogram(stream_trace(trace, fmt), blocks, block_tokens, eviction)
+    if tiers:
+        from pddplan.trace.tiers import parse_tier, replay_tiers
+
+        if cache_capacity is not None:
+            raise InputError("give --cache-capacity (one cache) or --tier (a chain of tiers), not both")
+        kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
+        chain = [parse_tier(text, kv) for text in tiers]
+        histogram = JointHistogram()
+        replay_tiers(stream_trace(trace, fmt), chain, kv, block_tokens, on_request=histogram.add)
+        if histogram.requests == 0:
+            raise InputError("the trace has no requests with prompt block hashes: a hit rate needs them")
+        capacity_text, eviction = " / ".join(t.name + " " + t.text for t in chain), "lru"
+    else:
+        blocks = int(min(tokens / block_tokens, MAX_CAPACITY_TOKENS))
+        histogram = joint_histogram(stream_trace(trace, fmt), blocks, block_tokens, eviction)
     source = f"trace {trace.name} (sha256 {trace_digest(trace)}), {eviction.upper()} prefix cache {capacity_text}"
     fields = workload_fields(histogram, summary, source)
     description = f"{template.name}'s deployment serving the traffic of {source}"
