@@ -379,18 +379,10 @@ def _write_trace_workload(
 
     from pddplan.inputs import load_workload
     from pddplan.loading import write_atomic
-    from pddplan.trace.workload import workload_from_trace
+    from pddplan.trace.workload import CacheChoice, workload_from_trace
 
-    built = workload_from_trace(
-        trace,
-        fmt,
-        load_workload(like),
-        cache_capacity,
-        eviction,  # type: ignore[arg-type]
-        block_tokens,
-        name=path.stem,
-        tiers=tiers,
-    )
+    cache = CacheChoice(cache_capacity, eviction, tuple(tiers or ()))  # type: ignore[arg-type]
+    built = workload_from_trace(trace, fmt, load_workload(like), cache, block_tokens, name=path.stem)
     summary = built.summary
     cv, peak = summary.get("interarrival_cv") or 1.0, summary.get("peak_to_mean_per_minute") or 1.0
     header = (
@@ -919,12 +911,12 @@ def _traced_scenario(plan: str, workload: str, trace: Path, fmt: str, cache_capa
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.report import output
     from pddplan.scenario import build_scenario
-    from pddplan.trace.workload import workload_from_trace
+    from pddplan.trace.workload import CacheChoice, workload_from_trace
 
     if fmt not in ("mooncake", "csv"):
         raise InputError(f"--trace-format = {fmt!r}: expected mooncake or csv (hits need block hashes)")
     with output.status(f"reading {trace}..."):
-        built = workload_from_trace(trace, fmt, load_workload(workload), cache_capacity)
+        built = workload_from_trace(trace, fmt, load_workload(workload), CacheChoice(cache_capacity))
     inputs = load_input_set(built.workload, workload_dir(workload))
     return build_scenario(load_plan(plan), inputs, source=plan)
 

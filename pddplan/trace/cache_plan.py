@@ -108,7 +108,7 @@ def cache_plan(
     template = traffic.template
     from pddplan.inputs import load_model
     from pddplan.perf.kv import kv_bytes_per_token
-    from pddplan.trace.workload import workload_from_trace
+    from pddplan.trace.workload import CacheChoice, workload_from_trace
 
     if not (usd_per_gb_month >= 0 and np.isfinite(usd_per_gb_month)) or usd_per_gb_month > 1e4:
         raise InputError(f"--usd-per-gb-month = {usd_per_gb_month}: expected 0 to 10,000 $ per GB-month")
@@ -121,7 +121,7 @@ def cache_plan(
         if progress:
             progress(f"cache {capacity.text}: replaying the trace and optimizing...")
         size_bytes = capacity.capacity_bytes if capacity.capacity_bytes is not None else capacity.tokens * kv
-        built = workload_from_trace(traffic.trace, traffic.fmt, template, f"{capacity.tokens:.0f}")
+        built = workload_from_trace(traffic.trace, traffic.fmt, template, CacheChoice(f"{capacity.tokens:.0f}"))
         report = run_optimize(built.workload, traffic.base_dir, options, architectures)
         best = report.best
         figures = architecture_figures(best) if best is not None else None

@@ -205,20 +205,30 @@ class TraceWorkload:
     eviction: str
 
 
+@dataclass(frozen=True)
+class CacheChoice:
+    """The prefix cache a trace's hits are replayed through: one cache of `capacity` (bytes with
+    the model's KV, or tokens; None: unbounded) evicting by `eviction`, or a chain of `tiers`
+    (`pddplan.trace.tiers`, NAME:CAPACITY[:BANDWIDTH]) whose slower tiers' load times the request
+    mix carries."""
+
+    capacity: str | None = None
+    eviction: Eviction = "lru"
+    tiers: tuple[str, ...] = ()
+
+
 def workload_from_trace(
     trace: Path,
     fmt: Any,
     template: Workload,
-    cache_capacity: str | None = None,
-    eviction: Eviction = "lru",
+    cache: CacheChoice | None = None,
     block_tokens: int = 512,
     name: str | None = None,
-    tiers: list[str] | None = None,
 ) -> TraceWorkload:
-    """`template` serving the trace's traffic (module docstring), hits replayed through a prefix
-    cache of `cache_capacity` (bytes with the template's model, or tokens; None: unbounded), or
-    through a chain of `tiers` (`pddplan.trace.tiers`, NAME:CAPACITY[:BANDWIDTH]), whose slower
-    tiers' load times the request mix carries."""
+    """`template` serving the trace's traffic (module docstring), hits replayed through `cache`
+    (default: one unbounded LRU cache)."""
+    cache = cache or CacheChoice()
+    cache_capacity, eviction, tiers = cache.capacity, cache.eviction, list(cache.tiers)
     from pddplan.inputs import load_model
     from pddplan.perf.kv import kv_bytes_per_token
     from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
