@@ -518,6 +518,8 @@ def cache_curve(
     ] = 1,
     routing: Annotated[str, typer.Option("--routing", help="With --instances: affinity or round-robin.")] = "affinity",
     html_path: Annotated[Path | None, typer.Option("--html", help="Also write the chart as an HTML page.")] = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
+    svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Prefix hit rate against cache capacity, replaying the trace's block hashes (LRU or LFU; one
@@ -550,15 +552,14 @@ def cache_curve(
     capacities = parse_capacities(capacity, kv_per_token)
     if html_path is not None and html_path.suffix.lower() not in (".html", ".htm"):
         raise InputError(f"--html = {str(html_path)!r}: name the page .html")
+    _check_image_outputs(png, svg)
     with output.status("replaying the trace..."):
         results = run(trace, fmt, capacities, block_tokens, eviction, instances, routing)  # type: ignore[arg-type]
     data = trace_tables.curve_data(str(trace), capacities, results, eviction, instances, routing, model)
-    if html_path is not None:
-        from pddplan.loading import write_atomic
-        from pddplan.report.charts import html_page
-
-        write_atomic(html_path, html_page(f"prefix cache: {trace.name}", [trace_tables.curve_chart(data)], []))
-        output.diagnostics().print(f"wrote {html_path}", markup=False, highlight=False)
+    _write_charts([trace_tables.curve_chart(data)], f"prefix cache: {trace.name}", [], png, svg, html_path)
+    for path in (html_path, png, svg):
+        if path is not None:
+            output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
     if json_out:
         output.emit_json(data)
     else:

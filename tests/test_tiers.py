@@ -95,3 +95,21 @@ def test_cache_curve_with_tiers(cli: Any) -> None:
     ):
         bad = cli("cache-curve", str(MOONCAKE), *args)
         assert bad.exit_code == 2 and message in bad.stderr
+
+
+def test_cache_curve_draws_png_and_svg(cli: Any, tmp_path: Path) -> None:
+    png, svg = tmp_path / "c.png", tmp_path / "c.svg"
+    result = cli(
+        "cache-curve",
+        str(MOONCAKE),
+        "--model",
+        "deepseek-v3.2",
+        "--capacity",
+        "10GB,1TB",
+        "--png",
+        str(png),
+        "--svg",
+        str(svg),
+    )
+    assert result.exit_code == 0, result.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg.read_bytes()[:500]
