@@ -351,7 +351,7 @@ def trace_import(
     if (cache_capacity is not None or tier) and workload_out is None:
         raise InputError("--cache-capacity and --tier go with --workload-out")
     with output.status(f"reading {trace}..."):
-        summary = summarize(stream_trace(trace, chosen), block_tokens).to_dict()
+        summary = summarize(stream_trace(trace, chosen, block_tokens), block_tokens).to_dict()
     summary = {"trace": str(trace), "format": fmt} | summary
     if workload_out is not None and like is not None:
         with output.status(f"replaying {trace} through the prefix cache..."):

@@ -146,3 +146,23 @@ def test_the_prefetching_reader_reports_a_bad_line_and_stops_cleanly(
     stream = prefetch.stream_trace(MOONCAKE)
     assert next(stream).input_tokens > 0
     stream.close()  # the reader process is ended, not left behind
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            '{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1, 2, 3]}\n',
+            "line 1: hash_ids lists 3",
+        ),
+        ("", "no requests (an empty trace)"),
+        ("\n\n", "no requests (an empty trace)"),
+    ],
+)
+def test_more_hashes_than_blocks_or_no_request(cli: Any, tmp_path: Path, text: str, fragment: str) -> None:
+    """600 tokens are 2 blocks of 512: a third hash cannot be one of its blocks. A file without a
+    request is refused rather than summarized as nothing. Both in one line, exit 2."""
+    path = tmp_path / "t.jsonl"
+    path.write_text(text)
+    result = cli("trace", "import", str(path))
+    assert result.exit_code == 2 and fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1

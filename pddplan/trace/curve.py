@@ -68,6 +68,13 @@ def cache_curve(
 ) -> list[CacheResult]:
     """The hits at each capacity (in whole blocks: floor(tokens / block_tokens))."""
     return [
-        replay(read_trace(trace, fmt), int(c.tokens // block_tokens), block_tokens, eviction, instances, routing)
+        replay(
+            read_trace(trace, fmt, block_tokens),
+            int(c.tokens // block_tokens),
+            block_tokens,
+            eviction,
+            instances,
+            routing,
+        )
         for c in capacities
     ]

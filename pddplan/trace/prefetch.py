@@ -22,10 +22,10 @@ BATCH = 4096
 MIN_PREFETCH_BYTES = 32 << 20
 
 
-def _reader(path: Path, fmt: TraceFormat, connection: Any) -> None:
+def _reader(path: Path, fmt: TraceFormat, block_tokens: int, connection: Any) -> None:
     try:
         batch: list[tuple[Any, ...]] = []  # plain tuples: a named tuple pickles by class, 5x slower
-        for request in read_trace(path, fmt):
+        for request in read_trace(path, fmt, block_tokens):
             batch.append(tuple(request))
             if len(batch) >= BATCH:
                 connection.send(batch)
@@ -39,7 +39,7 @@ def _reader(path: Path, fmt: TraceFormat, connection: Any) -> None:
         connection.close()
 
 
-def stream_trace(path: Path, fmt: TraceFormat = "mooncake") -> Iterator[TraceRequest]:
+def stream_trace(path: Path, fmt: TraceFormat = "mooncake", block_tokens: int = 512) -> Iterator[TraceRequest]:
     """`read_trace`, parsed in a forked reader process when the file is large and forking safe."""
     from pddplan.optimize.parallel import _fork_is_safe
 
@@ -48,11 +48,11 @@ def stream_trace(path: Path, fmt: TraceFormat = "mooncake") -> Iterator[TraceReq
     except OSError:
         large = False
     if not large or not _fork_is_safe():
-        yield from read_trace(path, fmt)
+        yield from read_trace(path, fmt, block_tokens)
         return
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_reader, args=(path, fmt, sender), daemon=True)
+    process = context.Process(target=_reader, args=(path, fmt, block_tokens, sender), daemon=True)
     process.start()
     sender.close()
     try:

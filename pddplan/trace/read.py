@@ -140,9 +140,11 @@ def _table(
             )
 
 
-def read_trace(path: Path, fmt: TraceFormat = "mooncake") -> Iterator[TraceRequest]:
+def read_trace(path: Path, fmt: TraceFormat = "mooncake", block_tokens: int = 512) -> Iterator[TraceRequest]:
     """The trace's requests in file order, arrivals in seconds from the first request's. InputError
-    when a timestamp goes backwards (traces are in arrival order)."""
+    when a timestamp goes backwards (traces are in arrival order), when a request lists more block
+    hashes than its prompt has blocks of `block_tokens` (ceil(prompt / block_tokens)), or when the
+    file holds no request."""
     if fmt not in FORMATS:
         raise InputError(f"--format = {fmt!r}: expected one of {', '.join(FORMATS)}")
     check_readable(path, max_bytes=MAX_TRACE_BYTES)  # a regular file: not a pipe, device or folder
@@ -156,8 +158,15 @@ def read_trace(path: Path, fmt: TraceFormat = "mooncake") -> Iterator[TraceReque
                     raise InputError(
                         f"{path}: line {number}: the timestamp goes backwards (traces are in arrival order)"
                     )
+                if hashes is not None and len(hashes) > -(-inputs // block_tokens):
+                    raise InputError(
+                        f"{path}: line {number}: hash_ids lists {len(hashes)} blocks, more than the "
+                        f"{-(-inputs // block_tokens)} blocks of {block_tokens} tokens its {inputs}-token prompt has"
+                    )
                 last = arrival
                 first = arrival if first is None else first
                 yield TraceRequest(arrival - first, inputs, outputs, hashes)
+            if first is None:
+                raise InputError(f"{path}: no requests (an empty trace)")
         except UnicodeDecodeError:
             raise InputError(f"{path}: not UTF-8 text (a trace is JSON lines or CSV)") from None

@@ -245,7 +245,7 @@ def workload_from_trace(
         if len(capacities) != 1:
             raise InputError(f"--cache-capacity = {cache_capacity!r}: give one capacity")
         tokens, capacity_text = capacities[0].tokens, f"{capacities[0].text} ({capacities[0].tokens:,.0f} tokens)"
-    summary = summarize(stream_trace(trace, fmt), block_tokens).to_dict()
+    summary = summarize(stream_trace(trace, fmt, block_tokens), block_tokens).to_dict()
     if tiers:
         from pddplan.trace.tiers import parse_tier, replay_tiers
 
@@ -254,13 +254,13 @@ def workload_from_trace(
         kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
         chain = [parse_tier(text, kv) for text in tiers]
         histogram = JointHistogram()
-        replay_tiers(stream_trace(trace, fmt), chain, kv, block_tokens, on_request=histogram.add)
+        replay_tiers(stream_trace(trace, fmt, block_tokens), chain, kv, block_tokens, on_request=histogram.add)
         if histogram.requests == 0:
             raise InputError("the trace has no requests with prompt block hashes: a hit rate needs them")
         capacity_text, eviction = " / ".join(t.name + " " + t.text for t in chain), "lru"
     else:
         blocks = int(min(tokens / block_tokens, MAX_CAPACITY_TOKENS))
-        histogram = joint_histogram(stream_trace(trace, fmt), blocks, block_tokens, eviction)
+        histogram = joint_histogram(stream_trace(trace, fmt, block_tokens), blocks, block_tokens, eviction)
     source = f"trace {trace.name} (sha256 {trace_digest(trace)}), {eviction.upper()} prefix cache {capacity_text}"
     fields = workload_fields(histogram, summary, source)
     description = f"{template.name}'s deployment serving the traffic of {source}"
