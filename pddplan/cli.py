@@ -1099,6 +1099,49 @@ def _trace_replay(scenario: Any, trace: Path, fmt: str, cache_capacity: str | No
         return load_replay(trace, fmt, int(tokens // 512), requests)  # type: ignore[arg-type]
 
 
+@app.command("whatif")
+def whatif(
+    plan: PlanArg,
+    workload: WorkloadArg,
+    rate: Annotated[
+        str | None, typer.Option("--rate", help="Offered rate: a factor of the plan's (x1.5) or requests/s (6).")
+    ] = None,
+    hit_shift: Annotated[float, typer.Option("--hit-shift", help="Move the mean prefix hit by this much (-0.1).")] = 0.0,
+    fail: Annotated[
+        str | None,
+        typer.Option("--fail", help="One failure: line:OPTION (a leased WAN line) or instance:ROLE (prefill, relay, decode)."),
+    ] = None,
+    simulate_flag: Annotated[
+        bool, typer.Option("--simulate", help="Also simulate before and after (--requests, --seed).")
+    ] = False,
+    requests: Annotated[int, typer.Option("--requests", help="Requests to simulate.")] = 20_000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
+    json_out: JsonFlag = False,
+) -> None:
+    """A plan's figures under one change (rate, hit shift, a failed line or instance), beside the
+    figures as planned; degraded modes say how the deployment runs and what it sheds."""
+    from pddplan.errors import InputError
+    from pddplan.input_set import load_input_set
+    from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.limits import check_requests, check_seed
+    from pddplan.report import output, plan_tables
+    from pddplan.whatif import Change
+    from pddplan.whatif import whatif as run
+
+    if rate is None and not hit_shift and fail is None:
+        raise InputError("give a change: --rate, --hit-shift or --fail")
+    if simulate_flag:
+        check_requests(requests)
+        check_seed(seed)
+    inputs = load_input_set(load_workload(workload), workload_dir(workload))
+    with output.status("evaluating..."):
+        result = run(inputs, load_plan(plan), Change(rate, hit_shift, fail), requests if simulate_flag else 0, seed)
+    if json_out:
+        output.emit_json(result.to_dict())
+    else:
+        plan_tables.print_whatif(output.results(), result.to_dict())
+
+
 # -- optimization -------------------------------------------------------------------------------
 @app.command("optimize")
 def optimize(

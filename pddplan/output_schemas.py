@@ -367,6 +367,17 @@ class CachePlan(Output):
     best_capacity: str | None
 
 
+class WhatIfOutput(Output):
+    """`whatif --json`: the plan's figures as planned and after the change (null: all shed)."""
+
+    change: str
+    mode: str = Field(description="how the deployment runs after the change, in words")
+    before: Evaluation
+    after: Evaluation | None
+    simulated_before: Simulation | None
+    simulated_after: Simulation | None
+
+
 class ExportInstance(Output):
     name: str = Field(description="the instance's file and object name stem, e.g. prefill-0")
     role: str = Field(description="prefill, relay or decode")
@@ -479,6 +490,7 @@ OUTPUTS: dict[str, Any] = {
     "calibrate": Calibrate,
     "export": Export,
     "cache-plan": CachePlan,
+    "whatif": WhatIfOutput,
     "trace-import": TraceImport,
     "cache-curve": CacheCurve,
 }

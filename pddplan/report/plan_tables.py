@@ -160,3 +160,43 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
             utilization = value["utilization"] if isinstance(value, dict) else value
             loads.add_row(name, f"{utilization:.1%}")
         console.print(loads)
+
+
+WHATIF_ROWS = (
+    ("rate req/s", "rate_rps", ",.3f", 1.0),
+    ("goodput req/s", "goodput_rps", ",.3f", 1.0),
+    ("TTFT P50 s", "ttft_p50_s", ",.2f", 1.0),
+    ("TTFT P90 s", "ttft_p90_s", ",.2f", 1.0),
+    ("TTFT P99 s", "ttft_p99_s", ",.2f", 1.0),
+    ("TPOT P90 ms", "tpot_p90_s", ",.1f", 1e3),
+    ("relay token share", "rld_token_share", ".1%", 1.0),
+    ("cost $/h", "cost_usd_per_hour", ",.2f", 1.0),
+    ("BCR req/$", "bcr", ",.1f", 1.0),
+)
+
+
+def print_whatif(console: Console, data: dict[str, Any]) -> None:
+    """Before and after, closed form (and simulated), with the degraded mode in words."""
+    from rich.table import Table
+
+    columns = [("planned", data["before"]), ("after", data["after"])]
+    if data["simulated_before"] is not None:
+        columns += [("planned, sim", data["simulated_before"]), ("after, sim", data["simulated_after"])]
+    table = Table(title=f"what if: {data['change']}")
+    table.add_column("figure")
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+
+    def cell(figures: dict[str, Any] | None, key: str, fmt: str, scale: float) -> str:
+        if figures is None:
+            return "shed" if key not in ("cost_usd_per_hour",) else "-"
+        value = figures.get(key)
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            return "-"
+        return format(value * scale, fmt)
+
+    for label, key, fmt, scale in WHATIF_ROWS:
+        table.add_row(label, *(cell(figures, key, fmt, scale) for _, figures in columns))
+    table.add_row("SLA met", *("-" if f is None else ("yes" if f.get("sla_met") else "no") for _, f in columns))
+    console.print(table)
+    console.print(f"mode: {data['mode']}", highlight=False, markup=False)
