@@ -1106,10 +1106,14 @@ def whatif(
     rate: Annotated[
         str | None, typer.Option("--rate", help="Offered rate: a factor of the plan's (x1.5) or requests/s (6).")
     ] = None,
-    hit_shift: Annotated[float, typer.Option("--hit-shift", help="Move the mean prefix hit by this much (-0.1).")] = 0.0,
+    hit_shift: Annotated[
+        float, typer.Option("--hit-shift", help="Move the mean prefix hit by this much (-0.1).")
+    ] = 0.0,
     fail: Annotated[
         str | None,
-        typer.Option("--fail", help="One failure: line:OPTION (a leased WAN line) or instance:ROLE (prefill, relay, decode)."),
+        typer.Option(
+            "--fail", help="One failure: line:OPTION (a leased WAN line) or instance:ROLE (prefill, relay, decode)."
+        ),
     ] = None,
     simulate_flag: Annotated[
         bool, typer.Option("--simulate", help="Also simulate before and after (--requests, --seed).")
