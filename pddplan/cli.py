@@ -1146,6 +1146,40 @@ def whatif(
         plan_tables.print_whatif(output.results(), result.to_dict())
 
 
+@app.command("survive")
+def survive(
+    plan: PlanArg,
+    workload: WorkloadArg,
+    kinds: Annotated[
+        str, typer.Option("--survive", help="Failures to survive: instance, line, or instance,line.")
+    ] = "instance,line",
+    output_path: Annotated[Path | None, typer.Option("--output", help="Write the grown plan here (YAML).")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """N+1: grow a plan until it meets its SLA after losing any one instance (of any role) or any
+    one WAN line; print what was added and the price of it."""
+    from pddplan.input_set import load_input_set
+    from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.report import output, plan_tables
+    from pddplan.survive import survive as run
+
+    inputs = load_input_set(load_workload(workload), workload_dir(workload))
+    with output.status("checking every single failure..."):
+        result = run(inputs, load_plan(plan), {k.strip() for k in kinds.split(",") if k.strip()})
+    if output_path is not None:
+        import yaml
+
+        from pddplan.loading import write_atomic
+
+        header = f"# {Path(plan).name} grown by `pddplan survive --survive {kinds}` to survive any single failure.\n"
+        write_atomic(output_path, header + yaml.safe_dump(result.plan.model_dump(mode="json"), sort_keys=False))
+        output.diagnostics().print(f"wrote {output_path}", markup=False, highlight=False)
+    if json_out:
+        output.emit_json(result.to_dict())
+    else:
+        plan_tables.print_survival(output.results(), result.to_dict())
+
+
 # -- optimization -------------------------------------------------------------------------------
 @app.command("optimize")
 def optimize(

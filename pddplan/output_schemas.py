@@ -378,6 +378,22 @@ class WhatIfOutput(Output):
     simulated_after: Simulation | None
 
 
+class FailureMode(Output):
+    failure: str = Field(description="instance:ROLE or line:OPTION")
+    mode: str = Field(description="how the grown plan runs after it")
+
+
+class Survive(Output):
+    """`survive --json`."""
+
+    original_cost_usd_per_hour: float
+    cost_usd_per_hour: float
+    price_of_survival: float = Field(description="extra cost over the original plan, as a share of it")
+    added: list[str]
+    failures: list[FailureMode]
+    plan: dict[str, Any] = Field(description="the grown plan, as a plan file holds it")
+
+
 class ExportInstance(Output):
     name: str = Field(description="the instance's file and object name stem, e.g. prefill-0")
     role: str = Field(description="prefill, relay or decode")
@@ -491,6 +507,7 @@ OUTPUTS: dict[str, Any] = {
     "export": Export,
     "cache-plan": CachePlan,
     "whatif": WhatIfOutput,
+    "survive": Survive,
     "trace-import": TraceImport,
     "cache-curve": CacheCurve,
 }

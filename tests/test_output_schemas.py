@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "accuracy": ("accuracy",),
     "calibrate": ("calibrate", MEASUREMENTS, "--gpu", "h100-sxm"),
     "export": ("export", PLAN, "pdd-agent-64k", "--target", "k8s"),
+    "survive": ("survive", PLAN, "pdd-agent-64k", "--survive", "instance"),
     "whatif": ("whatif", PLAN, "pdd-agent-64k", "--fail", "instance:decode", "--simulate", "--requests", "1000"),
     "cache-plan": (
         "cache-plan",

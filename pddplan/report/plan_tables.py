@@ -200,3 +200,20 @@ def print_whatif(console: Console, data: dict[str, Any]) -> None:
     table.add_row("SLA met", *("-" if f is None else ("yes" if f.get("sla_met") else "no") for _, f in columns))
     console.print(table)
     console.print(f"mode: {data['mode']}", highlight=False, markup=False)
+
+
+def print_survival(console: Console, data: dict[str, Any]) -> None:
+    """What N+1 added, its price, and how the grown plan runs after each failure."""
+    added = ", ".join(data["added"]) or "nothing: the plan already survives"
+    console.print(
+        f"added: {added}\ncost ${data['original_cost_usd_per_hour']:,.2f}/h -> ${data['cost_usd_per_hour']:,.2f}/h "
+        f"(price of survival {data['price_of_survival']:+.1%})",
+        highlight=False,
+        markup=False,
+    )
+    table = Table(title="after each single failure, the grown plan")
+    table.add_column("failure")
+    table.add_column("runs as")
+    for item in data["failures"]:
+        table.add_row(item["failure"], item["mode"])
+    console.print(table)

@@ -1,0 +1,130 @@
+"""N+1: grow a plan until it meets its SLA after any single failure (`pddplan survive`).
+
+Failures considered: one instance of each role the plan has (`instance`), and one leased line of
+each WAN option (`line`), each degraded as `pddplan.whatif` models it. A failure survives when the
+degraded deployment serves the whole offered rate within the SLA (closed form).
+
+The growth is greedy: while some failure does not survive, every single addition is tried (one
+more instance of a role, one more line of a leased option, within the workload's inventory and
+line limits) and the one that leaves the fewest failures unsurvived wins, ties to the cheapest.
+Greedy is not optimal: the result is a plan that survives, and its price, not the cheapest such
+plan; the price of N+1 is its cost over the plan's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pddplan.errors import InfeasibleError, InputError
+from pddplan.input_set import InputSet
+from pddplan.scenario import Scenario, build_scenario
+from pddplan.specs.plan import Plan
+from pddplan.whatif import Change, apply
+
+KINDS = ("instance", "line")
+MAX_STEPS = 64
+MAX_STALLED = 3
+
+
+@dataclass(frozen=True)
+class Survival:
+    """The grown plan, what was added, and each failure's verdict on it."""
+
+    plan: Plan
+    original_cost_usd_per_hour: float
+    cost_usd_per_hour: float
+    added: list[str] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)  # failure -> mode, on the grown plan
+
+    @property
+    def price_of_survival(self) -> float:
+        """Extra cost over the original plan, as a share of it."""
+        return self.cost_usd_per_hour / self.original_cost_usd_per_hour - 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "original_cost_usd_per_hour": self.original_cost_usd_per_hour,
+            "cost_usd_per_hour": self.cost_usd_per_hour,
+            "price_of_survival": self.price_of_survival,
+            "added": self.added,
+            "failures": [{"failure": k, "mode": v} for k, v in self.failures.items()],
+            "plan": self.plan.model_dump(mode="json"),
+        }
+
+
+def failures_of(plan: Plan, kinds: set[str]) -> list[str]:
+    """The single failures `kinds` name, for this plan's roles and leased lines."""
+    out = []
+    if "instance" in kinds:
+        out += [f"instance:{role}" for role, spec in plan.roles().items() if spec.count > 0]
+    if "line" in kinds:
+        out += [f"line:{lease.option}" for lease in plan.wan]
+    return out
+
+
+def survives(inputs: InputSet, scenario: Scenario, failure: str) -> tuple[bool, str]:
+    """Whether the deployment still serves its whole rate within the SLA after `failure`."""
+    from pddplan.evaluate.analytic import evaluate
+
+    changed, rate, mode = apply(inputs, scenario, Change(fail=failure))
+    if changed is None:
+        return False, mode
+    figures = evaluate(changed, rate)
+    return bool(figures.sla_met and figures.goodput_rps >= rate * (1 - 1e-9)), mode
+
+
+def _unsurvived(inputs: InputSet, plan: Plan, kinds: set[str]) -> list[str]:
+    scenario = build_scenario(plan, inputs, source="survive")
+    return [f for f in failures_of(plan, kinds) if not survives(inputs, scenario, f)[0]]
+
+
+def _growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan]]:
+    """Every plan one addition larger that the workload's inventory and line limits allow."""
+    out = []
+    for role, spec in plan.roles().items():
+        grown = plan.model_copy(update={role: spec.model_copy(update={"count": spec.count + 1})})
+        out.append((f"+1 {role} instance ({spec.tp} x {spec.gpu})", grown))
+    limits = {line.name: line.max_lines for line in inputs.workload.deployment.wan_lines}
+    for i, lease in enumerate(plan.wan):
+        if lease.count < limits.get(lease.option, 0):
+            leases = list(plan.wan)
+            leases[i] = lease.model_copy(update={"count": lease.count + 1})
+            out.append((f"+1 {lease.option} line", plan.model_copy(update={"wan": leases})))
+    valid = []
+    for label, grown in out:
+        try:
+            valid.append((label, grown, build_scenario(grown, inputs, source="survive")))
+        except InputError:  # over the datacenter's inventory
+            continue
+    return [(label, grown) for label, grown, _ in valid]
+
+
+def survive(inputs: InputSet, plan: Plan, kinds: set[str]) -> Survival:
+    """`plan` grown until every failure of `kinds` survives (module docstring); InfeasibleError
+    when no addition helps or the inventory runs out first."""
+    unknown = kinds - set(KINDS)
+    if unknown or not kinds:
+        raise InputError(f"--survive = {','.join(sorted(kinds)) or '(nothing)'}: expected instance, line or both")
+    original = build_scenario(plan, inputs, source="survive").cost_per_hour
+    added: list[str] = []
+    left = _unsurvived(inputs, plan, kinds)
+    stalled = 0  # additions in a row that fixed no failure (two may be needed together)
+    for _ in range(MAX_STEPS):
+        if not left or stalled > MAX_STALLED:
+            break
+        options = []
+        for label, grown in _growths(inputs, plan):
+            cost = build_scenario(grown, inputs, source="survive").cost_per_hour
+            options.append((len(_unsurvived(inputs, grown, kinds)), cost, label, grown))
+        if not options:
+            raise InfeasibleError(f"cannot survive {', '.join(left)}: the inventory and line limits allow no more")
+        best_left, _, label, grown = min(options, key=lambda o: (o[0], o[1]))
+        stalled = stalled + 1 if best_left >= len(left) else 0
+        plan, left = grown, _unsurvived(inputs, grown, kinds)
+        added.append(label)
+    if left:
+        raise InfeasibleError(f"after {len(added)} additions, {', '.join(left)} still breaks the SLA")
+    final = build_scenario(plan, inputs, source="survive")
+    modes = {f: survives(inputs, final, f)[1] for f in failures_of(plan, kinds)}
+    return Survival(plan, original, final.cost_per_hour, added, modes)

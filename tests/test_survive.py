@@ -1,0 +1,60 @@
+"""`pddplan survive` (N+1): the grown plan meets the SLA after every single failure, in the closed
+form it was grown on and in simulation (checked through `whatif --simulate`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pddplan.input_set import load_input_set
+from pddplan.inputs import load_plan, load_workload, workload_dir
+from pddplan.survive import failures_of, survive
+from pddplan.whatif import Change, whatif
+
+ROOT = Path(__file__).resolve().parent.parent
+HAND = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
+
+
+@pytest.fixture(scope="module")
+def grown() -> Any:
+    inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
+    return inputs, survive(inputs, load_plan(str(HAND)), {"instance", "line"})
+
+
+def test_the_grown_plan_survives_every_failure_in_simulation(grown: Any) -> None:
+    inputs, result = grown
+    assert result.added and result.cost_usd_per_hour > result.original_cost_usd_per_hour
+    assert set(result.failures) == set(failures_of(result.plan, {"instance", "line"}))
+    for failure in result.failures:
+        check = whatif(inputs, result.plan, Change(fail=failure), simulate_requests=3000, seed=1)
+        assert check.after is not None and check.after["sla_met"], failure
+        assert check.simulated_after is not None and check.simulated_after["sla_met"], failure
+
+
+def test_a_plan_that_survives_needs_nothing(grown: Any) -> None:
+    inputs, result = grown
+    again = survive(inputs, result.plan, {"instance", "line"})
+    assert again.added == [] and again.price_of_survival == pytest.approx(0.0)
+
+
+def test_the_original_did_not_survive(grown: Any) -> None:
+    """The hand plan has one relay and one line: losing either breaks it (why anything was added)."""
+    from pddplan.scenario import build_scenario
+    from pddplan.survive import survives
+
+    inputs, _ = grown
+    scenario = build_scenario(load_plan(str(HAND)), inputs)
+    assert not survives(inputs, scenario, "line:express-100g")[0]
+
+
+def test_survive_cli(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "n1.yaml"
+    result = cli("survive", str(HAND), "pdd-agent-64k", "--survive", "instance", "--output", str(out), "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["price_of_survival"] > 0 and out.read_text().startswith("# pdd-agent-64k-pdd.yaml grown")
+    bad = cli("survive", str(HAND), "pdd-agent-64k", "--survive", "gpu")
+    assert bad.exit_code == 2 and "expected instance, line or both" in bad.stderr
