@@ -1227,6 +1227,14 @@ def optimize(
             "-10% and +10%, instance widths two powers of two wider) and show how the decision moves.",
         ),
     ] = False,
+    robust_day: Annotated[
+        bool,
+        typer.Option(
+            "--robust",
+            help="Also find, per architecture, the cheapest purchase that meets the SLA in every required scenario "
+            "of the workload's `scenarios:` (peak, off-peak, a degraded line, hit drift), with its figures in each.",
+        ),
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Best deployment (GPU counts per role and datacenter, WAN lines) for BCR under the SLA, beside
@@ -1237,7 +1245,7 @@ def optimize(
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.optimize.run import optimize as run
     from pddplan.optimize.solver import SolverOptions
-    from pddplan.report import optimize_report, output
+    from pddplan.report import output
 
     if rate is not None and budget is not None:
         raise InputError("give --rate or --budget, not both")
@@ -1273,33 +1281,57 @@ def optimize(
     spec = load_workload(workload)
     with output.status("optimizing...") as status:
         report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))
-        robustness = None
-        if robust:
-            from pddplan.optimize.robustness import robustness as vary
-
-            robustness = vary(
-                spec, workload_dir(workload), options, report, names, progress=lambda text: status.update(text)
-            )
+        robustness, day = _further_analyses(spec, workload, options, report, names, (robust, robust_day), status)
     best = report.best
     if output_plan is not None and best is not None and best.plan is not None:
         from pddplan.loading import write_atomic
         from pddplan.report.plan_files import plan_yaml
 
         write_atomic(output_plan, plan_yaml(best.plan, spec.name))
-    if json_out:
-        output.emit_json(report.to_dict() | ({"robustness": robustness.to_dict()} if robustness else {}))
-    else:
-        console = output.results()
-        optimize_report.print_report(console, report)
-        if robustness is not None:
-            from pddplan.report import robustness_report
-
-            robustness_report.print_report(console, robustness)
+    _show_optimize(json_out, report, robustness, day)
     if output_plan is not None and best is not None and best.plan is not None:
         output.diagnostics().print(f"wrote the best plan to {output_plan}")
     _optimize_report(report_path, workload, report, seed)
     if best is None:
         raise InfeasibleError(f"no architecture meets the constraints. {_reasons(report.results)}")
+
+
+def _further_analyses(
+    spec: Any, workload: str, options: Any, report: Any, names: Any, wanted: tuple[bool, bool], status: Any
+) -> tuple[Any, Any]:
+    """`--robustness` (how the decision moves) and `--robust` (one purchase for the day), as asked."""
+    from pddplan.inputs import workload_dir
+
+    robustness = day = None
+    if wanted[0]:
+        from pddplan.optimize.robustness import robustness as vary
+
+        robustness = vary(spec, workload_dir(workload), options, report, names, progress=status.update)
+    if wanted[1]:
+        from pddplan.robust import robust_optimize
+
+        chosen = list(names) if names is not None else [result.name for result in report.results]
+        day = robust_optimize(spec, workload_dir(workload), options, chosen, progress=status.update)
+    return robustness, day
+
+
+def _show_optimize(json_out: bool, report: Any, robustness: Any, day: Any) -> None:
+    from pddplan.report import optimize_report, output
+
+    if json_out:
+        extra: dict[str, Any] = {"robustness": robustness.to_dict()} if robustness else {}
+        if day is not None:
+            extra["robust"] = [r.to_dict() for r in day]
+        output.emit_json(report.to_dict() | extra)
+        return
+    console = output.results()
+    optimize_report.print_report(console, report)
+    if robustness is not None:
+        from pddplan.report import robustness_report
+
+        robustness_report.print_report(console, robustness)
+    if day is not None:
+        optimize_report.print_robust(console, [r.to_dict() for r in day])
 
 
 def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -> None:

@@ -160,6 +160,34 @@ class InstanceWidths(Output):
     narrowed_by_workload: bool
 
 
+class RobustScenario(Output):
+    name: str
+    hours_per_day: float
+    required: bool
+    rate_rps: float
+    sla_met: bool
+    goodput_rps: float
+    ttft_p90_s: Seconds
+    ttft_p99_s: Seconds
+    bcr: float | None
+
+
+class RobustArchitecture(Output):
+    architecture: str
+    feasible: bool
+    cost_usd_per_hour: float | None
+    lower_bound_usd_per_hour: float | None = Field(
+        description="the costliest required scenario's own optimum: no plan meeting them all costs less"
+    )
+    at_lower_bound: bool
+    steady_cost_usd_per_hour: float | None
+    price_of_robustness: float | None = Field(description="cost over the steady plan's, as a share of it")
+    time_weighted_bcr: float | None
+    scenarios: list[RobustScenario]
+    plan: dict[str, Any] | None
+    note: str
+
+
 class Optimize(Output):
     """`optimize --json`."""
 
@@ -172,6 +200,9 @@ class Optimize(Output):
     gains: dict[str, Gain]
     instance_widths: InstanceWidths
     robustness: dict[str, Any] | None = None
+    robust: list[RobustArchitecture] | None = Field(
+        default=None, description="with --robust: per architecture, one purchase for every required scenario"
+    )
 
 
 class Breakdown(Output):

@@ -134,3 +134,48 @@ def _verified(figures: dict[str, Any]) -> str:
     rounds = figures.get("verification_rounds", 1)
     text = f"yes, {simulated.get('requests', 0):,} req"
     return text + (f", {rounds} rounds" if rounds > 1 else "")
+
+
+def print_robust(console: Console, results: list[dict[str, Any]]) -> None:
+    """`--robust`: per architecture, the purchase that meets every required scenario, its price
+    over the steady plan, and its figures in each scenario."""
+    table = Table(title="robust over the day's scenarios: one purchase, every required scenario met")
+    for header in ("architecture", "cost $/h", "steady $/h", "price", "at bound", "weighted BCR"):
+        table.add_column(header, justify="left" if header == "architecture" else "right")
+    for r in results:
+        if not r["feasible"]:
+            table.add_row(r["architecture"], "-", _money(r["steady_cost_usd_per_hour"]), "-", "-", "-")
+            continue
+        table.add_row(
+            r["architecture"],
+            _money(r["cost_usd_per_hour"]),
+            _money(r["steady_cost_usd_per_hour"]),
+            "-" if r["price_of_robustness"] is None else f"{r['price_of_robustness']:+.1%}",
+            "yes" if r["at_lower_bound"] else "no",
+            "-" if r["time_weighted_bcr"] is None else f"{r['time_weighted_bcr']:,.1f}",
+        )
+    console.print(table)
+    scenarios = Table(title="the robust plans in each scenario (TTFT P90 / P99 s, goodput req/s)")
+    scenarios.add_column("scenario")
+    feasible = [r for r in results if r["feasible"]]
+    for r in feasible:
+        scenarios.add_column(r["architecture"], justify="right")
+    if feasible:
+        for i, s in enumerate(feasible[0]["scenarios"]):
+            label = f"{s['name']} ({s['hours_per_day']:g} h{'' if s['required'] else ', optional'})"
+            cells = []
+            for r in feasible:
+                t = r["scenarios"][i]
+                if t["ttft_p90_s"] is None:
+                    cells.append("no plan fits")
+                else:
+                    cells.append(f"{t['ttft_p90_s']:.2f} / {t['ttft_p99_s']:.2f}, {t['goodput_rps']:.2f}")
+            scenarios.add_row(label, *cells)
+        console.print(scenarios)
+    for r in results:
+        if r["note"]:
+            console.print(f"{r['architecture']}: {r['note']}", highlight=False, markup=False)
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"

@@ -253,6 +253,19 @@ class ServingOptions(StrictModel):
         return Mtp(self.mtp_draft_tokens, self.mtp_acceptance)
 
 
+class TrafficScenario(StrictModel):
+    """A named condition the deployment must live through for part of each day: the workload with
+    numeric fields overridden (dotted paths, as `sweep --param` names them, e.g.
+    `arrival.rate_rps: 8` or `deployment.wan_lines[0].capacity_gbps: 50`) and the mean prefix hit
+    moved by `hit_shift` (the bathtub's shift)."""
+
+    name: Name
+    hours_per_day: float = Field(gt=0, le=24)
+    required: bool = Field(default=True, description="the plan must meet the SLA in this scenario")
+    overrides: dict[str, float] = Field(default_factory=dict, max_length=64)
+    hit_shift: float = Field(default=0.0, ge=-1, le=1)
+
+
 class Workload(StrictModel):
     """A traffic scenario with its SLA, prices and deployment options."""
 
@@ -273,7 +286,22 @@ class Workload(StrictModel):
     prices: TokenPrices
     deployment: Deployment
     serving: ServingOptions = ServingOptions()
+    scenarios: list[TrafficScenario] = Field(
+        default_factory=list,
+        max_length=32,
+        description="conditions of the day for `optimize --robust` (peak, off-peak, a degraded line, hit drift)",
+    )
     sources: dict[str, Source] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _scenarios_fit_a_day(self) -> Workload:
+        names = [s.name for s in self.scenarios]
+        if len(set(names)) != len(names):
+            raise ValueError(f"scenario names repeat: {', '.join(sorted(n for n in set(names) if names.count(n) > 1))}")
+        hours = sum(s.hours_per_day for s in self.scenarios)
+        if hours > 24 + 1e-9:
+            raise ValueError(f"scenarios add up to {hours:g} hours a day, more than 24")
+        return self
 
     @model_validator(mode="after")
     def _mix_matches_its_marginals(self) -> Workload:

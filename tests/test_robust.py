@@ -1,0 +1,103 @@
+"""`optimize --robust`: one purchase that meets every required scenario of the day."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pddplan.errors import InputError
+from pddplan.input_set import load_input_set
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.robust import _unmet, robust_optimize, scenario_workloads
+from pddplan.scenario import build_scenario
+from pddplan.specs.workload import Workload
+
+ROOT = Path(__file__).resolve().parent.parent
+OPTIONS = OptimizeOptions(verify=False)
+
+
+def _small(scenarios: list[dict[str, Any]]) -> Workload:
+    """chat-short-lowhit, one instance width (so brute force covers every plan of the family)."""
+    data = load_workload("chat-short-lowhit").model_dump(mode="json", exclude_none=True)
+    data["deployment"]["tp_options"] = [4]
+    data["scenarios"] = scenarios
+    return Workload.model_validate(data)
+
+
+def _robust(workload: Workload) -> Any:
+    return robust_optimize(workload, workload_dir("chat-short-lowhit"), OPTIONS, ["pd-intra"])[0]
+
+
+def test_one_scenario_as_written_gives_the_steady_plan() -> None:
+    result = _robust(_small([{"name": "all-day", "hours_per_day": 24}]))
+    assert result.cost_usd_per_hour == pytest.approx(result.steady_cost_usd_per_hour)
+    assert result.price_of_robustness == pytest.approx(0.0) and result.at_lower_bound
+
+
+def test_adding_a_scenario_never_lowers_the_cost() -> None:
+    one = _robust(_small([{"name": "base", "hours_per_day": 12}]))
+    two = _robust(
+        _small(
+            [
+                {"name": "base", "hours_per_day": 12},
+                {"name": "peak", "hours_per_day": 4, "overrides": {"arrival.rate_rps": 30}},
+            ]
+        )
+    )
+    assert two.cost_usd_per_hour >= one.cost_usd_per_hour - 1e-9
+
+
+def test_brute_force_finds_nothing_cheaper() -> None:
+    """Every pd-intra plan of 1-6 prefill and 1-6 decode instances at the one width: none that meets
+    every required scenario (closed form) costs less than the robust plan."""
+    workload = _small(
+        [
+            {"name": "peak", "hours_per_day": 6, "overrides": {"arrival.rate_rps": 30}},
+            {"name": "drift", "hours_per_day": 6, "hit_shift": -0.2},
+        ]
+    )
+    result = _robust(workload)
+    assert result.plan is not None
+    cases = [(spec, load_input_set(w, workload_dir("chat-short-lowhit"))) for spec, w in scenario_workloads(workload)]
+    home = load_input_set(workload, workload_dir("chat-short-lowhit"))
+    cheapest = float("inf")
+    for p, d in itertools.product(range(1, 7), range(1, 7)):
+        plan = result.plan.model_copy(
+            update={
+                "prefill": result.plan.prefill.model_copy(update={"count": p}),
+                "decode": result.plan.decode.model_copy(update={"count": d}),
+            }
+        )
+        try:
+            cost = build_scenario(plan, home).cost_per_hour
+        except InputError:
+            continue
+        if not _unmet(plan, cases):
+            cheapest = min(cheapest, cost)
+    assert result.cost_usd_per_hour <= cheapest + 1e-9
+
+
+def test_scenario_files_are_checked() -> None:
+    with pytest.raises(ValueError, match="more than 24"):
+        _small([{"name": "a", "hours_per_day": 20}, {"name": "b", "hours_per_day": 10}])
+    with pytest.raises(ValueError, match="scenario names repeat"):
+        _small([{"name": "a", "hours_per_day": 2}, {"name": "a", "hours_per_day": 2}])
+    with pytest.raises(InputError, match=r"scenario x: arrival\.nope: unknown field"):
+        scenario_workloads(_small([{"name": "x", "hours_per_day": 2, "overrides": {"arrival.nope": 3}}]))
+
+
+def test_the_day_workload_robustly(cli: Any) -> None:
+    result = cli("optimize", "pdd-agent-64k-day", "--robust", "-a", "pdd", "--no-verify", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    robust = data["robust"][0]
+    assert robust["feasible"] and robust["price_of_robustness"] >= 0
+    assert {s["name"] for s in robust["scenarios"]} == {"peak", "off-peak", "line-degraded", "hit-drift"}
+    assert all(s["sla_met"] for s in robust["scenarios"] if s["required"])
+    bad = cli("optimize", "pdd-agent-64k", "--robust", "-a", "pdd", "--no-verify")
+    assert bad.exit_code == 2 and "has no scenarios" in bad.stderr
