@@ -1227,6 +1227,14 @@ def optimize(
             "-10% and +10%, instance widths two powers of two wider) and show how the decision moves.",
         ),
     ] = False,
+    survive_kinds: Annotated[
+        str | None,
+        typer.Option(
+            "--survive",
+            help="Also grow each architecture's plan until it meets the SLA after losing any one instance, line, "
+            "or both (instance,line): N+1, with its price.",
+        ),
+    ] = None,
     robust_day: Annotated[
         bool,
         typer.Option(
@@ -1282,13 +1290,14 @@ def optimize(
     with output.status("optimizing...") as status:
         report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))
         robustness, day = _further_analyses(spec, workload, options, report, names, (robust, robust_day), status)
+        survival = _survival(spec, workload, report, survive_kinds) if survive_kinds else None
     best = report.best
     if output_plan is not None and best is not None and best.plan is not None:
         from pddplan.loading import write_atomic
         from pddplan.report.plan_files import plan_yaml
 
         write_atomic(output_plan, plan_yaml(best.plan, spec.name))
-    _show_optimize(json_out, report, robustness, day)
+    _show_optimize(json_out, report, robustness, day, survival)
     if output_plan is not None and best is not None and best.plan is not None:
         output.diagnostics().print(f"wrote the best plan to {output_plan}")
     _optimize_report(report_path, workload, report, seed)
@@ -1315,13 +1324,36 @@ def _further_analyses(
     return robustness, day
 
 
-def _show_optimize(json_out: bool, report: Any, robustness: Any, day: Any) -> None:
+def _survival(spec: Any, workload: str, report: Any, kinds: str) -> list[dict[str, Any]]:
+    """`optimize --survive`: each feasible architecture's plan grown to N+1 (`pddplan.survive`)."""
+    from pddplan.errors import InfeasibleError
+    from pddplan.input_set import load_input_set
+    from pddplan.inputs import workload_dir
+    from pddplan.survive import survive
+
+    wanted = {k.strip() for k in kinds.split(",") if k.strip()}
+    inputs = load_input_set(spec, workload_dir(workload))
+    out = []
+    for result in report.results:
+        if result.plan is None:
+            continue
+        try:
+            grown = survive(inputs, result.plan, wanted).to_dict()
+            out.append({"architecture": result.name, "feasible": True, "reason": None} | grown)
+        except InfeasibleError as error:
+            out.append({"architecture": result.name, "feasible": False, "reason": str(error)})
+    return out
+
+
+def _show_optimize(json_out: bool, report: Any, robustness: Any, day: Any, survival: Any = None) -> None:
     from pddplan.report import optimize_report, output
 
     if json_out:
         extra: dict[str, Any] = {"robustness": robustness.to_dict()} if robustness else {}
         if day is not None:
             extra["robust"] = [r.to_dict() for r in day]
+        if survival is not None:
+            extra["survive"] = survival
         output.emit_json(report.to_dict() | extra)
         return
     console = output.results()
@@ -1332,6 +1364,8 @@ def _show_optimize(json_out: bool, report: Any, robustness: Any, day: Any) -> No
         robustness_report.print_report(console, robustness)
     if day is not None:
         optimize_report.print_robust(console, [r.to_dict() for r in day])
+    if survival is not None:
+        optimize_report.print_survival_summary(console, survival)
 
 
 def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -> None:

@@ -203,6 +203,9 @@ class Optimize(Output):
     robust: list[RobustArchitecture] | None = Field(
         default=None, description="with --robust: per architecture, one purchase for every required scenario"
     )
+    survive: list[dict[str, Any]] | None = Field(
+        default=None, description="with --survive: per architecture, its plan grown to N+1 (as `survive --json`)"
+    )
 
 
 class Breakdown(Output):

@@ -31,6 +31,7 @@ def test_shipped_catalogs() -> None:
         "chat-short-lowhit",
         "coding-agent-128k",
         "pdd-agent-64k",
+        "pdd-agent-64k-day",
         "pdd-agent-64k-hetero",
         "rag-longdoc-lowhit",
     ]

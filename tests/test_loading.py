@@ -168,7 +168,7 @@ def test_unknown_key_without_a_near_name_lists_the_fields() -> None:
     data["zzz"] = 1
     assert message(Workload, data, "w.yaml") == (
         "w.yaml: zzz: unknown field; expected one of: name, description, model, kv_dtype, arrival, "
-        "prompt_tokens, output_tokens, hit_rate, request_mix, sla, prices, deployment, serving, sources"
+        "prompt_tokens, output_tokens, hit_rate, request_mix, sla, prices, deployment, serving, scenarios, sources"
     )
 
 

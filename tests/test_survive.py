@@ -58,3 +58,17 @@ def test_survive_cli(cli: Any, tmp_path: Path) -> None:
     assert data["price_of_survival"] > 0 and out.read_text().startswith("# pdd-agent-64k-pdd.yaml grown")
     bad = cli("survive", str(HAND), "pdd-agent-64k", "--survive", "gpu")
     assert bad.exit_code == 2 and "expected instance, line or both" in bad.stderr
+
+
+def test_optimize_survive(cli: Any) -> None:
+    """optimize --survive grows each architecture's plan; N+1 never costs less than the plan."""
+    from pddplan.output_schemas import validate_output
+
+    result = cli("optimize", "pdd-agent-64k", "-a", "pdd", "--no-verify", "--survive", "instance", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    validate_output("optimize", data)
+    (row,) = data["survive"]
+    assert row["feasible"] and row["cost_usd_per_hour"] >= row["original_cost_usd_per_hour"]
+    bad = cli("optimize", "pdd-agent-64k", "-a", "pdd", "--no-verify", "--survive", "meteor")
+    assert bad.exit_code == 2 and "expected instance, line or both" in bad.stderr

@@ -179,3 +179,22 @@ def print_robust(console: Console, results: list[dict[str, Any]]) -> None:
 
 def _money(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
+
+
+def print_survival_summary(console: Console, rows: list[dict[str, Any]]) -> None:
+    """`--survive`: per architecture, its plan's cost before and after N+1, and what was added."""
+    table = Table(title="N+1: each plan grown to survive any single failure")
+    for header in ("architecture", "plan $/h", "N+1 $/h", "price", "added"):
+        table.add_column(header, justify="left" if header in ("architecture", "added") else "right")
+    for row in rows:
+        if not row["feasible"]:
+            table.add_row(row["architecture"], "-", "-", "-", row["reason"])
+            continue
+        table.add_row(
+            row["architecture"],
+            _money(row["original_cost_usd_per_hour"]),
+            _money(row["cost_usd_per_hour"]),
+            f"{row['price_of_survival']:+.1%}",
+            ", ".join(row["added"]) or "nothing",
+        )
+    console.print(table)
