@@ -161,6 +161,13 @@ app.add_typer(trace_app, name="trace")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Write machine-readable JSON to stdout, nothing else.")]
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")]
+TraceFormatOption = Annotated[str, typer.Option("--trace-format", help="With --trace: mooncake or csv.")]
+TraceCacheOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-capacity", help="With --trace: the prefix cache, bytes (100GB) or tokens; default unbounded."
+    ),
+]
 BackendOption = Annotated[str, typer.Option("--backend", help="loky (default), threading, dask or ray.")]
 SchedulerOption = Annotated[
     str | None,
@@ -935,13 +942,8 @@ def evaluate(
             "prompt/hit mix (hits through --cache-capacity's prefix cache).",
         ),
     ] = None,
-    trace_format: Annotated[str, typer.Option("--trace-format", help="With --trace: mooncake or csv.")] = "mooncake",
-    cache_capacity: Annotated[
-        str | None,
-        typer.Option(
-            "--cache-capacity", help="With --trace: the prefix cache, bytes (100GB) or tokens; default unbounded."
-        ),
-    ] = None,
+    trace_format: TraceFormatOption = "mooncake",
+    cache_capacity: TraceCacheOption = None,
     report: ReportOption = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -1028,13 +1030,8 @@ def simulate(
             "through the prefix cache) instead of drawing them from the workload.",
         ),
     ] = None,
-    trace_format: Annotated[str, typer.Option("--trace-format", help="With --trace: mooncake or csv.")] = "mooncake",
-    cache_capacity: Annotated[
-        str | None,
-        typer.Option(
-            "--cache-capacity", help="With --trace: the prefix cache, bytes (100GB) or tokens; default unbounded."
-        ),
-    ] = None,
+    trace_format: TraceFormatOption = "mooncake",
+    cache_capacity: TraceCacheOption = None,
     report: ReportOption = None,
     json_out: JsonFlag = False,
 ) -> None:
