@@ -397,8 +397,8 @@ def _write_trace_workload(
         f"# From the trace ({built.requests:,} requests with block hashes): arrival (mean rate,\n"
         f"# inter-arrival CV {cv:.2f}), prompt and output lengths, and request_mix, the joint (prompt, hit)\n"
         f"# distribution with hits replayed through a {built.capacity_text} {built.eviction.upper()} prefix cache.\n"
-        f"# The trace's per-minute rate peaks at {peak:.2f}x its mean; arrivals here are stationary at\n"
-        "# the mean: check the plan at the peak with `--rate`.\n"
+        f"# The trace's per-minute rate peaks at {peak:.2f}x its mean: arrivals follow that profile in\n"
+        "# the simulation (and optimize's verification); the closed form sees the mean rate.\n"
         f"# From {like}: model, SLA, prices, deployment, serving.\n"
     )
     data = built.workload.model_dump(mode="json", exclude_none=True)

@@ -141,7 +141,25 @@ def _arrivals(scenario: Scenario, count: int, rng: np.random.Generator) -> np.nd
     else:
         shape = 1.0 / arrival.cv**2
         gaps = rng.gamma(shape, mean_gap / shape, count)
-    return np.cumsum(gaps)
+    times = np.cumsum(gaps)
+    if arrival.rate_profile is None:
+        return times
+    return profile_time(times, np.asarray(arrival.rate_profile, dtype=np.float64), arrival.profile_step_s)
+
+
+def profile_time(operational_s: np.ndarray, profile: np.ndarray, step_s: float) -> np.ndarray:
+    """Arrival times under a repeating rate profile, by time change: a process drawn at the mean
+    rate runs in operational time u, and real time t solves U(t) = u with U(t) = integral_0^t m(s) ds,
+    m the profile scaled to mean 1 (piecewise constant over steps of `step_s`). Where m is high,
+    real time passes slowly and arrivals crowd; a step with m = 0 gets none."""
+    m = profile / profile.mean()
+    edges_u = np.concatenate([[0.0], np.cumsum(m * step_s)])  # operational time at each step's start
+    cycle_u = edges_u[-1]  # = len(profile) x step_s, as m has mean 1
+    cycles, within = np.divmod(operational_s, cycle_u)
+    step = np.clip(np.searchsorted(edges_u, within, side="right") - 1, 0, len(m) - 1)
+    rate = m[step]
+    offset = np.divide(within - edges_u[step], rate, out=np.zeros_like(within), where=rate > 0)
+    return cycles * len(m) * step_s + step * step_s + offset
 
 
 def _run_prefill_after_loads(

@@ -14,11 +14,13 @@ from pydantic import Field, model_validator
 
 from pddplan.specs.common import (
     FREE_SOURCE_PREFIXES,
+    MAX_BINS,
     ChunkTokens,
     Fraction,
     LineGbps,
     Name,
     NonNegativeSeconds,
+    PositiveFloat,
     PositiveUsd,
     RateRps,
     RttMs,
@@ -49,11 +51,21 @@ class Arrival(StrictModel):
     rate_rps: RateRps
     process: Literal["poisson", "gamma"] = "poisson"
     cv: float = Field(default=1.0, gt=0, le=20)
+    rate_profile: list[Annotated[float, Field(ge=0, le=1e6)]] | None = Field(
+        default=None,
+        max_length=MAX_BINS,
+        description="relative rate in consecutive steps of profile_step_s, repeating (scaled to mean 1, so "
+        "rate_rps stays the mean): a day's or a trace's shape. The simulation follows it; the closed form sees "
+        "the mean rate",
+    )
+    profile_step_s: PositiveFloat = Field(default=60.0, le=86_400)
 
     @model_validator(mode="after")
     def _cv_matches(self) -> Arrival:
         if self.process == "poisson" and self.cv != 1.0:
             raise ValueError("a poisson process has cv 1; use process: gamma for another cv")
+        if self.rate_profile is not None and not sum(self.rate_profile) > 0:
+            raise ValueError("rate_profile: every step is 0; give at least one positive relative rate")
         return self
 
 

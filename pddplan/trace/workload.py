@@ -12,8 +12,8 @@ What comes from the trace, and how:
   each bin's shortest to longest prompt; one point bucket per hit bin at its requests' mean hit,
   so the marginal's mean is the mix's); `output_tokens`: a histogram over the same edges;
 - `arrival`: the trace's mean rate, as a Gamma process with its inter-arrival coefficient of
-  variation (Poisson when that is 1 within 2%). A per-minute rate profile is not a workload input:
-  the file's header states the trace's peak-to-mean so that a plan can be checked at the peak.
+  variation (Poisson when that is 1 within 2%), following the trace's per-minute rate profile
+  (`rate_profile`, repeating; the simulator follows it, the closed form sees the mean).
 Everything else (model, SLA, prices, deployment, serving) comes from the template workload.
 """
 
@@ -167,6 +167,7 @@ def workload_fields(histogram: JointHistogram, summary: dict[str, Any], source: 
     arrival: dict[str, Any] = {"rate_rps": round(rate, 6), "process": "poisson"}
     if abs(cv - 1.0) > POISSON_CV_TOLERANCE:
         arrival = {"rate_rps": round(rate, 6), "process": "gamma", "cv": round(min(cv, 20.0), 4)}
+    arrival |= rate_profile(summary.get("requests_per_minute") or [], summary.get("duration_s") or 0.0)
     return {
         "arrival": arrival,
         "prompt_tokens": prompt_marginal,
@@ -174,6 +175,25 @@ def workload_fields(histogram: JointHistogram, summary: dict[str, Any], source: 
         "hit_rate": {"buckets": buckets},
         "request_mix": {"classes": classes, "source": source},
     }
+
+
+def rate_profile(per_minute: list[int], duration_s: float, most: int = 1000) -> dict[str, Any]:
+    """The trace's requests per minute as a repeating relative rate profile (the arrival field
+    `rate_profile`, steps of `profile_step_s`): the last, partial minute scaled to a full minute's
+    rate (dropped when it covers under 10 s), minutes summed in groups when there are more than
+    `most`. Empty for a trace of under two minutes (no shape to keep)."""
+    counts = [float(c) for c in per_minute]
+    covered = duration_s / 60.0 - (len(counts) - 1)  # minutes of the last minute the trace spans
+    if counts and 0 < covered < 1:
+        if covered * 60 < 10:
+            counts.pop()
+        else:
+            counts[-1] /= covered
+    if len(counts) < 2:
+        return {}
+    group = math.ceil(len(counts) / most)
+    steps = [sum(counts[i : i + group]) / len(counts[i : i + group]) for i in range(0, len(counts), group)]
+    return {"rate_profile": [round(s, 6) for s in steps], "profile_step_s": 60.0 * group}
 
 
 def trace_digest(path: Path) -> str:
