@@ -448,11 +448,13 @@ def cache_plan(
         str, typer.Option("--capacity", help="Cache capacities to price: bytes (0,100GB,1TB) or tokens (0,5M).")
     ],
     usd_per_gb_month: Annotated[
-        float,
+        float | None,
         typer.Option(
-            "--usd-per-gb-month", help="What a GB of prefix cache costs you a month (DRAM, SSD or a KV store)."
+            "--usd-per-gb-month",
+            help="What a GB of prefix cache costs you a month (DRAM, SSD or a KV store); default: the workload's "
+            "deployment.prefix_cache.",
         ),
-    ],
+    ] = None,
     architecture: Annotated[
         list[str] | None, typer.Option("--architecture", "-a", help="Architecture (repeatable); default: all.")
     ] = None,
@@ -470,7 +472,7 @@ def cache_plan(
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.perf.kv import kv_bytes_per_token
     from pddplan.report import output, trace_tables
-    from pddplan.trace.cache_plan import Traffic, best_point, marginal_values
+    from pddplan.trace.cache_plan import Traffic, best_point, cache_price, marginal_values
     from pddplan.trace.cache_plan import cache_plan as run
     from pddplan.trace.curve import parse_capacities
 
@@ -479,6 +481,7 @@ def cache_plan(
     if rate is not None:
         check_rate(rate)
     template = load_workload(like)
+    usd_per_gb_month = cache_price(template, usd_per_gb_month)
     capacities = parse_capacities(capacity, kv_bytes_per_token(load_model(template.model, template.kv_dtype)))
     options = OptimizeOptions(mode="rate", rate=rate) if rate is not None else OptimizeOptions()
     with output.status("pricing cache capacities...") as status:

@@ -85,3 +85,26 @@ def test_bad_cache_plan_options(cli: Any, args: tuple[str, ...], message: str) -
         base += ["--capacity", "0,1TB"]
     result = cli(*base, *args)
     assert result.exit_code == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_price_comes_from_the_flag_or_the_workload(cli: Any, tmp_path: Path) -> None:
+    """No built-in cache price: the flag, else deployment.prefix_cache (its source must resolve),
+    else one line saying so."""
+    import yaml
+
+    from pddplan.errors import InputError
+    from pddplan.inputs import load_workload
+    from pddplan.trace.cache_plan import cache_price
+
+    base = load_workload("pdd-agent-64k")
+    assert cache_price(base, 3.0) == 3.0
+    with pytest.raises(InputError, match="no cache price"):
+        cache_price(base, None)
+    data = yaml.safe_load((ROOT / "workloads" / "pdd-agent-64k.yaml").read_text())
+    data["deployment"]["prefix_cache"] = {"usd_per_gb_month": 1.5, "price_source": "assumption: my DRAM"}
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert cache_price(load_workload(str(path)), None) == 1.5
+    data["deployment"]["prefix_cache"]["price_source"] = "nowhere"
+    path.write_text(yaml.safe_dump(data))
+    assert cli("workloads", "show", str(path)).exit_code == 2

@@ -170,6 +170,14 @@ class WanLineOption(StrictModel):
     fluctuation: Fluctuation = Fluctuation()
 
 
+class PrefixCacheOffer(StrictModel):
+    """Prefix cache one can buy beside the GPUs (host DRAM, SSD, a KV store), priced per GB-month:
+    what `cache-plan` (and `optimize --trace`) price each capacity at."""
+
+    usd_per_gb_month: float = Field(ge=0, le=1e4)
+    price_source: str = Field(min_length=1)
+
+
 class Deployment(StrictModel):
     """What the optimizer may choose among."""
 
@@ -184,6 +192,9 @@ class Deployment(StrictModel):
     home_datacenter: Name | None = Field(
         default=None,
         description="where prefill (and relay) run, and where pd-intra keeps everything; default: the first listed",
+    )
+    prefix_cache: PrefixCacheOffer | None = Field(
+        default=None, description="prefix cache capacity on offer and its price (no built-in price: set your own)"
     )
 
     @model_validator(mode="after")
@@ -360,6 +371,8 @@ class Workload(StrictModel):
             (f"deployment.wan_lines[{i}].price_source", line.price_source)
             for i, line in enumerate(self.deployment.wan_lines)
         ]
+        if self.deployment.prefix_cache is not None:
+            cited.append(("deployment.prefix_cache.price_source", self.deployment.prefix_cache.price_source))
         for path, source in cited:
             if source.startswith(FREE_SOURCE_PREFIXES) or source in self.sources:
                 continue

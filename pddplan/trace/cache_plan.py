@@ -139,6 +139,20 @@ def cache_plan(
     return points
 
 
+def cache_price(workload: Workload, given: float | None) -> float:
+    """$ per GB-month of prefix cache: `given`, else the workload's `deployment.prefix_cache`;
+    InputError when neither says (pddplan ships no cache price: none is sourced)."""
+    if given is not None:
+        return given
+    offer = workload.deployment.prefix_cache
+    if offer is None:
+        raise InputError(
+            f"no cache price: give --usd-per-gb-month or set deployment.prefix_cache in workload {workload.name} "
+            "(pddplan ships none)"
+        )
+    return offer.usd_per_gb_month
+
+
 def best_point(points: list[CachePoint], mode: str) -> CachePoint | None:
     """Highest BCR, or the lowest total cost for `--rate`, among capacities with a plan."""
     planned = [p for p in points if p.total_usd_per_hour is not None]
