@@ -72,10 +72,17 @@ def hit_distribution(workload: Workload, hit: float, mode: HitMode) -> HitRateDi
 
 def mix_at_hit(mix: RequestMix, hit: float, mode: HitMode) -> RequestMix:
     """A request mix moved to mean hit `hit` as `hit_distribution` moves the marginal (each class
-    keeps its prompt length and share; "fixed" gives every class the hit `hit`)."""
+    keeps its prompt length and share, its load time scales with its hit; "fixed" gives every
+    class the hit `hit`)."""
     move = (lambda _: hit) if mode == "fixed" else _mover(mix.mean_hit(), hit)
-    classes = [c.model_copy(update={"hit": move(c.hit)}) for c in mix.classes]
-    return mix.model_copy(update={"classes": classes})
+
+    def moved(c: Any) -> Any:
+        # a class's load from a slower tier reads its cached tokens: it scales with its hit
+        new_hit = move(c.hit)
+        load = c.load_s * new_hit / c.hit if c.hit > 0 else 0.0
+        return c.model_copy(update={"hit": new_hit, "load_s": load})
+
+    return mix.model_copy(update={"classes": [moved(c) for c in mix.classes]})
 
 
 def with_hit(workload: Workload, hit: float, mode: HitMode) -> dict[str, Any]:

@@ -1287,6 +1287,7 @@ def optimize(
     )
     _check_report(report_path)
     spec = load_workload(workload)
+    _check_further_analyses(spec, options, robust_day, survive_kinds)  # before the work, not after it
     with output.status("optimizing...") as status:
         report = run(spec, workload_dir(workload), options, names, progress=lambda text: status.update(text))
         robustness, day = _further_analyses(spec, workload, options, report, names, (robust, robust_day), status)
@@ -1322,6 +1323,21 @@ def _further_analyses(
         chosen = list(names) if names is not None else [result.name for result in report.results]
         day = robust_optimize(spec, workload_dir(workload), options, chosen, progress=status.update)
     return robustness, day
+
+
+def _check_further_analyses(spec: Any, options: Any, robust_day: bool, survive_kinds: str | None) -> None:
+    from pddplan.errors import InputError
+
+    if robust_day:
+        from pddplan.robust import check_robust
+
+        check_robust(spec, options)
+    if survive_kinds is not None:
+        from pddplan.survive import KINDS
+
+        kinds = {k.strip() for k in survive_kinds.split(",") if k.strip()}
+        if not kinds or kinds - set(KINDS):
+            raise InputError(f"--survive = {survive_kinds!r}: expected instance, line or both")
 
 
 def _survival(spec: Any, workload: str, report: Any, kinds: str) -> list[dict[str, Any]]:

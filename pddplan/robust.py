@@ -34,6 +34,15 @@ from pddplan.specs.workload import TrafficScenario, Workload
 MAX_GROWTH = 32
 
 
+def check_robust(workload: Workload, options: OptimizeOptions) -> None:
+    """InputError when `--robust` cannot run: no scenarios, or a rate or budget that would override
+    the scenarios' own rates."""
+    if not workload.scenarios:
+        raise InputError(f"workload {workload.name} has no scenarios: --robust needs `scenarios:` (docs/inputs.md)")
+    if options.mode != "bcr" or options.min_served_fraction < 1:
+        raise InputError("--robust sizes for each scenario's own rate: leave out --rate, --budget and --min-served")
+
+
 def scenario_workloads(workload: Workload) -> list[tuple[TrafficScenario, Workload]]:
     """Each scenario's workload: overrides set (dotted paths), hit shifted, validated as a file is."""
     from pddplan.bathtub import with_hit
@@ -127,10 +136,12 @@ class RobustResult:
 
 
 def _figures(inputs: InputSet, plan: Plan) -> dict[str, Any] | None:
+    """The plan's closed form in the scenario of `inputs`, at that scenario's rate (not a rate the
+    plan carries from being optimized for another)."""
     from pddplan.evaluate.analytic import evaluate
 
     try:
-        return evaluate(build_scenario(plan, inputs, source="robust")).to_dict()
+        return evaluate(build_scenario(plan.model_copy(update={"rate_rps": None}), inputs, source="robust")).to_dict()
     except InputError:  # the plan does not fit this scenario's deployment (inventory, a line option)
         return None
 
@@ -176,8 +187,7 @@ def robust_optimize(
     """One robust plan per architecture (module docstring)."""
     from pddplan.optimize.run import optimize
 
-    if not workload.scenarios:
-        raise InputError(f"workload {workload.name} has no scenarios: --robust needs `scenarios:` (docs/inputs.md)")
+    check_robust(workload, options)
     pairs = scenario_workloads(workload)
     cases = [(spec, load_input_set(w, base_dir)) for spec, w in pairs]
     if progress:

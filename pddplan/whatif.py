@@ -15,7 +15,8 @@ Changes (any combination):
     none: no prefill or no decoder sheds everything, except PDD's main decoders, whose requests
     the relay then finishes as above; no relay means every request goes P -> MD (threshold 0; the
     failed relay's GPUs are still paid for).
-The figures come from the closed form and, with `simulate`, from the simulator too. What happens
+The figures come from the closed form and, with `simulate`, from the simulator too; cost is the
+purchase's (what failed is still paid for), so BCR falls with what is no longer served. What happens
 while queues drain after a failure (the transient) is not modelled: these are the steady figures
 of the degraded deployment.
 """
@@ -185,7 +186,7 @@ def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int =
     scenario = build_scenario(plan, inputs, source="plan")
     changed, rate, mode = apply(inputs, scenario, change)
     before = evaluate(scenario).to_dict()
-    after = evaluate(changed, rate).to_dict() if changed is not None else None
+    after = _paid_for(evaluate(changed, rate).to_dict(), scenario.cost_per_hour) if changed is not None else None
     sim_before = sim_after = None
     if simulate_requests:
         from pddplan.simulate.summary import simulate
@@ -197,4 +198,16 @@ def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int =
                 update={"arrival": changed.workload.arrival.model_copy(update={"rate_rps": rate})}
             )
             sim_after = simulate(replace(changed, plan=offered, workload=workload), simulate_requests, seed).summary
+    if sim_after is not None:
+        sim_after = _paid_for(sim_after, scenario.cost_per_hour)
     return WhatIf(change, mode, before, after, sim_before, sim_after)
+
+
+def _paid_for(figures: dict[str, Any], purchased_usd_per_hour: float) -> dict[str, Any]:
+    """Figures of a degraded deployment at the purchase's cost: a failed instance or line is still
+    paid for, so cost stays and BCR = goodput x 3600 / that cost."""
+    goodput = figures["goodput_rps"]
+    return figures | {
+        "cost_usd_per_hour": purchased_usd_per_hour,
+        "bcr": goodput * 3600 / purchased_usd_per_hour if purchased_usd_per_hour > 0 else 0.0,
+    }

@@ -444,7 +444,7 @@ def _first_token_delays(
         first = scenario.architecture.first_token_delay(
             rdma[:, None], decoding.wan_s, decoding.md.step_s, relay_step, classes.relay[:, None]
         )
-        return classes.prefill_s[:, None] + first
+        return classes.prefill_s[:, None] + classes.load_s[:, None] + first
 
     if decoding.relay_first_steps is None:
         return after(decoding.relay.step_s if decoding.relay is not None else 0.0), states.prob

@@ -269,7 +269,7 @@ def prefill_capacity(
     sla = workload.sla
     line = downstream.line
     p_in = classes.input_prob
-    service = classes.prefill_s
+    service = classes.prefill_s + classes.load_s  # the request's own time before its first token
     cv2_a = workload.arrival.cv**2
     full_kv = request_kv_bytes(candidate.instance.model, classes.prompt_tokens, workload.serving.page_tokens)
     rdma = rdma_time_s(full_kv, candidate.instance.kv_senders, candidate.instance.hardware.nic_bytes_per_s)

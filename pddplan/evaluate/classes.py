@@ -29,7 +29,9 @@ class RequestClasses:
 
     `prefill_s` is a request's own prefill latency (its chunks' engine time alone, `prefill_alone_s`,
     plus the request overhead); `prefill_work_s` the engine time it occupies a busy prefill instance for, when
-    chunked prefill packs requests into full steps (`pddplan.perf.roofline.prefill_cost`)."""
+    chunked prefill packs requests into full steps (`pddplan.perf.roofline.prefill_cost`). `load_s`
+    is the time to read its cached KV from a slower cache tier first: it delays its first token
+    only (added where TTFT is formed, never to the prefill instance's work)."""
 
     prompt_tokens: np.ndarray
     hit: np.ndarray
@@ -46,6 +48,7 @@ class RequestClasses:
     input_prob: np.ndarray
     output_prob: np.ndarray
     moments: WorkloadMoments
+    load_s: np.ndarray
 
     def attention_s_per_new_token(self) -> float:
         """Prefill attention per new token, token-weighted: E[A] / E[n] (0 with no new tokens)."""
@@ -128,8 +131,7 @@ def workload_classes(
         new_tokens=fresh,
         cached_tokens=cached,
         wan_bytes=wan_bytes,
-        # a slow tier's load delays the first token, off the engine (as the request overhead)
-        prefill_s=np.where(fresh > 0, cost.alone_s + overhead, 0.0) + load,
+        prefill_s=np.where(fresh > 0, cost.alone_s + overhead, 0.0),
         prefill_alone_s=cost.alone_s,
         prefill_work_s=cost.batched_s,
         prefill_attention_s=cost.attention_s,
@@ -139,6 +141,7 @@ def workload_classes(
         input_prob=input_prob,
         output_prob=output_probs,
         moments=workload_moments(workload),
+        load_s=load,
     )
 
 

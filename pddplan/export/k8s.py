@@ -20,6 +20,7 @@ from pddplan.export.engines import (
     ENGINE_VERSIONS,
     ROUTER_PORT,
     SERVER_PORT,
+    SGLANG_BOOTSTRAP_PORT,
     Engine,
     NodeContext,
     Shell,
@@ -58,7 +59,17 @@ def dns_name(text: str) -> str:
 
 
 def _object_name(deployment: Deployment, instance_label: str) -> str:
-    return dns_name(f"{deployment.plan_name}-{instance_label}")
+    """`<plan>-<instance>`, the plan part shortened (with a digest of the whole name, so that two
+    long plan names stay apart) so the instance label is never cut."""
+    suffix = dns_name(instance_label)
+    plan = dns_name(deployment.plan_name)
+    room = 63 - len(suffix) - 1
+    if len(plan) > room:
+        import hashlib
+
+        digest = hashlib.sha256(deployment.plan_name.encode()).hexdigest()[:6]
+        plan = plan[: max(room - 7, 1)].rstrip("-") + "-" + digest
+    return f"{plan}-{suffix}"
 
 
 def _labels(deployment: Deployment, role: str, instance: str) -> dict[str, str]:
@@ -92,7 +103,7 @@ def _pod_template(
     return {
         "metadata": {"labels": labels},
         "spec": {
-            "nodeSelector": {DATACENTER_LABEL: instance.datacenter, GPU_LABEL: instance.gpu},
+            "nodeSelector": {DATACENTER_LABEL: dns_name(instance.datacenter), GPU_LABEL: dns_name(instance.gpu)},
             "containers": [container],
             "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
         },
@@ -156,7 +167,13 @@ def _instance_service(engine: Engine, deployment: Deployment, instance: EngineIn
     selector = {"pddplan/instance": instance.label, "app.kubernetes.io/name": dns_name(deployment.plan_name)}
     if instance.nodes > 1:
         selector["leaderworkerset.sigs.k8s.io/worker-index"] = "0"  # the head pod serves the API
-    return _service(deployment, _object_name(deployment, instance.label), selector, SERVER_PORT[engine])
+    service = _service(deployment, _object_name(deployment, instance.label), selector, SERVER_PORT[engine])
+    if engine == "sglang" and instance.disaggregation == "prefill":
+        # decode servers reach a prefill server's bootstrap port through the same Service
+        service["spec"]["ports"].append(
+            {"name": "bootstrap", "port": SGLANG_BOOTSTRAP_PORT, "targetPort": SGLANG_BOOTSTRAP_PORT}
+        )
+    return service
 
 
 def _router(engine: Engine, deployment: Deployment, image: str) -> list[dict[str, Any]]:
@@ -215,7 +232,7 @@ def _router(engine: Engine, deployment: Deployment, image: str) -> list[dict[str
                     "name": dns_name(f"{deployment.plan_name}-pdd-router"),
                     "labels": {"app.kubernetes.io/name": dns_name(deployment.plan_name)},
                 },
-                "data": {"pdd-router.yaml": pdd_router_config(engine, deployment)},
+                "data": {"pdd-router.yaml": pdd_router_config(engine, deployment, url)},
             }
         )
     return objects

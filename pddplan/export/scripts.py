@@ -8,6 +8,7 @@ after it (`PREFILL_0_ADDR`), and the router script reads them all.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 
 import yaml
 
@@ -105,21 +106,25 @@ def router_script(engine: Engine, deployment: Deployment) -> str:
     return f"#!/bin/sh\n{_header(deployment, engine)}{note}set -eu\n" + render_command(args)
 
 
-def pdd_router_config(engine: Engine, deployment: Deployment) -> str:
+def pdd_router_config(
+    engine: Engine, deployment: Deployment, url: Callable[[EngineInstance], str] | None = None
+) -> str:
     """PDD's routing rule and handoff (plan fields `routing`, `handoff`) with the servers they
-    route between: what a PDD-aware router implements (stock routers split P from D only)."""
+    route between (`url`: each instance's address; default the scripts' address variables):
+    what a PDD-aware router implements (stock routers split P from D only)."""
     assert deployment.routing is not None
+    address = url or (lambda i: _url(engine, i))
     relays = (
         "on prefill (the prefill servers decode relayed requests)"
         if deployment.relay_on_prefill
-        else [_url(engine, i) for i in deployment.of_role("relay")]
+        else [address(i) for i in deployment.of_role("relay")]
     )
     body = {
         "plan": deployment.plan_name,
         "architecture": deployment.architecture,
-        "prefill": [_url(engine, i) for i in deployment.of_role("prefill")],
+        "prefill": [address(i) for i in deployment.of_role("prefill")],
         "relay_decode": relays,
-        "main_decode": [_url(engine, i) for i in deployment.of_role("decode")],
+        "main_decode": [address(i) for i in deployment.of_role("decode")],
         **deployment.routing,
     }
     return (

@@ -377,6 +377,8 @@ def calibrate_from_bench(
     from pddplan.perf.calibrate import calibrate_rows, data_tag
 
     runs = [run for path in files for run in read_bench(path, fmt)]
+    if not runs:
+        raise InputError(f"{', '.join(map(str, files))}: no benchmark runs in the file(s)")
     stack = stack or default_stack(runs)
     rows, notes = rows_from_runs(runs, gpu, model, tp, stack, decode_instances)
     where = ", ".join(map(str, files))

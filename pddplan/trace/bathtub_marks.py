@@ -2,11 +2,12 @@
 (`pddplan bathtub --trace`).
 
 The trace is replayed through one LRU prefix cache at each capacity of CAPACITIES_GB (decimal
-GB of the workload model's KV); the token-weighted hit at each is the curve the bathtub's hit axis
-is read against. An architecture whose bathtub has a valley and a climb-out hit h* (the first
-hit past the valley's floor where revenue per cost is back at the left rim, `bathtub.findings`)
-climbs out with the smallest capacity whose hit reaches h*; none when even an unbounded cache
-stays below it.
+GB of the workload model's KV); the mean hit per request at each (request-weighted, as the
+workload's hit-rate distribution and so the bathtub's axis are) is the curve it is read
+against. An architecture whose bathtub has a valley and a climb-out hit h* (the first hit past
+the valley's floor where revenue per cost is back at the left rim, `bathtub.findings`) climbs
+out with the smallest capacity whose hit reaches h*; none when even an unbounded cache stays
+below it.
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ def trace_marks(findings: dict[str, Any], trace: Path, fmt: TraceFormat, kv_byte
     for gb in CAPACITIES_GB:
         blocks = int(gb * 1e9 / kv_bytes_per_token // BLOCK_TOKENS)
         result = replay(read_trace(trace, fmt), blocks, BLOCK_TOKENS)
-        curve.append({"capacity_gb": float(gb), "hit_token_weighted": result.hit_token_weighted})
-    unbounded = replay(read_trace(trace, fmt), 10**15, BLOCK_TOKENS).hit_token_weighted
+        curve.append({"capacity_gb": float(gb), "hit_request_weighted": result.hit_request_weighted})
+    unbounded = replay(read_trace(trace, fmt), 10**15, BLOCK_TOKENS).hit_request_weighted
     climb: dict[str, Any] = {}
     for arch, entry in findings.get("architectures", {}).items():
         target = entry.get("climb_out_hit")
         if target is None:
             continue
-        reach = next((p["capacity_gb"] for p in curve if p["hit_token_weighted"] >= target), None)
+        reach = next((p["capacity_gb"] for p in curve if p["hit_request_weighted"] >= target), None)
         climb[arch] = {"climb_out_hit": target, "capacity_gb": reach}
     return {"trace": str(trace), "capacity_hits": curve, "unbounded_hit": unbounded, "climb_out": climb}
 
@@ -43,10 +44,10 @@ def trace_marks(findings: dict[str, Any], trace: Path, fmt: TraceFormat, kv_byte
 def marks_text(marks: dict[str, Any], workload_mean_hit: float) -> list[str]:
     """The marks as sentences for the bathtub's notes."""
     lines = [
-        f"trace {Path(marks['trace']).name}: an unbounded prefix cache hits {marks['unbounded_hit']:.1%} of prompt "
-        f"tokens (the workload's mean hit is {workload_mean_hit:.1%}); "
+        f"trace {Path(marks['trace']).name}: with an unbounded prefix cache its requests hit "
+        f"{marks['unbounded_hit']:.1%} on average (the workload's mean hit is {workload_mean_hit:.1%}); "
         + ", ".join(
-            f"{p['capacity_gb']:,.0f} GB -> {p['hit_token_weighted']:.1%}"
+            f"{p['capacity_gb']:,.0f} GB -> {p['hit_request_weighted']:.1%}"
             for p in marks["capacity_hits"]
             if p["capacity_gb"] in (10, 100, 1_000, 10_000)
         )

@@ -50,6 +50,8 @@ def parse_tier(text: str, kv_bytes_per_token: float | None) -> Tier:
     bandwidth = None
     if len(parts) == 3:
         match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]+)/s", parts[2].strip())
+        if match is not None and match.group(2).endswith("b"):
+            raise InputError(f"--tier {text!r}: {parts[2]!r} reads as bits; give bytes per second, e.g. 6GB/s")
         unit = match.group(2).upper() if match else ""
         if match is None or unit not in BYTE_UNITS:
             raise InputError(f"--tier {text!r}: the bandwidth {parts[2]!r} should read like 100GB/s")

@@ -11,9 +11,10 @@ What comes from the trace, and how:
 - `prompt_tokens` and `hit_rate`: the mix's marginals (a histogram over the prompt bins, spanning
   each bin's shortest to longest prompt; one point bucket per hit bin at its requests' mean hit,
   so the marginal's mean is the mix's); `output_tokens`: a histogram over the same edges;
-- `arrival`: the trace's mean rate, as a Gamma process with its inter-arrival coefficient of
-  variation (Poisson when that is 1 within 2%), following the trace's per-minute rate profile
-  (`rate_profile`, repeating; the simulator follows it, the closed form sees the mean).
+- `arrival`: the trace's mean rate following its per-minute rate profile (`rate_profile`,
+  repeating; the simulator follows it, the closed form sees the mean), Poisson within a minute;
+  a trace of under two minutes has no profile and keeps its inter-arrival coefficient of
+  variation instead (a Gamma process; Poisson when that is 1 within 2%).
 Everything else (model, SLA, prices, deployment, serving) comes from the template workload.
 """
 
@@ -163,11 +164,15 @@ def workload_fields(histogram: JointHistogram, summary: dict[str, Any], source: 
     rate = summary.get("rate_rps")
     if not rate:
         raise InputError("the trace spans no time (one request, or every timestamp equal): no arrival rate")
-    cv = summary.get("interarrival_cv") or 1.0
+    profile = rate_profile(summary.get("requests_per_minute") or [], summary.get("duration_s") or 0.0)
+    measured = summary.get("interarrival_cv")
+    cv = 1.0 if measured is None else measured
     arrival: dict[str, Any] = {"rate_rps": round(rate, 6), "process": "poisson"}
-    if abs(cv - 1.0) > POISSON_CV_TOLERANCE:
-        arrival = {"rate_rps": round(rate, 6), "process": "gamma", "cv": round(min(cv, 20.0), 4)}
-    arrival |= rate_profile(summary.get("requests_per_minute") or [], summary.get("duration_s") or 0.0)
+    # With a profile, the minute-to-minute swings are the profile's: the whole-trace CV would count
+    # them twice, so within a minute arrivals are taken as Poisson.
+    if not profile and abs(cv - 1.0) > POISSON_CV_TOLERANCE:
+        arrival = {"rate_rps": round(rate, 6), "process": "gamma", "cv": round(min(max(cv, 0.01), 20.0), 4)}
+    arrival |= profile
     return {
         "arrival": arrival,
         "prompt_tokens": prompt_marginal,
