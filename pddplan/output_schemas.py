@@ -170,6 +170,7 @@ class RobustScenario(Output):
     ttft_p90_s: Seconds
     ttft_p99_s: Seconds
     bcr: float | None
+    routing_rule: str | None = Field(description="this scenario's routing rule for PDD's relay (null: no relay)")
 
 
 class RobustArchitecture(Output):

@@ -14,8 +14,11 @@ The search, per architecture:
    bound L it is optimal (as far as each scenario's own optimum is); otherwise the result says it
    is a heuristic's, with L beside it.
 The price of robustness is the winner's cost over the steady plan's (the workload as written).
-The objective is cost; with the purchase fixed, each scenario's goodput and BCR follow, and the
-time-weighted BCR is sum_s hours_s goodput_s x 3600 / (sum_s hours_s x cost).
+The objective is cost. The purchase is shared; each scenario makes its own operating decision,
+the routing rule (which requests go through PDD's relay), chosen among those the optimizer tries
+for that scenario's traffic (`_figures`). Each scenario's goodput and BCR follow, and the
+time-weighted BCR is sum_s hours_s goodput_s x 3600 / (sum_s hours_s x cost). Not decided per
+scenario: the handoff mode, a served rate below the offered one, idling bought instances.
 """
 
 from __future__ import annotations
@@ -127,6 +130,7 @@ class RobustResult:
                     "ttft_p90_s": s.figures["ttft_p90_s"] if s.figures else None,
                     "ttft_p99_s": s.figures["ttft_p99_s"] if s.figures else None,
                     "bcr": s.figures["bcr"] if s.figures else None,
+                    "routing_rule": s.figures.get("routing_rule") if s.figures else None,
                 }
                 for s in self.scenarios
             ],
@@ -137,13 +141,36 @@ class RobustResult:
 
 def _figures(inputs: InputSet, plan: Plan) -> dict[str, Any] | None:
     """The plan's closed form in the scenario of `inputs`, at that scenario's rate (not a rate the
-    plan carries from being optimized for another)."""
+    plan carries from being optimized for another), with the scenario's own operating decision:
+    of the routing rules the optimizer tries for this scenario's traffic (the plan's own among
+    them), the one that meets the SLA at the whole rate with the lowest TTFT P99, else the plan's."""
+    from pddplan import architectures
     from pddplan.evaluate.analytic import evaluate
+    from pddplan.optimize.search import rule_text
 
-    try:
-        return evaluate(build_scenario(plan.model_copy(update={"rate_rps": None}), inputs, source="robust")).to_dict()
-    except InputError:  # the plan does not fit this scenario's deployment (inventory, a line option)
-        return None
+    base = plan.model_copy(update={"rate_rps": None})
+    rules = [base.routing] + [
+        r for r in architectures.get(plan.architecture).routings(inputs.workload) if r is not None
+    ]
+    best: dict[str, Any] | None = None
+    for rule in dict.fromkeys(rules):  # in order, each rule once
+        try:
+            figures = evaluate(build_scenario(base.model_copy(update={"routing": rule}), inputs, source="robust"))
+        except InputError:  # the plan does not fit this scenario's deployment (inventory, a line option)
+            return None
+        out = figures.to_dict() | {
+            "routing_rule": rule_text(rule) if architectures.get(plan.architecture).has_relay else None
+        }
+        if best is None:
+            best = out  # the plan's own rule: the fallback
+        if _meets(out, inputs) and (not _meets(best, inputs) or out["ttft_p99_s"] < best["ttft_p99_s"]):
+            best = out
+    return best
+
+
+def _meets(figures: dict[str, Any], inputs: InputSet) -> bool:
+    rate = inputs.workload.arrival.rate_rps
+    return bool(figures["sla_met"] and figures["goodput_rps"] >= rate * (1 - 1e-9))
 
 
 def _unmet(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> list[str]:
@@ -152,8 +179,7 @@ def _unmet(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> list[st
         if not spec.required:
             continue
         figures = _figures(inputs, plan)
-        rate = inputs.workload.arrival.rate_rps
-        if not (figures and figures["sla_met"] and figures["goodput_rps"] >= rate * (1 - 1e-9)):
+        if not (figures and _meets(figures, inputs)):
             out.append(spec.name)
     return out
 

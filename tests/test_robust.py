@@ -99,5 +99,6 @@ def test_the_day_workload_robustly(cli: Any) -> None:
     assert robust["feasible"] and robust["price_of_robustness"] >= 0
     assert {s["name"] for s in robust["scenarios"]} == {"peak", "off-peak", "line-degraded", "hit-drift"}
     assert all(s["sla_met"] for s in robust["scenarios"] if s["required"])
+    assert all(s["routing_rule"].startswith("hit < ") for s in robust["scenarios"])  # each scenario's own rule
     bad = cli("optimize", "pdd-agent-64k", "--robust", "-a", "pdd", "--no-verify")
     assert bad.exit_code == 2 and "has no scenarios" in bad.stderr
