@@ -186,15 +186,14 @@ def _unmet(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> list[st
 
 def _grow(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], inputs: InputSet) -> Plan | None:
     """Greedy growth until every required scenario is met (module docstring), or None."""
-    from pddplan.survive import _growths
+    from pddplan.survive import growths
 
     unmet = _unmet(plan, cases)
     for _ in range(MAX_GROWTH):
         if not unmet:
             return plan
         options = []
-        for _label, grown in _growths(inputs, plan):
-            cost = build_scenario(grown, inputs, source="robust").cost_per_hour
+        for _label, grown, cost in growths(inputs, plan):
             options.append((len(_unmet(grown, cases)), cost, grown))
         if not options:
             return None

@@ -79,8 +79,9 @@ def _unsurvived(inputs: InputSet, plan: Plan, kinds: set[str]) -> list[str]:
     return [f for f in failures_of(plan, kinds) if not survives(inputs, scenario, f)[0]]
 
 
-def _growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan]]:
-    """Every plan one addition larger that the workload's inventory and line limits allow."""
+def growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan, float]]:
+    """Every plan one addition larger that the workload's inventory and line limits allow, with
+    what was added and its cost in $/h."""
     out = []
     for role, spec in plan.roles().items():
         grown = plan.model_copy(update={role: spec.model_copy(update={"count": spec.count + 1})})
@@ -94,10 +95,10 @@ def _growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan]]:
     valid = []
     for label, grown in out:
         try:
-            valid.append((label, grown, build_scenario(grown, inputs, source="survive")))
+            valid.append((label, grown, build_scenario(grown, inputs, source="survive").cost_per_hour))
         except InputError:  # over the datacenter's inventory
             continue
-    return [(label, grown) for label, grown, _ in valid]
+    return valid
 
 
 def survive(inputs: InputSet, plan: Plan, kinds: set[str]) -> Survival:
@@ -114,8 +115,7 @@ def survive(inputs: InputSet, plan: Plan, kinds: set[str]) -> Survival:
         if not left or stalled > MAX_STALLED:
             break
         options = []
-        for label, grown in _growths(inputs, plan):
-            cost = build_scenario(grown, inputs, source="survive").cost_per_hour
+        for label, grown, cost in growths(inputs, plan):
             options.append((len(_unsurvived(inputs, grown, kinds)), cost, label, grown))
         if not options:
             raise InfeasibleError(f"cannot survive {', '.join(left)}: the inventory and line limits allow no more")
