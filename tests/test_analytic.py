@@ -136,7 +136,7 @@ def test_prefill_wait_is_allen_cunneen_md1(rho: float) -> None:
     base = scenario(plan_data("small-pd-intra", rate_rps=0.001), workload(**DETERMINISTIC))
     instance = base.prefill.instance
     cost = prefill_cost(instance, 4096, 4096, 8192)
-    packed = 0.5 * float(linear_step_s(instance, 8192)) + float(cost.attention_s)
+    packed = 0.5 * float(linear_step_s(instance, 8192)) + float(cost.packed_attention_s)
     alone = float(cost.alone_s)
     assert float(cost.batched_s) == pytest.approx(packed, rel=1e-12)
     fixed = (alone - packed) / 0.5

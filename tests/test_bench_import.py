@@ -133,7 +133,8 @@ def test_the_shipped_examples_calibrate(cli: Any, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["from_bench"]["rows"] == 7
-    assert summary["after"]["fit"]["median_abs_error"] <= summary["before"]["fit"]["median_abs_error"]
+    # the fit minimises the squared log error (plus its pull to the GPU's factors), never raising it
+    assert summary["after"]["fit"]["rms_log_error"] <= summary["before"]["fit"]["rms_log_error"]
 
 
 @pytest.mark.parametrize(

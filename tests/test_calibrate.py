@@ -35,6 +35,7 @@ from pddplan.perf.calibrate import (
     with_efficiency_block,
 )
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
+from pddplan.perf.priors import GPU_PRIORS
 from pddplan.perf.refit import refit, write_catalog
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency
@@ -45,15 +46,22 @@ HEADER = "model,gpu,tp,kind,tokens,cached,batch,context,measured_s"
 
 TRUE = Efficiency(
     compute_max_fraction=0.7,
+    fp8_compute_max_fraction=0.6,
     compute_half_tokens=50.0,
-    attention_compute_fraction=0.4,
     memory_fraction=0.75,
+    expert_compute_max_fraction=0.6,
+    expert_half_rows=64.0,
     expert_memory_fraction=0.6,
+    attention_compute_fraction=0.6,
+    attention_half_ctas=80.0,
+    attention_half_keys=400.0,
+    kv_memory_fraction=0.85,
+    kv_half_bytes=3e7,
     scale_up_fraction=0.5,
     collective_latency_s=1e-5,
+    nic_latency_s=5e-5,
+    kernel_floor_s=6e-6,
     step_overhead_s=2e-3,
-    layer_overhead_s=5e-5,
-    moe_layer_overhead_s=1e-4,
     request_overhead_s=0.02,
     source="assumption: the factors the synthetic data was made with",
 )
@@ -293,7 +301,7 @@ SYNTHETIC_ROWS = [
     row("decode", 1, 0, 16, 8000, split="holdout"),
     row("prefill", 3000, split="holdout"),
 ]
-FREE = ("compute_max_fraction", "memory_fraction", "layer_overhead_s", "request_overhead_s")
+FREE = ("compute_max_fraction", "memory_fraction", "kernel_floor_s", "request_overhead_s")
 
 
 def test_fit_recovers_known_factors(tmp_path: Path) -> None:
@@ -303,7 +311,7 @@ def test_fit_recovers_known_factors(tmp_path: Path) -> None:
         update={
             "compute_max_fraction": 0.5,
             "memory_fraction": 0.6,
-            "layer_overhead_s": 2e-4,
+            "kernel_floor_s": 2e-5,
             "request_overhead_s": 0.005,
         }
     )
@@ -358,8 +366,8 @@ def test_efficiency_yaml_round_trips() -> None:
     tiny = TRUE.model_copy(
         update={
             "collective_latency_s": 1e-06,
-            "layer_overhead_s": 5e-05,
-            "moe_layer_overhead_s": 1.5e-05,
+            "kernel_floor_s": 5e-06,
+            "kv_half_bytes": 4e7,
             "compute_half_tokens": 256.0,
             "source": 'calibrated: "quoted", with: colons and `ticks` # not a comment',
         }
@@ -491,7 +499,10 @@ def test_refit_builds_the_three_levels_and_writes_them(tmp_path: Path, root: Pat
     rows += [row("decode", 1, 0, 2, 500, stack="s-2", split="holdout")]  # a stack with no fit row: no block
     rows += [row("decode", 1, 0, 8, 3000, gpu="h800", stack="s-3")]  # the copying GPU's own stack
     fit = refit(read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE)), "r.csv")
-    assert set(fit.per_gpu) == {"h100-sxm", "h800", "gpu-a"}  # h200 has 2 fit rows (< 3); copies of h100
+    # h200 has 2 fit rows (< 3); h800 and gpu-a copy h100; GPUs with public kernel priors keep them
+    assert set(fit.per_gpu) == {"h100-sxm", "h800", "gpu-a"} | set(GPU_PRIORS)
+    assert fit.per_gpu["h20"].attention_compute_fraction == GPU_PRIORS["h20"]["attention_compute_fraction"][0]
+    assert "own kernel priors" in fit.per_gpu["h20"].source
     assert set(fit.per_stack["h100-sxm"]) == {"s-1"} and set(fit.per_stack["h200"]) == {"s-1"}
     assert "copied from h100-sxm" in fit.per_gpu["h800"].source
     assert set(fit.per_stack["h800"]) == {"s-1", "s-3"}  # its own stack, and h100's inherited

@@ -331,8 +331,12 @@ def test_cli_calibrate_full_measurements_smoke(cli: Any, root: Path, tmp_path: P
     )
     assert summary["target"] == "h100-sxm"
     assert summary["output"] == str(output)
-    assert summary["after"]["fit"]["median_abs_error"] <= summary["before"]["fit"]["median_abs_error"]
     profile = load_hardware(str(output))
+    # the same fit `--all --write-catalog` ran for the shipped block (same rows, start and prior)
+    shipped = load_hardware("h100-sxm").efficiency
+    assert profile.efficiency is not None and shipped is not None
+    mine, theirs = profile.efficiency.model_dump(), shipped.model_dump()
+    assert all(mine[k] == pytest.approx(theirs[k], rel=1e-3) for k in mine if k != "source")
     assert profile.efficiency is not None
     assert profile.efficiency.source.startswith("calibrated:")
     assert profile.efficiency.source == summary["efficiency"]["source"]
@@ -471,4 +475,5 @@ def test_cli_accuracy_on_the_blind_set(cli: Any, root: Path) -> None:
     assert holdout["count"] == len(csv_rows(path)) == 19
     assert report["summary"] == report["gpu_level_summary"]
     assert {p["factors"] for p in report["points"]} <= {"profile", "default"}
-    assert 0.5 < holdout["median_abs_error"] < 0.7  # README / measurements_blind.md: "median 57%"
+    # README / measurements_blind.md: "median 26%" (step-time model v2; v1 scored 57%)
+    assert 0.2 < holdout["median_abs_error"] < 0.3

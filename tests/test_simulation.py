@@ -477,8 +477,8 @@ def test_one_row_capacity_trace_holds_its_fraction(tmp_path: Path) -> None:
 
 
 def test_evaluator_agrees_with_the_simulator_on_a_moderate_pdd_plan() -> None:
-    """pdd-agent-64k at 3 req/s on tests/data/plans/pdd-agent-64k-moderate.yaml (prefill ~50% busy,
-    main decode ~75% busy, the 40 Gbps line ~18% used), 20,000 simulated requests.
+    """pdd-agent-64k at 2.6 req/s on tests/data/plans/pdd-agent-64k-moderate.yaml (prefill ~28% busy,
+    main decode ~60% busy, the 40 Gbps line ~15% used), 20,000 simulated requests.
 
     Tolerances: TTFT P50 and P90 within 20%, P99 within 30%; TPOT P90 within 20%; relay token share
     within 25%, singular share within 40% (a few % of requests); link, prefill and decode

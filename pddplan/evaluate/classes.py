@@ -134,7 +134,7 @@ def workload_classes(
         prefill_s=np.where(fresh > 0, cost.alone_s + overhead, 0.0),
         prefill_alone_s=cost.alone_s,
         prefill_work_s=cost.batched_s,
-        prefill_attention_s=cost.attention_s,
+        prefill_attention_s=cost.packed_attention_s,
         chunk_tokens=chunk_tokens,
         relay=relay,
         output_tokens=outputs,

@@ -41,6 +41,7 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.loading import read_text
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
+from pddplan.perf.priors import PER_STACK_FACTORS, PRIOR_EFFICIENCY, PRIOR_OF, PRIORS, gpu_start
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import ModelArchitecture
@@ -54,41 +55,22 @@ SPLITS = ("fit", "holdout", "excluded")
 #: the optional expert_parallel column: its values and the layout each stands for
 LAYOUTS: dict[str, bool | None] = {"": None, "true": True, "false": False}
 
-#: (name, lower bound, upper bound) of each fitted factor. The bounds are physical priors: real
-#: kernels reach 30-95% of peak FLOP/s and 50-95% of peak HBM bandwidth; a GEMM ramps to its
-#: plateau within a few hundred rows; launch and scheduling overheads are micro- to milliseconds.
-PARAMETERS: tuple[tuple[str, float, float], ...] = (
-    ("compute_max_fraction", 0.3, 0.95),
-    ("compute_half_tokens", 1.0, 256.0),
-    ("attention_compute_fraction", 0.2, 0.95),
-    ("memory_fraction", 0.5, 0.95),
-    ("expert_memory_fraction", 0.2, 0.95),
-    ("scale_up_fraction", 0.2, 0.95),
-    ("collective_latency_s", 1e-6, 1e-4),
-    ("step_overhead_s", 1e-4, 0.05),
-    ("layer_overhead_s", 1e-7, 2e-3),
-    ("moe_layer_overhead_s", 1e-7, 2e-3),
-    ("request_overhead_s", 1e-4, 0.5),
-)
+#: (name, lower bound, upper bound) of each fitted factor: the plausible range its public
+#: microbenchmarks support (`pddplan.perf.priors`).
+PARAMETERS: tuple[tuple[str, float, float], ...] = tuple((p.name, p.low, p.high) for p in PRIORS if p.fitted)
 
-
-#: Where the global fit starts: mid-range values inside PARAMETERS' bounds, fixed here so that
+#: Where every global fit starts, and what it is pulled towards: the priors. Fixed, so that
 #: refitting is repeatable (starting from the shipped defaults would let each refit start where
-#: the last one ended, and a poorly determined factor could wander between local optima).
-FIT_START = Efficiency(
-    compute_max_fraction=0.7,
-    compute_half_tokens=32.0,
-    attention_compute_fraction=0.5,
-    memory_fraction=0.75,
-    expert_memory_fraction=0.6,
-    scale_up_fraction=0.6,
-    collective_latency_s=5e-6,
-    step_overhead_s=1e-3,
-    layer_overhead_s=5e-5,
-    moe_layer_overhead_s=5e-5,
-    request_overhead_s=0.02,
-    source="assumption: mid-range starting point of the global fit",
-)
+#: the last one ended).
+FIT_START = PRIOR_EFFICIENCY
+#: How hard each level's fit is pulled to the level above (the ridge weight, see `fit_efficiency`):
+#: the defaults to the kernel priors at full weight (the microbenchmarks measure the kernels the
+#: priors describe); one GPU's factors to the defaults a little less (its own kernels, clocks and
+#: power differ); one serving stack's to its GPU's at a third (a stack picks its own kernels:
+#: FlashInfer or FA3, Triton fused MoE or DeepGEMM; early releases run them far from the best).
+PRIOR_WEIGHT = 1.0
+GPU_PRIOR_WEIGHT = 0.7
+STACK_PRIOR_WEIGHT = 0.33
 
 
 @dataclass(frozen=True)
@@ -258,19 +240,23 @@ def predict(
 
 @dataclass(frozen=True)
 class ErrorSummary:
-    """Absolute relative errors |predicted / measured - 1|."""
+    """Absolute relative errors |predicted / measured - 1|, and the root-mean-square log error
+    sqrt(mean(log(predicted / measured)^2)), the quantity a fit minimises (a fit never raises it
+    on its own rows; it may raise the median)."""
 
     count: int
     median: float
     worst: float
     mean: float
+    rms_log: float = math.nan
 
     @staticmethod
     def of(predicted: np.ndarray, measured: np.ndarray) -> ErrorSummary:
         if len(measured) == 0:
             return ErrorSummary(0, math.nan, math.nan, math.nan)
         errors = np.abs(predicted / measured - 1.0)
-        return ErrorSummary(len(errors), float(np.median(errors)), float(errors.max()), float(errors.mean()))
+        rms_log = float(np.sqrt(np.mean(np.log(predicted / measured) ** 2)))
+        return ErrorSummary(len(errors), float(np.median(errors)), float(errors.max()), float(errors.mean()), rms_log)
 
 
 def held_out_note(held_out: ErrorSummary) -> str:
@@ -299,16 +285,7 @@ class CalibrationResult:
 
 
 #: factors fitted on a log scale (their ranges span orders of magnitude)
-LOG_FACTORS = frozenset(
-    {
-        "compute_half_tokens",
-        "collective_latency_s",
-        "step_overhead_s",
-        "layer_overhead_s",
-        "moe_layer_overhead_s",
-        "request_overhead_s",
-    }
-)
+LOG_FACTORS = frozenset(p.name for p in PRIORS if p.log)
 BOUND_TOLERANCE = 0.01  # a factor within 1% of its range (log range for the log-encoded ones) of a bound
 
 
@@ -343,9 +320,11 @@ def fit_efficiency(
 ) -> CalibrationResult:
     """Least-squares fit of the efficiency factors on the rows whose split is `fit`.
 
-    With `prior_weight` > 0 each factor is also pulled towards its `start` value (a ridge term on
-    the encoded factor, scaled by its bounds), so a few rows cannot drag it to a bound; that prior
-    is what lets a stack with a single fit row (`min_fit_rows` 1) be calibrated at all.
+    With `prior_weight` > 0 each factor is also pulled towards its `start` value, a ridge term
+    w * (x - start) / spread on the encoded factor with the spread of its public figures
+    (`pddplan.perf.priors`): sum_i log(pred_i / meas_i)^2 + sum_j (w (x_j - start_j) / spread_j)^2.
+    A few rows then cannot drag a well-measured kernel factor far from its microbenchmarks, and a
+    stack with a single fit row (`min_fit_rows` 1) can be calibrated at all.
     """
     from scipy.optimize import least_squares
 
@@ -374,14 +353,14 @@ def fit_efficiency(
     lower = np.array([math.log(low) if name in logs else low for name, low, _ in free])
     upper = np.array([math.log(high) if name in logs else high for name, _, high in free])
 
-    span = upper - lower
+    spread = np.array([PRIOR_OF[name].spread for name, _, _ in free])
 
     def residuals(vector: np.ndarray) -> np.ndarray:
         predicted = predict(fit_rows, to_efficiency(vector), hardware)
         errors = np.log(predicted / measured_fit)
         if prior_weight <= 0:
             return errors
-        return np.concatenate([errors, prior_weight * (vector - x0) / span])
+        return np.concatenate([errors, prior_weight * (vector - x0) / spread])
 
     solution = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", max_nfev=400)
     fitted = to_efficiency(solution.x)
@@ -407,8 +386,9 @@ def calibrate_profile(
 ) -> tuple[HardwareProfile, CalibrationResult]:
     """Fit `gpu`'s factors to its rows of `measurements`; return the calibrated profile and the fit.
 
-    The fit starts from the shipped defaults and is pulled towards them (prior weight 1), so a
-    GPU with few rows moves only as far as its rows demand. With `stack`, only that stack's rows
+    The fit starts from the shipped defaults with the GPU's own kernel priors (`gpu_start`) and is
+    pulled towards them (`GPU_PRIOR_WEIGHT`), as `--all --write-catalog` fits it, so a GPU with few
+    rows moves only as far as its rows demand. With `stack`, only that stack's rows
     count; the fit starts from (and is pulled towards) the profile's own factors and lands in
     `stack_efficiency`.
     """
@@ -440,10 +420,11 @@ def calibrate_rows(
         f"{'of ' if stack is None else ''}{tag}"
     )
     if stack is None:
-        result = fit_efficiency(rows, start or DEFAULT_EFFICIENCY, source, prior_weight=1.0)
+        first = start or gpu_start(profile.name, DEFAULT_EFFICIENCY)
+        result = fit_efficiency(rows, first, source, fixed=PER_STACK_FACTORS, prior_weight=GPU_PRIOR_WEIGHT)
         return profile.model_copy(update={"efficiency": result.efficiency}), result
     base = start or efficiency_of(profile)
-    result = fit_efficiency(rows, base, source, prior_weight=1.0, min_fit_rows=1)
+    result = fit_efficiency(rows, base, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1)
     stacks = {**profile.stack_efficiency, stack: result.efficiency}
     return profile.model_copy(update={"stack_efficiency": stacks}), result
 
@@ -544,4 +525,4 @@ def fit_all(measurements: Path) -> CalibrationResult:
         f"calibrated: fitted by `pddplan calibrate --all` to {sum(m.split == 'fit' for m in rows)} rows of "
         f"{data_tag(measurements)}"
     )
-    return fit_efficiency(rows, FIT_START, source)
+    return fit_efficiency(rows, FIT_START, source, fixed=PER_STACK_FACTORS, prior_weight=PRIOR_WEIGHT)

@@ -1,10 +1,13 @@
 """Refit every shipped efficiency factor from the public measurements, level by level.
 
-  1. defaults: one set of factors fitted to every `fit` row (all GPUs, all stacks);
+  1. defaults: the kernel priors (`pddplan.perf.priors`), not fitted (see `refit`); the per-stack
+     software costs (`PER_STACK_FACTORS`: step and request overheads) keep their priors at this
+     level and the next;
   2. per GPU: each GPU with at least `MIN_GPU_FIT_ROWS` fit rows, fitted to its rows and pulled
-     towards the defaults (prior weight 1);
+     towards the defaults with the GPU's own kernel priors (`gpu_start`, `GPU_PRIOR_WEIGHT`); a GPU
+     with public kernel figures (`GPU_PRIORS`) but fewer rows keeps those priors;
   3. per (GPU, stack): each pair with a fit row, fitted to that pair's rows, starting from (and
-     pulled towards) the GPU's factors (a copying GPU's: its original's, see `COPIES`).
+     pulled towards, `STACK_PRIOR_WEIGHT`) the GPU's factors (a copying GPU's: its original's, see `COPIES`).
 Profiles without rows of their own take a sibling's factors (`COPIES`, each with its reason).
 The function returns the factors; `write_catalog` puts them into the catalog files.
 """
@@ -18,7 +21,8 @@ from pathlib import Path
 from pddplan.catalog import catalog_dir
 from pddplan.loading import write_atomic
 from pddplan.perf.calibrate import (
-    FIT_START,
+    GPU_PRIOR_WEIGHT,
+    STACK_PRIOR_WEIGHT,
     Measurement,
     data_tag,
     efficiency_yaml,
@@ -27,6 +31,7 @@ from pddplan.perf.calibrate import (
     with_efficiency_block,
 )
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY_PATH
+from pddplan.perf.priors import GPU_PRIORS, PER_STACK_FACTORS, PRIOR_EFFICIENCY, gpu_start
 from pddplan.specs.hardware import Efficiency
 
 MIN_GPU_FIT_ROWS = 3
@@ -66,21 +71,30 @@ def refit(
             progress(text)
 
     scored = [m for m in rows if m.split in ("fit", "holdout")]
-    say("fitting the defaults to every fit row")
-    fit_count = sum(m.split == "fit" for m in scored)
-    defaults = fit_efficiency(
-        scored,
-        FIT_START,
-        f"calibrated: fitted by `pddplan calibrate --all` to {fit_count} rows of {name}",
-    ).efficiency
+    # The defaults are the kernel priors themselves: the shipped rows mix vendors (MI300X's ROCm
+    # kernels) and early releases whose steps ran at half the speed of later ones on the same GPU,
+    # and a fit across them would drag every uncalibrated GPU towards the slowest stacks.
+    defaults = PRIOR_EFFICIENCY.model_copy(
+        update={
+            "source": "priors: public kernel microbenchmarks (pddplan.perf.priors, tests/data/kernel_priors.md); "
+            f"not fitted to {name}, whose rows calibrate each GPU and stack instead"
+        }
+    )
     result = CatalogFit(defaults)
-    for gpu in sorted({m.gpu for m in scored}):
+    for gpu in sorted({m.gpu for m in scored} | set(GPU_PRIORS)):
         mine = [m for m in scored if m.gpu == gpu]
         count = sum(m.split == "fit" for m in mine)
+        start = gpu_start(gpu, defaults)
         if count >= MIN_GPU_FIT_ROWS:
             say(f"fitting {gpu}")
             source = f"calibrated: fitted by `pddplan calibrate` to {count} {gpu} rows of {name}"
-            result.per_gpu[gpu] = fit_efficiency(mine, defaults, source, prior_weight=1.0).efficiency
+            result.per_gpu[gpu] = fit_efficiency(
+                mine, start, source, fixed=PER_STACK_FACTORS, prior_weight=GPU_PRIOR_WEIGHT
+            ).efficiency
+        elif gpu in GPU_PRIORS:
+            own = ", ".join(sorted(GPU_PRIORS[gpu]))
+            note = f"the defaults with this GPU's own kernel priors ({own}; pddplan.perf.priors.GPU_PRIORS); "
+            result.per_gpu[gpu] = _noted(start, note)
     for gpu, stack in sorted({(m.gpu, m.stack) for m in scored if m.stack}):
         mine = [m for m in scored if m.gpu == gpu and m.stack == stack]
         count = sum(m.split == "fit" for m in mine)
@@ -89,7 +103,7 @@ def refit(
         say(f"fitting {gpu} / {stack}")
         start = result.per_gpu.get(gpu) or result.per_gpu.get(COPIES.get(gpu, ("", ""))[0], defaults)
         source = f"calibrated: fitted by `pddplan calibrate --stack` to {count} {gpu} rows of stack {stack} in {name}"
-        fitted = fit_efficiency(mine, start, source, prior_weight=1.0, min_fit_rows=1).efficiency
+        fitted = fit_efficiency(mine, start, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1).efficiency
         result.per_stack.setdefault(gpu, {})[stack] = fitted
     for copy, (original, why) in COPIES.items():
         if copy in result.per_gpu or original not in result.per_gpu:

@@ -1,24 +1,29 @@
-"""Step-time roofline for one serving instance (one GPU type x a tensor-parallel degree).
+"""Step-time model v2 for one serving instance (one GPU type x a tensor-parallel degree).
 
 A step processes `batch` sequences, each adding `new_tokens` tokens on top of `context` tokens
-already in its KV cache. Its time is the sum over three parts, each max(compute, memory):
+already in its KV cache. Its time is the sum over three kernel families, each max(compute, memory),
+plus collectives and overheads:
 
-  dense GEMMs   compute = 2 * P_dense * N / (tp * F(dtype) * eff(N)) + 2 * d * V * B / (tp * F(bf16) * eff(B)),
-                memory = W_dense / (tp * BW * mu)
-  MoE experts   compute = 2 * P_experts_active * N / (tp * F(dtype) * eff(N * t / E_hit)),
-                memory  = E_hit * L_moe * W_expert / (tp * BW * mu_e),  E_hit = E * (1 - (1 - t/E)^N)
-  attention     compute = attention FLOPs / (tp * F(bf16) * a),  memory = KV bytes read * r / (tp * BW * mu)
-                (r: copies of the KV the ranks keep, see kv.kv_replication)
+  dense GEMMs   compute = 2 * P_dense * N / (tp * F(dtype) * g_dtype(M)) + LM head,  M = rows per GPU
+                memory  = W_dense / (tp * BW * mu)
+  MoE experts   compute = 2 * P_experts_active * N / (tp * F(dtype) * g_e(N * t / E_hit)),
+                memory  = E_hit * L_moe * W_expert / (tp * BW * mu_e),  E_hit = E * (1 - (1 - t/E)^N),
+                both times the busiest rank's share under expert parallelism (`busiest_rank_share`)
+  attention     compute = attention FLOPs / (tp * F(bf16) * a(C, K)),
+                memory  = KV bytes read * r / (tp * BW * k(bytes per GPU per layer))
+  overheads     kernel_floor * kernels launched + step_overhead
 
-plus communication and a fixed overhead per step and per layer (kernel launches, scheduling).
-Tensor parallelism (TP): two ring all-reduces per layer, added to the step. Expert parallelism
-(EP, DeepSeek-style: data-parallel attention, experts spread over the ranks, dispatch/combine
-all-to-all overlapped with compute by micro-batching): every rank reads its full replica of the
-non-expert weights (W_dense / (BW * mu), not divided by tp), and
-the step takes max(work, all-to-all) instead of their sum. N = batch * new_tokens,
-eff(n) = c_max * n / (n + n_half). F, BW: datasheet peaks; c_max, n_half, a, mu: the profile's
-efficiency factors (mu_e: grouped expert GEMMs stream their many small weights less efficiently
-than dense GEMMs). Every function accepts numpy arrays and broadcasts.
+Each efficiency is a saturating curve f_max * x / (x + x_half) over what starves its kernel
+(`saturating`): g over GEMM rows M, g_e over rows per expert, a over attention thread blocks C (128
+query rows x one head) times keys per query K, k over the KV bytes one GPU reads per layer. The
+curves' priors come from public microbenchmarks (FlashAttention-3 and cuDNN attention, cuBLAS and
+DeepGEMM GEMMs, FlashInfer/cuDNN decode, nccl-tests; tests/data/kernel_priors.md); `pddplan
+calibrate` fits them around those priors. Tensor parallelism (TP): two ring all-reduces per layer.
+Expert parallelism (EP, DeepSeek-style: data-parallel attention, experts spread over the ranks,
+dispatch/combine all-to-all overlapped with compute by micro-batching): every rank reads its full
+replica of the non-expert weights (W_dense / (BW * mu), not divided by tp) and runs N / tp rows, and
+the step overlaps the two in two micro-batches (`two_batch_overlap`) instead of adding them.
+F, BW: datasheet peaks. Every function accepts numpy arrays and broadcasts.
 """
 
 from __future__ import annotations
@@ -38,6 +43,28 @@ from pddplan.specs.hardware import ComputeDtype, Efficiency, HardwareProfile
 from pddplan.specs.model import DTYPE_BYTES, ModelArchitecture
 
 ACTIVATION_BYTES = 2  # bf16 activations on the wire
+ATTENTION_TILE_ROWS = 128  # query rows per FlashAttention / FlashMLA thread block (FA2/FA3 tile size)
+#: Kernels one engine step launches, by the operations each layer performs (fusions vary by stack;
+#: `kernel_floor_s`, fitted per stack, absorbs the difference). CUDA graphs hide their host launch
+#: cost in decode and long kernels hide it in prefill; what remains is each kernel's device floor.
+#: Attention block: input norm, QKV GEMM, RoPE + KV write, attention, output GEMM; QK norms add one.
+GQA_ATTENTION_KERNELS = 5
+#: MLA: input norm, q down GEMM, q norm, q up GEMM, kv down GEMM, kv norm, RoPE, key absorption,
+#: KV write, attention, value absorption, output GEMM.
+MLA_ATTENTION_KERNELS = 12
+#: DeepSeek sparse attention's indexer: its q and k projections, scores, top-k.
+INDEXER_KERNELS = 4
+#: Gated linear attention (GDN): projections, short convolution, the recurrent update, gate, norm,
+#: output GEMM.
+LINEAR_ATTENTION_KERNELS = 6
+#: Dense FFN: post-attention norm, gate/up GEMM, activation, down GEMM.
+DENSE_FFN_KERNELS = 4
+#: MoE FFN: post-attention norm, router GEMM, top-k, token sort, gate/up grouped GEMM, activation,
+#: down grouped GEMM, combine; a shared expert adds its gate/up GEMM, activation and down GEMM.
+MOE_FFN_KERNELS = 8
+SHARED_EXPERT_KERNELS = 3
+#: Per step: embedding, final norm, LM head, sampling.
+STEP_KERNELS = 4
 
 
 @dataclass(frozen=True)
@@ -202,6 +229,9 @@ class StepTime:
     overhead_s: np.ndarray
     compute_bound_s: np.ndarray
     memory_bound_s: np.ndarray
+    flops_s: np.ndarray  # the three families' compute times alone, summed
+    bytes_s: np.ndarray  # the three families' memory times alone, summed
+    packed_attention_s: np.ndarray  # attention when the step is packed to `packed_tokens` (else attention_s)
 
     @property
     def bound(self) -> np.ndarray:
@@ -225,10 +255,89 @@ class StepTime:
         }
 
 
-def gemm_efficiency(tokens: ArrayLike, eff: Efficiency) -> np.ndarray:
-    """Fraction of peak a GEMM with `tokens` rows reaches: c_max * n / (n + n_half)."""
-    n = np.maximum(np.asarray(tokens, dtype=np.float64), 1e-9)
-    return eff.compute_max_fraction * n / (n + eff.compute_half_tokens)
+def saturating(x: ArrayLike, f_max: float, x_half: float) -> np.ndarray:
+    """A kernel's fraction of its roof as its work grows: f_max * x / (x + x_half) (f_max at x_half 0)."""
+    x = np.maximum(np.asarray(x, dtype=np.float64), 1e-9)
+    return f_max * x / (x + x_half)
+
+
+def gemm_efficiency(rows: ArrayLike, eff: Efficiency, dtype: ComputeDtype = "bf16") -> np.ndarray:
+    """Fraction of the `dtype` peak a dense GEMM with M = `rows` rows reaches: c_max * M / (M + M_half),
+    c_max the bf16 plateau, or the fp8 one for fp8 and fp4 GEMMs (fine-grained scaling and the
+    doubled tensor-core rate are harder to feed: DeepGEMM reaches 0.57-0.77 of FP8 peak)."""
+    plateau = eff.compute_max_fraction if dtype == "bf16" else eff.fp8_compute_max_fraction
+    return saturating(rows, plateau, eff.compute_half_tokens)
+
+
+def grouped_gemm_efficiency(rows_per_expert: ArrayLike, eff: Efficiency) -> np.ndarray:
+    """Fraction of peak a grouped MoE GEMM reaches with `rows_per_expert` rows in each expert's
+    group: e_max * R / (R + R_half) (DeepGEMM: 0.61-0.68 at >= 4096 rows, 0.41-0.47 at 256)."""
+    return saturating(rows_per_expert, eff.expert_compute_max_fraction, eff.expert_half_rows)
+
+
+def attention_efficiency(thread_blocks: ArrayLike, keys_per_query: ArrayLike, eff: Efficiency) -> np.ndarray:
+    """Fraction of bf16 peak an attention kernel reaches: a_max * C / (C + C_half) * K / (K + K_half),
+    C = thread blocks (128-row query tiles x heads x sequences on one GPU, at least one tile per head
+    and sequence: b * heads * max(n / 128, 1) / tp, smooth in n; too few leave SMs idle),
+    K = keys per query (short rows spend their time in the tile's prologue and epilogue)."""
+    blocks = saturating(thread_blocks, 1.0, eff.attention_half_ctas)
+    keys = saturating(keys_per_query, 1.0, eff.attention_half_keys)
+    return eff.attention_compute_fraction * blocks * keys
+
+
+def kv_read_efficiency(bytes_per_gpu_layer: ArrayLike, eff: Efficiency) -> np.ndarray:
+    """Fraction of HBM bandwidth a paged-KV (or MLA latent) read reaches: k_max * B / (B + B_half),
+    B the bytes one GPU reads per layer call (FlashInfer, cuDNN decode: small reads stay far from
+    the roof)."""
+    return saturating(bytes_per_gpu_layer, eff.kv_memory_fraction, eff.kv_half_bytes)
+
+
+def two_batch_overlap(work_s: ArrayLike, comm_s: ArrayLike) -> np.ndarray:
+    """A step split into two micro-batches whose all-to-all overlaps the other's compute (DeepSeek's
+    and SGLang's two-batch overlap): max(W, C) + min(W, C) / 2, the pipeline's fill and drain
+    leaving half of the shorter one exposed (W alone when there is no communication)."""
+    w = np.asarray(work_s, dtype=np.float64)
+    c = np.asarray(comm_s, dtype=np.float64)
+    return np.maximum(w, c) + np.minimum(w, c) / 2.0
+
+
+def busiest_rank_share(touched: ArrayLike, num_experts: int, ranks: int) -> np.ndarray:
+    """How many times the mean rank's load the busiest expert-parallel rank carries, >= 1.
+
+    Each of `ranks` ranks holds E / ranks experts; with uniform routing each expert is touched with
+    probability p = E_hit / E, so a rank's touched experts are Binomial(E / ranks, p), mean mu and
+    deviation sigma = sqrt(mu (1 - p)). The step waits for the busiest rank, whose count is about
+    mu + sigma sqrt(2 ln ranks) (the expected maximum of `ranks` near-normal draws), at most E / ranks:
+    share = min(mu + sigma sqrt(2 ln ranks), E / ranks) / mu. Few tokens leave some ranks idle and
+    others loaded (DeepSeek's EPLB exists for this); many tokens touch every expert (share 1).
+    Skewed routing (hot experts) would add to it and is not modelled."""
+    hit = np.asarray(touched, dtype=np.float64)
+    if ranks <= 1 or num_experts == 0:
+        return np.ones_like(hit)
+    per_rank = num_experts / ranks
+    p = np.clip(hit / num_experts, 1e-12, 1.0)
+    mu = per_rank * p
+    sigma = np.sqrt(mu * (1.0 - p))
+    busiest = np.minimum(mu + sigma * math.sqrt(2.0 * math.log(ranks)), per_rank)
+    return np.maximum(busiest / mu, 1.0)
+
+
+def kernels_launched(model: ModelArchitecture) -> int:
+    """Kernels one step launches: STEP_KERNELS plus, per layer, its attention block's (by kind: GQA,
+    MLA with or without the indexer, linear attention) and its FFN's (dense, or MoE with its shared
+    expert)."""
+    if model.mla is not None:
+        full = MLA_ATTENTION_KERNELS + (INDEXER_KERNELS if model.indexer is not None else 0)
+    else:
+        full = GQA_ATTENTION_KERNELS + (1 if model.qk_norm else 0)
+    linear = model.count("linear")
+    attention = linear * LINEAR_ATTENTION_KERNELS + (model.num_layers - linear) * full
+    moe = model.moe
+    moe_layers = 0 if moe is None else model.num_layers - moe.first_dense_layers
+    shared = moe is not None and moe.shared_expert_intermediate_size > 0
+    moe_kernels = MOE_FFN_KERNELS + (SHARED_EXPERT_KERNELS if shared else 0)
+    ffn = moe_layers * moe_kernels + (model.num_layers - moe_layers) * DENSE_FFN_KERNELS
+    return STEP_KERNELS + attention + ffn
 
 
 def experts_touched(tokens: ArrayLike, num_experts: int, experts_per_token: int) -> np.ndarray:
@@ -248,8 +357,14 @@ def step_time(
     new_tokens: ArrayLike,
     context_tokens: ArrayLike,
     batch: ArrayLike = 1,
+    packed_tokens: ArrayLike | None = None,
 ) -> StepTime:
-    """Time of one engine step: `batch` sequences each adding `new_tokens` on `context_tokens`."""
+    """Time of one engine step: `batch` sequences each adding `new_tokens` on `context_tokens`.
+
+    `packed_tokens`: the step's new tokens in all when these sequences share it with others
+    (chunked prefill packs requests): `packed_attention_s` is then their attention with the
+    kernel's thread blocks counting every request's query tiles, heads * max(packed / 128, 1) / tp,
+    not only these sequences' (the step's total still charges their own blocks' attention)."""
     k = instance.constants
     hw = instance.hardware
     eff = instance.efficiency
@@ -260,10 +375,12 @@ def step_time(
     tokens = n * b
     bw = tp * hw.hbm_bytes_per_s * eff.memory_fraction
 
-    dense_peak = tp * hw.peak_flops_per_s(_gemm_dtype(instance.model.weight_dtype))
-    dense_compute = k.dense_flops_per_token * tokens / (dense_peak * gemm_efficiency(tokens, eff))
+    ranks = tp if instance.uses_ep else 1  # data-parallel attention: each rank runs 1/tp of the rows
+    dense_dtype = _gemm_dtype(instance.model.weight_dtype)
+    dense_peak = tp * hw.peak_flops_per_s(dense_dtype)
+    dense_compute = k.dense_flops_per_token * tokens / (dense_peak * gemm_efficiency(tokens / ranks, eff, dense_dtype))
     bf16_peak = tp * hw.peak_flops_per_s("bf16")
-    dense_compute = dense_compute + k.lm_head_flops * b / (bf16_peak * gemm_efficiency(b, eff))
+    dense_compute = dense_compute + k.lm_head_flops * b / (bf16_peak * gemm_efficiency(b / ranks, eff))
     replicas = tp if instance.uses_ep else 1
     dense_memory = np.broadcast_to(k.dense_weight_bytes * replicas / bw, np.shape(dense_compute))
     dense = np.maximum(dense_compute, dense_memory)
@@ -272,25 +389,37 @@ def step_time(
         hit = experts_touched(tokens, k.num_experts, k.experts_per_token)
         rows_per_expert = tokens * k.experts_per_token / np.maximum(hit, 1e-9)
         expert_peak = tp * hw.peak_flops_per_s(_gemm_dtype(instance.model.expert_dtype))
-        expert_compute = k.expert_flops_per_token * tokens / (expert_peak * gemm_efficiency(rows_per_expert, eff))
+        expert_compute = (
+            k.expert_flops_per_token * tokens / (expert_peak * grouped_gemm_efficiency(rows_per_expert, eff))
+        )
         expert_bw = tp * hw.hbm_bytes_per_s * eff.expert_memory_fraction
         expert_memory = hit * k.moe_layers * k.expert_weight_bytes / expert_bw
+        if instance.uses_ep:  # whole experts per rank: the step waits for the busiest rank
+            imbalance = busiest_rank_share(hit, k.num_experts, tp)
+            expert_compute = expert_compute * imbalance
+            expert_memory = expert_memory * imbalance
     else:
         expert_compute = expert_memory = np.zeros_like(tokens)
     experts = np.maximum(expert_compute, expert_memory)
 
-    attn_compute, attn_memory = _attention(instance, n, c, b)
-    attn_compute = attn_compute / (bf16_peak * eff.attention_compute_fraction)
-    attn_memory = attn_memory / bw
+    attn_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
+    thread_blocks = b * instance.model.num_heads * np.maximum(n / ATTENTION_TILE_ROWS, 1.0) / tp
+    attn_compute = attn_flops / (bf16_peak * attention_efficiency(thread_blocks, keys_per_query, eff))
+    read_per_gpu_layer = attn_read / (tp * max(k.full_layers + k.sliding_layers + k.linear_layers, 1))
+    attn_memory = attn_read / (tp * hw.hbm_bytes_per_s * kv_read_efficiency(read_per_gpu_layer, eff))
     attention = np.maximum(attn_compute, attn_memory)
+    packed_attention = attention
+    if packed_tokens is not None:
+        packed_blocks = instance.model.num_heads * np.maximum(np.asarray(packed_tokens) / ATTENTION_TILE_ROWS, 1.0) / tp
+        packed_blocks = np.maximum(thread_blocks, packed_blocks)
+        packed_compute = attn_flops / (bf16_peak * attention_efficiency(packed_blocks, keys_per_query, eff))
+        packed_attention = np.maximum(packed_compute, attn_memory)
 
     comm = _communication(instance, tokens)
-    per_step = (
-        eff.step_overhead_s + eff.layer_overhead_s * instance.model.num_layers + eff.moe_layer_overhead_s * k.moe_layers
-    )
+    per_step = eff.step_overhead_s + eff.kernel_floor_s * kernels_launched(instance.model)
     overhead = np.broadcast_to(np.asarray(per_step, dtype=np.float64), np.shape(tokens))
     work = dense + experts + attention
-    total = (np.maximum(work, comm) if instance.uses_ep else work + comm) + overhead
+    total = (two_batch_overlap(work, comm) if instance.uses_ep else work + comm) + overhead
 
     compute_bound = (
         np.where(dense_compute >= dense_memory, dense, 0.0)
@@ -307,7 +436,50 @@ def step_time(
         overhead_s=overhead,
         compute_bound_s=compute_bound,
         memory_bound_s=memory_bound,
+        flops_s=dense_compute + expert_compute + attn_compute,
+        bytes_s=dense_memory + expert_memory + attn_memory,
+        packed_attention_s=packed_attention,
     )
+
+
+#: Kernels that run at their datasheet roofs: what `floor_time` prices a step at.
+IDEAL_EFFICIENCY = Efficiency(
+    compute_max_fraction=1.0,
+    fp8_compute_max_fraction=1.0,
+    compute_half_tokens=0.0,
+    memory_fraction=1.0,
+    expert_compute_max_fraction=1.0,
+    expert_half_rows=0.0,
+    expert_memory_fraction=1.0,
+    attention_compute_fraction=1.0,
+    attention_half_ctas=0.0,
+    attention_half_keys=0.0,
+    kv_memory_fraction=1.0,
+    kv_half_bytes=0.0,
+    scale_up_fraction=1.0,
+    collective_latency_s=0.0,
+    nic_latency_s=0.0,
+    kernel_floor_s=0.0,
+    step_overhead_s=0.0,
+    request_overhead_s=0.0,
+    source="ideal: every kernel at its datasheet roof",
+)
+
+
+def floor_time(
+    instance: Instance, new_tokens: ArrayLike, context_tokens: ArrayLike, batch: ArrayLike = 1
+) -> np.ndarray:
+    """The step's pure floor: max(all its FLOPs at peak, all its bytes at peak HBM bandwidth), no
+    collectives or overheads: max(sum_f FLOPs_f / F, sum_f bytes_f / BW) over the kernel families."""
+    ideal = Instance(
+        model=instance.model,
+        hardware=instance.hardware,
+        tp=instance.tp,
+        expert_parallel=instance.expert_parallel,
+        efficiency_override=IDEAL_EFFICIENCY,
+    )
+    step = step_time(ideal, new_tokens, context_tokens, batch)
+    return np.maximum(step.flops_s, step.bytes_s)
 
 
 def keys_seen(cached: ArrayLike, new: ArrayLike, cap: float) -> np.ndarray:
@@ -321,8 +493,10 @@ def keys_seen(cached: ArrayLike, new: ArrayLike, cap: float) -> np.ndarray:
     return below * c + below * (below + 1.0) / 2.0 + (n - below) * limit
 
 
-def _attention(instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(attention FLOPs, KV bytes read) of a step, before dividing by rates.
+def _attention(
+    instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(attention FLOPs, KV bytes read, mean keys per new query) of a step, before dividing by rates.
 
     A query at position i of the new tokens sees c + i + 1 tokens (causal), at most the window
     (sliding layers) or top_k (sparse attention; its indexer scores every token): `keys_seen`. MLA runs
@@ -347,21 +521,24 @@ def _attention(instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray) 
     sliding_read = k.sliding_layers * k.kv_layer_bytes * np.minimum(total_ctx, k.window)
     copies = kv_replication(instance.model, instance.tp, instance.uses_ep)
     read = b * ((full_read + sliding_read) * copies + 2.0 * k.linear_state_bytes)
-    return flops, read
+    keys_per_query = full_pairs / np.maximum(n, 1.0)
+    return flops, read, keys_per_query
 
 
 def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
-    """Collectives of a step.
+    """Collectives of a step, each alpha + bytes / (e * link) (the Hockney model; nccl-tests,
+    custom all-reduce and DeepEP figures set alpha and e), alpha the scale-up latency
+    `collective_latency_s` inside a domain and `nic_latency_s` across domains.
 
-    TP: two ring all-reduces per layer of N * d bf16 activations; a ring all-reduce takes
-        2 (tp-1) hops, each paying the latency alpha (the alpha-beta model of collectives),
-        L * 2 * (2 * (tp-1)/tp * N * d * 2 B / link + 2 * (tp-1) * alpha),
-        the link being the scale-up fabric when the instance fits one domain, the NIC otherwise.
-    EP: per MoE layer each rank dispatches (fp8, 1 B) and combines (bf16, 2 B) its N/tp tokens.
-        Within one domain every one of the t routed copies moves over the scale-up fabric:
-        (N/tp) * t * d * 3 B * (tp-1)/tp / link. Across domains a token crosses the NIC once per
-        remote domain it touches (deduplicated, as DeepEP does), m * (1 - (1 - 1/m)^t) * (m-1)/m
-        domains on average for m domains: (N/tp) * that * d * 3 B / NIC.
+    TP: two all-reduces per layer of N * d bf16 activations, each
+        alpha + 2 (tp-1)/tp * N * d * 2 B / link (a ring's bytes; small messages take one-shot
+        or two-shot kernels whose time is the latency), over the scale-up fabric when the
+        instance fits one domain, the NIC otherwise.
+    EP: per MoE layer each rank dispatches (fp8, 1 B) and combines (bf16, 2 B) its N/tp tokens,
+        two collectives. Within one domain every one of the t routed copies moves over the
+        scale-up fabric: (N/tp) * t * d * 3 B * (tp-1)/tp / link. Across domains a token crosses
+        the NIC once per remote domain it touches (deduplicated, as DeepEP does),
+        m * (1 - (1 - 1/m)^t) * (m-1)/m domains on average for m domains: (N/tp) * that * d * 3 B / NIC.
     """
     tp = instance.tp
     if tp == 1:
@@ -373,6 +550,7 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
     domain = hw.scale_up_domain
     scale_up = hw.scale_up_bytes_per_s * eff.scale_up_fraction
     nic = hw.nic_bytes_per_s * eff.scale_up_fraction
+    latency = eff.collective_latency_s if tp <= domain else eff.nic_latency_s
     if instance.uses_ep:
         per_token = model.hidden_size * 3.0
         if tp <= domain:
@@ -381,10 +559,10 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
             m = math.ceil(tp / domain)
             remote = m * (1.0 - (1.0 - 1.0 / m) ** k.experts_per_token) * (m - 1) / m
             seconds = tokens / tp * remote * per_token / nic
-        return k.moe_layers * (seconds + 2.0 * eff.collective_latency_s)
+        return k.moe_layers * (seconds + 2.0 * latency)
     link = scale_up if tp <= domain else nic
     message = tokens * model.hidden_size * ACTIVATION_BYTES
-    all_reduce = 2.0 * (tp - 1) / tp * message / link + 2.0 * (tp - 1) * eff.collective_latency_s
+    all_reduce = latency + 2.0 * (tp - 1) / tp * message / link
     return 2.0 * model.num_layers * all_reduce
 
 
@@ -393,8 +571,11 @@ class PrefillCost:
     """A prefill's engine cost, apart from the request overhead (arrays broadcast like the inputs).
 
     `alone_s`: the engine time of the request's chunks run alone, back to back (its latency on an
-    idle instance). `attention_s`: the attention part of that time, which belongs to the request
-    whatever it shares a step with. `batched_s`: the engine time it occupies when chunked prefill
+    idle instance). `attention_s`: the attention part of that time (the kernel's thread blocks are
+    the request's own tiles). `packed_attention_s`: its attention in steps packed full (C new
+    tokens in all: the thread blocks count every packed request's tiles, so short pieces run at
+    the efficiency of a full chunk); attention belongs to the request whatever it shares a step
+    with. `batched_s`: the engine time it occupies when chunked prefill
     packs it with other requests into full steps of C tokens: n / C * T_lin(C) + attention, where
     T_lin(C) = step(C tokens) - its attention is the step's token-proportional and fixed part (weight
     reads, GEMMs, collectives, overheads), shared in proportion to tokens; at most `alone_s`.
@@ -402,6 +583,7 @@ class PrefillCost:
 
     alone_s: np.ndarray
     attention_s: np.ndarray
+    packed_attention_s: np.ndarray
     batched_s: np.ndarray
 
 
@@ -409,7 +591,7 @@ def linear_step_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
     """T_lin(T): a step of T new tokens without its attention (weights, GEMMs, collectives, overheads).
 
     T_lin(T) = step(T tokens, no context).total - its attention part. Under expert parallelism the
-    step overlaps its all-to-all with the work (max(work, comm)), so the difference is exact only when
+    step overlaps its all-to-all with the work (`two_batch_overlap`), so the difference is exact only when
     the work binds; attention is then charged on top.
     """
     step = step_time(instance, np.maximum(np.asarray(tokens, dtype=np.float64), 1.0), 0.0, 1.0)
@@ -432,19 +614,22 @@ def prefill_cost(
     if chunk_tokens is None:
         step = step_time(instance, np.maximum(n, 1.0), c)
         alone = np.where(n > 0, step.total_s, 0.0)
-        return PrefillCost(alone_s=alone, attention_s=np.where(n > 0, step.attention_s, 0.0), batched_s=alone)
+        attention = np.where(n > 0, step.attention_s, 0.0)
+        return PrefillCost(alone_s=alone, attention_s=attention, packed_attention_s=attention, batched_s=alone)
     chunks = np.ceil(n / chunk_tokens)
     alone = np.zeros(n.shape)
     attention = np.zeros(n.shape)
+    packed_attention = np.zeros(n.shape)
     for j in range(int(chunks.max(initial=0))):
         size = np.clip(n - j * chunk_tokens, 0.0, chunk_tokens)
         live = size > 0
-        step = step_time(instance, np.where(live, size, 1.0), c + j * chunk_tokens)
+        step = step_time(instance, np.where(live, size, 1.0), c + j * chunk_tokens, packed_tokens=chunk_tokens)
         alone = alone + np.where(live, step.total_s, 0.0)
         attention = attention + np.where(live, step.attention_s, 0.0)
-    shared = n / chunk_tokens * float(linear_step_s(instance, chunk_tokens)) + attention
+        packed_attention = packed_attention + np.where(live, step.packed_attention_s, 0.0)
+    shared = n / chunk_tokens * float(linear_step_s(instance, chunk_tokens)) + packed_attention
     batched = np.where(n > 0, np.minimum(shared, alone), 0.0)
-    return PrefillCost(alone_s=alone, attention_s=attention, batched_s=batched)
+    return PrefillCost(alone_s=alone, attention_s=attention, packed_attention_s=packed_attention, batched_s=batched)
 
 
 def prefill_time(

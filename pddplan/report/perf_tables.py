@@ -70,7 +70,7 @@ def calibration_summary(result: CalibrationResult, target: str, output: Path | N
     """Plain-dict view of a calibration."""
 
     def stats(s: Any) -> dict[str, float]:
-        return {"count": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst}
+        return {"count": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst, "rms_log_error": s.rms_log}
 
     from pddplan.perf.calibrate import factors_on_bounds
 

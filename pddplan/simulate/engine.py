@@ -163,14 +163,14 @@ def profile_time(operational_s: np.ndarray, profile: np.ndarray, step_s: float) 
 
 
 def _run_prefill_after_loads(
-    pool: PrefillPool, ready_s: np.ndarray, fresh: np.ndarray, attention_s: np.ndarray
+    pool: PrefillPool, ready_s: np.ndarray, fresh: np.ndarray, attention_s: np.ndarray, packed_s: np.ndarray
 ) -> PrefillRun:
     """`run_prefill_pool` on requests that become ready (arrival + load from a slower cache tier)
     out of arrival order: run in ready order, results back in request order."""
     order = np.argsort(ready_s, kind="stable")
     if np.array_equal(order, np.arange(len(order))):
-        return run_prefill_pool(pool, ready_s, fresh, attention_s)
-    run = run_prefill_pool(pool, ready_s[order], fresh[order], attention_s[order])
+        return run_prefill_pool(pool, ready_s, fresh, attention_s, packed_s)
+    run = run_prefill_pool(pool, ready_s[order], fresh[order], attention_s[order], packed_s[order])
     back = np.empty_like(order)
     back[order] = np.arange(len(order))
     return replace(run, start_s=run.start_s[back], end_s=run.end_s[back], instance=run.instance[back])
@@ -254,7 +254,11 @@ class _Simulation:
         context = workload_moments(workload).context_tokens
         extra_s = _colocated_extra_step_s(scenario, context)
         run = _run_prefill_after_loads(
-            _prefill_pool(scenario, extra_s), self.arrival + self.load, self.fresh, cost.attention_s
+            _prefill_pool(scenario, extra_s),
+            self.arrival + self.load,
+            self.fresh,
+            cost.attention_s,
+            cost.packed_attention_s,
         )
         self.prefill_start, engine_end, self.prefill_busy_s = run.start_s, run.end_s, run.busy_s
         self.prefill_instance: list[int] = run.instance.tolist()

@@ -8,9 +8,10 @@ continues in the instance's next step. An idle instance starts a step when a req
 
 A step of T tokens made of pieces s_i of requests i takes T_lin(T) + sum_i A_i * s_i / n_i, with
 T_lin the step without attention (`pddplan.perf.roofline.linear_step_s`) and A_i the attention time
-request i's n_i new tokens need (`PrefillCost.attention_s`), spread over its pieces in proportion
-to their tokens (the total is exact; its split across steps is not modelled). A request alone on an
-idle instance therefore takes its own chunks' time. Requests with no new token skip the pool.
+request i's n_i new tokens need, spread over its pieces in proportion to their tokens (the total is
+exact; its split across steps is not modelled): alone in its step, at its own thread blocks'
+efficiency (`PrefillCost.attention_s`), so a request alone on an idle instance takes its own
+chunks' time; sharing the step, at a full chunk's (`PrefillCost.packed_attention_s`). Requests with no new token skip the pool.
 A relay on the prefill instances adds its decode tokens to every step: `extra_step_s`, its marginal
 cost m(B) at the closed form's mean relay batch B (the coupling is one way: the relay's actual batch
 does not feed back into the prefill steps).
@@ -49,7 +50,11 @@ class PrefillRun:
 
 
 def run_prefill_pool(
-    pool: PrefillPool, arrival_s: np.ndarray, new_tokens: np.ndarray, attention_s: np.ndarray
+    pool: PrefillPool,
+    arrival_s: np.ndarray,
+    new_tokens: np.ndarray,
+    attention_s: np.ndarray,
+    packed_attention_s: np.ndarray | None = None,
 ) -> PrefillRun:
     """When every request's prefill starts and ends, stepping the pool as the module says.
 
@@ -63,9 +68,10 @@ def run_prefill_pool(
     steps: list[tuple[list[float], list[float]]] = [([], []) for _ in range(pool.instances)]
     arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
     tokens = np.asarray(new_tokens, dtype=np.float64).tolist()
-    attention_per_token = np.divide(
-        attention_s, new_tokens, out=np.zeros(count), where=np.asarray(new_tokens) > 0
-    ).tolist()
+    has_tokens = np.asarray(new_tokens) > 0
+    attention_per_token = np.divide(attention_s, new_tokens, out=np.zeros(count), where=has_tokens).tolist()
+    packed = attention_s if packed_attention_s is None else packed_attention_s
+    packed_per_token = np.divide(packed, new_tokens, out=np.zeros(count), where=has_tokens).tolist()
     waiting = [i for i in range(count) if tokens[i] > 0]
     budget = float(pool.chunk_tokens)
     linear = pool.linear_s
@@ -86,7 +92,9 @@ def run_prefill_pool(
             t, k = next_arrival, heapq.heappop(idle)
         room = budget
         step_tokens = 0.0
-        step_attention = 0.0
+        step_attention = 0.0  # at the pieces' own efficiency
+        packed_attention = 0.0  # at a full chunk's
+        pieces = 0
         finished: list[int] = []
         if current[k] >= 0:
             i = current[k]
@@ -94,6 +102,8 @@ def run_prefill_pool(
             room -= piece
             step_tokens += piece
             step_attention += attention_per_token[i] * piece
+            packed_attention += packed_per_token[i] * piece
+            pieces += 1
             left[k] -= piece
             if left[k] <= 0:
                 finished.append(i)
@@ -106,6 +116,8 @@ def run_prefill_pool(
             room -= piece
             step_tokens += piece
             step_attention += attention_per_token[i] * piece
+            packed_attention += packed_per_token[i] * piece
+            pieces += 1
             if piece < tokens[i]:
                 current[k], left[k] = i, tokens[i] - piece
             else:
@@ -113,7 +125,8 @@ def run_prefill_pool(
         if step_tokens == 0:
             heapq.heappush(idle, k)
             continue
-        step_s = linear[round(step_tokens)] + step_attention + pool.extra_step_s
+        attention = step_attention if pieces == 1 else packed_attention
+        step_s = linear[round(step_tokens)] + attention + pool.extra_step_s
         busy_s += step_s
         done = t + step_s
         steps[k][0].append(t)

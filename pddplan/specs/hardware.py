@@ -84,31 +84,86 @@ class PriceSpec(StrictModel):
     pue: Figure | None = Field(default=None, description="datacenter power usage effectiveness")
 
 
-class Efficiency(StrictModel):
-    """How far real kernels fall short of the datasheet: the factors `pddplan calibrate` fits.
+#: Efficiency fields of step-time model v1 that v2 replaced, with what replaced them.
+REMOVED_EFFICIENCY_FIELDS = {
+    "layer_overhead_s": "kernel_floor_s (per kernel, times the kernels a layer launches)",
+    "moe_layer_overhead_s": "kernel_floor_s (MoE layers launch more kernels) and the grouped-GEMM curve",
+}
 
-    GEMM efficiency for a step of n tokens is `compute_max_fraction * n / (n + compute_half_tokens)`:
-    small GEMMs (decode) do not reach peak, large ones (prefill) approach `compute_max_fraction`.
+
+class Efficiency(StrictModel):
+    """How far real kernels fall short of the datasheet, one curve per kernel family (docs/model.md).
+
+    Each curve saturates, f(x) = f_max * x / (x + x_half):
+    - dense GEMM: compute `compute_max_fraction` (bf16; `fp8_compute_max_fraction` for fp8 and
+      fp4) over M rows with `compute_half_tokens`; weights
+      stream at `memory_fraction` of HBM;
+    - grouped MoE GEMM: `expert_compute_max_fraction` over rows per expert with `expert_half_rows`;
+      expert weights stream at `expert_memory_fraction`;
+    - attention (FlashAttention / FlashMLA class): `attention_compute_fraction` times a parallelism
+      term over thread blocks (`attention_half_ctas`) times a work term over keys per query
+      (`attention_half_keys`); its KV reads reach `kv_memory_fraction` of HBM over bytes per GPU per
+      layer with `kv_half_bytes`;
+    - collectives: `scale_up_fraction` of the link plus a latency per collective
+      (`collective_latency_s` inside a scale-up domain, `nic_latency_s` across domains);
+    - every kernel a step launches costs `kernel_floor_s` on top of its work; the engine's host
+      work per step is `step_overhead_s`; `request_overhead_s` is serving time per request, never
+      part of a step.
     """
 
-    compute_max_fraction: float = Field(gt=0, le=1)
-    compute_half_tokens: float = Field(ge=0, le=10_000_000, description="step tokens where GEMMs reach half their best")
-    attention_compute_fraction: float = Field(gt=0, le=1)
-    memory_fraction: float = Field(gt=0, le=1)
+    compute_max_fraction: float = Field(gt=0, le=1, description="dense GEMM plateau, fraction of peak FLOP/s")
+    fp8_compute_max_fraction: float = Field(
+        default=0.65, gt=0, le=1, description="dense fp8/fp4 GEMM plateau, fraction of that dtype's peak FLOP/s"
+    )
+    compute_half_tokens: float = Field(
+        ge=0, le=10_000_000, description="GEMM rows (M) where dense GEMMs reach half their plateau"
+    )
+    memory_fraction: float = Field(gt=0, le=1, description="HBM efficiency of streaming dense weights")
+    expert_compute_max_fraction: float = Field(
+        default=0.65, gt=0, le=1, description="grouped MoE GEMM plateau, fraction of peak FLOP/s"
+    )
+    expert_half_rows: float = Field(
+        default=64.0, ge=0, le=10_000_000, description="rows per expert where grouped GEMMs reach half their plateau"
+    )
     expert_memory_fraction: float = Field(
-        default=0.8, gt=0, le=1, description="HBM efficiency of grouped MoE expert GEMMs (many small weights)"
+        default=0.7, gt=0, le=1, description="HBM efficiency of grouped MoE expert GEMMs (many small weights)"
+    )
+    attention_compute_fraction: float = Field(gt=0, le=1, description="attention kernel plateau, fraction of bf16 peak")
+    attention_half_ctas: float = Field(
+        default=100.0,
+        ge=0,
+        le=1_000_000,
+        description="attention thread blocks (128-query tiles x heads) at half the plateau",
+    )
+    attention_half_keys: float = Field(
+        default=450.0, ge=0, le=10_000_000, description="keys per query at half the plateau"
+    )
+    kv_memory_fraction: float = Field(default=0.9, gt=0, le=1, description="HBM efficiency of KV reads at large reads")
+    kv_half_bytes: float = Field(
+        default=25e6, ge=0, le=1e12, description="KV bytes per GPU per layer where KV reads reach half their best"
     )
     scale_up_fraction: float = Field(gt=0, le=1)
-    collective_latency_s: OverheadSeconds
-    step_overhead_s: OverheadSeconds
-    layer_overhead_s: OverheadSeconds = Field(default=0.0, description="per layer per step: kernel launches")
-    moe_layer_overhead_s: OverheadSeconds = Field(
-        default=0.0, description="extra per MoE layer per step: routing, token permutation, grouped GEMMs"
-    )
+    collective_latency_s: OverheadSeconds = Field(description="one collective's latency inside a scale-up domain")
+    nic_latency_s: OverheadSeconds = Field(default=5e-5, description="one collective's latency across scale-up domains")
+    kernel_floor_s: OverheadSeconds = Field(default=5e-6, description="device time every kernel costs beyond its work")
+    step_overhead_s: OverheadSeconds = Field(description="engine host work per step: scheduling, batch assembly")
     request_overhead_s: OverheadSeconds = Field(
         default=0.0, description="per prefilled request: scheduling, tokenization, first-token return"
     )
     source: str = Field(min_length=1, description="how these factors were obtained")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_v1_fields(cls, data: object) -> object:
+        """A profile written for step-time model v1 says what replaced its removed factors."""
+        if isinstance(data, dict):
+            for name, replacement in REMOVED_EFFICIENCY_FIELDS.items():
+                if name in data:
+                    raise ValueError(
+                        f"{name}: removed in step-time model v2, replaced by {replacement}; "
+                        "drop the factor and recalibrate (`pddplan calibrate`)"
+                    )
+        return data
 
 
 class HardwareProfile(StrictModel):

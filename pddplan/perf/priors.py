@@ -1,0 +1,245 @@
+"""Priors of the step-time model's efficiency curves, from public kernel microbenchmarks.
+
+Each factor has a prior value and a plausible range, both read off published measurements
+(tests/data/kernel_priors.md lists every figure with its source; docs/model.md shows the curves).
+`pddplan calibrate` starts at the priors and fits the factors around them: a ridge term pulls each
+one towards its prior by (x - prior) / spread, the spread being how far the public figures scatter
+(so a kernel curve the microbenchmarks pin down moves little, an engine overhead they barely
+constrain moves freely), and the range bounds it. A factor that ends on a bound says the model's
+structure, not the data, limits the fit, and `calibrate` warns about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pddplan.specs.hardware import Efficiency
+
+
+@dataclass(frozen=True)
+class Prior:
+    """One factor's prior: its value, its plausible range, whether it is fitted on a log scale
+    (ranges spanning orders of magnitude), the public figures it comes from, and whether
+    `calibrate` fits it at all (a structural constant of the kernels is not fitted)."""
+
+    name: str
+    value: float
+    low: float
+    high: float
+    log: bool
+    spread: float  # one standard deviation of the prior, in fit units (natural log for log factors)
+    source: str
+    fitted: bool = True
+    per_stack: bool = False  # a serving stack's software cost, fitted only to one stack's rows
+
+
+PRIORS: tuple[Prior, ...] = (
+    Prior(
+        name="compute_max_fraction",
+        value=0.78,
+        low=0.5,
+        high=0.9,
+        log=False,
+        spread=0.05,
+        source="cuBLAS BF16 large square GEMMs 0.80-0.81 of H100 peak (0.68 at n=2048)",
+    ),
+    Prior(
+        name="fp8_compute_max_fraction",
+        value=0.65,
+        low=0.35,
+        high=0.85,
+        log=False,
+        spread=0.07,
+        source="DeepGEMM FP8 (1x128 scaling) on H800: 0.57-0.77 of FP8 peak at M=4096 with K >= 1536, 0.39 at K=512",
+    ),
+    Prior(
+        name="compute_half_tokens",
+        value=64.0,
+        low=16.0,
+        high=600.0,
+        log=True,
+        spread=0.5,
+        fitted=False,
+        source="Hopper tensor-core tiles are 64 rows (wgmma M): fewer rows pad the tile; with the plateau 0.78 this gives 0.62 at M=256, where cuBLAS BF16 on H100 measures 0.60",
+    ),
+    Prior(
+        name="memory_fraction",
+        value=0.85,
+        low=0.6,
+        high=0.95,
+        log=False,
+        spread=0.05,
+        source="BF16 GEMMs at M <= 128 stream weights at 0.85-0.92 of H100 HBM; FP8 0.72-0.91",
+    ),
+    Prior(
+        name="expert_compute_max_fraction",
+        value=0.65,
+        low=0.35,
+        high=0.85,
+        log=False,
+        spread=0.07,
+        source="DeepGEMM grouped contiguous layout 0.61-0.68 of FP8 peak at >= 4096 rows per expert",
+    ),
+    Prior(
+        name="expert_half_rows",
+        value=64.0,
+        low=16.0,
+        high=1500.0,
+        log=True,
+        spread=0.5,
+        fitted=False,
+        source="DeepGEMM's masked (decode) grouped GEMM tiles 64 rows per expert (BLOCK_M); with the plateau 0.65 this gives 0.52 at 256 rows, where DeepGEMM measures 0.41-0.47",
+    ),
+    Prior(
+        name="expert_memory_fraction",
+        value=0.6,
+        low=0.2,
+        high=0.92,
+        log=False,
+        spread=0.15,
+        source="DeepGEMM masked grouped GEMMs stream ~0.61 of HBM; dense FP8 GEMMs at M=64-128 0.45-0.80; "
+        "no public figure for Triton fused-MoE or ROCm grouped GEMMs, which many stacks run",
+    ),
+    Prior(
+        name="attention_compute_fraction",
+        value=0.7,
+        low=0.3,
+        high=0.92,
+        log=False,
+        spread=0.07,
+        source="FlashAttention-3 and cuDNN prefill plateau 0.62-0.76 of H100/H200 BF16 peak; FA2 0.59-0.65 on A100",
+    ),
+    Prior(
+        name="attention_half_ctas",
+        value=100.0,
+        low=10.0,
+        high=1000.0,
+        log=True,
+        spread=0.7,
+        source="cuDNN H200 chunked prefill with 8 heads: 0.08 of peak at 16 thread blocks, 0.31 at 64",
+    ),
+    Prior(
+        name="attention_half_keys",
+        value=450.0,
+        low=50.0,
+        high=4000.0,
+        log=True,
+        spread=0.5,
+        source="cuDNN H200 causal prefill, 64 heads: 0.50 of peak at 2K tokens, 0.69 at 16K",
+    ),
+    Prior(
+        name="kv_memory_fraction",
+        value=0.9,
+        low=0.6,
+        high=0.96,
+        log=False,
+        spread=0.04,
+        source="FlashInfer and cuDNN decode 0.88-0.94 of HBM at large reads; FlashMLA 0.84-0.90",
+    ),
+    Prior(
+        name="kv_half_bytes",
+        value=25000000.0,
+        low=4000000.0,
+        high=400000000.0,
+        log=True,
+        spread=0.7,
+        source="cuDNN 9.27 decode on H200: 0.27 of HBM at 8.4 MB per call, 0.48 at 34 MB, 0.68 at 134 MB, 0.85 at 537 MB",
+    ),
+    Prior(
+        name="scale_up_fraction",
+        value=0.8,
+        low=0.4,
+        high=0.97,
+        log=False,
+        spread=0.1,
+        source="nccl-tests H100 NVLink busBw ~370 of 450 GB/s; DeepEP NVLink 0.96-0.99, one NDR NIC 0.92-0.98",
+    ),
+    Prior(
+        name="collective_latency_s",
+        value=8e-06,
+        low=1e-06,
+        high=0.0002,
+        log=True,
+        spread=0.7,
+        source="custom all-reduce of small messages 4-10 us at TP 2-8 on H100 (SGLang, vLLM)",
+    ),
+    Prior(
+        name="nic_latency_s",
+        value=5e-05,
+        low=5e-06,
+        high=0.0005,
+        log=True,
+        spread=1.0,
+        source="NVLSTree all-reduce 46-48 us for 4-512 B on 2 x 8 H20 (NDR); 136 us for 8 B on 2 x 8 H100",
+    ),
+    Prior(
+        name="kernel_floor_s",
+        value=5e-06,
+        low=1e-06,
+        high=3e-05,
+        log=True,
+        spread=0.5,
+        source="smallest cuDNN attention and GEMM calls take 4.5-6.5 us of device time on H200/B200",
+    ),
+    Prior(
+        name="step_overhead_s",
+        value=0.0005,
+        low=2e-05,
+        high=0.1,
+        log=True,
+        spread=2.0,
+        per_stack=True,
+        source="CUDA graphs save ~1.5 ms of host time per eager decode step for 7B models (vLLM)",
+    ),
+    Prior(
+        name="request_overhead_s",
+        value=0.01,
+        low=0.0001,
+        high=0.5,
+        log=True,
+        spread=2.0,
+        per_stack=True,
+        source="concurrency-1 TTFT intercept ~8 ms for NIM 1.8 (Llama-3.3-70B FP8, 2 x H100)",
+    ),
+)
+
+#: name -> prior
+PRIOR_OF = {prior.name: prior for prior in PRIORS}
+#: Software costs of one serving stack (host scheduling per step, serving time per request): the
+#: defaults and a GPU's stack-agnostic factors keep their priors, only a stack's own fit moves them.
+PER_STACK_FACTORS = tuple(prior.name for prior in PRIORS if prior.per_stack)
+
+#: The factors at their priors: where every fit starts and what the catalog-level fit is pulled to.
+PRIOR_EFFICIENCY = Efficiency(
+    **{prior.name: prior.value for prior in PRIORS},
+    source="priors: public kernel microbenchmarks (tests/data/kernel_priors.md), not fitted",
+)
+
+#: Kernel priors that differ on one GPU, where public microbenchmarks measured that GPU:
+#: profile name -> factor -> (prior value, the public figures). The catalog fit starts that GPU's
+#: factors from the defaults with these set, and a GPU with too few rows of its own keeps them.
+GPU_PRIORS: dict[str, dict[str, tuple[float, str]]] = {
+    "h20": {
+        "attention_compute_fraction": (
+            0.85,
+            "FlashAttention-3 forward on H20 at S=2048, batch 2, hd128: 126 of 148 TFLOP/s (flash-attention "
+            "issue #1310); FlashMLA on H20 120-130 (FlashMLA issue #30): a compute-poor part saturates early",
+        ),
+    },
+    "a100-80g": {
+        "attention_compute_fraction": (
+            0.6,
+            "FlashAttention-2 on A100 0.59-0.65 of 312 TFLOP/s (flash-attention README); cuDNN 0.47-0.59 on A100 PCIe",
+        ),
+        "compute_max_fraction": (0.75, "torch BF16 square GEMMs on A100: at best 0.75 of 312 TFLOP/s"),
+    },
+}
+GPU_PRIORS["a100-40g"] = GPU_PRIORS["a100-80g"]
+
+
+def gpu_start(gpu: str, defaults: Efficiency) -> Efficiency:
+    """Where one GPU's fit starts: the defaults with that GPU's own kernel priors (`GPU_PRIORS`)."""
+    own = GPU_PRIORS.get(gpu, {})
+    if not own:
+        return defaults
+    return defaults.model_copy(update={name: value for name, (value, _) in own.items()})
