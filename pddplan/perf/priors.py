@@ -60,7 +60,8 @@ PRIORS: tuple[Prior, ...] = (
         log=True,
         spread=0.5,
         fitted=False,
-        source="Hopper tensor-core tiles are 64 rows (wgmma M): fewer rows pad the tile; with the plateau 0.78 this gives 0.62 at M=256, where cuBLAS BF16 on H100 measures 0.60",
+        source="Hopper tensor-core tiles are 64 rows (wgmma M): fewer rows pad the tile; with the plateau 0.78 "
+        "this gives 0.62 at M=256, where cuBLAS BF16 on H100 measures 0.60",
     ),
     Prior(
         name="memory_fraction",
@@ -88,7 +89,8 @@ PRIORS: tuple[Prior, ...] = (
         log=True,
         spread=0.5,
         fitted=False,
-        source="DeepGEMM's masked (decode) grouped GEMM tiles 64 rows per expert (BLOCK_M); with the plateau 0.65 this gives 0.52 at 256 rows, where DeepGEMM measures 0.41-0.47",
+        source="DeepGEMM's masked (decode) grouped GEMM tiles 64 rows per expert (BLOCK_M); with the plateau "
+        "0.65 this gives 0.52 at 256 rows, where DeepGEMM measures 0.41-0.47",
     ),
     Prior(
         name="expert_memory_fraction",
@@ -143,7 +145,8 @@ PRIORS: tuple[Prior, ...] = (
         high=400000000.0,
         log=True,
         spread=0.7,
-        source="cuDNN 9.27 decode on H200: 0.27 of HBM at 8.4 MB per call, 0.48 at 34 MB, 0.68 at 134 MB, 0.85 at 537 MB",
+        source="cuDNN 9.27 decode on H200: 0.27 of HBM at 8.4 MB per call, 0.48 at 34 MB, 0.68 at 134 MB, "
+        "0.85 at 537 MB",
     ),
     Prior(
         name="scale_up_fraction",

@@ -11,7 +11,8 @@ T_lin the step without attention (`pddplan.perf.roofline.linear_step_s`) and A_i
 request i's n_i new tokens need, spread over its pieces in proportion to their tokens (the total is
 exact; its split across steps is not modelled): alone in its step, at its own thread blocks'
 efficiency (`PrefillCost.attention_s`), so a request alone on an idle instance takes its own
-chunks' time; sharing the step, at a full chunk's (`PrefillCost.packed_attention_s`). Requests with no new token skip the pool.
+chunks' time; sharing the step, at a full chunk's (`PrefillCost.packed_attention_s`). Requests
+with no new token skip the pool.
 A relay on the prefill instances adds its decode tokens to every step: `extra_step_s`, its marginal
 cost m(B) at the closed form's mean relay batch B (the coupling is one way: the relay's actual batch
 does not feed back into the prefill steps).
