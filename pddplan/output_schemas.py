@@ -232,6 +232,8 @@ class Estimate(Output):
     efficiency_source: str
     breakdown: Breakdown
     bound: str
+    floor_s: float = Field(description="the shown step at its pure floor: every FLOP at peak, every byte at peak HBM")
+    times_floor: float | None = Field(description="the shown step over its floor")
 
 
 class MetricChange(Output):

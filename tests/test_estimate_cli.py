@@ -477,3 +477,20 @@ def test_cli_accuracy_on_the_blind_set(cli: Any, root: Path) -> None:
     assert {p["factors"] for p in report["points"]} <= {"profile", "default"}
     # README / measurements_blind.md: "median 26%" (step-time model v2; v1 scored 57%)
     assert 0.2 < holdout["median_abs_error"] < 0.3
+
+
+def test_estimate_reports_the_steps_floor(cli: Any) -> None:
+    """floor_s is the shown step's pure floor (roofline.floor_time) and times_floor the step over it."""
+    from pddplan.inputs import load_hardware, load_model
+    from pddplan.perf.roofline import Instance, floor_time
+
+    out = ok_json(
+        cli("estimate", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "4", "--prefill", "2048", "--json")
+    )
+    floor = float(floor_time(Instance(load_model("llama-3.1-70b"), load_hardware("h200"), 4), 2048, 0))
+    assert out["floor_s"] == pytest.approx(floor, rel=1e-12)
+    step = sum(
+        out["breakdown"][k] for k in ("dense_gemm_s", "expert_gemm_s", "attention_s", "communication_s", "overhead_s")
+    )
+    assert out["times_floor"] == pytest.approx(step / floor, rel=1e-9)
+    assert 1 < out["times_floor"] < 3

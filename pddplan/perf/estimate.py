@@ -10,7 +10,7 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
-from pddplan.perf.roofline import Instance, Mtp, decode_step_time, prefill_cost, step_time
+from pddplan.perf.roofline import Instance, Mtp, decode_step_time, floor_time, prefill_cost, step_time
 from pddplan.specs.model import KvDtype
 
 MAX_MTP_DRAFT_TOKENS = 8  # as a workload's serving.mtp_draft_tokens
@@ -62,6 +62,9 @@ def estimate(
 ) -> dict[str, Any]:
     """Predict a prefill, a decode step or an extend step (see `StepQuery`): engine times.
 
+    `floor_s` is the shown step's pure floor (every FLOP at peak, every byte at peak HBM bandwidth,
+    no collectives or overheads: `floor_time`), `times_floor` the step over it.
+
     A prefill reports its engine time alone (`prefill_s`, its chunks back to back), what it costs
     an engine that packs it with other requests (`packed_prefill_s`), and apart from both the
     serving stack's per-request overhead (`request_overhead_s`: HTTP, tokenization, scheduling)
@@ -112,6 +115,7 @@ def estimate(
         overhead = instance.efficiency.request_overhead_s
         first_chunk = min(prefill_tokens, chunk_tokens or prefill_tokens)
         step = step_time(instance, first_chunk, cached_tokens)
+        floor = float(floor_time(instance, first_chunk, cached_tokens))
         chunks = -(-prefill_tokens // (chunk_tokens or prefill_tokens))
         tail = prefill_tokens - (chunks - 1) * (chunk_tokens or prefill_tokens)
         result.update(
@@ -127,6 +131,7 @@ def estimate(
     elif modes[0] == "decode":
         assert decode_batch is not None and context_tokens is not None
         step = step_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch)
+        floor = float(floor_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch))
         per_token = float(decode_step_time(instance, decode_batch, context_tokens))
         result.update(
             decode_step_s=float(step.total_s),
@@ -140,6 +145,7 @@ def estimate(
     else:
         assert extend_tokens is not None and context_tokens is not None
         step = step_time(instance, extend_tokens, context_tokens, 1)
+        floor = float(floor_time(instance, extend_tokens, context_tokens, 1))
         one = float(step_time(instance, 1, context_tokens, 1).total_s)
         result.update(
             extend_s=float(step.total_s),
@@ -149,4 +155,6 @@ def estimate(
         )
     result["breakdown"] = step.breakdown()
     result["bound"] = str(step.bound)
+    result["floor_s"] = floor
+    result["times_floor"] = float(step.total_s) / floor if floor > 0 else None
     return result

@@ -46,8 +46,9 @@ def print_estimate(console: Console, result: dict[str, Any]) -> None:
             f"{head}: extend of {result['extend_tokens']} tokens at {result['context_tokens']:,} context "
             f"= [bold]{_ms(result['extend_s'])}[/bold] (= {result['equivalent_decode_steps']:.2f} decode steps)"
         )
+    floor = f"; {result['times_floor']:.1f}x its floor" if result.get("times_floor") else ""
     table = Table(
-        title=f"breakdown of {'the first chunk' if mode == 'prefill' else 'the step'}; bound: {result['bound']}"
+        title=f"breakdown of {'the first chunk' if mode == 'prefill' else 'the step'}; bound: {result['bound']}{floor}"
     )
     table.add_column("part")
     table.add_column("time", justify="right")
