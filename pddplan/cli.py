@@ -1120,6 +1120,14 @@ def whatif(
     ] = False,
     requests: Annotated[int, typer.Option("--requests", help="Requests to simulate.")] = 20_000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
+    at_s: Annotated[
+        float | None,
+        typer.Option(
+            "--at",
+            help="With --fail line:OPTION and --simulate: the line fails this many seconds in; report the "
+            "transient (requests in flight, time until the transfers drain).",
+        ),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """A plan's figures under one change (rate, hit shift, a failed line or instance), beside the
@@ -1129,17 +1137,19 @@ def whatif(
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.limits import check_requests, check_seed
     from pddplan.report import output, plan_tables
-    from pddplan.whatif import Change
+    from pddplan.whatif import Change, check_transient
     from pddplan.whatif import whatif as run
 
     if rate is None and not hit_shift and fail is None:
         raise InputError("give a change: --rate, --hit-shift or --fail")
+    change = Change(rate, hit_shift, fail, at_s)
+    check_transient(change, requests if simulate_flag else 0)
     if simulate_flag:
         check_requests(requests)
         check_seed(seed)
     inputs = load_input_set(load_workload(workload), workload_dir(workload))
     with output.status("evaluating..."):
-        result = run(inputs, load_plan(plan), Change(rate, hit_shift, fail), requests if simulate_flag else 0, seed)
+        result = run(inputs, load_plan(plan), change, requests if simulate_flag else 0, seed)
     if json_out:
         output.emit_json(result.to_dict())
     else:

@@ -404,6 +404,23 @@ class CachePlan(Output):
     best_capacity: str | None
 
 
+class Transient(Output):
+    """`whatif --at`: a line failing mid-simulation (pddplan.whatif)."""
+
+    at_s: float
+    capacity_share_left: float = Field(description="the line pool's capacity left, as a share")
+    in_flight: int = Field(description="requests with a WAN transfer owed and no first token at at_s")
+    in_flight_ttft_p50_s: float | None
+    in_flight_ttft_max_s: float | None
+    ttft_p90_before_s: float
+    ttft_p90_until_settled_s: float | None
+    transfers_in_flight_peak: int
+    transfers_in_flight_degraded_mean: float
+    settle_s: float | None = Field(
+        description="seconds from at_s until the link carries what the degraded deployment does (null: never)"
+    )
+
+
 class WhatIfOutput(Output):
     """`whatif --json`: the plan's figures as planned and after the change (null: all shed)."""
 
@@ -413,6 +430,7 @@ class WhatIfOutput(Output):
     after: Evaluation | None
     simulated_before: Simulation | None
     simulated_after: Simulation | None
+    transient: Transient | None = Field(description="with --at: the line failure's transient")
 
 
 class FailureMode(Output):

@@ -16,13 +16,27 @@ Changes (any combination):
     the relay then finishes as above; no relay means every request goes P -> MD (threshold 0; the
     failed relay's GPUs are still paid for).
 The figures come from the closed form and, with `simulate`, from the simulator too; cost is the
-purchase's (what failed is still paid for), so BCR falls with what is no longer served. What happens
-while queues drain after a failure (the transient) is not modelled: these are the steady figures
-of the degraded deployment.
+purchase's (what failed is still paid for), so BCR falls with what is no longer served. These are
+the steady figures of the degraded deployment.
+
+The transient (`Change.at_s`, with `simulate`; a line failure that leaves lines): the plan as
+planned is simulated with its line pool keeping `share` = (capacity left) / (pool capacity) of its
+capacity from `at_s` on, so transfers in flight slow down mid-way and the backlog builds. Reported:
+- the requests in flight at `at_s` (prefill done, a WAN transfer owed, no first token yet) and
+  their TTFT (median, worst);
+- the TTFT P90 of the requests arriving before `at_s`, and of those arriving until it settles;
+- `settle_s`: from `at_s` until the link is in the degraded deployment's state: the first moment
+  it is empty both in this run and in a run of the degraded deployment over the same requests
+  (same seed): from then on the two carry the same transfers. Null when that never happens in the
+  simulated span (an overloaded line never empties).
+Instance failures and a WAN cut have no transient here: requests in flight on a failed instance
+are lost or retried as the serving stack does, which pddplan does not model.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
 from dataclasses import dataclass, replace
@@ -42,6 +56,7 @@ class Change:
     rate: str | None = None
     hit_shift: float = 0.0
     fail: str | None = None
+    at_s: float | None = None  # with a line failure and a simulation: when it fails (the transient)
 
     def describe(self) -> str:
         parts = []
@@ -50,7 +65,7 @@ class Change:
         if self.hit_shift:
             parts.append(f"hit {self.hit_shift:+.2f}")
         if self.fail:
-            parts.append(f"fail {self.fail}")
+            parts.append(f"fail {self.fail}" + (f" at {self.at_s:g} s" if self.at_s is not None else ""))
         return ", ".join(parts) or "no change"
 
 
@@ -64,6 +79,7 @@ class WhatIf:
     after: dict[str, Any] | None  # None: nothing is served
     simulated_before: dict[str, Any] | None = None
     simulated_after: dict[str, Any] | None = None
+    transient: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +89,7 @@ class WhatIf:
             "after": self.after,
             "simulated_before": self.simulated_before,
             "simulated_after": self.simulated_after,
+            "transient": self.transient,
         }
 
 
@@ -200,7 +217,96 @@ def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int =
             sim_after = simulate(replace(changed, plan=offered, workload=workload), simulate_requests, seed).summary
     if sim_after is not None:
         sim_after = _paid_for(sim_after, scenario.cost_per_hour)
-    return WhatIf(change, mode, before, after, sim_before, sim_after)
+    transient = None
+    if change.at_s is not None:
+        transient = _transient(scenario, changed, change, simulate_requests, seed)
+    return WhatIf(change, mode, before, after, sim_before, sim_after, transient)
+
+
+def check_transient(change: Change, simulate_requests: int) -> None:
+    """InputError unless the transient can be simulated: `--at` needs --simulate and a line failure."""
+    if change.at_s is None:
+        return
+    if not (math.isfinite(change.at_s) and 0 < change.at_s <= 1e7):
+        raise InputError(f"--at = {change.at_s:g}: expected seconds above 0 and at most 1e7")
+    if not simulate_requests:
+        raise InputError("--at simulates the transient: add --simulate")
+    if change.fail is None or not change.fail.startswith("line:") or change.rate or change.hit_shift:
+        raise InputError("--at applies to one line failure alone (--fail line:OPTION, without --rate or --hit-shift)")
+
+
+def _transient(
+    scenario: Scenario, changed: Scenario | None, change: Change, requests: int, seed: int
+) -> dict[str, Any]:
+    """The line failure's transient (module docstring)."""
+    import numpy as np
+
+    from pddplan.simulate.engine import simulate_requests as run
+
+    assert change.at_s is not None
+    at_s = change.at_s
+    if changed is None or changed.link is None or scenario.link is None:
+        raise InputError(f"--at: {change.fail} leaves no line, so there is no transfer to slow down (see the mode)")
+    share = changed.link.capacity_bytes_per_s / scenario.link.capacity_bytes_per_s
+    table, stats = run(scenario, requests, seed, link_change=(at_s, share), record_link=True)
+    if not table.arrival_s[0] < at_s < table.arrival_s[-1]:
+        raise InputError(
+            f"--at = {at_s:g} s: the {requests:,} simulated requests arrive from {table.arrival_s[0]:.1f} s to "
+            f"{table.arrival_s[-1]:.1f} s; pick a time inside, or more --requests"
+        )
+    _, degraded = run(changed, requests, seed, record_link=True)
+    settle_s = _first_common_idle(stats.link_timeline or [], degraded.link_timeline or [], at_s)
+    steady = _mean_in_flight(degraded.link_timeline or [(0.0, 0)])
+    times = np.array([t for t, _ in stats.link_timeline or [(0.0, 0)]])
+    flows = np.array([n for _, n in stats.link_timeline or [(0.0, 0)]])
+    after = times >= at_s
+    in_flight = (table.wan_bytes > 0) & (table.prefill_end_s <= at_s) & (table.first_token_s > at_s)
+    ttft = table.ttft_s
+    before = table.arrival_s < at_s
+    end = at_s + (settle_s if settle_s is not None else math.inf)
+    during = (table.arrival_s >= at_s) & (table.arrival_s <= end)
+    return {
+        "at_s": at_s,
+        "capacity_share_left": share,
+        "in_flight": int(in_flight.sum()),
+        "in_flight_ttft_p50_s": float(np.median(ttft[in_flight])) if in_flight.any() else None,
+        "in_flight_ttft_max_s": float(ttft[in_flight].max()) if in_flight.any() else None,
+        "ttft_p90_before_s": float(np.quantile(ttft[before], 0.9)),
+        "ttft_p90_until_settled_s": float(np.quantile(ttft[during], 0.9)) if during.any() else None,
+        "transfers_in_flight_peak": int(flows[after].max()) if after.any() else 0,
+        "transfers_in_flight_degraded_mean": steady,
+        "settle_s": settle_s,
+    }
+
+
+def _idle_from(timeline: list[tuple[float, int]]) -> list[float]:
+    """The times the link becomes empty."""
+    return [t for t, n in timeline if n == 0]
+
+
+def _first_common_idle(a: list[tuple[float, int]], b: list[tuple[float, int]], at_s: float) -> float | None:
+    """Seconds from `at_s` to the first moment both links are empty (None: never in the span).
+
+    Each timeline lists (t, transfers in flight) at every change; a link is empty from a 0 entry
+    until its next entry. The first common moment is the earliest t >= at_s at which one becomes
+    empty while the other is already."""
+
+    def empty_at(timeline: list[tuple[float, int]], times: list[float], t: float) -> bool:
+        i = bisect.bisect_right(times, t) - 1
+        return i >= 0 and timeline[i][1] == 0
+
+    times_a, times_b = [t for t, _ in a], [t for t, _ in b]
+    for t in sorted(x for x in (*_idle_from(a), *_idle_from(b)) if x >= at_s):
+        if empty_at(a, times_a, t) and empty_at(b, times_b, t):
+            return t - at_s
+    return None
+
+
+def _mean_in_flight(timeline: list[tuple[float, int]]) -> float:
+    """Time average of the transfers in flight over a recorded timeline."""
+    area = sum((t1 - t0) * n0 for (t0, n0), (t1, _) in itertools.pairwise(timeline))
+    span = timeline[-1][0] - timeline[0][0]
+    return area / span if span > 0 else 0.0
 
 
 def _paid_for(figures: dict[str, Any], purchased_usd_per_hour: float) -> dict[str, Any]:

@@ -92,3 +92,107 @@ def test_whatif_table_and_json(cli: Any) -> None:
     assert table.exit_code == 0 and "mode: the WAN is down" in table.stdout
     data = json.loads(cli("whatif", str(OPTIMIZED), "pdd-agent-64k", "--fail", "line:express-40g", "--json").stdout)
     assert data["after"] is None
+
+
+# -- the transient of a line failure --------------------------------------------------------------------
+def two_lines(tmp_path: Path) -> Path:
+    plan = yaml.safe_load(HAND.read_text())
+    plan["wan"] = [{"option": "express-40g", "count": 2}]
+    path = tmp_path / "two-lines.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    return path
+
+
+def test_stepped_path_keeps_its_share_from_the_failure_on() -> None:
+    import numpy as np
+
+    from pddplan.net.fluctuation import CapacityPath, SteppedPath
+    from pddplan.specs.workload import Fluctuation
+
+    stepped = SteppedPath(CapacityPath(Fluctuation(kind="none"), np.random.default_rng(0)), 100.0, 0.5)
+    assert not stepped.constant
+    assert stepped.next_step(10.0) == (1.0, 100.0)  # full capacity until the failure, a change at it
+    assert stepped.next_step(100.0)[0] == 0.5 and stepped.next_step(500.0)[0] == 0.5
+
+
+def test_a_line_failing_mid_run_never_speeds_a_request_in_flight(tmp_path: Path) -> None:
+    """Same requests (same seed) with and without the failure at t: every request whose transfer was
+    in flight at t gets its first token no sooner, and the transient reports them."""
+    from pddplan.scenario import build_scenario
+    from pddplan.simulate.engine import simulate_requests
+
+    path = two_lines(tmp_path)
+    inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
+    scenario = build_scenario(load_plan(str(path)), inputs)
+    healthy, _ = simulate_requests(scenario, 3000, 0)
+    failed, stats = simulate_requests(scenario, 3000, 0, link_change=(300.0, 0.5), record_link=True)
+    in_flight = (failed.wan_bytes > 0) & (failed.prefill_end_s <= 300.0) & (failed.first_token_s > 300.0)
+    assert in_flight.any()
+    assert (failed.ttft_s[in_flight] >= healthy.ttft_s[in_flight] - 1e-9).all()
+    # the pool really lost half its capacity: the transfers after it take longer in all
+    later = (failed.wan_bytes > 0) & (failed.prefill_end_s > 300.0)
+    slower = (failed.first_token_s - failed.prefill_end_s)[later].sum()
+    assert slower > (healthy.first_token_s - healthy.prefill_end_s)[later].sum()  # by 0.5%: flows rarely contend
+    before = failed.arrival_s < 200.0  # done long before the failure: untouched
+    assert (abs(failed.ttft_s[before] - healthy.ttft_s[before]) < 1e-9).mean() > 0.99
+    assert stats.link_timeline is not None and stats.link_timeline[0] == (0.0, 0)
+    result = _run(path, Change(fail="line:express-40g", at_s=300.0), simulate_requests=3000)
+    transient = result.to_dict()["transient"]
+    assert transient["in_flight"] == int(in_flight.sum())
+    assert transient["capacity_share_left"] == pytest.approx(0.5)
+    assert transient["in_flight_ttft_max_s"] == pytest.approx(float(failed.ttft_s[in_flight].max()))
+    assert transient["settle_s"] is None or transient["settle_s"] >= 0
+    again = _run(path, Change(fail="line:express-40g", at_s=300.0), simulate_requests=3000)
+    assert again.to_dict()["transient"] == transient  # a seed gives one answer
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--fail", "line:express-40g", "--at", "300"), "--at simulates the transient: add --simulate"),
+        (("--fail", "instance:decode", "--simulate", "--at", "300"), "--at applies to one line failure alone"),
+        (("--fail", "line:express-40g", "--rate", "x2", "--simulate", "--at", "300"), "--at applies to one line"),
+        (("--fail", "line:express-40g", "--simulate", "--at", "nan"), "--at = nan"),
+        (("--fail", "line:express-40g", "--simulate", "--requests", "1000", "--at", "99999"), "pick a time inside"),
+    ],
+)
+def test_bad_transients(cli: Any, tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    from cli_results import one_error_line
+
+    one_error_line(cli("whatif", str(two_lines(tmp_path)), "pdd-agent-64k", *args), message)
+
+
+def test_a_wan_cut_has_no_transient(cli: Any) -> None:
+    from cli_results import one_error_line
+
+    result = cli(
+        "whatif",
+        str(HAND),
+        "pdd-agent-64k",
+        "--fail",
+        "line:express-100g",
+        "--simulate",
+        "--requests",
+        "2000",
+        "--at",
+        "100",
+    )
+    one_error_line(result, "leaves no line")
+
+
+def test_transient_table(cli: Any, tmp_path: Path) -> None:
+    result = cli(
+        "whatif",
+        str(two_lines(tmp_path)),
+        "pdd-agent-64k",
+        "--fail",
+        "line:express-40g",
+        "--simulate",
+        "--requests",
+        "3000",
+        "--at",
+        "300",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "transient: the line fails at 300 s (50% capacity left)" in result.stdout
+    assert "requests in flight then" in result.stdout and "settled after" in result.stdout

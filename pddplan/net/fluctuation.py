@@ -125,3 +125,24 @@ class CapacityPath:
         self._last_t = t
         fraction = min(max(1.0 + self.spec.cv * self._x, self.spec.min_fraction), 1.0)
         return fraction, t + self.spec.step_s
+
+
+class SteppedPath:
+    """A capacity path whose fraction is multiplied by `share` from `at_s` on: a line of a pool
+    failing at `at_s` (share = the capacity left / the pool's), for a transient simulation."""
+
+    def __init__(self, path: CapacityPath, at_s: float, share: float) -> None:
+        self.path = path
+        self.at_s = at_s
+        self.share = share
+
+    @property
+    def constant(self) -> bool:
+        return False  # it changes at at_s
+
+    def next_step(self, t: float) -> tuple[float, float]:
+        """(fraction holding from `t`, time of the next change), the step at `at_s` included."""
+        fraction, following = self.path.next_step(t)
+        if t < self.at_s:
+            return fraction, min(following, self.at_s)
+        return fraction * self.share, following

@@ -200,6 +200,32 @@ def print_whatif(console: Console, data: dict[str, Any]) -> None:
     table.add_row("SLA met", *("-" if f is None else ("yes" if f.get("sla_met") else "no") for _, f in columns))
     console.print(table)
     console.print(f"mode: {data['mode']}", highlight=False, markup=False)
+    if data.get("transient"):
+        _print_transient(console, data["transient"])
+
+
+def _print_transient(console: Console, t: dict[str, Any]) -> None:
+    """The line failure's transient: in-flight requests, TTFT until it settles, settling time."""
+    from rich.table import Table
+
+    def seconds(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f} s"
+
+    table = Table(title=f"transient: the line fails at {t['at_s']:g} s ({t['capacity_share_left']:.0%} capacity left)")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("requests in flight then", f"{t['in_flight']:,}")
+    table.add_row(
+        "their TTFT, median / worst", f"{seconds(t['in_flight_ttft_p50_s'])} / {seconds(t['in_flight_ttft_max_s'])}"
+    )
+    table.add_row("TTFT P90 before", seconds(t["ttft_p90_before_s"]))
+    table.add_row("TTFT P90 until settled", seconds(t["ttft_p90_until_settled_s"]))
+    table.add_row(
+        "transfers in flight, peak / degraded mean",
+        f"{t['transfers_in_flight_peak']:,} / {t['transfers_in_flight_degraded_mean']:.1f}",
+    )
+    table.add_row("settled after", "never (in the span)" if t["settle_s"] is None else f"{t['settle_s']:.1f} s")
+    console.print(table)
 
 
 def print_survival(console: Console, data: dict[str, Any]) -> None:

@@ -43,7 +43,7 @@ from pddplan.evaluate.drc import md_prefix_hit_probability
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.moments import workload_moments
 from pddplan.limits import check_requests, check_seed
-from pddplan.net.fluctuation import CapacityPath
+from pddplan.net.fluctuation import CapacityPath, SteppedPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.mixed import relay_marginal_step_s
@@ -116,6 +116,7 @@ class SimulationStats:
     decoder_batch_integral: dict[str, float]
     decoder_max_batch: dict[str, int]
     decoder_instances: dict[str, int]
+    link_timeline: list[tuple[float, int]] | None = None  # (t, transfers in flight), when recorded
 
 
 def _wan_bytes(
@@ -220,7 +221,13 @@ class _Simulation:
     event heap. It is the `pddplan.architectures.Dispatch` an architecture routes a request with."""
 
     def __init__(
-        self, scenario: Scenario, count: int, rng: np.random.Generator, replay: TraceReplay | None = None
+        self,
+        scenario: Scenario,
+        count: int,
+        rng: np.random.Generator,
+        replay: TraceReplay | None = None,
+        link_change: tuple[float, float] | None = None,
+        record_link: bool = False,
     ) -> None:
         self.scenario = scenario
         self.architecture = scenario.architecture
@@ -287,8 +294,12 @@ class _Simulation:
         self.instance_id = {id(inst): n for n, (_, inst) in enumerate(self.instances)}
         self.link: Link | None = None
         if scenario.link is not None:
-            path = CapacityPath(scenario.link.fluctuation, rng, scenario.link.trace)
+            base = CapacityPath(scenario.link.fluctuation, rng, scenario.link.trace)
+            # a line of the pool fails at link_change[0]
+            path = base if link_change is None else SteppedPath(base, *link_change)
             self.link = Link(scenario.link.capacity_bytes_per_s, scenario.link.flow_cap_bytes_per_s, path)
+            if record_link:
+                self.link.timeline = [(0.0, 0)]
         self.rtt_s = scenario.link.rtt_s if scenario.link else 0.0
         # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
         # output, interpolated (the step time is smooth in the token count).
@@ -604,6 +615,7 @@ class _Simulation:
             prefill_instances=self.scenario.prefill.count,
             link_bytes=link.bytes_delivered if link else 0.0,
             link_capacity_integral=link.capacity_integral if link else 0.0,
+            link_timeline=link.timeline if link else None,
             decoder_batch_integral={
                 name: sum(inst.batch_time_integral for inst in pool) for name, pool in self.pools.items()
             },
@@ -613,14 +625,22 @@ class _Simulation:
 
 
 def simulate_requests(
-    scenario: Scenario, count: int, seed: int, replay: TraceReplay | None = None
+    scenario: Scenario,
+    count: int,
+    seed: int,
+    replay: TraceReplay | None = None,
+    link_change: tuple[float, float] | None = None,
+    record_link: bool = False,
 ) -> tuple[RequestTable, SimulationStats]:
     """Simulate `count` requests (drawn from the workload, or the first `count` of `replay`);
-    return the per-request table and server statistics."""
+    return the per-request table and server statistics.
+
+    `link_change` = (t, share): from t the line pool keeps `share` of its capacity (a line fails);
+    `record_link` keeps the transfers in flight at each change (`SimulationStats.link_timeline`)."""
     check_requests(count)
     check_seed(seed)
     if replay is not None:
         count = min(count, len(replay))
-    simulation = _Simulation(scenario, count, np.random.default_rng(seed), replay)
+    simulation = _Simulation(scenario, count, np.random.default_rng(seed), replay, link_change, record_link)
     simulation.run()
     return simulation.table(), simulation.stats()

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pddplan.net.fluctuation import CapacityPath
+from pddplan.net.fluctuation import CapacityPath, SteppedPath
 
 
 @dataclass
@@ -190,7 +190,9 @@ class ColocatedRelay(DecodeInstance):
 class Link:
     """A WAN link with processor sharing, a per-flow cap and a fluctuating capacity."""
 
-    def __init__(self, capacity_bytes_per_s: float, flow_cap_bytes_per_s: float, path: CapacityPath) -> None:
+    def __init__(
+        self, capacity_bytes_per_s: float, flow_cap_bytes_per_s: float, path: CapacityPath | SteppedPath
+    ) -> None:
         self.capacity = capacity_bytes_per_s
         self.flow_cap = flow_cap_bytes_per_s
         self.path = path
@@ -205,6 +207,7 @@ class Link:
         self.bytes_delivered = 0.0
         self.capacity_integral = 0.0
         self._path_t = 0.0
+        self.timeline: list[tuple[float, int]] | None = None  # (t, flows) at each change, when recorded
 
     def rate(self) -> float:
         """Bytes/s each flow gets now: min(F, C f / n)."""
@@ -237,14 +240,18 @@ class Link:
             self.fraction, self.next_change = self.path.next_step(t)
         self.flows[request] = self.clock
         heapq.heappush(self.heap, (self.clock + size_bytes, request))
+        if self.timeline is not None:
+            self.timeline.append((t, len(self.flows)))
 
     def sent(self, request: int) -> float:
         """Bytes of `request`'s transfer sent so far."""
         return self.clock - self.flows[request]
 
     def stop(self, request: int) -> None:
-        """End a transfer (done or cancelled)."""
+        """End a transfer (done or cancelled; the link was advanced to the time it ends)."""
         del self.flows[request]
+        if self.timeline is not None:
+            self.timeline.append((self.last_t, len(self.flows)))
 
     def next_event(self) -> float:
         """Time of the next flow completion or capacity change."""
