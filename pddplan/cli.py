@@ -1164,18 +1164,26 @@ def survive(
         str, typer.Option("--survive", help="Failures to survive: instance, line, or instance,line.")
     ] = "instance,line",
     output_path: Annotated[Path | None, typer.Option("--output", help="Write the grown plan here (YAML).")] = None,
+    degraded_sla: Annotated[
+        float,
+        typer.Option(
+            "--degraded-sla", help="After a failure, meet the SLA's targets times this factor (1: the full SLA)."
+        ),
+    ] = 1.0,
     json_out: JsonFlag = False,
 ) -> None:
-    """N+1: grow a plan until it meets its SLA after losing any one instance (of any role) or any
-    one WAN line; print what was added and the price of it."""
+    """N+1: grow a plan until it meets its SLA (or a degraded one) after losing any one instance
+    (of any role) or any one WAN line; print what was added and the price of it."""
     from pddplan.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.report import output, plan_tables
+    from pddplan.survive import check_degraded_sla
     from pddplan.survive import survive as run
 
+    check_degraded_sla(degraded_sla)
     inputs = load_input_set(load_workload(workload), workload_dir(workload))
     with output.status("checking every single failure..."):
-        result = run(inputs, load_plan(plan), {k.strip() for k in kinds.split(",") if k.strip()})
+        result = run(inputs, load_plan(plan), {k.strip() for k in kinds.split(",") if k.strip()}, degraded_sla)
     if output_path is not None:
         import yaml
 

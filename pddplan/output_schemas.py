@@ -444,6 +444,7 @@ class Survive(Output):
     original_cost_usd_per_hour: float
     cost_usd_per_hour: float
     price_of_survival: float = Field(description="extra cost over the original plan, as a share of it")
+    degraded_sla: float = Field(description="the SLA's targets after a failure, as a multiple of the full SLA's")
     added: list[str]
     failures: list[FailureMode]
     plan: dict[str, Any] = Field(description="the grown plan, as a plan file holds it")

@@ -2,7 +2,9 @@
 
 Failures considered: one instance of each role the plan has (`instance`), and one leased line of
 each WAN option (`line`), each degraded as `pddplan.whatif` models it. A failure survives when the
-degraded deployment serves the whole offered rate within the SLA (closed form).
+degraded deployment serves the whole offered rate within the SLA (closed form), or within a
+degraded SLA: `degraded_sla` = k multiplies every target (TTFT P90, P99, TPOT P90) after a
+failure, the SLA an operator may promise for the hours a part is down (k = 1: the full SLA).
 
 The growth is greedy: while some failure does not survive, every single addition is tried (one
 more instance of a role, one more line of a leased option, within the workload's inventory and
@@ -13,7 +15,8 @@ plan; the price of N+1 is its cost over the plan's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pddplan.errors import InfeasibleError, InputError
@@ -36,6 +39,7 @@ class Survival:
     cost_usd_per_hour: float
     added: list[str] = field(default_factory=list)
     failures: dict[str, str] = field(default_factory=dict)  # failure -> mode, on the grown plan
+    degraded_sla: float = 1.0  # the SLA's targets after a failure, as a multiple of the full SLA's
 
     @property
     def price_of_survival(self) -> float:
@@ -47,6 +51,7 @@ class Survival:
             "original_cost_usd_per_hour": self.original_cost_usd_per_hour,
             "cost_usd_per_hour": self.cost_usd_per_hour,
             "price_of_survival": self.price_of_survival,
+            "degraded_sla": self.degraded_sla,
             "added": self.added,
             "failures": [{"failure": k, "mode": v} for k, v in self.failures.items()],
             "plan": self.plan.model_dump(mode="json"),
@@ -63,20 +68,42 @@ def failures_of(plan: Plan, kinds: set[str]) -> list[str]:
     return out
 
 
-def survives(inputs: InputSet, scenario: Scenario, failure: str) -> tuple[bool, str]:
-    """Whether the deployment still serves its whole rate within the SLA after `failure`."""
+def check_degraded_sla(factor: float) -> None:
+    """InputError unless 1 <= factor <= 100 (a degraded SLA relaxes the targets, never tightens them)."""
+    if not (math.isfinite(factor) and 1.0 <= factor <= 100.0):
+        raise InputError(f"--degraded-sla = {factor:g}: expected a factor from 1 (the full SLA) to 100")
+
+
+def relaxed(scenario: Scenario, factor: float) -> Scenario:
+    """`scenario` with every SLA target multiplied by `factor`."""
+    if factor == 1.0:
+        return scenario
+    sla = scenario.workload.sla
+    looser = sla.model_copy(
+        update={
+            "ttft_p90_s": sla.ttft_p90_s * factor,
+            "ttft_p99_s": sla.ttft_p99_s * factor,
+            "tpot_p90_s": None if sla.tpot_p90_s is None else sla.tpot_p90_s * factor,
+        }
+    )
+    return replace(scenario, workload=scenario.workload.model_copy(update={"sla": looser}))
+
+
+def survives(inputs: InputSet, scenario: Scenario, failure: str, degraded_sla: float = 1.0) -> tuple[bool, str]:
+    """Whether the deployment still serves its whole rate within the SLA (its targets times
+    `degraded_sla`) after `failure`."""
     from pddplan.evaluate.analytic import evaluate
 
     changed, rate, mode = apply(inputs, scenario, Change(fail=failure))
     if changed is None:
         return False, mode
-    figures = evaluate(changed, rate)
+    figures = evaluate(relaxed(changed, degraded_sla), rate)
     return bool(figures.sla_met and figures.goodput_rps >= rate * (1 - 1e-9)), mode
 
 
-def _unsurvived(inputs: InputSet, plan: Plan, kinds: set[str]) -> list[str]:
+def _unsurvived(inputs: InputSet, plan: Plan, kinds: set[str], degraded_sla: float) -> list[str]:
     scenario = build_scenario(plan, inputs, source="survive")
-    return [f for f in failures_of(plan, kinds) if not survives(inputs, scenario, f)[0]]
+    return [f for f in failures_of(plan, kinds) if not survives(inputs, scenario, f, degraded_sla)[0]]
 
 
 def growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan, float]]:
@@ -101,30 +128,31 @@ def growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan, float]]:
     return valid
 
 
-def survive(inputs: InputSet, plan: Plan, kinds: set[str]) -> Survival:
-    """`plan` grown until every failure of `kinds` survives (module docstring); InfeasibleError
-    when no addition helps or the inventory runs out first."""
+def survive(inputs: InputSet, plan: Plan, kinds: set[str], degraded_sla: float = 1.0) -> Survival:
+    """`plan` grown until every failure of `kinds` survives within the SLA times `degraded_sla`
+    (module docstring); InfeasibleError when no addition helps or the inventory runs out first."""
     unknown = kinds - set(KINDS)
     if unknown or not kinds:
         raise InputError(f"--survive = {','.join(sorted(kinds)) or '(nothing)'}: expected instance, line or both")
+    check_degraded_sla(degraded_sla)
     original = build_scenario(plan, inputs, source="survive").cost_per_hour
     added: list[str] = []
-    left = _unsurvived(inputs, plan, kinds)
+    left = _unsurvived(inputs, plan, kinds, degraded_sla)
     stalled = 0  # additions in a row that fixed no failure (two may be needed together)
     for _ in range(MAX_STEPS):
         if not left or stalled > MAX_STALLED:
             break
         options = []
         for label, grown, cost in growths(inputs, plan):
-            options.append((len(_unsurvived(inputs, grown, kinds)), cost, label, grown))
+            options.append((len(_unsurvived(inputs, grown, kinds, degraded_sla)), cost, label, grown))
         if not options:
             raise InfeasibleError(f"cannot survive {', '.join(left)}: the inventory and line limits allow no more")
         best_left, _, label, grown = min(options, key=lambda o: (o[0], o[1]))
         stalled = stalled + 1 if best_left >= len(left) else 0
-        plan, left = grown, _unsurvived(inputs, grown, kinds)
+        plan, left = grown, _unsurvived(inputs, grown, kinds, degraded_sla)
         added.append(label)
     if left:
         raise InfeasibleError(f"after {len(added)} additions, {', '.join(left)} still breaks the SLA")
     final = build_scenario(plan, inputs, source="survive")
-    modes = {f: survives(inputs, final, f)[1] for f in failures_of(plan, kinds)}
-    return Survival(plan, original, final.cost_per_hour, added, modes)
+    modes = {f: survives(inputs, final, f, degraded_sla)[1] for f in failures_of(plan, kinds)}
+    return Survival(plan, original, final.cost_per_hour, added, modes, degraded_sla)

@@ -72,3 +72,36 @@ def test_optimize_survive(cli: Any) -> None:
     assert row["feasible"] and row["cost_usd_per_hour"] >= row["original_cost_usd_per_hour"]
     bad = cli("optimize", "pdd-agent-64k", "-a", "pdd", "--no-verify", "--survive", "meteor")
     assert bad.exit_code == 2 and "expected instance, line or both" in bad.stderr
+
+
+def test_a_degraded_sla_never_costs_more(cli: Any, tmp_path: Path) -> None:
+    """Relaxing the targets after a failure (2x) never needs more than the full SLA does, and each
+    failure the grown plan meets under the full SLA it also meets at 2x; a factor below 1 is refused."""
+    import json
+
+    from cli_results import one_error_line
+
+    plan = str(ROOT / "tests" / "data" / "export" / "pdd-agent-64k-pdd.yaml")
+    full = json.loads(cli("survive", plan, "pdd-agent-64k", "--survive", "instance", "--json").stdout)
+    loose = json.loads(
+        cli("survive", plan, "pdd-agent-64k", "--survive", "instance", "--degraded-sla", "2", "--json").stdout
+    )
+    assert loose["degraded_sla"] == 2.0 and full["degraded_sla"] == 1.0
+    assert loose["cost_usd_per_hour"] <= full["cost_usd_per_hour"] + 1e-9
+    one_error_line(cli("survive", plan, "pdd-agent-64k", "--degraded-sla", "0.5"), "--degraded-sla = 0.5")
+
+
+def test_relaxed_multiplies_every_target() -> None:
+    from pddplan.input_set import load_input_set
+    from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.scenario import build_scenario
+    from pddplan.survive import relaxed
+
+    inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
+    scenario = build_scenario(load_plan(str(ROOT / "tests" / "data" / "export" / "pdd-agent-64k-pdd.yaml")), inputs)
+    sla, looser = scenario.workload.sla, relaxed(scenario, 2.5).workload.sla
+    assert looser.ttft_p90_s == 2.5 * sla.ttft_p90_s and looser.ttft_p99_s == 2.5 * sla.ttft_p99_s
+    assert (looser.tpot_p90_s is None) == (sla.tpot_p90_s is None)
+    if sla.tpot_p90_s is not None:
+        assert looser.tpot_p90_s == 2.5 * sla.tpot_p90_s
+    assert relaxed(scenario, 1.0) is scenario

@@ -237,7 +237,8 @@ def print_survival(console: Console, data: dict[str, Any]) -> None:
         highlight=False,
         markup=False,
     )
-    table = Table(title="after each single failure, the grown plan")
+    sla = "" if data.get("degraded_sla", 1.0) == 1.0 else f" (within {data['degraded_sla']:g}x the SLA's targets)"
+    table = Table(title=f"after each single failure, the grown plan{sla}")
     table.add_column("failure")
     table.add_column("runs as")
     for item in data["failures"]:
