@@ -516,3 +516,33 @@ def test_step_time_vectorized_matches_scalar() -> None:
         ):
             assert float(getattr(vector, field)[i]) == pytest.approx(float(getattr(scalar, field)), rel=1e-12)
         assert vector.bound[i] == str(scalar.bound)
+
+
+def test_busiest_rank_share_by_hand() -> None:
+    """Binomial(E/R, p) experts per rank, p = E_hit / E: the busiest of R ranks carries about
+    mu + sigma sqrt(2 ln R), at least ceil(E_hit / R), at most E/R, over the mean mu."""
+    import math
+
+    from pddplan.perf.roofline import busiest_rank_share
+
+    hit = float(experts_touched(8, 256, 8))  # DeepSeek-V3, 8 tokens on EP8
+    mu = 32 * hit / 256
+    expected = (mu + math.sqrt(mu * (1 - hit / 256)) * math.sqrt(2 * math.log(8))) / mu
+    assert float(busiest_rank_share(hit, 256, 8)) == pytest.approx(expected, rel=1e-12)
+    assert float(busiest_rank_share(hit, 256, 8)) == pytest.approx(1.67, abs=0.01)
+    assert float(busiest_rank_share(256.0, 256, 8)) == pytest.approx(1.0)  # every expert touched
+    assert float(busiest_rank_share(1.0, 256, 8)) == pytest.approx(8.0)  # one expert: one rank has it all
+    assert float(busiest_rank_share(5.0, 256, 1)) == 1.0  # one rank: nothing to wait for
+    shares = busiest_rank_share(experts_touched(np.array([1, 8, 64, 512]), 256, 8), 256, 8)
+    assert np.all(np.diff(shares) <= 0) and np.all(shares >= 1)  # more tokens, better balance
+
+
+def test_ep_experts_wait_for_the_busiest_rank() -> None:
+    n, tp = 8, 4
+    ep = step_time(inst(MOE, tp=tp, ep=True), 1, 1000, n)
+    tp_step = step_time(inst(MOE, tp=tp, ep=False), 1, 1000, n)
+    from pddplan.perf.roofline import busiest_rank_share
+
+    share = float(busiest_rank_share(experts_touched(n, 8, 2), 8, tp))
+    assert share > 1
+    assert float(ep.expert_gemm_s) == pytest.approx(float(tp_step.expert_gemm_s) * share, rel=1e-12)

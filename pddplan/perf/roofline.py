@@ -307,8 +307,9 @@ def busiest_rank_share(touched: ArrayLike, num_experts: int, ranks: int) -> np.n
     Each of `ranks` ranks holds E / ranks experts; with uniform routing each expert is touched with
     probability p = E_hit / E, so a rank's touched experts are Binomial(E / ranks, p), mean mu and
     deviation sigma = sqrt(mu (1 - p)). The step waits for the busiest rank, whose count is about
-    mu + sigma sqrt(2 ln ranks) (the expected maximum of `ranks` near-normal draws), at most E / ranks:
-    share = min(mu + sigma sqrt(2 ln ranks), E / ranks) / mu. Few tokens leave some ranks idle and
+    mu + sigma sqrt(2 ln ranks) (the expected maximum of `ranks` near-normal draws), at least
+    ceil(E_hit / ranks) (some rank holds that many) and at most E / ranks:
+    share = clip(mu + sigma sqrt(2 ln ranks), ceil(E_hit / ranks), E / ranks) / mu. Few tokens leave some ranks idle and
     others loaded (DeepSeek's EPLB exists for this); many tokens touch every expert (share 1).
     Skewed routing (hot experts) would add to it and is not modelled."""
     hit = np.asarray(touched, dtype=np.float64)
@@ -318,7 +319,8 @@ def busiest_rank_share(touched: ArrayLike, num_experts: int, ranks: int) -> np.n
     p = np.clip(hit / num_experts, 1e-12, 1.0)
     mu = per_rank * p
     sigma = np.sqrt(mu * (1.0 - p))
-    busiest = np.minimum(mu + sigma * math.sqrt(2.0 * math.log(ranks)), per_rank)
+    spread = mu + sigma * math.sqrt(2.0 * math.log(ranks))
+    busiest = np.minimum(np.maximum(spread, np.ceil(hit / ranks - 1e-9)), per_rank)
     return np.maximum(busiest / mu, 1.0)
 
 
