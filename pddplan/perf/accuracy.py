@@ -23,9 +23,11 @@ from pddplan.specs.model import ModelArchitecture
 
 def _summary(predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
     stats = ErrorSummary.of(predicted, measured)
+    p90 = float(np.quantile(np.abs(predicted / measured - 1.0), 0.9)) if stats.count else None
     return {
         "count": stats.count,
         "median_abs_error": stats.median,
+        "p90_abs_error": p90,
         "worst_abs_error": stats.worst,
         "mean_abs_error": stats.mean,
     }

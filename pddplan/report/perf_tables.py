@@ -123,7 +123,7 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
         title=f"step-time model vs {report['rows'] - report['excluded']} measured points "
         f"({report['excluded']} excluded, listed last; see tests/data/measurements.md)"
     )
-    for header in ("rows", "factors", "count", "median |error|", "worst |error|", "mean |error|"):
+    for header in ("rows", "factors", "count", "median |error|", "p90 |error|", "worst |error|"):
         table.add_column(header, justify="right")
     for key, label in (("summary", "stack-calibrated"), ("gpu_level_summary", "GPU only")):
         for split, s in report[key].items():
@@ -132,8 +132,8 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
                 label,
                 str(s["count"]),
                 _share(s["median_abs_error"]),
+                _share(s["p90_abs_error"]),
                 _share(s["worst_abs_error"]),
-                _share(s["mean_abs_error"]),
             )
     console.print(table)
     console.print(
