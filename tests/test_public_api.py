@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_results import json_of
 
 import pddplan
@@ -54,9 +55,14 @@ def test_version_and_short_help(cli: Any) -> None:
     assert "Usage: " in cli("optimize", "-h").stdout
 
 
-def test_shell_completion_can_be_shown(cli: Any) -> None:
-    result = cli("--show-completion", "bash")  # CliRunner names the program "root"
-    assert result.exit_code == 0 and "_root_completion()" in result.stdout
+def test_shell_completion_can_be_shown(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without this variable typer ignores the shell named and detects the parent process's shell,
+    # which fails (exit 1, "Shell  not supported") when the test runner's parent is not a shell.
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
+    bash = cli("--show-completion", "bash")  # CliRunner names the program "root"
+    assert bash.exit_code == 0 and "_root_completion()" in bash.stdout, (bash.exit_code, bash.stderr)
+    zsh = cli("--show-completion", "zsh")
+    assert zsh.exit_code == 0 and zsh.stdout.startswith("#compdef root"), (zsh.exit_code, zsh.stderr)
 
 
 def test_shipped_files_name_their_schema_for_editors() -> None:

@@ -301,3 +301,29 @@ def test_pool_size_estimate_is_the_fewest_instances_at_full_fill() -> None:
     assert pool_size_estimate(0.01, 48, 0.05, 1000.0) == 1
     assert pool_size_estimate(4.0, 0, 0.05, 1000.0) == 1
     assert pool_size_estimate(4.0, 48, math.inf, 1000.0) == 1
+
+
+def test_prefill_capacity_by_line_is_prefill_capacity_on_each_line(agent_setup: Any) -> None:
+    """Searching every (line, pool size) pair at once gives each line's own search, to 1e-9 of the
+    rate (the same bisection brackets; only summation order may differ), and a wider line never
+    carries less (more bandwidth never slows a transfer)."""
+    from pddplan.evaluate.capacity import Downstream, decoder_capacity, prefill_capacity, prefill_capacity_by_line
+    from pddplan.evaluate.classes import workload_classes
+    from pddplan.specs.plan import Routing
+
+    workload, model = agent_setup.workload, agent_setup.model
+    cand = agent_setup.candidates[0]
+    moments = agent_setup.moments
+    cap = decoder_capacity(cand, workload, model, moments.context_tokens, moments.output_tokens)
+    rule = Routing(kind="hit", hit_threshold=0.9)
+    classes = workload_classes(workload, model, cand.instance, agent_setup.chunk, rule)
+    lines = sorted(agent_setup.lines, key=lambda pool: pool.capacity_bytes_per_s)[:6]
+    sizes = np.arange(1, 7)
+    downstreams = [Downstream(agent_setup.architecture, line, cap.step_s, cap.step_s) for line in lines]
+    together = prefill_capacity_by_line(cand, classes, downstreams, workload, sizes, 50.0, 1.0)
+    assert together.shape == (len(lines), len(sizes))
+    for row, downstream in zip(together, downstreams, strict=True):
+        alone = prefill_capacity(cand, classes, downstream, workload, sizes, 50.0, 1.0)
+        np.testing.assert_allclose(row, alone, rtol=1e-9, atol=1e-12)
+    assert (np.diff(together, axis=0) >= -1e-9).all(), together
+    assert together.max() > 0

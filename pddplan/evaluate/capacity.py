@@ -21,6 +21,7 @@ WAN        a pool carries g * E[incremental KV bytes] <= rho_max * E[available c
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -222,7 +223,7 @@ def path_load(
     offered = min(rate, max_rate) * wan_bytes
     transfer = wan_transfer_time(classes.wan_bytes, capacity_f, offered, line.flow_cap_bytes_per_s, line.rtt_s)
     window = transfer + line.rtt_s / 2
-    slowest = slowest_extender(md_candidates, context)
+    slowest = md_candidates[0] if len(md_candidates) == 1 else slowest_extender(md_candidates, context)
     grid = np.unique(np.geomspace(1.0, max(float(outputs.max()), 2.0), 48).round())
     extend_grid = extend_time(slowest, grid, context)
 
@@ -266,8 +267,33 @@ def prefill_capacity(
     P(TTFT > T90) <= 0.1 and P(TTFT > T99) <= 0.01 with the targets scaled by `sla_scale` (< 1 when
     verification asked for headroom).
     """
+    return prefill_capacity_by_line(candidate, classes, [downstream], workload, pool_sizes, rate_ceiling, sla_scale)[0]
+
+
+def _line_supports(lines: Sequence[LinePool | None]) -> tuple[np.ndarray, np.ndarray]:
+    """(capacity points, probabilities), one row per line, padded to one width with the row's
+    last point at probability 0; an RDMA path (None) is one point of infinite capacity."""
+    rdma = (np.array([math.inf]), np.array([1.0]))
+    supports = [line.capacity_support() if line is not None else rdma for line in lines]
+    width = max(len(capacity) for capacity, _ in supports)
+    capacity = np.array([np.pad(c, (0, width - len(c)), mode="edge") for c, _ in supports])
+    prob = np.array([np.pad(q, (0, width - len(q))) for _, q in supports])
+    return capacity, prob
+
+
+def prefill_capacity_by_line(
+    candidate: InstanceKind,
+    classes: RequestClasses,
+    downstreams: Sequence[Downstream],
+    workload: Workload,
+    pool_sizes: np.ndarray,
+    rate_ceiling: float,
+    sla_scale: float,
+) -> np.ndarray:
+    """`prefill_capacity` for each of `downstreams` (one row each), which differ only in their line:
+    every (line, pool size) pair is searched at once, the per-call overhead paid once."""
+    downstream, lines = downstreams[0], [d.line for d in downstreams]
     sla = workload.sla
-    line = downstream.line
     p_in = classes.input_prob
     service = classes.prefill_s + classes.load_s  # the request's own time before its first token
     cv2_a = workload.arrival.cv**2
@@ -275,26 +301,24 @@ def prefill_capacity(
     rdma = rdma_time_s(full_kv, candidate.instance.kv_senders, candidate.instance.hardware.nic_bytes_per_s)
     if downstream.relay_on_prefill:
         rdma = np.zeros_like(rdma)
-    if line is not None:
-        capacity_f, prob_f = line.capacity_support()
-        wan_bytes = float(classes.wan_bytes @ p_in)
-    else:
-        capacity_f, prob_f, wan_bytes = np.array([math.inf]), np.array([1.0]), 0.0
-    weights = (p_in[:, None] * prob_f[None, :]).ravel()
+    wan_bytes = float(classes.wan_bytes @ p_in)
+    capacity_lf, prob_lf = _line_supports(lines)
+    flow_cap_l = np.array([line.flow_cap_bytes_per_s if line is not None else math.inf for line in lines])
+    rtt_l = np.array([line.rtt_s if line is not None else 0.0 for line in lines])
+    sizes = pool_sizes.astype(np.float64)
+    # rows: every (line, pool size) pair, line-major
+    line_of_row = np.repeat(np.arange(len(lines)), len(sizes))
+    weights_l = (p_in[None, :, None] * prob_lf[:, None, :]).reshape(len(lines), -1)
     targets = np.array([sla.ttft_p90_s, sla.ttft_p99_s]) * sla_scale
     allowed = np.array([0.10, 0.01])
-    sizes = pool_sizes.astype(np.float64)
 
-    def feasible(n: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    def feasible(rows: np.ndarray, n: np.ndarray, rate: np.ndarray) -> np.ndarray:
         queue = prefill_queue(classes, n, rate, cv2_a)
         p_wait, wait_mean = queue.p_wait, queue.wait_mean_s
-        if line is not None:
-            offered = (rate * wan_bytes)[:, None]
-            wan = wan_transfer_time(
-                classes.wan_bytes, capacity_f[None, :], offered, line.flow_cap_bytes_per_s, line.rtt_s
-            )
-        else:
-            wan = np.zeros((len(n), len(p_in), 1))
+        offered = (rate * wan_bytes)[:, None]
+        wan = wan_transfer_time(
+            classes.wan_bytes, capacity_lf[rows], offered, flow_cap_l[rows, None], rtt_l[rows, None, None]
+        )
         downstream_s = downstream.architecture.first_token_delay(
             rdma[None, :, None], wan, downstream.md_step_s, downstream.relay_step_s, classes.relay[None, :, None]
         )
@@ -302,28 +326,30 @@ def prefill_capacity(
         ok = np.ones(len(n), dtype=bool)
         for target, share in zip(targets, allowed, strict=True):
             tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])
-            ok &= tail @ weights <= share
+            ok &= np.einsum("rk,rk->r", tail, weights_l[rows]) <= share
         return ok
 
     packed_s = float(classes.prefill_work_s @ p_in)  # the least work a request can bring
-    ceiling = np.minimum(sizes / packed_s * 0.999, rate_ceiling)
-    if line is not None:
-        ceiling = np.minimum(ceiling, WAN_MAX_UTILIZATION * line.mean_capacity_bytes_per_s() / max(wan_bytes, 1.0))
-    top_ok = feasible(sizes, ceiling)
-    # only the pool sizes that cannot carry their ceiling need the bisection
-    n, high = sizes[~top_ok], ceiling[~top_ok]
+    mean_capacity = np.array([line.mean_capacity_bytes_per_s() if line is not None else math.inf for line in lines])
+    wan_ceiling = WAN_MAX_UTILIZATION * mean_capacity / max(wan_bytes, 1.0)
+    all_sizes = np.tile(sizes, len(lines))
+    ceiling = np.minimum(np.minimum(all_sizes / packed_s * 0.999, rate_ceiling), wan_ceiling[line_of_row])
+    top_ok = feasible(line_of_row, all_sizes, ceiling)
+    # only the pool sizes that cannot carry their ceiling need the search
+    rows, n, high = line_of_row[~top_ok], all_sizes[~top_ok], ceiling[~top_ok]
     low = np.zeros(len(n))
     steps = np.arange(1, GRID_POINTS + 1) / (GRID_POINTS + 1)
-    rows = np.arange(len(n))
+    index = np.arange(len(n))
     for _ in range(GRID_ROUNDS if len(n) else 0):
         rates = low[:, None] + (high - low)[:, None] * steps[None, :]
-        ok = feasible(np.repeat(n, GRID_POINTS), rates.ravel()).reshape(len(n), GRID_POINTS)
+        ok = feasible(np.repeat(rows, GRID_POINTS), np.repeat(n, GRID_POINTS), rates.ravel())
+        ok = ok.reshape(len(n), GRID_POINTS)
         # feasibility falls with the rate: the bracket is [last of the leading feasible, next]
         leading = np.cumprod(ok, axis=1).sum(axis=1)
         low, high = (
-            np.where(leading > 0, rates[rows, np.maximum(leading - 1, 0)], low),
-            np.where(leading < GRID_POINTS, rates[rows, np.minimum(leading, GRID_POINTS - 1)], high),
+            np.where(leading > 0, rates[index, np.maximum(leading - 1, 0)], low),
+            np.where(leading < GRID_POINTS, rates[index, np.minimum(leading, GRID_POINTS - 1)], high),
         )
     out = ceiling.copy()
     out[~top_ok] = low
-    return out
+    return out.reshape(len(lines), len(sizes))

@@ -145,6 +145,11 @@ def workload_classes(
     )
 
 
+def with_relay_rule(classes: RequestClasses, relay_rule: Routing | None) -> RequestClasses:
+    """`classes` with the relay marks of `relay_rule` (the rest does not depend on the rule)."""
+    return replace(classes, relay=relayed(relay_rule, classes.hit, classes.wan_bytes))
+
+
 def request_classes(scenario: Scenario) -> RequestClasses:
     """The classes of a scenario's workload, with its prefill instance and routing."""
     plan = scenario.plan

@@ -19,15 +19,17 @@ def wan_transfer_time(
     size_bytes: ArrayLike,
     capacity_bytes_per_s: ArrayLike,
     offered_bytes_per_s: ArrayLike,
-    flow_cap_bytes_per_s: float,
-    rtt_s: float,
+    flow_cap_bytes_per_s: ArrayLike,
+    rtt_s: ArrayLike,
 ) -> np.ndarray:
     """T(x, f) for every combination: sizes along axis -2, capacity points along axis -1.
 
-    `offered_bytes_per_s` broadcasts against the capacity points (e.g. one load per pool size).
+    `offered_bytes_per_s` and `flow_cap_bytes_per_s` broadcast against the capacity points (e.g.
+    one load per pool size), `rtt_s` against the result (e.g. shape (lines, 1, 1) for one row of
+    capacity points per line). An infinite capacity (no line) takes no time beyond RTT / 2.
     """
     capacity = np.asarray(capacity_bytes_per_s, dtype=np.float64)
     spare = np.maximum(capacity - np.asarray(offered_bytes_per_s, dtype=np.float64), SPARE_FLOOR * capacity)
     rate = np.minimum(flow_cap_bytes_per_s, spare)
     size = np.asarray(size_bytes, dtype=np.float64)
-    return rtt_s / 2 + size[..., :, None] / rate[..., None, :]
+    return np.asarray(rtt_s, dtype=np.float64) / 2 + size[..., :, None] / rate[..., None, :]

@@ -64,6 +64,19 @@ def worker_count(requested: int | None, tasks: int) -> int:
     return max(1, min(requested or available, tasks))
 
 
+def longest_first(names: Sequence[ArchitectureName]) -> list[int]:
+    """Indices of `names` in the order to hand them to the workers: an architecture with a relay
+    searches the most (routing rules x relay placements x handoff modes), then one over the WAN
+    (line sizes), then the rest. The longest task starting first bounds the wall time by it."""
+    from pddplan import architectures
+
+    def work(index: int) -> tuple[int, int]:
+        arch = architectures.get(names[index])
+        return (-int(arch.has_relay), -int(arch.uses_wan))
+
+    return sorted(range(len(names)), key=work)
+
+
 def optimize_all(
     inputs: InputSet,
     names: Sequence[ArchitectureName],
@@ -79,8 +92,10 @@ def optimize_all(
         progress(f"optimizing {', '.join(names)} on {workers} workers")
     _SHARED = (inputs, options)
     try:
+        order = longest_first(names)
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_one, names))
+            done = dict(zip(order, pool.map(_one, [names[i] for i in order]), strict=True))
+        return [done[i] for i in range(len(names))]
     except BrokenProcessPool as error:
         raise RuntimeError(
             f"an optimizer worker process died ({error}); rerun with --jobs 1 to optimize in one process"

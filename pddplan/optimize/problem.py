@@ -24,10 +24,10 @@ from pddplan.evaluate.capacity import (
     decoder_capacity,
     path_load,
     pool_size_estimate,
+    prefill_capacity_by_line,
     slowest_extender,
 )
-from pddplan.evaluate.capacity import prefill_capacity as pool_capacities
-from pddplan.evaluate.classes import RequestClasses, workload_classes
+from pddplan.evaluate.classes import RequestClasses, with_relay_rule, workload_classes
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
 from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool
@@ -143,12 +143,20 @@ class ProblemBuilder:
     beyond_inventory: bool = False
     _prefill_memo: dict[tuple[Any, ...], dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
     _classes_memo: dict[str | None, dict[int, RequestClasses]] = field(default_factory=dict)
+    _decoders_memo: dict[tuple[float, float], list[DecoderCapacity[Candidate]]] = field(default_factory=dict)
+    _colocated_memo: dict[float, dict[int, float]] = field(default_factory=dict)
 
     def decoders(self, decode_scale: float = 1.0, pooled_rps: float = 0.0) -> list[DecoderCapacity[Candidate]]:
         """Capacity of every candidate as a decoder, credited `decode_scale` of its rate and
         concurrency; a kind that cannot hold the longest prompt's KV gets none (batch 0). With
         `pooled_rps` > 0, a kind's slot wait is pooled over the fewest instances that could carry
         that rate (`pool_size_estimate`), else taken on one instance's slots."""
+        key = (decode_scale, pooled_rps)
+        if key not in self._decoders_memo:
+            self._decoders_memo[key] = self._decoders(decode_scale, pooled_rps)
+        return self._decoders_memo[key]
+
+    def _decoders(self, decode_scale: float, pooled_rps: float) -> list[DecoderCapacity[Candidate]]:
         moments = self.setup.moments
         workload, model = self.setup.workload, self.setup.model
         out = []
@@ -167,6 +175,11 @@ class ProblemBuilder:
         KV room its longest prompt leaves, when the options let the relay run on prefill."""
         if self.options.relay_placement == "dedicated":
             return {}
+        if decode_scale not in self._colocated_memo:
+            self._colocated_memo[decode_scale] = self._colocated_relay(decode_scale)
+        return self._colocated_memo[decode_scale]
+
+    def _colocated_relay(self, decode_scale: float) -> dict[int, float]:
         setup = self.setup
         workload, model, moments = setup.workload, setup.model, setup.moments
         page = workload.serving.page_tokens
@@ -190,9 +203,13 @@ class ProblemBuilder:
         relay_rule = arch.relay_rule(routing) if routing is not None else None
         routing_key = routing.model_dump_json() if routing else None
         if routing_key not in self._classes_memo:
+            if None not in self._classes_memo:  # prefill times do not depend on the routing: computed once
+                self._classes_memo[None] = {
+                    i: workload_classes(workload, setup.model, c.instance, setup.chunk, None)
+                    for i, c in enumerate(setup.candidates)
+                }
             self._classes_memo[routing_key] = {
-                i: workload_classes(workload, setup.model, c.instance, setup.chunk, relay_rule)
-                for i, c in enumerate(setup.candidates)
+                i: with_relay_rule(base, relay_rule) for i, base in self._classes_memo[None].items()
             }
         classes = self._classes_memo[routing_key]
         any_classes = next(iter(classes.values()))
@@ -268,7 +285,10 @@ class ProblemBuilder:
             # the program may serve, so their capacity is left at 0 without computing it
             lowest = min(max(math.floor(least * mean_s), 1), top)
             sizes = np.arange(lowest, top + 1)
-            same_link: dict[Any, np.ndarray] = {}
+            # one row per distinct line (pools of equal lines share it), searched in one call
+            rows: dict[Any, int] = {}
+            line_rows: list[LinePool | None] = []
+            pool_row: dict[int, int] = {}
             for k, load in enumerate(pools):
                 line = load.line
                 source = line.source if line is not None else setup.workload.deployment.home
@@ -279,18 +299,19 @@ class ProblemBuilder:
                     if line is not None
                     else None
                 )
-                if link_key not in same_link:
-                    rates = pool_capacities(
-                        candidate,
-                        classes[i],
-                        replace(downstream, line=line),
-                        setup.workload,
-                        sizes,
-                        setup.rate_ceiling,
-                        sla_scale,
-                    )
-                    same_link[link_key] = np.concatenate([np.zeros(lowest - 1), rates])
-                caps[(i, k)] = same_link[link_key]
+                if link_key not in rows:
+                    rows[link_key] = len(line_rows)
+                    line_rows.append(line)
+                pool_row[k] = rows[link_key]
+            if not line_rows:
+                continue
+            downstreams = [replace(downstream, line=line) for line in line_rows]
+            rates = prefill_capacity_by_line(
+                candidate, classes[i], downstreams, setup.workload, sizes, setup.rate_ceiling, sla_scale
+            )
+            padded = np.concatenate([np.zeros((len(line_rows), lowest - 1)), rates], axis=1)
+            for k, row in pool_row.items():
+                caps[(i, k)] = padded[row]
         return caps
 
 
