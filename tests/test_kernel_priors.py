@@ -88,3 +88,18 @@ def test_median_error_of_the_priors_is_small() -> None:
     """Across all rows the priors' median |log error| is within 20%: no family is off on average."""
     errors = sorted(abs(math.log(curve(r) / float(r["efficiency"]))) for r in ROWS)
     assert errors[len(errors) // 2] < math.log(1.2)
+
+
+def test_an_omitted_factor_takes_the_shipped_default() -> None:
+    """An efficiency block may leave out the factors with a default; each default is the shipped one
+    (the prior, which is what default_efficiency.yaml holds), so a partial block of a user's own
+    does not quietly run another value than the profiles without a block."""
+    from pydantic_core import PydanticUndefined
+
+    from pddplan.perf.efficiency import DEFAULT_EFFICIENCY
+    from pddplan.specs.hardware import Efficiency
+
+    optional = {name: f.default for name, f in Efficiency.model_fields.items() if f.default is not PydanticUndefined}
+    assert "request_overhead_s" in optional and "expert_memory_fraction" in optional
+    for name, default in optional.items():
+        assert default == getattr(DEFAULT_EFFICIENCY, name) == getattr(PRIOR_EFFICIENCY, name), name

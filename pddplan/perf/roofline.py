@@ -444,26 +444,11 @@ def step_time(
     )
 
 
-#: Kernels that run at their datasheet roofs: what `floor_time` prices a step at.
+#: Kernels that run at their datasheet roofs: what `floor_time` prices a step at. Every efficiency
+#: (a `*_fraction`) is 1, every half-saturation point, latency and overhead 0: built from the
+#: fields so that a factor added to `Efficiency` cannot be left out.
 IDEAL_EFFICIENCY = Efficiency(
-    compute_max_fraction=1.0,
-    fp8_compute_max_fraction=1.0,
-    compute_half_tokens=0.0,
-    memory_fraction=1.0,
-    expert_compute_max_fraction=1.0,
-    expert_half_rows=0.0,
-    expert_memory_fraction=1.0,
-    attention_compute_fraction=1.0,
-    attention_half_ctas=0.0,
-    attention_half_keys=0.0,
-    kv_memory_fraction=1.0,
-    kv_half_bytes=0.0,
-    scale_up_fraction=1.0,
-    collective_latency_s=0.0,
-    nic_latency_s=0.0,
-    kernel_floor_s=0.0,
-    step_overhead_s=0.0,
-    request_overhead_s=0.0,
+    **{name: 1.0 if name.endswith("_fraction") else 0.0 for name in Efficiency.model_fields if name != "source"},
     source="ideal: every kernel at its datasheet roof",
 )
 

@@ -126,7 +126,7 @@ class Efficiency(StrictModel):
         default=64.0, ge=0, le=10_000_000, description="rows per expert where grouped GEMMs reach half their plateau"
     )
     expert_memory_fraction: float = Field(
-        default=0.7, gt=0, le=1, description="HBM efficiency of grouped MoE expert GEMMs (many small weights)"
+        default=0.6, gt=0, le=1, description="HBM efficiency of grouped MoE expert GEMMs (many small weights)"
     )
     attention_compute_fraction: float = Field(gt=0, le=1, description="attention kernel plateau, fraction of bf16 peak")
     attention_half_ctas: float = Field(
@@ -148,7 +148,7 @@ class Efficiency(StrictModel):
     kernel_floor_s: OverheadSeconds = Field(default=5e-6, description="device time every kernel costs beyond its work")
     step_overhead_s: OverheadSeconds = Field(description="engine host work per step: scheduling, batch assembly")
     request_overhead_s: OverheadSeconds = Field(
-        default=0.0, description="per prefilled request: scheduling, tokenization, first-token return"
+        default=0.01, description="per prefilled request: scheduling, tokenization, first-token return"
     )
     source: str = Field(min_length=1, description="how these factors were obtained")
 
