@@ -15,6 +15,34 @@ from pddplan.optimize import parallel
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: Tests that run whole commands for ten seconds to a minute (the fuzz, the gate, the paper, the
+#: agreement check, distributed sweeps), marked `slow`. The README's test command runs them; CI's
+#: second and third runs of the suite (oldest pins, newest CPython) leave them out with
+#: `-m "not slow"`, which keeps CI near its time budget while the rest of the suite still covers
+#: both ends of the version ranges.
+SLOW_TESTS = (
+    "test_fuzz_inputs.py::",
+    "test_paper.py::",
+    "test_output_schemas.py::test_json_output_matches_its_schema[gate]",
+    "test_output_schemas.py::test_json_output_matches_its_schema[agreement]",
+    "test_output_schemas.py::test_json_output_matches_its_schema[paper]",
+    "test_terminal_width.py::test_output_fits_the_terminal_without_cutting_anything[gate ",
+    "test_sweep.py::test_ray_",
+    "test_sweep.py::test_dask_",
+    "test_sweep.py::test_a_bathtub_on_a_cluster_",
+    "test_sweep.py::test_an_unreachable_scheduler_",
+    "test_optimize_search.py::test_architectures_optimized_side_by_side_give_the_same_report",
+    "test_robust.py::test_the_day_workload_robustly",
+    "test_robustness.py::test_optimize_robustness_json",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.removeprefix("tests/").startswith(SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+
+
 # Property tests explore new random examples on a developer's machine (they found a link that
 # finished flows up to 1e-6 of its byte clock early), and replay a fixed sequence in CI (CI=true),
 # so a merge is judged on the same examples every time.
