@@ -21,7 +21,7 @@ WAN        a pool carries g * E[incremental KV bytes] <= rho_max * E[available c
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -209,6 +209,40 @@ def path_load(
     extend time in tokens (sum_i e_i / tau_MD), e from the slowest decoder candidate. Capacities
     take catch-up whenever the mode allows it (`wants_catch_up` at zero relay load): the longer hold.
     """
+    return path_loads([downstream], classes, rate, md_candidates, handoff)[0]
+
+
+def path_loads(
+    downstreams: Sequence[Downstream],
+    classes: RequestClasses,
+    rate: float,
+    md_candidates: list[Instance],
+    handoff: Handoff,
+) -> list[PathLoad]:
+    """`path_load` of each of `downstreams` (which differ only in their line), the extend times
+    computed once for all."""
+    context = classes.mean_context_tokens
+    outputs = classes.output_tokens
+    extend: tuple[np.ndarray, np.ndarray] | None = None
+
+    def extend_s(tokens: np.ndarray) -> np.ndarray:
+        nonlocal extend
+        if extend is None:  # tabulated on first use, on a log grid of output lengths
+            slowest = md_candidates[0] if len(md_candidates) == 1 else slowest_extender(md_candidates, context)
+            grid = np.unique(np.geomspace(1.0, max(float(outputs.max()), 2.0), 48).round())
+            extend = grid, extend_time(slowest, grid, context)
+        return np.interp(tokens, *extend)
+
+    return [_path_load(downstream, classes, rate, handoff, extend_s) for downstream in downstreams]
+
+
+def _path_load(
+    downstream: Downstream,
+    classes: RequestClasses,
+    rate: float,
+    handoff: Handoff,
+    extend_s: Callable[[np.ndarray], np.ndarray],
+) -> PathLoad:
     line = downstream.line
     if line is None:
         return RDMA_PATH
@@ -219,17 +253,9 @@ def path_load(
     if not downstream.architecture.has_relay:
         return PathLoad(line, wan_bytes, 1.0, 0.0, max_rate)
     relay_step_s, md_step_s = downstream.relay_step_s, downstream.md_step_s
-    context = classes.mean_context_tokens
     offered = min(rate, max_rate) * wan_bytes
     transfer = wan_transfer_time(classes.wan_bytes, capacity_f, offered, line.flow_cap_bytes_per_s, line.rtt_s)
     window = transfer + line.rtt_s / 2
-    slowest = md_candidates[0] if len(md_candidates) == 1 else slowest_extender(md_candidates, context)
-    grid = np.unique(np.geomspace(1.0, max(float(outputs.max()), 2.0), 48).round())
-    extend_grid = extend_time(slowest, grid, context)
-
-    def extend_s(tokens: np.ndarray) -> np.ndarray:
-        return np.interp(tokens, grid, extend_grid)
-
     k0 = window / relay_step_s
     rounds = catch_up_rounds(
         k0, relay_step_s, line.rtt_s, handoff.catchup_threshold_tokens, extend_s, wants_catch_up(handoff, 0.0)

@@ -22,7 +22,7 @@ from pddplan.evaluate.capacity import (
     Downstream,
     PathLoad,
     decoder_capacity,
-    path_load,
+    path_loads,
     pool_size_estimate,
     prefill_capacity_by_line,
     slowest_extender,
@@ -145,6 +145,8 @@ class ProblemBuilder:
     _classes_memo: dict[str | None, dict[int, RequestClasses]] = field(default_factory=dict)
     _decoders_memo: dict[tuple[float, float], list[DecoderCapacity[Candidate]]] = field(default_factory=dict)
     _colocated_memo: dict[float, dict[int, float]] = field(default_factory=dict)
+    _one_instance: list[DecoderCapacity[Candidate]] = field(default_factory=list)
+    _pooled: dict[tuple[int, int], DecoderCapacity[Candidate]] = field(default_factory=dict)
 
     def decoders(self, decode_scale: float = 1.0, pooled_rps: float = 0.0) -> list[DecoderCapacity[Candidate]]:
         """Capacity of every candidate as a decoder, credited `decode_scale` of its rate and
@@ -159,12 +161,20 @@ class ProblemBuilder:
     def _decoders(self, decode_scale: float, pooled_rps: float) -> list[DecoderCapacity[Candidate]]:
         moments = self.setup.moments
         workload, model = self.setup.workload, self.setup.model
+        if not self._one_instance:  # each candidate on one instance's slots: the same at every scale
+            self._one_instance = [
+                decoder_capacity(candidate, workload, model, moments.context_tokens, moments.output_tokens)
+                for candidate in self.setup.candidates
+            ]
         out = []
-        for candidate in self.setup.candidates:
-            d = decoder_capacity(candidate, workload, model, moments.context_tokens, moments.output_tokens)
+        for i, (candidate, d) in enumerate(zip(self.setup.candidates, self._one_instance, strict=True)):
             pool = pool_size_estimate(pooled_rps, d.batch, d.step_s, moments.output_tokens)
             if pool > 1:
-                d = decoder_capacity(candidate, workload, model, moments.context_tokens, moments.output_tokens, pool)
+                if (i, pool) not in self._pooled:
+                    self._pooled[(i, pool)] = decoder_capacity(
+                        candidate, workload, model, moments.context_tokens, moments.output_tokens, pool
+                    )
+                d = self._pooled[(i, pool)]
             if not holds_longest_prompt(candidate, workload):
                 d = replace(d, batch=0, requests_per_s=0.0, occupancy=0.0)
             out.append(replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale))
@@ -222,16 +232,13 @@ class ProblemBuilder:
             else []
         )
         pools: list[PathLoad] = (
-            [
-                path_load(
-                    replace(downstream, line=line),
-                    any_classes,
-                    setup.rate_ceiling,
-                    slowest,
-                    CAPACITY_HANDOFF,
-                )
-                for line in setup.lines
-            ]
+            path_loads(
+                [replace(downstream, line=line) for line in setup.lines],
+                any_classes,
+                setup.rate_ceiling,
+                slowest,
+                CAPACITY_HANDOFF,
+            )
             if arch.uses_wan
             else [RDMA_PATH for _ in datacenters]
         )
@@ -341,8 +348,12 @@ def solve_bcr(
     solves = 0
     ratio = start_ratio
     best: milp.Solution | None = None
+    # one program; each iteration only sets its objective anew (the constraints do not depend on q)
+    model, variables = milp.build(data, ratio)
     for _ in range(DINKELBACH_ITERATIONS):
-        solution = solve_program(data, options, ratio)
+        milp.define_objective(model, data, variables, ratio)
+        solved = solve(model, options.solver) != "infeasible"
+        solution = milp.read_solution(data, variables) if solved else None
         solves += 1
         if solution is None:
             return best, solves

@@ -24,6 +24,7 @@ from pddplan.evaluate.capacity import (
     PathLoad,
     decoder_capacity,
     path_load,
+    path_loads,
     pool_size_estimate,
     prefill_capacity,
 )
@@ -151,7 +152,7 @@ def _choose_line(
     if not lines:
         raise InfeasibleError(f"no WAN line option leaves the home datacenter {home}")
     handoff = Handoff(mode="adaptive")
-    loads = [path_load(replace(downstream, line=pool), classes, rate, decoders, handoff) for pool in lines]
+    loads = path_loads([replace(downstream, line=pool) for pool in lines], classes, rate, decoders, handoff)
     enough = [(pool, ld) for pool, ld in zip(lines, loads, strict=True) if ld.max_rate >= rate]
     line, load = (
         min(enough, key=lambda pair: pair[0].usd_per_hour)
