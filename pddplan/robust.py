@@ -14,11 +14,19 @@ The search, per architecture:
    bound L it is optimal (as far as each scenario's own optimum is); otherwise the result says it
    is a heuristic's, with L beside it.
 The price of robustness is the winner's cost over the steady plan's (the workload as written).
-The objective is cost. The purchase is shared; each scenario makes its own operating decision,
-the routing rule (which requests go through PDD's relay), chosen among those the optimizer tries
-for that scenario's traffic (`_figures`). Each scenario's goodput and BCR follow, and the
-time-weighted BCR is sum_s hours_s goodput_s x 3600 / (sum_s hours_s x cost). Not decided per
-scenario: the handoff mode, a served rate below the offered one, idling bought instances.
+The objective is cost. The purchase is shared; each scenario makes its own operating decisions
+(`_operate`):
+- the routing rule (which requests go through PDD's relay) and the handoff mode, chosen among
+  those the optimizer tries for that scenario's traffic: of the pairs that meet the SLA at the
+  whole rate, the lowest TTFT P99;
+- the served rate: the whole offered rate where some pair meets the SLA, else (a scenario whose
+  SLA is not required) the most the plan serves within it with its own rule and mode, the rest shed;
+- the active instances: the fewest of the bought ones, role by role (decode, relay, prefill), that
+  still meet the scenario; the others may idle. `elastic_cost_usd_per_hour` is what the day costs
+  per hour when idle instances cost nothing (GPUs rented by the hour and released):
+  sum_s hours_s x active cost_s / sum_s hours_s.
+Each scenario's goodput and BCR follow, and the time-weighted BCR is
+sum_s hours_s goodput_s x 3600 / (sum_s hours_s x cost).
 """
 
 from __future__ import annotations
@@ -77,6 +85,8 @@ class ScenarioFigures:
     required: bool
     rate_rps: float
     figures: dict[str, Any] | None  # closed form of the robust plan in this scenario
+    active: Plan | None = None  # the bought instances this scenario keeps busy (`_active`)
+    active_cost_usd_per_hour: float | None = None
 
     @property
     def met(self) -> bool:
@@ -102,6 +112,19 @@ class RobustResult:
         return self.cost_usd_per_hour / self.steady_cost_usd_per_hour - 1.0
 
     @property
+    def elastic_cost_usd_per_hour(self) -> float | None:
+        """The day's mean cost per hour when idle instances cost nothing (module docstring)."""
+        if self.cost_usd_per_hour is None or not self.scenarios:
+            return None
+        hours = sum(s.hours_per_day for s in self.scenarios)
+        spent = sum(
+            s.hours_per_day
+            * (s.active_cost_usd_per_hour if s.active_cost_usd_per_hour is not None else self.cost_usd_per_hour)
+            for s in self.scenarios
+        )
+        return spent / hours
+
+    @property
     def time_weighted_bcr(self) -> float | None:
         if self.cost_usd_per_hour is None or not self.scenarios:
             return None
@@ -119,6 +142,7 @@ class RobustResult:
             "steady_cost_usd_per_hour": self.steady_cost_usd_per_hour,
             "price_of_robustness": self.price_of_robustness,
             "time_weighted_bcr": self.time_weighted_bcr,
+            "elastic_cost_usd_per_hour": self.elastic_cost_usd_per_hour,
             "scenarios": [
                 {
                     "name": s.name,
@@ -131,6 +155,10 @@ class RobustResult:
                     "ttft_p99_s": s.figures["ttft_p99_s"] if s.figures else None,
                     "bcr": s.figures["bcr"] if s.figures else None,
                     "routing_rule": s.figures.get("routing_rule") if s.figures else None,
+                    "handoff_mode": s.figures.get("handoff_mode") if s.figures else None,
+                    "served_rps": s.figures.get("served_rps") if s.figures else 0.0,
+                    "active_gpus": _gpus(s.active) if s.active is not None else None,
+                    "active_cost_usd_per_hour": s.active_cost_usd_per_hour,
                 }
                 for s in self.scenarios
             ],
@@ -139,33 +167,120 @@ class RobustResult:
         }
 
 
+def _gpus(plan: Plan) -> int:
+    return sum(spec.gpus for spec in plan.roles().values())
+
+
+def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Plan, dict[str, Any]] | None:
+    """The scenario's operating decision for the purchase `plan` and its closed form, at that
+    scenario's rate (not a rate the plan carries from being optimized for another). First the
+    routing rule, among those the optimizer tries (the plan's own first) with the plan's handoff
+    mode; then, on that rule, the handoff mode: each time the choice that meets the SLA at the whole
+    rate with the lowest TTFT P99 (`first_met`: the first that meets, enough to know it can be).
+    When none meets, the plan's own rule and mode at the most it serves within the SLA (module
+    docstring). None when the plan does not fit the scenario's deployment."""
+    from pddplan import architectures
+
+    arch = architectures.get(plan.architecture)
+    base = plan.model_copy(update={"rate_rps": None})
+    rules = dict.fromkeys([base.routing] + [r for r in arch.routings(inputs.workload) if r is not None])
+    modes = dict.fromkeys([base.handoff.mode, *arch.handoff_modes()])
+    best: tuple[Plan, dict[str, Any]] | None = None
+    choices = [base.model_copy(update={"routing": rule}) for rule in rules]
+    for stage in ("rule", "mode"):
+        if stage == "mode":  # on the chosen rule, the other handoff modes
+            assert best is not None
+            chosen = best[0]
+            choices = [
+                chosen.model_copy(update={"handoff": chosen.handoff.model_copy(update={"mode": mode})})
+                for mode in list(modes)[1:]
+            ]
+        for operated in choices:
+            out = _evaluated(inputs, operated)
+            if out is None:  # the plan does not fit this scenario's deployment (inventory, a line option)
+                return None
+            if best is None:
+                best = operated, out  # the plan's own rule and mode: the fallback
+            if _meets(out, inputs) and (not _meets(best[1], inputs) or out["ttft_p99_s"] < best[1]["ttft_p99_s"]):
+                best = operated, out
+                if first_met:
+                    return best
+    if best is not None and not first_met and not _meets(best[1], inputs):
+        served = _most_served(inputs, base)
+        if served is not None:
+            best = base, served
+    return best
+
+
 def _figures(inputs: InputSet, plan: Plan) -> dict[str, Any] | None:
-    """The plan's closed form in the scenario of `inputs`, at that scenario's rate (not a rate the
-    plan carries from being optimized for another), with the scenario's own operating decision:
-    of the routing rules the optimizer tries for this scenario's traffic (the plan's own among
-    them), the one that meets the SLA at the whole rate with the lowest TTFT P99, else the plan's."""
+    """The closed form of `plan` in the scenario of `inputs` under its operating decision (`_operate`)."""
+    operated = _operate(inputs, plan)
+    return operated[1] if operated is not None else None
+
+
+def _evaluated(inputs: InputSet, plan: Plan, rate_rps: float | None = None) -> dict[str, Any] | None:
+    """The closed form of `plan` at `rate_rps` (default: the scenario's), with its rule, mode and
+    served rate; None when it does not fit the scenario's deployment."""
     from pddplan import architectures
     from pddplan.evaluate.analytic import evaluate
     from pddplan.optimize.search import rule_text
 
-    base = plan.model_copy(update={"rate_rps": None})
-    rules = [base.routing] + [
-        r for r in architectures.get(plan.architecture).routings(inputs.workload) if r is not None
-    ]
-    best: dict[str, Any] | None = None
-    for rule in dict.fromkeys(rules):  # in order, each rule once
-        try:
-            figures = evaluate(build_scenario(base.model_copy(update={"routing": rule}), inputs, source="robust"))
-        except InputError:  # the plan does not fit this scenario's deployment (inventory, a line option)
-            return None
-        out = figures.to_dict() | {
-            "routing_rule": rule_text(rule) if architectures.get(plan.architecture).has_relay else None
-        }
-        if best is None:
-            best = out  # the plan's own rule: the fallback
-        if _meets(out, inputs) and (not _meets(best, inputs) or out["ttft_p99_s"] < best["ttft_p99_s"]):
-            best = out
+    try:
+        scenario = build_scenario(plan, inputs, source="robust")
+    except InputError:
+        return None
+    rate = inputs.workload.arrival.rate_rps if rate_rps is None else rate_rps
+    relay = architectures.get(plan.architecture).has_relay
+    return evaluate(scenario, rate).to_dict() | {
+        "routing_rule": rule_text(plan.routing) if relay else None,
+        "handoff_mode": plan.handoff.mode if relay else None,
+        "served_rps": rate,
+    }
+
+
+#: bisection steps of the most a plan serves within the SLA: to 2^-12 of the offered rate
+SERVED_RATE_STEPS = 12
+
+
+def _most_served(inputs: InputSet, plan: Plan) -> dict[str, Any] | None:
+    """The closed form at the largest rate <= the scenario's at which `plan` meets the SLA (the rest
+    shed), by bisection; None when even the least rate tried misses it."""
+    low, high, best = 0.0, inputs.workload.arrival.rate_rps, None
+    for _ in range(SERVED_RATE_STEPS):
+        rate = (low + high) / 2
+        out = _evaluated(inputs, plan, rate)
+        if out is not None and out["sla_met"]:
+            low, best = rate, out
+        else:
+            high = rate
     return best
+
+
+def _active(inputs: InputSet, operated: Plan) -> Plan:
+    """The fewest of the operated plan's instances that still meet the scenario: each role lowered
+    one instance at a time (decode, relay, prefill) while the closed form says it does."""
+    for role in ("decode", "relay", "prefill"):
+        while (spec := getattr(operated, role)) is not None and spec.count > 1:
+            smaller = operated.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})})
+            out = _evaluated(inputs, smaller)
+            if out is None or not _meets(out, inputs):
+                break
+            operated = smaller
+    return operated
+
+
+def _scenario_figures(spec: TrafficScenario, inputs: InputSet, plan: Plan) -> ScenarioFigures:
+    """The purchase `plan` in one scenario: its operating decision, figures and active instances."""
+    rate = inputs.workload.arrival.rate_rps
+    operated = _operate(inputs, plan)
+    if operated is None:
+        return ScenarioFigures(spec.name, spec.hours_per_day, spec.required, rate, None)
+    chosen, figures = operated
+    if not _meets(figures, inputs):
+        return ScenarioFigures(spec.name, spec.hours_per_day, spec.required, rate, figures)
+    active = _active(inputs, chosen)
+    cost = build_scenario(active, inputs, source="robust").cost_per_hour
+    return ScenarioFigures(spec.name, spec.hours_per_day, spec.required, rate, figures, active, cost)
 
 
 def _meets(figures: dict[str, Any], inputs: InputSet) -> bool:
@@ -178,8 +293,8 @@ def _unmet(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> list[st
     for spec, inputs in cases:
         if not spec.required:
             continue
-        figures = _figures(inputs, plan)
-        if not (figures and _meets(figures, inputs)):
+        operated = _operate(inputs, plan, first_met=True)
+        if not (operated and _meets(operated[1], inputs)):
             out.append(spec.name)
     return out
 
@@ -265,12 +380,7 @@ def robust_optimize(
             continue
         priced = [(build_scenario(p, home, source="robust").cost_per_hour, p) for p in candidates]
         cost, plan = min(priced, key=lambda item: item[0])
-        figures = [
-            ScenarioFigures(
-                spec.name, spec.hours_per_day, spec.required, inputs.workload.arrival.rate_rps, _figures(inputs, plan)
-            )
-            for spec, inputs in cases
-        ]
+        figures = [_scenario_figures(spec, inputs, plan) for spec, inputs in cases]
         at_bound = bound != float("inf") and cost <= bound * (1 + 1e-9)
         results.append(
             RobustResult(

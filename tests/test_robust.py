@@ -100,5 +100,53 @@ def test_the_day_workload_robustly(cli: Any) -> None:
     assert {s["name"] for s in robust["scenarios"]} == {"peak", "off-peak", "line-degraded", "hit-drift"}
     assert all(s["sla_met"] for s in robust["scenarios"] if s["required"])
     assert all(s["routing_rule"].startswith("hit < ") for s in robust["scenarios"])  # each scenario's own rule
+    assert all(s["handoff_mode"] in ("adaptive", "catch-up", "one-shot") for s in robust["scenarios"])
+    bought = sum(role["tp"] * role["count"] for role in (robust["plan"]["prefill"], robust["plan"]["decode"]) if role)
+    assert all(0 < s["active_gpus"] <= bought for s in robust["scenarios"] if s["required"])
+    assert robust["elastic_cost_usd_per_hour"] <= robust["cost_usd_per_hour"] + 1e-9
     bad = cli("optimize", "pdd-agent-64k", "--robust", "-a", "pdd", "--no-verify")
     assert bad.exit_code == 2 and "has no scenarios" in bad.stderr
+
+
+def test_each_scenario_operates_the_purchase_its_own_way() -> None:
+    """Per scenario: the fewest bought instances that meet it stay active (one fewer in any role
+    misses it), an optional scenario beyond the purchase serves what it can within the SLA and sheds
+    the rest, and the idle-free cost is the hours-weighted mean of the active costs."""
+    workload = _small(
+        [
+            {"name": "quiet", "hours_per_day": 12, "overrides": {"arrival.rate_rps": 2}},
+            {"name": "peak", "hours_per_day": 10, "overrides": {"arrival.rate_rps": 30}},
+            {"name": "surge", "hours_per_day": 2, "required": False, "overrides": {"arrival.rate_rps": 400}},
+        ]
+    )
+    result = _robust(workload)
+    assert result.plan is not None and result.cost_usd_per_hour is not None
+    by_name = {s.name: s for s in result.scenarios}
+    specs = {spec.name: spec for spec, _ in scenario_workloads(workload)}
+    here = workload_dir("chat-short-lowhit")
+    cases = {spec.name: load_input_set(w, here) for spec, w in scenario_workloads(workload)}
+    quiet_case = [(specs["quiet"], cases["quiet"])]
+    bought = build_scenario(result.plan, cases["peak"]).cost_per_hour
+    quiet = by_name["quiet"]
+    assert quiet.active is not None and quiet.active_cost_usd_per_hour is not None
+    assert quiet.active_cost_usd_per_hour < bought  # the quiet hours leave instances idle
+    assert not _unmet(quiet.active, quiet_case)
+    for role in ("prefill", "decode"):
+        spec = getattr(quiet.active, role)
+        if spec.count > 1:
+            fewer = quiet.active.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})})
+            assert _unmet(fewer, quiet_case) == ["quiet"], role
+    surge = by_name["surge"]
+    assert surge.figures is not None and not surge.met
+    assert 0 < surge.figures["served_rps"] < 400 and surge.figures["sla_met"]
+    hours = sum(s.hours_per_day for s in result.scenarios)
+    expected = (
+        sum(
+            s.hours_per_day
+            * (s.active_cost_usd_per_hour if s.active_cost_usd_per_hour is not None else result.cost_usd_per_hour)
+            for s in result.scenarios
+        )
+        / hours
+    )
+    assert result.elastic_cost_usd_per_hour == pytest.approx(expected, rel=1e-12)
+    assert result.elastic_cost_usd_per_hour < result.cost_usd_per_hour

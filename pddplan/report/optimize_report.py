@@ -140,11 +140,12 @@ def print_robust(console: Console, results: list[dict[str, Any]]) -> None:
     """`--robust`: per architecture, the purchase that meets every required scenario, its price
     over the steady plan, and its figures in each scenario."""
     table = Table(title="robust over the day's scenarios: one purchase, every required scenario met")
-    for header in ("architecture", "cost $/h", "steady $/h", "price", "at bound", "weighted BCR"):
+    headers = ("architecture", "cost $/h", "steady $/h", "price", "at bound", "idle free $/h", "weighted BCR")
+    for header in headers:
         table.add_column(header, justify="left" if header == "architecture" else "right")
     for r in results:
         if not r["feasible"]:
-            table.add_row(r["architecture"], "-", _money(r["steady_cost_usd_per_hour"]), "-", "-", "-")
+            table.add_row(r["architecture"], "-", _money(r["steady_cost_usd_per_hour"]), "-", "-", "-", "-")
             continue
         table.add_row(
             r["architecture"],
@@ -152,9 +153,16 @@ def print_robust(console: Console, results: list[dict[str, Any]]) -> None:
             _money(r["steady_cost_usd_per_hour"]),
             "-" if r["price_of_robustness"] is None else f"{r['price_of_robustness']:+.1%}",
             "yes" if r["at_lower_bound"] else "no",
+            _money(r["elastic_cost_usd_per_hour"]),
             "-" if r["time_weighted_bcr"] is None else f"{r['time_weighted_bcr']:,.1f}",
         )
     console.print(table)
+    console.print(
+        "idle free: the day's mean $/h when the instances a scenario leaves idle cost nothing "
+        "(rented by the hour and released)",
+        highlight=False,
+        markup=False,
+    )
     scenarios = Table(title="the robust plans in each scenario (TTFT P90 / P99 s, goodput req/s)")
     scenarios.add_column("scenario")
     feasible = [r for r in results if r["feasible"]]
@@ -172,9 +180,32 @@ def print_robust(console: Console, results: list[dict[str, Any]]) -> None:
                     cells.append(f"{t['ttft_p90_s']:.2f} / {t['ttft_p99_s']:.2f}, {t['goodput_rps']:.2f}")
             scenarios.add_row(label, *cells)
         console.print(scenarios)
+        console.print(_operating_table(feasible))
     for r in results:
         if r["note"]:
             console.print(f"{r['architecture']}: {r['note']}", highlight=False, markup=False)
+
+
+def _operating_table(feasible: list[dict[str, Any]]) -> Table:
+    """Each scenario's operating decisions on the robust purchase: rule, handoff mode, served
+    rate and the GPUs it keeps busy."""
+    table = Table(title="operating decisions per scenario (the purchase stays; active: GPUs kept busy)")
+    for header in ("scenario", "arch", "relay rule", "handoff", "req/s", "active", "$/h"):
+        number = header in ("req/s", "active", "$/h")
+        table.add_column(header, justify="right" if number else "left", no_wrap=header not in ("scenario", "arch"))
+    for i, s in enumerate(feasible[0]["scenarios"]):
+        for r in feasible:
+            t = r["scenarios"][i]
+            table.add_row(
+                s["name"],
+                r["architecture"],
+                t["routing_rule"] or "-",
+                t["handoff_mode"] or "-",
+                f"{t['served_rps']:.2f}",
+                "-" if t["active_gpus"] is None else str(t["active_gpus"]),
+                _money(t["active_cost_usd_per_hour"]),
+            )
+    return table
 
 
 def _money(value: float | None) -> str:
