@@ -6,13 +6,18 @@ The search, per architecture:
 1. optimize each scenario alone (the steady optimizer); scenario s's best costs C_s;
 2. any plan that meets every required scenario costs at least L = max_s C_s over the required
    ones (it meets scenario s, whose cheapest plan costs C_s): a lower bound;
-3. candidates: each scenario's plan, evaluated in every required scenario at its own rate (closed
-   form); when none meets them all, the plan of the scenario with the highest rate grown greedily
-   (as `pddplan.survive` grows: the addition leaving the fewest scenarios unmet, ties to the
-   cheapest) until it does;
-4. the cheapest candidate that meets every required scenario wins. When its cost equals the lower
-   bound L it is optimal (as far as each scenario's own optimum is); otherwise the result says it
-   is a heuristic's, with L beside it.
+3. candidates, each checked in every required scenario at its own rate (closed form):
+   - each scenario's plan;
+   - the joint program's purchase (`pddplan.optimize.joint`: one integer program over every
+     required scenario, the purchase shared, each scenario's capacities with the routing rule of
+     its own optimum), grown greedily when the closed form finds it short (the program's
+     capacities are linear, as the steady program's are);
+   - when none of these meets them all, the plan of the scenario with the highest rate grown
+     greedily (as `pddplan.survive` grows: the addition leaving the fewest scenarios unmet, ties
+     to the cheapest) until it does;
+4. the cheapest candidate that meets every required scenario wins, and the note says which it
+   is. When its cost equals the lower bound L it is optimal (as far as each scenario's own optimum
+   is); otherwise L is shown beside it.
 The price of robustness is the winner's cost over the steady plan's (the workload as written).
 The objective is cost. The purchase is shared; each scenario makes its own operating decisions
 (`_operate`):
@@ -317,6 +322,35 @@ def _grow(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], inputs: Inp
     return plan if not unmet else None
 
 
+def _joint_candidates(
+    arch: str,
+    per_scenario: list[tuple[TrafficScenario, Any]],
+    cases: list[tuple[TrafficScenario, InputSet]],
+    home: InputSet,
+    options: OptimizeOptions,
+) -> list[tuple[Plan, str]]:
+    """The joint program's purchase (`pddplan.optimize.joint`, each required scenario with the
+    routing rule of its own optimum) if it meets every required scenario in closed form, else grown
+    greedily until it does; none when the program cannot be built or solved."""
+    from pddplan.optimize.joint import JointCase, joint_purchase
+
+    joint_cases = []
+    for (spec, report), (_, inputs) in zip(per_scenario, cases, strict=True):
+        result = report.result(arch)
+        if spec.required:
+            joint_cases.append(JointCase(inputs, result.plan.routing if result and result.plan else None))
+    if not joint_cases:
+        return []
+    plan = joint_purchase(joint_cases, arch, options)
+    if plan is None:
+        return []
+    plan = plan.model_copy(update={"name": f"{home.workload.name}-{arch}-robust", "rate_rps": None})
+    if not _unmet(plan, cases):
+        return [(plan, "the joint program's purchase")]
+    grown = _grow(plan, cases, home)
+    return [(grown, "grown greedily from the joint program's purchase")] if grown is not None else []
+
+
 def robust_optimize(
     workload: Workload,
     base_dir: Path | None,
@@ -356,15 +390,15 @@ def robust_optimize(
                 bound = max(bound, result.scenario.cost_per_hour)
         if steady_result is not None and steady_result.plan is not None:
             plans.append((None, steady_result.plan))
-        candidates = [plan for _, plan in plans if not _unmet(plan, cases)]
-        note = ""
+        candidates = [(plan, "") for _, plan in plans if not _unmet(plan, cases)]
+        if bound != float("inf"):
+            candidates += _joint_candidates(arch, per_scenario, cases, home, options)
         if not candidates and plans:
             peak = max(pairs, key=lambda p: p[1].arrival.rate_rps)[0].name
             start = next((plan for spec, plan in plans if spec is not None and spec.name == peak), plans[0][1])
             grown = _grow(start, cases, home)
             if grown is not None:
-                candidates = [grown]
-                note = f"grown greedily from scenario {peak}'s plan"
+                candidates = [(grown, f"grown greedily from scenario {peak}'s plan")]
         if not candidates:
             results.append(
                 RobustResult(
@@ -378,8 +412,9 @@ def robust_optimize(
                 )
             )
             continue
-        priced = [(build_scenario(p, home, source="robust").cost_per_hour, p) for p in candidates]
-        cost, plan = min(priced, key=lambda item: item[0])
+        priced = [(build_scenario(p, home, source="robust").cost_per_hour, i) for i, (p, _) in enumerate(candidates)]
+        cost, best = min(priced)
+        plan, note = candidates[best]
         figures = [_scenario_figures(spec, inputs, plan) for spec, inputs in cases]
         at_bound = bound != float("inf") and cost <= bound * (1 + 1e-9)
         results.append(

@@ -82,6 +82,59 @@ def test_brute_force_finds_nothing_cheaper() -> None:
     assert result.cost_usd_per_hour <= cheapest + 1e-9
 
 
+def test_the_joint_program_buys_for_scenarios_no_single_plan_covers() -> None:
+    """A prompt-heavy and an answer-heavy scenario: the first's own optimum has many prefill and
+    one decode instance, the second's the reverse, and neither meets the other. The joint program
+    buys for both at once; brute force over every pd-intra plan of 1-8 prefill and 1-8 decode
+    instances of either GPU kind (H100 in dc-a, H20 in dc-b) finds nothing cheaper that meets both."""
+    workload = _small(
+        [
+            {
+                "name": "prompts",
+                "hours_per_day": 6,
+                "overrides": {
+                    "arrival.rate_rps": 25,
+                    "prompt_tokens.median_tokens": 4000,
+                    "output_tokens.median_tokens": 60,
+                },
+            },
+            {
+                "name": "answers",
+                "hours_per_day": 6,
+                "overrides": {
+                    "arrival.rate_rps": 25,
+                    "prompt_tokens.median_tokens": 300,
+                    "output_tokens.median_tokens": 1000,
+                },
+            },
+        ]
+    )
+    result = _robust(workload)
+    assert result.plan is not None and result.cost_usd_per_hour is not None
+    assert result.note == "the joint program's purchase"
+    here = workload_dir("chat-short-lowhit")
+    cases = [(spec, load_input_set(w, here)) for spec, w in scenario_workloads(workload)]
+    home = load_input_set(workload, here)
+    assert not _unmet(result.plan, cases)
+    cheapest = float("inf")
+    kinds = [("dc-a", "h100-sxm"), ("dc-b", "h20")]
+    for (dc, gpu), p, d in itertools.product(kinds, range(1, 9), range(1, 9)):
+        role = {"datacenter": dc, "gpu": gpu, "tp": 4}
+        plan = result.plan.model_copy(
+            update={
+                "prefill": result.plan.prefill.model_copy(update=role | {"count": p}),
+                "decode": result.plan.decode.model_copy(update=role | {"count": d}),
+            }
+        )
+        try:
+            cost = build_scenario(plan, home).cost_per_hour
+        except InputError:
+            continue
+        if cost < cheapest and not _unmet(plan, cases):
+            cheapest = cost
+    assert result.cost_usd_per_hour == pytest.approx(cheapest, rel=1e-9)
+
+
 def test_scenario_files_are_checked() -> None:
     with pytest.raises(ValueError, match="more than 24"):
         _small([{"name": "a", "hours_per_day": 20}, {"name": "b", "hours_per_day": 10}])

@@ -88,7 +88,9 @@ def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions) -> _Pi
     return best
 
 
-def _plan(setup: OptimizeSetup, data: milp.ProblemData, solution: milp.Solution, routing: Routing | None) -> Plan:
+def plan_of_solution(
+    setup: OptimizeSetup, data: milp.ProblemData, solution: milp.Solution, routing: Routing | None
+) -> Plan:
     """The plan file a solution describes."""
     c, n = solution.prefill
     decode = data.decode[solution.decode[0]].candidate
@@ -158,7 +160,7 @@ def _best_of_round(
             continue
         if options.mode == "bcr" and solution.cost_per_hour > 0:
             ratio = max(ratio, solution.rate / solution.cost_per_hour)
-        plan = _plan(setup, data, solution, routing)
+        plan = plan_of_solution(setup, data, solution, routing)
         for placements in relay_placements(plan, options.relay_placement):
             for placed in placements:  # cheapest first: stop at the first that meets the SLA
                 met = False
