@@ -121,23 +121,45 @@ def wait_survival(
     survival of the sum of both exponentials, (m1 e^{-y/m1} - m2 e^{-y/m2}) / (m1 - m2)
     ((1 + y/m) e^{-y/m} when m1 = m2). 1 for slack < 0; 1 everywhere if a mean is infinite.
     """
-    y = np.asarray(slack, dtype=np.float64)
-    p2 = np.broadcast_to(np.asarray(p_wait2, dtype=np.float64), y.shape)
-    m2 = np.broadcast_to(np.asarray(wait_mean2, dtype=np.float64), y.shape)
-    if not math.isfinite(wait_mean):
-        return np.ones_like(y)
-    p1 = p_wait if wait_mean > 0 else 0.0
-    m1 = np.full(y.shape, wait_mean)
-    yy = np.maximum(y, 0.0)
-    e1 = _exp_tail(yy, m1)
-    e2 = _exp_tail(yy, m2)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        close = np.abs(m1 - m2) <= 1e-9 * np.maximum(m1, m2)
-        hypo = np.where(close, (1.0 + yy / np.where(m1 > 0, m1, 1.0)) * e1, (m1 * e1 - m2 * e2) / (m1 - m2))
-    hypo = np.where((m1 > 0) & (m2 > 0), hypo, np.where(m1 > 0, e1, e2))
-    tail = p1 * (1 - p2) * e1 + (1 - p1) * p2 * e2 + p1 * p2 * hypo
-    tail = np.where(np.isfinite(m2), tail, 1.0)
-    return np.where(y < 0, 1.0, tail)
+    return TwoWaits(p_wait, wait_mean, p_wait2, wait_mean2).survival(slack)
+
+
+class TwoWaits:
+    """`wait_survival` with everything that does not depend on the slack computed once: a
+    quantile search evaluates the same waits at many slacks."""
+
+    def __init__(self, p_wait: float, wait_mean: float, p_wait2: ArrayLike = 0.0, wait_mean2: ArrayLike = 0.0) -> None:
+        p2 = np.asarray(p_wait2, dtype=np.float64)
+        m2 = np.asarray(wait_mean2, dtype=np.float64)
+        self.infinite = not math.isfinite(wait_mean)
+        p1 = p_wait if wait_mean > 0 else 0.0
+        m1 = np.float64(wait_mean)
+        self.m1, self.m2 = m1, m2
+        self.m1_safe = m1 if m1 > 0 else np.float64(1.0)
+        self.m2_positive = m2 > 0
+        self.m2_safe = np.where(self.m2_positive, m2, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            self.close = np.abs(m1 - m2) <= 1e-9 * np.maximum(m1, m2)
+            self.gap = m1 - m2
+        self.both_positive = (m1 > 0) & self.m2_positive
+        self.c1, self.c2, self.c3 = p1 * (1 - p2), (1 - p1) * p2, p1 * p2
+        self.finite2 = np.isfinite(m2)
+
+    def survival(self, slack: ArrayLike) -> np.ndarray:
+        """P(W1 + W2 > slack), elementwise over `slack` (broadcast against the second wait's arrays)."""
+        y = np.asarray(slack, dtype=np.float64)
+        shape = np.broadcast_shapes(y.shape, self.m2.shape, np.shape(self.c1))
+        if self.infinite:
+            return np.ones(shape)
+        yy = np.maximum(y, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            e1 = np.exp(-yy / self.m1_safe) if self.m1 > 0 else np.zeros(yy.shape)
+            e2 = np.where(self.m2_positive, np.exp(-yy / self.m2_safe), 0.0)
+            hypo = np.where(self.close, (1.0 + yy / self.m1_safe) * e1, (self.m1 * e1 - self.m2 * e2) / self.gap)
+        hypo = np.where(self.both_positive, hypo, e1 if self.m1 > 0 else e2)
+        tail = self.c1 * e1 + self.c2 * e2 + self.c3 * hypo
+        tail = np.where(self.finite2, tail, 1.0)
+        return np.where(y < 0, 1.0, tail)
 
 
 def mixture_survival(
@@ -151,14 +173,15 @@ def mixture_survival(
 ) -> np.ndarray:
     """P(W + D > t): D takes delays[i] with weights[i]; W is the prefill wait plus, per point, an
     optional second wait (a decoder's slot wait)."""
-    t_arr = np.asarray(t, dtype=np.float64)
-    slack = t_arr[..., None] - delays
-    return (
-        wait_survival(
-            slack, p_wait, wait_mean, np.broadcast_to(p_wait2, delays.shape), np.broadcast_to(wait_mean2, delays.shape)
-        )
-        @ weights
+    waits = TwoWaits(
+        p_wait, wait_mean, np.broadcast_to(p_wait2, delays.shape), np.broadcast_to(wait_mean2, delays.shape)
     )
+    return _mixture_survival(t, delays, weights, waits)
+
+
+def _mixture_survival(t: ArrayLike, delays: np.ndarray, weights: np.ndarray, waits: TwoWaits) -> np.ndarray:
+    t_arr = np.asarray(t, dtype=np.float64)
+    return waits.survival(t_arr[..., None] - delays) @ weights
 
 
 def mixture_quantiles(
@@ -184,9 +207,10 @@ def mixture_quantiles(
     low = np.zeros(q.shape)
     spread = max(wait_mean, 0.0) + float(mean2.max(initial=0.0))
     high = np.full(q.shape, float(delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3)
+    waits = TwoWaits(p_wait, wait_mean, np.broadcast_to(p_wait2, delays.shape), mean2)
     for _ in range(60):
         mid = (low + high) / 2.0
-        above = mixture_survival(mid, delays, weights, p_wait, wait_mean, p_wait2, wait_mean2) > 1.0 - q
+        above = _mixture_survival(mid, delays, weights, waits) > 1.0 - q
         low = np.where(above, mid, low)
         high = np.where(above, high, mid)
         if np.all(high - low <= np.maximum(1e-3, 1e-3 * high)):
