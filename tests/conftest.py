@@ -27,6 +27,7 @@ SLOW_TESTS = (
     "test_output_schemas.py::test_json_output_matches_its_schema[agreement]",
     "test_output_schemas.py::test_json_output_matches_its_schema[paper]",
     "test_terminal_width.py::test_output_fits_the_terminal_without_cutting_anything[gate ",
+    "test_terminal_width.py::test_output_fits_the_terminal_without_cutting_anything[optimize pdd-agent-64k-day",
     "test_sweep.py::test_ray_",
     "test_sweep.py::test_dask_",
     "test_sweep.py::test_a_bathtub_on_a_cluster_",

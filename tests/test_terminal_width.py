@@ -26,6 +26,7 @@ COMMANDS = [
     ("simulate", PLAN, "pdd-agent-64k", "--requests", "2000"),
     ("optimize", "pdd-agent-64k", "--no-verify"),
     ("optimize", str(ROOT / "benchmarks" / "fleet-10k.yaml"), "--no-verify"),
+    ("optimize", "pdd-agent-64k-day", "--robust", "--no-verify", "-a", "pdd", "-a", "pd-intra"),
     ("bathtub", "--points", "11"),
     ("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "2,4"),
     ("accuracy",),
