@@ -171,6 +171,12 @@ class RobustScenario(Output):
     ttft_p99_s: Seconds
     bcr: float | None
     routing_rule: str | None = Field(description="this scenario's routing rule for PDD's relay (null: no relay)")
+    handoff_mode: str | None = Field(description="this scenario's handoff mode for PDD's relay (null: no relay)")
+    served_rps: float = Field(
+        description="the rate served: the offered one, or the most within the SLA (the rest shed)"
+    )
+    active_gpus: int | None = Field(description="GPUs of the purchase this scenario keeps busy (null: SLA not met)")
+    active_cost_usd_per_hour: float | None = Field(description="what those GPUs cost per hour")
 
 
 class RobustArchitecture(Output):
@@ -184,6 +190,9 @@ class RobustArchitecture(Output):
     steady_cost_usd_per_hour: float | None
     price_of_robustness: float | None = Field(description="cost over the steady plan's, as a share of it")
     time_weighted_bcr: float | None
+    elastic_cost_usd_per_hour: float | None = Field(
+        description="the day's mean cost per hour when the instances a scenario leaves idle cost nothing"
+    )
     scenarios: list[RobustScenario]
     plan: dict[str, Any] | None
     note: str

@@ -13,6 +13,7 @@ from pddplan.errors import InputError
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.output_schemas import validate_output
 from pddplan.robust import _unmet, robust_optimize, scenario_workloads
 from pddplan.scenario import build_scenario
 from pddplan.specs.workload import Workload
@@ -148,6 +149,7 @@ def test_the_day_workload_robustly(cli: Any) -> None:
     result = cli("optimize", "pdd-agent-64k-day", "--robust", "-a", "pdd", "--no-verify", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
+    validate_output("optimize", data)
     robust = data["robust"][0]
     assert robust["feasible"] and robust["price_of_robustness"] >= 0
     assert {s["name"] for s in robust["scenarios"]} == {"peak", "off-peak", "line-degraded", "hit-drift"}
