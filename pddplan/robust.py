@@ -217,12 +217,6 @@ def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Pla
     return best
 
 
-def _figures(inputs: InputSet, plan: Plan) -> dict[str, Any] | None:
-    """The closed form of `plan` in the scenario of `inputs` under its operating decision (`_operate`)."""
-    operated = _operate(inputs, plan)
-    return operated[1] if operated is not None else None
-
-
 def _evaluated(inputs: InputSet, plan: Plan, rate_rps: float | None = None) -> dict[str, Any] | None:
     """The closed form of `plan` at `rate_rps` (default: the scenario's), with its rule, mode and
     served rate; None when it does not fit the scenario's deployment."""
