@@ -260,7 +260,7 @@ def _active(inputs: InputSet, operated: Plan) -> Plan:
     one instance at a time (decode, relay, prefill) while the closed form says it does."""
     for role in ("decode", "relay", "prefill"):
         while (spec := getattr(operated, role)) is not None and spec.count > 1:
-            smaller = operated.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})})
+            smaller = operated.with_count(role, spec.count - 1)
             out = _evaluated(inputs, smaller)
             if out is None or not _meets(out, inputs):
                 break

@@ -111,7 +111,7 @@ def growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan, float]]:
     what was added and its cost in $/h."""
     out = []
     for role, spec in plan.roles().items():
-        grown = plan.model_copy(update={role: spec.model_copy(update={"count": spec.count + 1})})
+        grown = plan.with_count(role, spec.count + 1)
         out.append((f"+1 {role} instance ({spec.tp} x {spec.gpu})", grown))
     limits = {line.name: line.max_lines for line in inputs.workload.deployment.wan_lines}
     for i, lease in enumerate(plan.wan):

@@ -40,11 +40,12 @@ import itertools
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from pddplan.errors import InputError
 from pddplan.input_set import InputSet
 from pddplan.scenario import Scenario, build_scenario
+from pddplan.specs.plan import RoleName
 
 ROLES = ("prefill", "relay", "decode")
 
@@ -145,7 +146,7 @@ def _without_instance(inputs: InputSet, scenario: Scenario, role: str) -> tuple[
         raise InputError(f"--fail instance:{role}: the plan has no {role} instances")
     left = spec.count - 1
     if left > 0:
-        shrunk = plan.model_copy(update={role: spec.model_copy(update={"count": left})})
+        shrunk = plan.with_count(cast(RoleName, role), left)  # a name of ROLES, checked above
         return _rebuilt(inputs, shrunk), f"one {role} instance down, {left} left"
     if role == "prefill":
         return None, "the only prefill instance is down: all traffic is shed"

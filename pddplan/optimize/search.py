@@ -77,7 +77,7 @@ def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions) -> _Pi
     best = pick
     for role in ("decode", "relay", "prefill"):
         while (spec := getattr(best.plan, role)) is not None and spec.count > 1:
-            smaller = best.plan.model_copy(update={role: spec.model_copy(update={"count": spec.count - 1})})
+            smaller = best.plan.with_count(role, spec.count - 1)
             scenario = build_scenario(smaller, setup.inputs, source="optimized plan")
             evaluation = evaluate(scenario)
             score = _score(evaluation, options)

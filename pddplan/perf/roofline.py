@@ -405,15 +405,14 @@ def step_time(
     experts = np.maximum(expert_compute, expert_memory)
 
     attn_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
-    thread_blocks = b * instance.model.num_heads * np.maximum(n / ATTENTION_TILE_ROWS, 1.0) / tp
+    thread_blocks = _query_tiles(instance, n, b)
     attn_compute = attn_flops / (bf16_peak * attention_efficiency(thread_blocks, keys_per_query, eff))
     read_per_gpu_layer = attn_read / (tp * max(k.full_layers + k.sliding_layers + k.linear_layers, 1))
     attn_memory = attn_read / (tp * hw.hbm_bytes_per_s * kv_read_efficiency(read_per_gpu_layer, eff))
     attention = np.maximum(attn_compute, attn_memory)
     packed_attention = attention
     if packed_tokens is not None:
-        packed_blocks = instance.model.num_heads * np.maximum(np.asarray(packed_tokens) / ATTENTION_TILE_ROWS, 1.0) / tp
-        packed_blocks = np.maximum(thread_blocks, packed_blocks)
+        packed_blocks = np.maximum(thread_blocks, _query_tiles(instance, np.asarray(packed_tokens)))
         packed_compute = attn_flops / (bf16_peak * attention_efficiency(packed_blocks, keys_per_query, eff))
         packed_attention = np.maximum(packed_compute, attn_memory)
 
@@ -467,6 +466,13 @@ def floor_time(
     )
     step = step_time(ideal, new_tokens, context_tokens, batch)
     return np.maximum(step.flops_s, step.bytes_s)
+
+
+def _query_tiles(instance: Instance, new_tokens: ArrayLike, batch: ArrayLike = 1.0) -> np.ndarray:
+    """Attention thread blocks `batch` sequences of `new_tokens` queries give each GPU:
+    b * heads * max(n / 128, 1) / tp (128-row query tiles, at least one per head and sequence)."""
+    rows = np.maximum(np.asarray(new_tokens, dtype=np.float64) / ATTENTION_TILE_ROWS, 1.0)
+    return np.asarray(batch, dtype=np.float64) * instance.model.num_heads * rows / instance.tp
 
 
 def keys_seen(cached: ArrayLike, new: ArrayLike, cap: float) -> np.ndarray:

@@ -126,6 +126,11 @@ class Plan(StrictModel):
         architectures.get(self.architecture).validate(self)
         return self
 
+    def with_count(self, role: RoleName, count: int) -> Plan:
+        """This plan with `count` instances of `role` (its other fields as they are)."""
+        spec = getattr(self, role)
+        return self.model_copy(update={role: spec.model_copy(update={"count": count})})
+
     def roles(self) -> dict[RoleName, RoleSpec]:
         """The roles present, by name."""
         out: dict[RoleName, RoleSpec] = {"prefill": self.prefill}
