@@ -5,7 +5,14 @@ Tolerances, per family, on efficiency: attention prefill and KV reads within a f
 curves are two-parameter saturations over a kernel whose efficiency also depends on tiling and
 wave quantization: the worst rows are the one-wave causal shapes and the long-cache chunks with many
 heads); dense GEMMs within 25%, grouped GEMMs within 30% (one plateau across shapes whose K differs
-3.5-fold: DeepGEMM's K=2048 down projection runs 12% below its K=7168 up projection)."""
+3.5-fold: DeepGEMM's K=2048 down projection runs 12% below its K=7168 up projection).
+
+MLA has no curve of its own: its prefill (FlashAttention-3's MLA kernel) runs on the attention
+curve, within a factor 1.6 like GQA prefill; its absorbed decode on the attention curve with split-KV
+(compute) and the KV-read curve (memory), whichever binds, within a factor 1.7: the curves give 1.0-1.3
+of InferSim's FlashInfer MLA figures on H20, 1.2-1.6 on H800. FlashInfer's MLA kernel runs below
+FlashMLA, the kernel the curves' plateaus follow (its README: ~0.9 of HBM bandwidth and ~0.67 of
+bf16 peak on H800; 120-130 TFLOP/s, 0.81-0.88, on H20); docs/model.md, "MLA attention"."""
 
 from __future__ import annotations
 
@@ -15,14 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from pddplan.perf.priors import GPU_PRIORS, PRIOR_EFFICIENCY, PRIORS
+from pddplan.inputs import load_hardware
+from pddplan.perf.priors import GPU_PRIORS, PRIOR_EFFICIENCY, PRIORS, gpu_start
 from pddplan.perf.roofline import (
     ATTENTION_TILE_ROWS,
     attention_efficiency,
     gemm_efficiency,
     grouped_gemm_efficiency,
     kv_read_efficiency,
+    split_kv_attention_efficiency,
 )
+from pddplan.specs.hardware import Efficiency
 
 ROWS = list(csv.DictReader((Path(__file__).parent / "data" / "kernel_priors.csv").open(encoding="utf-8")))
 EFF = PRIOR_EFFICIENCY
@@ -33,7 +43,13 @@ TOLERANCE = {
     "gemm_bf16": 1.25,
     "gemm_fp8": 1.25,
     "grouped_gemm": 1.3,
+    "mla_prefill": 1.6,
+    "mla_decode": 1.7,
 }
+#: MLA (DeepSeek-V3 shape, all 128 heads on one GPU): FLOPs of one query-key pair in the absorbed
+#: form, 2 * heads * (latent + rope + latent), and latent bytes per key, (latent + rope) * 2 B
+MLA_DECODE_FLOPS_PER_KEY = 2 * 128 * (512 + 64 + 512)
+MLA_DECODE_BYTES_PER_KEY = (512 + 64) * 2
 
 
 def heads(shape: str) -> int:
@@ -41,21 +57,42 @@ def heads(shape: str) -> int:
 
 
 def curve(row: dict[str, str]) -> float:
-    """The prior curve at the row's shape (batch 1: thread blocks = heads * max(S / 128, 1))."""
+    """The prior curve at the row's shape (batch 1: thread blocks = heads * max(S / 128, 1)), with
+    the row's GPU's own priors where it has some (`GPU_PRIORS`)."""
     x = float(row["x"])
+    eff = gpu_start(row["gpu"], EFF)
     family = row["family"]
     if family == "attention_prefill":  # square causal: mean keys per query (S + 1) / 2
-        return float(attention_efficiency(heads(row["shape"]) * x / ATTENTION_TILE_ROWS, (x + 1) / 2, EFF))
+        return float(attention_efficiency(heads(row["shape"]) * x / ATTENTION_TILE_ROWS, (x + 1) / 2, eff))
     if family == "attention_chunk":  # a chunk over a long cache: ~32K keys per query
-        return float(attention_efficiency(heads(row["shape"]) * x / ATTENTION_TILE_ROWS, 32_768, EFF))
+        return float(attention_efficiency(heads(row["shape"]) * x / ATTENTION_TILE_ROWS, 32_768, eff))
+    if family == "mla_prefill":  # as attention_prefill: 128 heads, (S + 1) / 2 keys per query
+        return float(attention_efficiency(128 * x / ATTENTION_TILE_ROWS, (x + 1) / 2, eff))
+    if family == "mla_decode":
+        return mla_decode_roofline_fraction(row, eff)
     if family == "kv_read":
-        return float(kv_read_efficiency(x, EFF))
+        return float(kv_read_efficiency(x, eff))
     if family == "gemm_bf16":
-        return float(gemm_efficiency(x, EFF, "bf16"))
+        return float(gemm_efficiency(x, eff, "bf16"))
     if family == "gemm_fp8":
-        return float(gemm_efficiency(x, EFF, "fp8"))
+        return float(gemm_efficiency(x, eff, "fp8"))
     assert family == "grouped_gemm"
-    return float(grouped_gemm_efficiency(x, EFF))
+    return float(grouped_gemm_efficiency(x, eff))
+
+
+def mla_decode_roofline_fraction(row: dict[str, str], eff: Efficiency) -> float:
+    """Absorbed MLA decode of b sequences on K keys: floor / predicted time, the floor
+    max(F / peak, B / HBM), the prediction max(F / (peak * attention curve), B / (HBM * KV-read
+    curve)), b * 128 heads query tiles (one each) split over the keys as `split_kv_attention_efficiency` says."""
+    hardware = load_hardware(row["gpu"])
+    batch = float(row["shape"].split("b=")[1].split()[0])
+    keys = float(row["x"])
+    flops, read = batch * keys * MLA_DECODE_FLOPS_PER_KEY, batch * keys * MLA_DECODE_BYTES_PER_KEY
+    peak, hbm = hardware.peak_flops_per_s("bf16"), hardware.hbm_bytes_per_s
+    floor = max(flops / peak, read / hbm)
+    compute = flops / (peak * float(split_kv_attention_efficiency(batch * 128, keys, 1, eff)))
+    memory = read / (hbm * float(kv_read_efficiency(read, eff)))
+    return floor / max(compute, memory)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[f"{r['family']}:{r['shape']}" for r in ROWS])

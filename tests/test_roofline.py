@@ -32,6 +32,7 @@ from pddplan.perf.roofline import (
     kv_read_efficiency,
     prefill_time,
     saturating,
+    split_kv_attention_efficiency,
     step_time,
     two_batch_overlap,
 )
@@ -157,6 +158,28 @@ def test_curves_never_fall_as_their_work_grows() -> None:
     ):
         assert np.all(np.diff(curve) >= 0)
         assert np.all(curve <= 1)
+
+
+def test_split_kv_by_hand() -> None:
+    """s* = sqrt(C_half * K / (K_half * T)): 16 query tiles on 32,768 keys split in
+    sqrt(100 * 32768 / (450 * 16)) = 21.33 parts, each a block of 1,536 keys."""
+    parts = (100 * 32768 / (450 * 16)) ** 0.5
+    expected = 0.7 * 16 * parts / (16 * parts + 100) * (32768 / parts) / (32768 / parts + 450)
+    assert float(split_kv_attention_efficiency(16, 32768, 1, CURVES)) == pytest.approx(expected)
+    assert expected > 2 * float(attention_efficiency(16, 32768, CURVES))  # unsplit: 16 blocks idle the GPU
+    # enough tiles already (s* < 1), or a prefill (more than one 128-row tile per sequence): no split
+    assert float(split_kv_attention_efficiency(4096, 512, 1, CURVES)) == float(attention_efficiency(4096, 512, CURVES))
+    assert float(split_kv_attention_efficiency(16, 32768, 129, CURVES)) == float(
+        attention_efficiency(16, 32768, CURVES)
+    )
+
+
+def test_split_kv_never_lowers_the_curve() -> None:
+    """The split maximizes the curve over s >= 1, so it is never below the unsplit kernel's."""
+    tiles, keys = np.meshgrid(np.geomspace(1, 1e5, 40), np.geomspace(1, 1e6, 40))
+    split = split_kv_attention_efficiency(tiles, keys, 1, CURVES)
+    assert np.all(split >= attention_efficiency(tiles, keys, CURVES) * (1 - 1e-12))
+    assert np.all(split <= CURVES.attention_compute_fraction)
 
 
 def test_two_batch_overlap_by_hand() -> None:

@@ -285,6 +285,23 @@ def attention_efficiency(thread_blocks: ArrayLike, keys_per_query: ArrayLike, ef
     return eff.attention_compute_fraction * blocks * keys
 
 
+def split_kv_attention_efficiency(
+    query_tiles: ArrayLike, keys_per_query: ArrayLike, new_tokens: ArrayLike, eff: Efficiency
+) -> np.ndarray:
+    """`attention_efficiency` of a kernel that may split each query's keys across s thread blocks
+    (split-KV, FlashDecoding: FlashInfer's and FA3's decode paths, FlashMLA) when its query tiles
+    T are too few to fill the GPU. Its curve at s parts is a_max * Ts / (Ts + C_half) *
+    (K/s) / (K/s + K_half), highest at s* = sqrt(C_half * K / (K_half * T)); the kernel takes
+    s = max(1, s*). Sequences whose new tokens span more than one 128-row tile (prefill) run
+    one block per tile (s = 1): prefill kernels parallelize over query tiles instead."""
+    tiles = np.maximum(np.asarray(query_tiles, dtype=np.float64), 1e-9)
+    keys = np.asarray(keys_per_query, dtype=np.float64)
+    best = np.sqrt(eff.attention_half_ctas * keys / (max(eff.attention_half_keys, 1e-9) * tiles))
+    decode_shaped = np.asarray(new_tokens, dtype=np.float64) <= ATTENTION_TILE_ROWS
+    parts = np.where(decode_shaped, np.maximum(best, 1.0), 1.0)
+    return attention_efficiency(tiles * parts, keys / parts, eff)
+
+
 def kv_read_efficiency(bytes_per_gpu_layer: ArrayLike, eff: Efficiency) -> np.ndarray:
     """Fraction of HBM bandwidth a paged-KV (or MLA latent) read reaches: k_max * B / (B + B_half),
     B the bytes one GPU reads per layer call (FlashInfer, cuDNN decode: small reads stay far from
@@ -406,14 +423,16 @@ def step_time(
 
     attn_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
     thread_blocks = _query_tiles(instance, n, b)
-    attn_compute = attn_flops / (bf16_peak * attention_efficiency(thread_blocks, keys_per_query, eff))
+    attn_efficiency = split_kv_attention_efficiency(thread_blocks, keys_per_query, n, eff)
+    attn_compute = attn_flops / (bf16_peak * attn_efficiency)
     read_per_gpu_layer = attn_read / (tp * max(k.full_layers + k.sliding_layers + k.linear_layers, 1))
     attn_memory = attn_read / (tp * hw.hbm_bytes_per_s * kv_read_efficiency(read_per_gpu_layer, eff))
     attention = np.maximum(attn_compute, attn_memory)
     packed_attention = attention
     if packed_tokens is not None:
         packed_blocks = np.maximum(thread_blocks, _query_tiles(instance, np.asarray(packed_tokens)))
-        packed_compute = attn_flops / (bf16_peak * attention_efficiency(packed_blocks, keys_per_query, eff))
+        packed_efficiency = np.maximum(attention_efficiency(packed_blocks, keys_per_query, eff), attn_efficiency)
+        packed_compute = attn_flops / (bf16_peak * packed_efficiency)
         packed_attention = np.maximum(packed_compute, attn_memory)
 
     comm = _communication(instance, tokens)
