@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from typer.core import TyperGroup
@@ -643,6 +643,14 @@ def estimate(
             "(--no-ep); default: EP when the instance spans more than one scale-up domain.",
         ),
     ] = None,
+    tp_attention: Annotated[
+        bool,
+        typer.Option(
+            "--tp-attention",
+            help="Experts expert-parallel under tensor-parallel attention (implies --ep; SGLang --tp N --ep N, "
+            "vLLM --enable-expert-parallel without data parallelism).",
+        ),
+    ] = False,
     stack: Annotated[
         str | None,
         typer.Option("--stack", help="Use the GPU's factors calibrated for this serving stack (e.g. sglang-0.5)."),
@@ -674,13 +682,24 @@ def estimate(
         tp,
         query,
         kv_dtype=_kv_dtype(kv_dtype),
-        expert_parallel=ep,
+        expert_parallel=_layout_flag(ep, tp_attention),
         stack=stack,
     )
     if json_out:
         output.emit_json(result)
     else:
         perf_tables.print_estimate(output.results(), result)
+
+
+def _layout_flag(ep: bool | None, tp_attention: bool) -> bool | Literal["tp-attention"] | None:
+    """--ep/--no-ep and --tp-attention as `estimate`'s expert_parallel value."""
+    from pddplan.errors import InputError
+
+    if not tp_attention:
+        return ep
+    if ep is False:
+        raise InputError("--tp-attention with --no-ep: tensor-parallel attention is a layout of expert parallelism")
+    return "tp-attention"
 
 
 @app.command("calibrate")

@@ -111,6 +111,7 @@ class Role(Output):
     tp: int
     expert_parallel: bool | None
     count: int
+    tp_attention: bool | None = Field(default=None, description="present (true) when EP runs tensor-parallel attention")
     relay_on_prefill: bool | None = None
 
 
@@ -236,6 +237,7 @@ class Estimate(Output):
     gpu: str
     tp: int
     expert_parallel: bool
+    tp_attention: bool = Field(description="with expert_parallel: attention tensor-parallel, not data-parallel")
     mode: str
     stack: str | None
     efficiency_source: str
@@ -466,7 +468,10 @@ class ExportInstance(Output):
     gpu: str
     gpus: int
     nodes: int
-    layout: str = Field(description="ep (experts expert-parallel, data-parallel attention) or tp")
+    layout: str = Field(
+        description="ep (experts expert-parallel, data-parallel attention), tp-ep (experts expert-parallel, "
+        "tensor-parallel attention) or tp"
+    )
     kv_transfer: str = Field(description="rdma or tcp")
     max_running_requests: int | None
 

@@ -152,10 +152,16 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
                 f"{source}: {name}.gpu = {spec.gpu!r}: datacenter {spec.datacenter} offers only {', '.join(offers)}"
             )
         hardware = inputs.hardware_for(spec.gpu)
-        instance = Instance(
-            model, hardware, spec.tp, spec.expert_parallel, stack=workload.serving.stack, mtp=workload.serving.mtp()
-        )
         try:
+            instance = Instance(
+                model,
+                hardware,
+                spec.tp,
+                spec.expert_parallel,
+                stack=workload.serving.stack,
+                mtp=workload.serving.mtp(),
+                tp_attention=spec.tp_attention,
+            )
             memory_budget(instance, workload.serving.hbm_utilization, chunk)
         except InputError as exc:
             raise InputError(f"{source}: {name}: {exc}") from None

@@ -603,8 +603,20 @@ def test_expert_parallel_column_sets_the_layout(tmp_path: Path) -> None:
     assert predict([ep, tensor, default], DEFAULT_EFFICIENCY).tolist() == pytest.approx(expected, rel=1e-12)
     assert expected[0] != pytest.approx(expected[1], rel=1e-3)  # the layouts really differ here
     bad = write(tmp_path / "bad.csv", HEADER + ",expert_parallel\ndeepseek-v3,h200,8,decode,1,0,64,4096,0.03,maybe\n")
-    with pytest.raises(InputError, match=r"line 2: expert_parallel = 'maybe': expected true, false or empty"):
+    with pytest.raises(InputError, match=r"line 2: expert_parallel = 'maybe': expected true, false, tp-attention or"):
         read_measurements(bad)
+
+
+def test_expert_parallel_column_takes_tensor_parallel_attention(tmp_path: Path) -> None:
+    """tp-attention: experts expert-parallel under tensor-parallel attention, predicted as that step."""
+    row = "deepseek-v3,h200,8,decode,1,0,64,4096,0.03,TP-Attention\n"
+    path = write(tmp_path / "tpa.csv", HEADER + ",expert_parallel\n" + row)
+    (m,) = read_measurements(path)
+    assert (m.expert_parallel, m.tp_attention) == (True, True)
+    model, hardware = load_model("deepseek-v3"), load_hardware("h200")
+    instance = Instance(model, hardware, 8, True, DEFAULT_EFFICIENCY, tp_attention=True)
+    expected = float(step_time(instance, 1, 4096, 64).total_s)
+    assert float(predict([m], DEFAULT_EFFICIENCY)[0]) == pytest.approx(expected, rel=1e-12)
 
 
 def test_an_empty_split_shows_a_dash_not_nan_percent() -> None:

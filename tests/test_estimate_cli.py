@@ -213,7 +213,33 @@ def test_cli_estimate_decode_and_extend(cli: Any) -> None:
             "--json",
         )
     )
-    assert ep["expert_parallel"] is True
+    assert ep["expert_parallel"] is True and ep["tp_attention"] is False
+    mixed = ok_json(
+        cli(
+            "estimate",
+            *("--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8", "--context", "1000"),
+            "--tp-attention",
+            "--json",
+        )
+    )
+    assert mixed["expert_parallel"] is True and mixed["tp_attention"] is True
+    tensor = ok_json(
+        cli(
+            "estimate",
+            *("--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8", "--context", "1000"),
+            "--no-ep",
+            "--json",
+        )
+    )
+    # TP's attention and all-reduces, the experts waiting for the busiest rank: slower than TP at batch 8
+    assert mixed["breakdown"]["communication_s"] == pytest.approx(tensor["breakdown"]["communication_s"], rel=1e-12)
+    assert mixed["decode_step_s"] > tensor["decode_step_s"]
+    human = cli(
+        "estimate",
+        *("--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8", "--context", "1000"),
+        "--tp-attention",
+    )
+    assert human.exit_code == 0 and "(expert parallel, tensor-parallel attention)" in human.stdout
 
 
 def test_cli_estimate_human_output_goes_to_stdout(cli: Any) -> None:
@@ -233,6 +259,8 @@ def test_cli_estimate_human_output_goes_to_stdout(cli: Any) -> None:
         (["--extend", "4"], ["--extend needs --context"]),
         (["--prefill", "100", "--tp", "0"], ["--tp = 0"]),
         (["--prefill", "100", "--kv-dtype", "int4"], ["--kv-dtype = 'int4'"]),
+        (["--prefill", "100", "--tp", "8", "--tp-attention"], ["tp_attention = true", "llama-3.1-8b", "dense"]),
+        (["--prefill", "100", "--tp", "8", "--no-ep", "--tp-attention"], ["--tp-attention with --no-ep"]),
     ],
 )
 def test_cli_estimate_bad_combinations(cli: Any, args: list[str], fragments: list[str]) -> None:

@@ -281,3 +281,42 @@ def test_a_dense_vllm_instance_wider_than_a_node_uses_the_multiprocessing_execut
     text = " ".join(args)
     assert "--tensor-parallel-size 32 --nnodes 4 --node-rank $R --master-addr h --master-port 29501" in text
     assert "--enable-expert-parallel" not in text and headless("vllm", dense) and not headless("sglang", dense)
+
+
+def test_expert_parallel_under_tensor_parallel_attention_launches_as_the_engines_spell_it(tmp_path: Path) -> None:
+    """A plan's `tp_attention: true` role: SGLang `--tp-size N --ep-size N` (no data-parallel
+    attention, no DeepEP), vLLM `--tensor-parallel-size N --enable-expert-parallel` (no data
+    parallelism); the plan tables label it EP-TPA."""
+    from pddplan.export.engines import NodeContext, Shell, sglang_args, vllm_args
+    from pddplan.report.plan_tables import parallel_label, scenario_roles
+
+    data = yaml.safe_load(PLANS["pd-intra"].read_text(encoding="utf-8"))
+    data["decode"] |= {"expert_parallel": True, "tp_attention": True}
+    path = tmp_path / "tpa.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    scenario = scenario_of(path, "pdd-agent-64k")
+    deployment = deployment_of(scenario, "m")
+    decode = next(i for i in deployment.instances if i.role == "decode")
+    n = decode.gpus
+    assert decode.layout == "tp-ep" and scenario.roles["decode"].instance.kv_senders == n
+    node = NodeContext(Shell("$R"), Shell("h"))
+    sglang = " ".join(sglang_args(deployment, decode, node))
+    assert f"--tp-size {n} --ep-size {n} " in sglang and "--attn-dp-size" not in sglang and "deepep" not in sglang
+    vllm = " ".join(vllm_args(deployment, decode, node))
+    assert f"--tensor-parallel-size {n} --enable-expert-parallel" in vllm and "--data-parallel-size" not in vllm
+    role = scenario_roles(scenario)["decode"]
+    assert role["tp_attention"] is True and parallel_label(role) == f"TP{n} EP-TPA"
+    assert "tp_attention" not in scenario_roles(scenario)["prefill"]
+    written = scenario.plan.model_dump(mode="json")  # a plan file names it only where it is set
+    assert written["decode"]["tp_attention"] is True and "tp_attention" not in written["prefill"]
+
+
+def test_tensor_parallel_attention_on_a_tensor_parallel_role_is_one_error_line(cli: Any, tmp_path: Path) -> None:
+    data = yaml.safe_load(PLANS["pd-intra"].read_text(encoding="utf-8"))
+    data["decode"] |= {"expert_parallel": False, "tp_attention": True}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    result = cli("evaluate", str(path), "pdd-agent-64k")
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1 and "decode: tp_attention = true" in line and str(path) in line

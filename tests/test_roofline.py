@@ -560,6 +560,48 @@ def test_busiest_rank_share_by_hand() -> None:
     assert np.all(np.diff(shares) <= 0) and np.all(shares >= 1)  # more tokens, better balance
 
 
+def test_tensor_parallel_attention_with_expert_parallel_experts() -> None:
+    """TP attention + EP experts: TP's dense, attention and all-reduces, the experts waiting for the
+    busiest rank (whole experts per rank), no two-batch overlap; TP's memory, KV copies and senders."""
+    from pddplan.perf.memory import memory_budget
+    from pddplan.perf.roofline import busiest_rank_share
+
+    n, tp = 8, 4
+    mixed = inst(MOE, tp=tp, ep=True)
+    mixed = Instance(MOE, mixed.hardware, tp, True, EFF, tp_attention=True)
+    tensor = inst(MOE, tp=tp, ep=False)
+    assert mixed.uses_ep and not mixed.uses_dp_attention
+    assert (mixed.kv_pools, mixed.kv_senders) == (1, tp) == (tensor.kv_pools, tensor.kv_senders)
+    assert memory_budget(mixed).weight_bytes == memory_budget(tensor).weight_bytes
+    a, b = step_time(mixed, 1, 1000, n), step_time(tensor, 1, 1000, n)
+    share = float(busiest_rank_share(experts_touched(n, 8, 2), 8, tp))
+    for part in ("dense_gemm_s", "attention_s", "communication_s", "overhead_s"):
+        assert float(getattr(a, part)) == pytest.approx(float(getattr(b, part)), rel=1e-12), part
+    assert float(a.expert_gemm_s) == pytest.approx(float(b.expert_gemm_s) * share, rel=1e-12)
+    expected = float(a.dense_gemm_s + a.expert_gemm_s + a.attention_s + a.communication_s + a.overhead_s)
+    assert float(a.total_s) == pytest.approx(expected, rel=1e-12)  # work + comm: nothing overlaps
+
+
+@pytest.mark.parametrize("tokens", [1, 64, 4096])
+def test_tensor_parallel_attention_ep_is_never_faster_than_tp(tokens: int) -> None:
+    """Why the optimizer does not try the layout: same memory, same work, plus the busiest rank."""
+    model, hardware = load_model("deepseek-v3"), load_hardware("h200")
+    batch = np.array([1, 4, 16, 64, 256])
+    mixed = Instance(model, hardware, 8, True, tp_attention=True)
+    tensor = Instance(model, hardware, 8, False)
+    new = np.full(batch.shape, tokens) if tokens > 1 else 1
+    slower = step_time(mixed, new, 4096, batch if tokens == 1 else 1).total_s
+    faster = step_time(tensor, new, 4096, batch if tokens == 1 else 1).total_s
+    assert np.all(slower >= faster * (1 - 1e-12))
+
+
+def test_tensor_parallel_attention_needs_expert_parallelism() -> None:
+    with pytest.raises(InputError, match="tp_attention = true: only an expert-parallel MoE instance"):
+        Instance(GQA, toy_gpu(), 8, None, EFF, tp_attention=True)
+    with pytest.raises(InputError, match="tensor-parallel throughout"):
+        Instance(MOE, toy_gpu(), 4, False, EFF, tp_attention=True)
+
+
 def test_ep_experts_wait_for_the_busiest_rank() -> None:
     n, tp = 8, 4
     ep = step_time(inst(MOE, tp=tp, ep=True), 1, 1000, n)

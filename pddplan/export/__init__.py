@@ -45,7 +45,7 @@ class Export:
                     "gpu": i.gpu,
                     "gpus": i.gpus,
                     "nodes": i.nodes,
-                    "layout": "ep" if i.expert_parallel else "tp",
+                    "layout": i.layout,
                     "kv_transfer": i.kv_transfer,
                     "max_running_requests": i.max_running_requests,
                 }

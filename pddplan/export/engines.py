@@ -60,13 +60,16 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
 
     EP (pddplan's expert parallelism with data-parallel attention) is `--ep-size N
     --attn-dp-size N` with DeepEP all-to-all (SGLang 0.5.23 spells data-parallel attention so;
-    `--enable-dp-attention --dp-size N` is deprecated); TP is `--tp-size N` alone. Across the WAN
+    `--enable-dp-attention --dp-size N` is deprecated); EP under tensor-parallel attention is
+    `--ep-size N` alone (the experts' outputs summed by the all-reduce); TP is `--tp-size N` alone. Across the WAN
     there is no RDMA, so KV travels by Mooncake over TCP.
     """
     n = instance.gpus
     args = ["python3", "-m", "sglang.launch_server", "--model-path", deployment.model_repo, "--tp-size", str(n)]
-    if instance.expert_parallel:
+    if instance.layout == "ep":
         args += ["--ep-size", str(n), "--attn-dp-size", str(n), "--moe-a2a-backend", "deepep"]
+    elif instance.layout == "tp-ep":
+        args += ["--ep-size", str(n)]
     args += ["--disaggregation-mode", instance.disaggregation]
     args += ["--disaggregation-transfer-backend", "mooncake_tcp" if instance.kv_transfer == "tcp" else "mooncake"]
     if instance.disaggregation == "prefill":
@@ -97,13 +100,15 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
     EP is vLLM's expert-parallel deployment: one data-parallel attention rank per GPU
     (`--data-parallel-size N --enable-expert-parallel`), DeepEP high-throughput kernels on prefill
     and low-latency ones on decode; a multi-node instance runs one command per node, the others
-    headless, each starting at its first rank. TP is `--tensor-parallel-size N`; across nodes, with
+    headless, each starting at its first rank. EP under tensor-parallel attention is
+    `--tensor-parallel-size N --enable-expert-parallel` (one rank group, experts spread over it). TP
+    is `--tensor-parallel-size N`; across nodes, with
     vLLM's multiprocessing executor (`--nnodes`, `--node-rank`, `--master-addr`; the others
     headless). KV moves with the NIXL connector; across the WAN its UCX transport is told to use TCP.
     """
     args = ["vllm", "serve", deployment.model_repo]
     per_node = instance.gpus_per_node
-    if instance.expert_parallel:
+    if instance.layout == "ep":
         args += ["--tensor-parallel-size", "1", "--data-parallel-size", str(instance.gpus), "--enable-expert-parallel"]
         kernels = "deepep_high_throughput" if instance.disaggregation == "prefill" else "deepep_low_latency"
         args += ["--all2all-backend", kernels]
@@ -114,6 +119,8 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
             args += ["--data-parallel-rpc-port", str(VLLM_DP_RPC_PORT)]
     else:
         args += ["--tensor-parallel-size", str(instance.gpus)]
+        if instance.layout == "tp-ep":
+            args += ["--enable-expert-parallel"]
         if instance.nodes > 1:
             args += ["--nnodes", str(instance.nodes), "--node-rank", node.rank]
             args += ["--master-addr", node.leader_address, "--master-port", str(VLLM_MASTER_PORT)]

@@ -4,8 +4,9 @@ This is the one place that decides what a plan means for an engine (every target
 - roles: `prefill`; `relay` (PDD's relay decoder, a decode server in the prefill datacenter) or
   none when the relay runs on the prefill instances; `decode` (PDD's main decoder, or a baseline's
   decoder);
-- layout: experts expert-parallel with data-parallel attention (pddplan's EP, `Instance.uses_ep`)
-  or tensor parallelism throughout;
+- layout: experts expert-parallel with data-parallel attention (pddplan's EP, `Instance.uses_ep`),
+  experts expert-parallel under tensor-parallel attention (`Instance.tp_attention`), or tensor
+  parallelism throughout;
 - nodes per instance = ceil(GPUs per instance / GPUs per node);
 - limits: chunked-prefill budget, decode batch (max running requests), HBM share, KV page size,
   context length = longest prompt + longest output the workload draws;
@@ -43,6 +44,7 @@ class EngineInstance:
     gpus: int
     nodes: int
     expert_parallel: bool
+    tp_attention: bool  # with expert_parallel: attention tensor-parallel, not data-parallel
     disaggregation: Literal["prefill", "decode"]
     kv_transfer: Transport  # how this instance's KV leaves (prefill) or arrives (decode)
     max_running_requests: int | None
@@ -51,6 +53,14 @@ class EngineInstance:
     @property
     def gpus_per_node(self) -> int:
         return self.gpus // self.nodes
+
+    @property
+    def layout(self) -> str:
+        """tp (tensor parallel throughout), ep (experts EP, data-parallel attention) or tp-ep
+        (experts EP under tensor-parallel attention)."""
+        if not self.expert_parallel:
+            return "tp"
+        return "tp-ep" if self.tp_attention else "ep"
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,7 @@ def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFA
                 gpus=role.tp,
                 nodes=role.tp // per_node,
                 expert_parallel=role.instance.uses_ep,
+                tp_attention=role.instance.tp_attention,
                 disaggregation="decode" if is_decode else "prefill",
                 kv_transfer=transport,
                 max_running_requests=scenario.max_decode_batch if is_decode else None,

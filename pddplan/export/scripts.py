@@ -151,7 +151,9 @@ def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for i in deployment.instances:
-        layout = f"EP{i.gpus} + DP attention" if i.expert_parallel else f"TP{i.gpus}"
+        layout = {"tp": f"TP{i.gpus}", "ep": f"EP{i.gpus} + DP attention", "tp-ep": f"EP{i.gpus} + TP attention"}[
+            i.layout
+        ]
         lines.append(
             f"| {i.label}.sh | {ROLE_TITLES[i.role]} | {i.datacenter} | {i.gpus} x {i.gpu} | {i.nodes} | {layout} "
             f"| {address_variable(i)} |"

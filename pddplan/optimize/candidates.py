@@ -4,7 +4,11 @@ An instance candidate is (datacenter, GPU type, TP degree, parallel layout) wher
 An MoE model gets two layouts inside one scale-up domain: tensor-parallel attention and experts,
 and expert parallelism with data-parallel attention (what DeepSeek-style deployments run: no KV
 copies per rank, so more sequences fit, at the price of a full copy of the non-expert weights per
-rank); across domains it is always expert-parallel (see `Instance`). A WAN
+rank); across domains it is always expert-parallel (see `Instance`). The third layout, experts
+expert-parallel under tensor-parallel attention (`Instance.tp_attention`), is not tried: it holds
+the same weights and KV per GPU as tensor parallelism throughout and runs the same FLOPs, bytes and
+all-reduces, plus the wait for the busiest expert rank, so in this model it is never faster (a plan
+file or `estimate --ep --tp-attention` evaluates it). A WAN
 configuration is a directed datacenter pair (prefill and relay at the source, main decode at the
 destination) with a count of lines per option joining them; all configurations of all pairs are
 enumerated, so nothing assumes exactly two datacenters.

@@ -4,8 +4,9 @@ Measurements are a CSV with columns
     model, gpu, tp, kind (prefill | decode | extend), tokens, cached, batch, context, measured_s
 and optionally weight_dtype (bf16 | fp8 | fp4; empty = the model's own), kv_dtype, split (fit | holdout | excluded)
 and stack (the serving stack that measured the row, e.g. sglang-0.5; see `efficiency_of`),
-expert_parallel (true: experts expert-parallel with data-parallel attention; false: tensor
-parallelism throughout; empty: the default rule, EP when the instance spans scale-up domains) and
+expert_parallel (true: experts expert-parallel with data-parallel attention; tp-attention: experts
+expert-parallel under tensor-parallel attention; false: tensor parallelism throughout; empty: the
+default rule, EP when the instance spans scale-up domains) and
 measured_kind, what the number is:
     engine_step  the engine's own time for the step (a profiler, the engine's step log, or a
                  throughput the engine reports): predicted as the step alone;
@@ -52,8 +53,14 @@ MEASURED_KINDS = ("engine_step", "client_ttft", "client_itl")
 #: what an empty measured_kind means, per step kind
 DEFAULT_MEASURED_KIND = {"prefill": "client_ttft", "decode": "client_itl", "extend": "engine_step"}
 SPLITS = ("fit", "holdout", "excluded")
-#: the optional expert_parallel column: its values and the layout each stands for
-LAYOUTS: dict[str, bool | None] = {"": None, "true": True, "false": False}
+#: the optional expert_parallel column: its values and the layout each stands for,
+#: (expert_parallel, tp_attention) as `Instance` takes them
+LAYOUTS: dict[str, tuple[bool | None, bool]] = {
+    "": (None, False),
+    "true": (True, False),
+    "false": (False, False),
+    "tp-attention": (True, True),
+}
 
 #: (name, lower bound, upper bound) of each fitted factor: the plausible range its public
 #: microbenchmarks support (`pddplan.perf.priors`).
@@ -93,6 +100,7 @@ class Measurement:
     stack: str = ""
     expert_parallel: bool | None = None
     measured_kind: str = ""
+    tp_attention: bool = False
 
     @property
     def adds_request_overhead(self) -> bool:
@@ -148,7 +156,8 @@ def read_measurements(path: Path) -> list[Measurement]:
         layout = (row.get("expert_parallel") or "").strip().lower()
         if layout not in LAYOUTS:
             raise InputError(
-                f"{path}: line {number}: expert_parallel = {layout!r}: expected true, false or empty (the default rule)"
+                f"{path}: line {number}: expert_parallel = {layout!r}: expected true, false, tp-attention or "
+                "empty (the default rule)"
             )
         measured_kind = _measured_kind(row, kind, f"{path}: line {number}")
         split = (row.get("split") or "fit").strip() or "fit"
@@ -170,7 +179,8 @@ def read_measurements(path: Path) -> list[Measurement]:
                 split=split,
                 line=number,
                 stack=(row.get("stack") or "").strip(),
-                expert_parallel=LAYOUTS[layout],
+                expert_parallel=LAYOUTS[layout][0],
+                tp_attention=LAYOUTS[layout][1],
                 measured_kind=measured_kind,
             )
         )
@@ -225,7 +235,15 @@ def predict(
         if m.gpu not in profiles:
             profiles[m.gpu] = load_hardware(m.gpu)
         stack = m.stack if by_stack and m.stack in profiles[m.gpu].stack_efficiency else None
-        instance = Instance(_model_for(m, models), profiles[m.gpu], m.tp, m.expert_parallel, efficiency, stack=stack)
+        instance = Instance(
+            _model_for(m, models),
+            profiles[m.gpu],
+            m.tp,
+            m.expert_parallel,
+            efficiency,
+            stack=stack,
+            tp_attention=m.tp_attention,
+        )
         if m.kind == "prefill":
             seconds = step_time(instance, m.tokens, m.cached, m.batch).total_s
             if m.adds_request_overhead:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
@@ -57,7 +57,7 @@ def estimate(
     query: StepQuery,
     *,
     kv_dtype: KvDtype | None = None,
-    expert_parallel: bool | None = None,
+    expert_parallel: bool | Literal["tp-attention"] | None = None,
     stack: str | None = None,
 ) -> dict[str, Any]:
     """Predict a prefill, a decode step or an extend step (see `StepQuery`): engine times.
@@ -71,6 +71,9 @@ def estimate(
     with the lone request's client TTFT, their sum (`lone_request_ttft_s`).
 
     `stack` picks the factors the GPU's profile holds for that serving stack (else its default ones).
+    `expert_parallel` takes the values of the measurements' column of that name: True (experts EP,
+    data-parallel attention), "tp-attention" (experts EP under tensor-parallel attention), False
+    (tensor parallelism throughout), None (the default rule; see `Instance`).
     """
     prefill_tokens, cached_tokens, chunk_tokens = query.prefill_tokens, query.cached_tokens, query.chunk_tokens
     decode_batch, extend_tokens, context_tokens = query.decode_batch, query.extend_tokens, query.context_tokens
@@ -92,13 +95,16 @@ def estimate(
     check_gpus_per_instance(tp, "--tp")
     mtp = query.mtp()
     model = load_model(model_name, kv_dtype)
-    instance = Instance(model, load_hardware(gpu), tp, expert_parallel, stack=stack, mtp=mtp)
+    tp_attention = expert_parallel == "tp-attention"
+    ep = True if expert_parallel == "tp-attention" else expert_parallel
+    instance = Instance(model, load_hardware(gpu), tp, ep, stack=stack, mtp=mtp, tp_attention=tp_attention)
     budget = memory_budget(instance, step_tokens=chunk_tokens or prefill_tokens or 8192)
     result: dict[str, Any] = {
         "model": model.name,
         "gpu": instance.hardware.name,
         "tp": tp,
         "expert_parallel": instance.uses_ep,
+        "tp_attention": instance.tp_attention,
         "mode": modes[0],
         "stack": stack,
         "efficiency_source": instance.efficiency.source,

@@ -54,7 +54,7 @@ def memory_budget(instance: Instance, hbm_utilization: float = 0.9, step_tokens:
     """Split one GPU's memory; raise InputError when the weights and activations do not fit."""
     hw = instance.hardware
     total_weights = weight_bytes(instance.model)
-    if instance.uses_ep:
+    if instance.uses_dp_attention:  # experts split, the rest replicated on every rank
         expert_total = (
             instance.constants.expert_weight_bytes * instance.constants.moe_layers * (instance.constants.num_experts)
         )
@@ -96,10 +96,10 @@ def instance_kv_capacity_bytes(instance: Instance, hbm_utilization: float = 0.9,
 
 
 def kv_replication(instance: Instance) -> float:
-    """Copies of each token's KV the instance stores (`kv.kv_replication`; expert parallelism runs
-    data-parallel attention). Applied to a sequence's whole state, it over-counts a hybrid model's
+    """Copies of each token's KV the instance stores (`kv.kv_replication`, data-parallel attention
+    or not). Applied to a sequence's whole state, it over-counts a hybrid model's
     linear-attention state, which is split by value heads, when tp exceeds the KV heads."""
-    return kv_replication_of(instance.model, instance.tp, instance.uses_ep)
+    return kv_replication_of(instance.model, instance.tp, instance.uses_dp_attention)
 
 
 def sequences_that_fit(capacity_bytes: ArrayLike, sequence_bytes: ArrayLike, pools: int = 1) -> np.ndarray:

@@ -89,6 +89,9 @@ class Instance:
     `stack` names the serving stack whose calibrated factors to use (see `efficiency_of`).
     `expert_parallel` None means: EP for an MoE model whose instance spans more than one scale-up
     domain (where all-reducing every layer over the NIC would be prohibitive), TP otherwise.
+    Expert parallelism runs data-parallel attention (DeepSeek's and SGLang's `--enable-dp-attention`
+    layout) unless `tp_attention`: then attention stays tensor-parallel and only the experts are
+    spread whole over the ranks (SGLang `--tp N --ep N`, vLLM `--enable-expert-parallel`).
     """
 
     model: ModelArchitecture
@@ -98,10 +101,17 @@ class Instance:
     efficiency_override: Efficiency | None = field(default=None, compare=False)
     stack: str | None = None
     mtp: Mtp | None = None
+    tp_attention: bool = False
 
     def __post_init__(self) -> None:
         if self.tp < 1:
             raise InputError(f"tp = {self.tp}: must be at least 1")
+        if self.tp_attention and not self.uses_ep:
+            raise InputError(
+                f"tp_attention = true: only an expert-parallel MoE instance has a choice of attention "
+                f"layout (set expert_parallel, --ep, too); {self.model.name} at tp={self.tp} is "
+                f"{'dense' if self.model.moe is None else 'tensor-parallel throughout'}"
+            )
         if self.efficiency_override is None and self.stack is not None:
             efficiency_of(self.hardware, self.stack)  # fail early on a stack the profile lacks
 
@@ -119,16 +129,21 @@ class Instance:
         return self.tp > self.hardware.scale_up_domain
 
     @property
+    def uses_dp_attention(self) -> bool:
+        """Whether attention runs data-parallel: under expert parallelism unless `tp_attention`."""
+        return self.uses_ep and not self.tp_attention
+
+    @property
     def kv_pools(self) -> int:
-        """Separate KV memories a sequence must fit in one of: tp under expert parallelism (its
-        data-parallel attention keeps each sequence on one rank), else 1 (the instance's memory)."""
-        return self.tp if self.uses_ep else 1
+        """Separate KV memories a sequence must fit in one of: tp under data-parallel attention
+        (each sequence stays on one rank), else 1 (the instance's memory)."""
+        return self.tp if self.uses_dp_attention else 1
 
     @property
     def kv_senders(self) -> int:
         """GPUs (and NICs) one request's KV leaves from: 1 under data-parallel attention (one rank
         holds it), else tp (each rank sends its shard or share)."""
-        return 1 if self.uses_ep else self.tp
+        return 1 if self.uses_dp_attention else self.tp
 
     @cached_property
     def constants(self) -> _ModelConstants:
@@ -394,13 +409,13 @@ def step_time(
     tokens = n * b
     bw = tp * hw.hbm_bytes_per_s * eff.memory_fraction
 
-    ranks = tp if instance.uses_ep else 1  # data-parallel attention: each rank runs 1/tp of the rows
+    ranks = tp if instance.uses_dp_attention else 1  # data-parallel attention: each rank runs 1/tp of the rows
     dense_dtype = _gemm_dtype(instance.model.weight_dtype)
     dense_peak = tp * hw.peak_flops_per_s(dense_dtype)
     dense_compute = k.dense_flops_per_token * tokens / (dense_peak * gemm_efficiency(tokens / ranks, eff, dense_dtype))
     bf16_peak = tp * hw.peak_flops_per_s("bf16")
     dense_compute = dense_compute + k.lm_head_flops * b / (bf16_peak * gemm_efficiency(b / ranks, eff))
-    replicas = tp if instance.uses_ep else 1
+    replicas = tp if instance.uses_dp_attention else 1
     dense_memory = np.broadcast_to(k.dense_weight_bytes * replicas / bw, np.shape(dense_compute))
     dense = np.maximum(dense_compute, dense_memory)
 
@@ -439,7 +454,7 @@ def step_time(
     per_step = eff.step_overhead_s + eff.kernel_floor_s * kernels_launched(instance.model)
     overhead = np.broadcast_to(np.asarray(per_step, dtype=np.float64), np.shape(tokens))
     work = dense + experts + attention
-    total = (two_batch_overlap(work, comm) if instance.uses_ep else work + comm) + overhead
+    total = (two_batch_overlap(work, comm) if instance.uses_dp_attention else work + comm) + overhead
 
     compute_bound = (
         np.where(dense_compute >= dense_memory, dense, 0.0)
@@ -482,6 +497,7 @@ def floor_time(
         tp=instance.tp,
         expert_parallel=instance.expert_parallel,
         efficiency_override=IDEAL_EFFICIENCY,
+        tp_attention=instance.tp_attention,
     )
     step = step_time(ideal, new_tokens, context_tokens, batch)
     return np.maximum(step.flops_s, step.bytes_s)
@@ -531,7 +547,7 @@ def _attention(
         k.latent_read_bytes * np.minimum(total_ctx, k.top_k) + k.indexer_read_bytes * total_ctx
     )
     sliding_read = k.sliding_layers * k.kv_layer_bytes * np.minimum(total_ctx, k.window)
-    copies = kv_replication(instance.model, instance.tp, instance.uses_ep)
+    copies = kv_replication(instance.model, instance.tp, instance.uses_dp_attention)
     read = b * ((full_read + sliding_read) * copies + 2.0 * k.linear_state_bytes)
     keys_per_query = full_pairs / np.maximum(n, 1.0)
     return flops, read, keys_per_query
@@ -546,8 +562,10 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
         alpha + 2 (tp-1)/tp * N * d * 2 B / link (a ring's bytes; small messages take one-shot
         or two-shot kernels whose time is the latency), over the scale-up fabric when the
         instance fits one domain, the NIC otherwise.
-    EP: per MoE layer each rank dispatches (fp8, 1 B) and combines (bf16, 2 B) its N/tp tokens,
-        two collectives. Within one domain every one of the t routed copies moves over the
+    TP attention + EP experts: as TP. After tensor-parallel attention every rank holds every token,
+        runs the routed copies that land on its own experts, and the second all-reduce sums them.
+    EP (data-parallel attention): per MoE layer each rank dispatches (fp8, 1 B) and combines
+        (bf16, 2 B) its N/tp tokens, two collectives. Within one domain every one of the t routed copies moves over the
         scale-up fabric: (N/tp) * t * d * 3 B * (tp-1)/tp / link. Across domains a token crosses
         the NIC once per remote domain it touches (deduplicated, as DeepEP does),
         m * (1 - (1 - 1/m)^t) * (m-1)/m domains on average for m domains: (N/tp) * that * d * 3 B / NIC.
@@ -563,7 +581,7 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
     scale_up = hw.scale_up_bytes_per_s * eff.scale_up_fraction
     nic = hw.nic_bytes_per_s * eff.scale_up_fraction
     latency = eff.collective_latency_s if tp <= domain else eff.nic_latency_s
-    if instance.uses_ep:
+    if instance.uses_dp_attention:
         per_token = model.hidden_size * 3.0
         if tp <= domain:
             seconds = tokens / tp * k.experts_per_token * per_token * (tp - 1) / tp / scale_up

@@ -20,7 +20,9 @@ def print_estimate(console: Console, result: dict[str, Any]) -> None:
     """The headline time, then the breakdown and the binding resource."""
     mode = result["mode"]
     head = f"{result['model']} on {result['tp']} x {result['gpu']}"
-    head += " (expert parallel)" if result["expert_parallel"] else ""
+    if result["expert_parallel"]:
+        attention = "tensor" if result.get("tp_attention") else "data"
+        head += f" (expert parallel, {attention}-parallel attention)"
     if mode == "prefill":
         console.print(
             f"{head}: prefill of {result['new_tokens']:,} tokens on {result['cached_tokens']:,} cached "

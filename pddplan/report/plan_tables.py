@@ -13,14 +13,17 @@ from pddplan import architectures
 from pddplan.scenario import Scenario
 
 
-def layout_label(tp: int, expert_parallel: bool | None) -> str:
-    """TP8, or TP8 EP when the instance runs expert parallelism (data-parallel attention)."""
-    return f"TP{tp}" + (" EP" if expert_parallel else "")
+def layout_label(tp: int, expert_parallel: bool | None, tp_attention: bool = False) -> str:
+    """TP8; TP8 EP when the instance runs expert parallelism with data-parallel attention; TP8 EP-TPA
+    with tensor-parallel attention."""
+    if not expert_parallel:
+        return f"TP{tp}"
+    return f"TP{tp} EP" + ("-TPA" if tp_attention else "")
 
 
 def parallel_label(role: dict[str, Any]) -> str:
     """`layout_label` of a role given as a plain dict (see `scenario_roles`)."""
-    return layout_label(role["tp"], role.get("expert_parallel"))
+    return layout_label(role["tp"], role.get("expert_parallel"), bool(role.get("tp_attention")))
 
 
 def _role_line(name: str, role: dict[str, Any]) -> str:
@@ -82,6 +85,7 @@ def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
             "expert_parallel": role.instance.uses_ep if scenario.model.moe is not None else None,
             "count": role.count,
         }
+        | ({"tp_attention": True} if role.instance.tp_attention else {})
         | ({"relay_on_prefill": True} if name == "prefill" and scenario.relay_colocated else {})
         for name, role in scenario.roles.items()
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from pddplan.specs.common import (
     ChunkTokens,
@@ -39,10 +39,22 @@ class RoleSpec(StrictModel):
     expert_parallel: bool | None = Field(
         default=None, description="None: EP for MoE models spanning more than one scale-up domain"
     )
+    tp_attention: bool = Field(
+        default=False,
+        description="with expert parallelism: attention tensor-parallel (SGLang --tp N --ep N), not data-parallel",
+    )
 
     @property
     def gpus(self) -> int:
         return self.tp * self.count
+
+    @model_serializer(mode="wrap")
+    def _written_without_the_default_attention(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A plan file names `tp_attention` only where it is set: plans written before it read alike."""
+        data: dict[str, Any] = handler(self)
+        if not self.tp_attention:
+            data.pop("tp_attention", None)
+        return data
 
 
 class WanLease(StrictModel):
