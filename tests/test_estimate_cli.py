@@ -325,6 +325,21 @@ def test_cli_accuracy_counts_match_the_csv(cli: Any, root: Path) -> None:
     assert sum(g["holdout_count"] for g in report["holdout_by_gpu"].values()) == holdout["count"]
 
 
+def test_cli_accuracy_table_splits_held_out_rows_by_kind_and_family(cli: Any, root: Path) -> None:
+    """The human view shows what the JSON's holdout_groups hold: engine-step rows apart from client
+    rows, per step kind and per model family, with their counts."""
+    path = root / "tests" / "data" / "measurements.csv"
+    groups = ok_json(cli("accuracy", str(path), "--json"))["holdout_groups"]
+    result = cli("accuracy", str(path))
+    assert result.exit_code == 0
+    text = result.stdout
+    assert "held-out rows by what was measured and by model family" in text
+    for name, stats in [*groups["by_measurement"].items(), *groups["by_family"].items()]:
+        row = next(line for line in text.splitlines() if f" {name} " in line and "%" in line)
+        assert f" {stats['count']} " in row and f"{stats['median_abs_error']:.1%}" in row, (name, row)
+    assert "engine_step prefill" in groups["by_measurement"] and "MLA" in groups["by_family"]
+
+
 def test_cli_accuracy_default_measurements(cli: Any, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(root)
     report = ok_json(cli("accuracy", "--json"))

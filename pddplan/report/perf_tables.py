@@ -149,25 +149,36 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
         if s["holdout_count"]:
             per_gpu.add_row(gpu, str(s["holdout_count"]), _share(s["median_abs_error"]), _share(s["worst_abs_error"]))
     console.print(per_gpu)
+    groups = report["holdout_groups"]
+    console.print(
+        _groups_table(
+            "held-out rows by what was measured and by model family (stack-calibrated)",
+            [*groups["by_measurement"].items(), *groups["by_family"].items()],
+        )
+    )
     for split, title in (("holdout", "held-out points, worst first"), ("excluded", "excluded points (not scored)")):
         chosen = [p for p in report["points"] if p["split"] == split]
         if chosen:
             console.print(_points_table(title, sorted(chosen, key=lambda p: -abs(p["error"]))))
     cv = report.get("cross_validation")
     if cv:
-        folds = Table(title=f"{cv['folds']}-fold cross-validation of the refit on the fit rows (out of fold)")
-        for header in ("rows", "count", "median |error|", "p90 |error|", "worst |error|"):
-            folds.add_column(header, justify="right")
-        groups = [("all", cv["overall"]), *cv["by_measurement"].items(), *cv["by_family"].items()]
-        for name, s in groups:
-            folds.add_row(
-                name,
-                str(s["count"]),
-                _share(s["median_abs_error"]),
-                _share(s["p90_abs_error"]),
-                _share(s["worst_abs_error"]),
+        console.print(
+            _groups_table(
+                f"{cv['folds']}-fold cross-validation of the refit on the fit rows (out of fold)",
+                [("all", cv["overall"]), *cv["by_measurement"].items(), *cv["by_family"].items()],
             )
-        console.print(folds)
+        )
+
+
+def _groups_table(title: str, groups: list[tuple[str, dict[str, Any]]]) -> Table:
+    """Median, p90 and worst |error| per group of rows (engine_step prefill, MLA, ...)."""
+    table = Table(title=title)
+    for header in ("rows", "count", "median |error|", "p90 |error|", "worst |error|"):
+        table.add_column(header, justify="right")
+    for name, s in groups:
+        shares = (_share(s[key]) for key in ("median_abs_error", "p90_abs_error", "worst_abs_error"))
+        table.add_row(name, str(s["count"]), *shares)
+    return table
 
 
 def _points_table(title: str, points: list[dict[str, Any]]) -> Table:
