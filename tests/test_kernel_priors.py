@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from pddplan.perf.roofline import (
     attention_efficiency,
     gemm_efficiency,
     grouped_gemm_efficiency,
+    head_dim_factor,
     kv_read_efficiency,
     split_kv_attention_efficiency,
 )
@@ -56,16 +58,31 @@ def heads(shape: str) -> int:
     return int(shape.split(" q heads")[0].split()[-1])
 
 
+def batch(shape: str) -> int:
+    """The shape's `batch N` (the FA3 figure runs 16K tokens per batch), else 1."""
+    match = re.search(r"batch (\d+)", shape)
+    return int(match.group(1)) if match else 1
+
+
+def head_dim(shape: str) -> float:
+    """The shape's `hdD` (0 for MLA shapes, which have none)."""
+    match = re.search(r"\bhd(\d+)", shape)
+    return float(match.group(1)) if match else 0.0
+
+
 def curve(row: dict[str, str]) -> float:
     """The prior curve at the row's shape (batch 1: thread blocks = heads * max(S / 128, 1)), with
     the row's GPU's own priors where it has some (`GPU_PRIORS`)."""
     x = float(row["x"])
     eff = gpu_start(row["gpu"], EFF)
     family = row["family"]
+    shape = row["shape"]
     if family == "attention_prefill":  # square causal: mean keys per query (S + 1) / 2
-        return float(attention_efficiency(heads(row["shape"]) * x / ATTENTION_TILE_ROWS, (x + 1) / 2, eff))
+        blocks = batch(shape) * heads(shape) * x / ATTENTION_TILE_ROWS
+        return float(attention_efficiency(blocks, (x + 1) / 2, eff)) * head_dim_factor(head_dim(shape), eff)
     if family == "attention_chunk":  # a chunk over a long cache: ~32K keys per query
-        return float(attention_efficiency(heads(row["shape"]) * x / ATTENTION_TILE_ROWS, 32_768, eff))
+        blocks = heads(shape) * x / ATTENTION_TILE_ROWS
+        return float(attention_efficiency(blocks, 32_768, eff)) * head_dim_factor(head_dim(shape), eff)
     if family == "mla_prefill":  # as attention_prefill: 128 heads, (S + 1) / 2 keys per query
         return float(attention_efficiency(128 * x / ATTENTION_TILE_ROWS, (x + 1) / 2, eff))
     if family == "mla_decode":

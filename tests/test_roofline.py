@@ -2,8 +2,8 @@
 
 Instances use a hand-built GPU with round numbers (1000 TFLOPS bf16, 2000 fp8, 4 TB/s, 500 GB/s
 scale-up in domains of 8, 400 Gbps NIC) and an explicit Efficiency, so nothing depends on the
-shipped calibration. EFF flattens the attention and KV-read curves (half points 0: the plateau
-everywhere) so the step formulas stay short; the curves have their own tests below.
+shipped calibration. EFF flattens the attention and KV-read curves (half points 0, head dim
+included: the plateau everywhere) so the step formulas stay short; the curves have their own tests below.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pddplan.perf.roofline import (
     floor_time,
     gemm_efficiency,
     grouped_gemm_efficiency,
+    head_dim_factor,
     kernels_launched,
     keys_seen,
     kv_read_efficiency,
@@ -50,6 +51,7 @@ EFF = Efficiency(
     attention_compute_fraction=0.5,
     attention_half_ctas=0.0,
     attention_half_keys=0.0,
+    attention_half_head_dim=0.0,
     kv_memory_fraction=0.8,
     kv_half_bytes=0.0,
     scale_up_fraction=0.5,
@@ -130,6 +132,7 @@ CURVES = EFF.model_copy(
         "attention_compute_fraction": 0.7,
         "attention_half_ctas": 100.0,
         "attention_half_keys": 450.0,
+        "attention_half_head_dim": 54.0,
         "kv_memory_fraction": 0.9,
         "kv_half_bytes": 25e6,
     }
@@ -158,6 +161,28 @@ def test_curves_never_fall_as_their_work_grows() -> None:
     ):
         assert np.all(np.diff(curve) >= 0)
         assert np.all(curve <= 1)
+
+
+def test_head_dim_factor_by_hand() -> None:
+    """[D / (D + 54)] / [128 / (128 + 54)]: 1 at the reference 128, 0.771 at 64, 1.175 at 256; 1 for
+    MLA (D = 0) and for the ideal kernel (D_half = 0)."""
+    assert head_dim_factor(128, CURVES) == pytest.approx(1.0)
+    assert head_dim_factor(64, CURVES) == pytest.approx((64 / 118) / (128 / 182))
+    assert head_dim_factor(256, CURVES) == pytest.approx((256 / 310) / (128 / 182))
+    assert head_dim_factor(0, CURVES) == 1.0
+    assert head_dim_factor(64, CURVES.model_copy(update={"attention_half_head_dim": 0.0})) == 1.0
+    dims = np.arange(16, 1024, 16)
+    assert np.all(np.diff([head_dim_factor(d, CURVES) for d in dims]) > 0)  # wider heads, nearer the roof
+
+
+def test_small_heads_run_attention_slower() -> None:
+    """Halving the head dim halves the attention FLOPs but runs them at 0.771 of the rate (same heads,
+    so the same thread blocks and keys): a compute-bound prefill's attention takes 0.5 / 0.771."""
+    wide = Instance(arch(**GQA_SHAPE), toy_gpu(), 1, None, CURVES)
+    narrow = Instance(arch(**(GQA_SHAPE | {"head_dim": 64})), toy_gpu(), 1, None, CURVES)
+    a, b = step_time(wide, 8192, 0), step_time(narrow, 8192, 0)
+    assert float(a.compute_bound_s) >= float(a.attention_s)  # attention is compute-bound here
+    assert float(b.attention_s) / float(a.attention_s) == pytest.approx(0.5 / head_dim_factor(64, CURVES), rel=1e-9)
 
 
 def test_split_kv_by_hand() -> None:

@@ -130,6 +130,17 @@ PRIORS: tuple[Prior, ...] = (
         source="cuDNN H200 causal prefill, 64 heads: 0.50 of peak at 2K tokens, 0.69 at 16K",
     ),
     Prior(
+        name="attention_half_head_dim",
+        value=54.0,
+        low=10.0,
+        high=300.0,
+        log=True,
+        spread=0.3,
+        fitted=False,
+        source="FlashAttention-3 FP16 forward on H100 at 16K: hd64 497 / 473, hd128 648 / 616, hd256 756 / 642 "
+        "TFLOP/s (non-causal / causal): hd64 at 0.77 of hd128 both ways gives 54",
+    ),
+    Prior(
         name="kv_memory_fraction",
         value=0.9,
         low=0.6,

@@ -176,6 +176,7 @@ class _ModelConstants:
     top_k: float
     linear_flops_per_token: float
     linear_state_bytes: float
+    gqa_head_dim: float  # the attention kernels' head dim; 0 for MLA, whose kernels are checked as they are
 
 
 def _model_constants(model: ModelArchitecture) -> _ModelConstants:
@@ -229,6 +230,7 @@ def _model_constants(model: ModelArchitecture) -> _ModelConstants:
         top_k=top_k,
         linear_flops_per_token=linear_flops * layers_linear,
         linear_state_bytes=linear_state_bytes(model),
+        gqa_head_dim=0.0 if model.mla is not None else float(model.head_dim),
     )
 
 
@@ -298,6 +300,23 @@ def attention_efficiency(thread_blocks: ArrayLike, keys_per_query: ArrayLike, ef
     blocks = saturating(thread_blocks, 1.0, eff.attention_half_ctas)
     keys = saturating(keys_per_query, 1.0, eff.attention_half_keys)
     return eff.attention_compute_fraction * blocks * keys
+
+
+#: The head dim at which `attention_compute_fraction` is the plateau (the public figures' shape).
+REFERENCE_HEAD_DIM = 128.0
+
+
+def head_dim_factor(head_dim: float, eff: Efficiency) -> float:
+    """The attention plateau at head dim D relative to D = 128: [D / (D + D_half)] / [128 / (128 + D_half)].
+
+    Each score costs a fixed softmax (exp, max, rescale) beside its 4·D matmul FLOPs, so a smaller
+    head spends more of its time off the tensor cores (FlashAttention-3 on H100: hd64 runs at 0.77
+    of hd128, hd256 at 1.04-1.17). 1 for D = 0 (MLA, whose kernels the curve was checked against as
+    they are) and for D_half = 0 (the ideal kernel)."""
+    if head_dim <= 0 or eff.attention_half_head_dim <= 0:
+        return 1.0
+    half = eff.attention_half_head_dim
+    return (head_dim / (head_dim + half)) / (REFERENCE_HEAD_DIM / (REFERENCE_HEAD_DIM + half))
 
 
 def split_kv_attention_efficiency(
@@ -438,7 +457,10 @@ def step_time(
 
     attn_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
     thread_blocks = _query_tiles(instance, n, b)
-    attn_efficiency = split_kv_attention_efficiency(thread_blocks, keys_per_query, n, eff)
+    attn_efficiency = np.minimum(
+        split_kv_attention_efficiency(thread_blocks, keys_per_query, n, eff) * head_dim_factor(k.gqa_head_dim, eff),
+        1.0,
+    )
     attn_compute = attn_flops / (bf16_peak * attn_efficiency)
     read_per_gpu_layer = attn_read / (tp * max(k.full_layers + k.sliding_layers + k.linear_layers, 1))
     attn_memory = attn_read / (tp * hw.hbm_bytes_per_s * kv_read_efficiency(read_per_gpu_layer, eff))
@@ -446,7 +468,12 @@ def step_time(
     packed_attention = attention
     if packed_tokens is not None:
         packed_blocks = np.maximum(thread_blocks, _query_tiles(instance, np.asarray(packed_tokens)))
-        packed_efficiency = np.maximum(attention_efficiency(packed_blocks, keys_per_query, eff), attn_efficiency)
+        packed_efficiency = np.maximum(
+            np.minimum(
+                attention_efficiency(packed_blocks, keys_per_query, eff) * head_dim_factor(k.gqa_head_dim, eff), 1.0
+            ),
+            attn_efficiency,
+        )
         packed_compute = attn_flops / (bf16_peak * packed_efficiency)
         packed_attention = np.maximum(packed_compute, attn_memory)
 

@@ -138,6 +138,12 @@ class Efficiency(StrictModel):
     attention_half_keys: float = Field(
         default=450.0, ge=0, le=10_000_000, description="keys per query at half the plateau"
     )
+    attention_half_head_dim: float = Field(
+        default=54.0,
+        ge=0,
+        le=10_000,
+        description="GQA/MHA attention: head dim at half the plateau (the plateau is set at head dim 128)",
+    )
     kv_memory_fraction: float = Field(default=0.9, gt=0, le=1, description="HBM efficiency of KV reads at large reads")
     kv_half_bytes: float = Field(
         default=25e6, ge=0, le=1e12, description="KV bytes per GPU per layer where KV reads reach half their best"
