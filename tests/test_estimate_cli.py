@@ -196,49 +196,18 @@ def test_cli_estimate_decode_and_extend(cli: Any) -> None:
     assert extend["mode"] == "extend" and extend["extend_s"] > 0
     assert extend["extend_tokens"] == 100 and extend["context_tokens"] == 64000
     assert set(extend["breakdown"]) == BREAKDOWN_KEYS and extend["bound"] in BOUNDS
-    ep = ok_json(
-        cli(
-            "estimate",
-            "--model",
-            "qwen3-235b-a22b",
-            "--gpu",
-            "h200",
-            "--tp",
-            "8",
-            "--decode-batch",
-            "8",
-            "--context",
-            "1000",
-            "--ep",
-            "--json",
-        )
+    qwen_decode = ("estimate", "--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8")
+    ep, mixed, tensor = (
+        ok_json(cli(*qwen_decode, "--context", "1000", layout, "--json"))
+        for layout in ("--ep", "--tp-attention", "--no-ep")
     )
     assert ep["expert_parallel"] is True and ep["tp_attention"] is False
-    mixed = ok_json(
-        cli(
-            "estimate",
-            *("--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8", "--context", "1000"),
-            "--tp-attention",
-            "--json",
-        )
-    )
     assert mixed["expert_parallel"] is True and mixed["tp_attention"] is True
-    tensor = ok_json(
-        cli(
-            "estimate",
-            *("--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8", "--context", "1000"),
-            "--no-ep",
-            "--json",
-        )
-    )
+    assert tensor["expert_parallel"] is False
     # TP's attention and all-reduces, the experts waiting for the busiest rank: slower than TP at batch 8
     assert mixed["breakdown"]["communication_s"] == pytest.approx(tensor["breakdown"]["communication_s"], rel=1e-12)
     assert mixed["decode_step_s"] > tensor["decode_step_s"]
-    human = cli(
-        "estimate",
-        *("--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--decode-batch", "8", "--context", "1000"),
-        "--tp-attention",
-    )
+    human = cli(*qwen_decode, "--context", "1000", "--tp-attention")
     assert human.exit_code == 0 and "(expert parallel, tensor-parallel attention)" in human.stdout
 
 
