@@ -457,10 +457,8 @@ def step_time(
 
     attn_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
     thread_blocks = _query_tiles(instance, n, b)
-    attn_efficiency = np.minimum(
-        split_kv_attention_efficiency(thread_blocks, keys_per_query, n, eff) * head_dim_factor(k.gqa_head_dim, eff),
-        1.0,
-    )
+    heads = head_dim_factor(k.gqa_head_dim, eff)
+    attn_efficiency = np.minimum(split_kv_attention_efficiency(thread_blocks, keys_per_query, n, eff) * heads, 1.0)
     attn_compute = attn_flops / (bf16_peak * attn_efficiency)
     read_per_gpu_layer = attn_read / (tp * max(k.full_layers + k.sliding_layers + k.linear_layers, 1))
     attn_memory = attn_read / (tp * hw.hbm_bytes_per_s * kv_read_efficiency(read_per_gpu_layer, eff))
@@ -468,12 +466,8 @@ def step_time(
     packed_attention = attention
     if packed_tokens is not None:
         packed_blocks = np.maximum(thread_blocks, _query_tiles(instance, np.asarray(packed_tokens)))
-        packed_efficiency = np.maximum(
-            np.minimum(
-                attention_efficiency(packed_blocks, keys_per_query, eff) * head_dim_factor(k.gqa_head_dim, eff), 1.0
-            ),
-            attn_efficiency,
-        )
+        packed = np.minimum(attention_efficiency(packed_blocks, keys_per_query, eff) * heads, 1.0)
+        packed_efficiency = np.maximum(packed, attn_efficiency)
         packed_compute = attn_flops / (bf16_peak * packed_efficiency)
         packed_attention = np.maximum(packed_compute, attn_memory)
 
