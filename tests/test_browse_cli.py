@@ -26,7 +26,7 @@ def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_shipped_catalogs() -> None:
     assert len(HARDWARE) >= 10
-    assert len(MODELS) == 13
+    assert len(MODELS) == 14
     assert WORKLOADS == [
         "chat-short-lowhit",
         "coding-agent-128k",

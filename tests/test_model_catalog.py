@@ -72,6 +72,13 @@ def dense_model(L: int, d: int, V: int, attention: int, ffn: int) -> int:
 
 
 # -- per model: (params_total, params_active, kv bytes/token at bf16, kv bytes/token at fp8) -------
+def _llama2_7b() -> tuple[int, int, int, int]:
+    """Multi-head attention: as many KV heads as query heads (6,738,415,616 parameters)."""
+    L, d, h, g, k, f, V = 32, 4096, 32, 32, 128, 11008, 32000
+    total = dense_model(L, d, V, gqa_attention(d, h, g, k), f)
+    return total, total, 2 * L * g * k * 2, 2 * L * g * k * 1
+
+
 def _llama_8b() -> tuple[int, int, int, int]:
     L, d, h, g, k, f, V = 32, 4096, 32, 8, 128, 14336, 128256
     total = dense_model(L, d, V, gqa_attention(d, h, g, k), f)
@@ -188,6 +195,7 @@ def _kimi_k2() -> tuple[int, int, int, int]:
 
 
 HAND = {
+    "llama-2-7b": _llama2_7b,
     "llama-3.1-8b": _llama_8b,
     "llama-3.1-70b": _llama_70b,
     "llama-3.1-405b": _llama_405b,
