@@ -32,10 +32,11 @@ from pddplan.perf.calibrate import (
     held_out_note,
     predict,
     read_measurements,
+    ridge_spread,
     with_efficiency_block,
 )
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
-from pddplan.perf.priors import GPU_PRIORS
+from pddplan.perf.priors import GPU_PRIORS, PRIOR_OF
 from pddplan.perf.refit import refit, write_catalog
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency
@@ -327,6 +328,27 @@ def test_fit_recovers_known_factors(tmp_path: Path) -> None:
     assert result.after_holdout.worst < 1e-3
     assert result.before_fit.median > 0.05  # the start was really off
     assert len(result.predicted_after) == len(result.rows) == 10
+
+
+def test_a_stack_level_fit_pulls_the_kernel_floor_with_its_stack_spread(tmp_path: Path) -> None:
+    """kernel_floor_s is a device floor at GPU level (spread 0.5 in log) but also carries a stack's
+    fusions and eager launch gaps (stack_spread 1.0): rows made with a floor 4x the start move a
+    stack-level fit (same ridge weight) further towards it, and no other factor has a stack spread."""
+    assert ridge_spread(PRIOR_OF["kernel_floor_s"], stack_level=False) == 0.5
+    assert ridge_spread(PRIOR_OF["kernel_floor_s"], stack_level=True) == 1.0
+    for name in ("compute_max_fraction", "memory_fraction", "step_overhead_s"):
+        assert ridge_spread(PRIOR_OF[name], stack_level=True) == PRIOR_OF[name].spread, name
+    slow = TRUE.model_copy(update={"kernel_floor_s": 2.4e-5})
+    path = synthetic_csv(tmp_path / "eager.csv", [r for r in SYNTHETIC_ROWS if r.split == "fit"], slow)
+    rows = read_measurements(path)
+    fixed = [name for name, _, _ in PARAMETERS if name != "kernel_floor_s"]
+    floors = {
+        level: fit_efficiency(
+            rows, TRUE, "calibrated", fixed=fixed, prior_weight=0.33, stack_level=level
+        ).efficiency.kernel_floor_s
+        for level in (False, True)
+    }
+    assert TRUE.kernel_floor_s < floors[False] < floors[True] < slow.kernel_floor_s
 
 
 def test_fit_needs_three_fit_rows_and_ignores_excluded(tmp_path: Path) -> None:

@@ -85,3 +85,21 @@ def test_cross_validation_refuses_too_few_or_too_many_folds() -> None:
 
 def test_accuracy_folds_flag_is_checked(cli: Any) -> None:
     one_error_line(cli("accuracy", "--folds", "1"), "--folds = 1", "at least 2 folds")
+
+
+def test_a_measurement_with_several_step_kinds_also_gets_an_all_group() -> None:
+    """Engine-step rows of two step kinds: one group per kind and an `engine_step all` group over
+    both (count the sum, worst the larger worst); a measurement of one kind has no `all` group."""
+    from dataclasses import replace
+
+    from pddplan.perf.accuracy import _grouped
+
+    rows = [m for m in read_measurements(MEASUREMENTS) if m.measured_kind == "engine_step" and m.split != "excluded"]
+    rows += [replace(rows[0], measured_kind="client_ttft")]
+    measured = np.array([m.measured_s for m in rows])
+    predicted = measured * np.linspace(0.5, 1.5, len(rows))
+    groups = _grouped(rows, predicted, measured, np.ones(len(rows), dtype=bool))["by_measurement"]
+    prefill, decode, every = groups["engine_step prefill"], groups["engine_step decode"], groups["engine_step all"]
+    assert every["count"] == prefill["count"] + decode["count"] == len(rows) - 1
+    assert every["worst_abs_error"] == max(prefill["worst_abs_error"], decode["worst_abs_error"])
+    assert "client_ttft prefill" in groups and "client_ttft all" not in groups

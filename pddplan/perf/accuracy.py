@@ -74,17 +74,22 @@ def _grouped(
     rows: list[Measurement], predicted: np.ndarray, measured: np.ndarray, scored: np.ndarray | None = None
 ) -> dict[str, Any]:
     """Errors of the `scored` rows (default: the held-out ones) per (engine or client measurement,
-    step kind) and per model family."""
+    step kind), per measurement over every step kind (`"<kind> all"`, where it has several) and per
+    model family."""
     from pddplan.inputs import load_model
 
     families = {name: model_family(load_model(name)) for name in {m.model for m in rows}}
     held = np.array([m.split == "holdout" for m in rows]) if scored is None else scored
     groups: dict[str, dict[str, np.ndarray]] = {"by_measurement": {}, "by_family": {}}
     for m_kind in ("engine_step", "client_ttft", "client_itl"):
+        kinds = 0
         for s_kind in ("prefill", "cached prefill", "decode", "extend"):
             mask = held & np.array([m.measured_kind == m_kind and step_kind(m) == s_kind for m in rows])
             if mask.any():
                 groups["by_measurement"][f"{m_kind} {s_kind}"] = mask
+                kinds += 1
+        if kinds > 1:  # the targets are stated per measurement, every step kind together
+            groups["by_measurement"][f"{m_kind} all"] = held & np.array([m.measured_kind == m_kind for m in rows])
     for family in ("dense GQA", "MoE GQA", "MLA"):
         mask = held & np.array([families[m.model] == family for m in rows])
         if mask.any():

@@ -42,7 +42,7 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.loading import read_text
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
-from pddplan.perf.priors import PER_STACK_FACTORS, PRIOR_EFFICIENCY, PRIOR_OF, PRIORS, gpu_start
+from pddplan.perf.priors import PER_STACK_FACTORS, PRIOR_EFFICIENCY, PRIOR_OF, PRIORS, Prior, gpu_start
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import ModelArchitecture
@@ -328,6 +328,11 @@ def factors_on_bounds(efficiency: Efficiency, fixed: Iterable[str] = ()) -> list
     return out
 
 
+def ridge_spread(prior: Prior, stack_level: bool) -> float:
+    """The ridge spread of one factor: its stack-level spread in a stack's fit, if it has one."""
+    return prior.stack_spread if stack_level and prior.stack_spread is not None else prior.spread
+
+
 def fit_efficiency(
     rows: list[Measurement],
     start: Efficiency = DEFAULT_EFFICIENCY,
@@ -335,6 +340,7 @@ def fit_efficiency(
     fixed: Iterable[str] = (),
     prior_weight: float = 0.0,
     min_fit_rows: int = 3,
+    stack_level: bool = False,
 ) -> CalibrationResult:
     """Least-squares fit of the efficiency factors on the rows whose split is `fit`.
 
@@ -342,7 +348,8 @@ def fit_efficiency(
     w * (x - start) / spread on the encoded factor with the spread of its public figures
     (`pddplan.perf.priors`): sum_i log(pred_i / meas_i)^2 + sum_j (w (x_j - start_j) / spread_j)^2.
     A few rows then cannot drag a well-measured kernel factor far from its microbenchmarks, and a
-    stack with a single fit row (`min_fit_rows` 1) can be calibrated at all.
+    stack with a single fit row (`min_fit_rows` 1) can be calibrated at all. A `stack_level` fit
+    (one serving stack's factors around its GPU's) uses each factor's `stack_spread` where it has one.
     """
     from scipy.optimize import least_squares
 
@@ -371,7 +378,7 @@ def fit_efficiency(
     lower = np.array([math.log(low) if name in logs else low for name, low, _ in free])
     upper = np.array([math.log(high) if name in logs else high for name, _, high in free])
 
-    spread = np.array([PRIOR_OF[name].spread for name, _, _ in free])
+    spread = np.array([ridge_spread(PRIOR_OF[name], stack_level) for name, _, _ in free])
 
     def residuals(vector: np.ndarray) -> np.ndarray:
         predicted = predict(fit_rows, to_efficiency(vector), hardware)
@@ -442,7 +449,7 @@ def calibrate_rows(
         result = fit_efficiency(rows, first, source, fixed=PER_STACK_FACTORS, prior_weight=GPU_PRIOR_WEIGHT)
         return profile.model_copy(update={"efficiency": result.efficiency}), result
     base = start or efficiency_of(profile)
-    result = fit_efficiency(rows, base, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1)
+    result = fit_efficiency(rows, base, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1, stack_level=True)
     stacks = {**profile.stack_efficiency, stack: result.efficiency}
     return profile.model_copy(update={"stack_efficiency": stacks}), result
 
