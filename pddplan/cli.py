@@ -872,7 +872,7 @@ def accuracy(
         int,
         typer.Option(
             "--folds",
-            help="Also K-fold cross-validate the whole refit on the fit rows (K refits, about 40 s each).",
+            help="Also K-fold cross-validate the whole refit on the fit rows (K refits, about 15 s each).",
         ),
     ] = 0,
     json_out: JsonFlag = False,
