@@ -589,16 +589,16 @@ def test_refit_starts_a_copying_gpus_stack_from_its_originals_factors(
 ) -> None:
     """h800 copies h100-sxm (COPIES): a stack measured on the h800 is fitted from h100's factors,
     not from the defaults."""
-    import pddplan.perf.refit as refit_module
+    import pddplan.perf.calibrate as calibrate_module  # refit's level fits call its fit_efficiency
 
     starts: dict[tuple[str, ...], Efficiency] = {}
-    real_fit = refit_module.fit_efficiency
+    real_fit = calibrate_module.fit_efficiency
 
     def recording(rows: list[Measurement], start: Efficiency, *args: Any, **kwargs: Any) -> Any:
         starts[tuple(sorted({f"{m.gpu}/{m.stack}" for m in rows}))] = start
         return real_fit(rows, start, *args, **kwargs)
 
-    monkeypatch.setattr(refit_module, "fit_efficiency", recording)
+    monkeypatch.setattr(calibrate_module, "fit_efficiency", recording)
     rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS if r.tp == 1]
     rows += [row("decode", 1, 0, 8, 3000, gpu="h800", stack="s-3")]
     fit = refit(read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE)), "r.csv")

@@ -406,6 +406,18 @@ def fit_efficiency(
     )
 
 
+def fit_gpu_efficiency(rows: list[Measurement], start: Efficiency, source: str) -> CalibrationResult:
+    """One GPU's stack-agnostic factors: its rows, pulled towards `start` with `GPU_PRIOR_WEIGHT`;
+    the per-stack software costs keep their values."""
+    return fit_efficiency(rows, start, source, fixed=PER_STACK_FACTORS, prior_weight=GPU_PRIOR_WEIGHT)
+
+
+def fit_stack_efficiency(rows: list[Measurement], start: Efficiency, source: str) -> CalibrationResult:
+    """One serving stack's factors on one GPU: its rows (one is enough), pulled towards the GPU's
+    factors `start` with `STACK_PRIOR_WEIGHT` and each factor's stack-level spread."""
+    return fit_efficiency(rows, start, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1, stack_level=True)
+
+
 def calibrate_profile(
     measurements: Path, gpu: str, start: Efficiency | None = None, stack: str | None = None
 ) -> tuple[HardwareProfile, CalibrationResult]:
@@ -446,10 +458,10 @@ def calibrate_rows(
     )
     if stack is None:
         first = start or gpu_start(profile.name, DEFAULT_EFFICIENCY)
-        result = fit_efficiency(rows, first, source, fixed=PER_STACK_FACTORS, prior_weight=GPU_PRIOR_WEIGHT)
+        result = fit_gpu_efficiency(rows, first, source)
         return profile.model_copy(update={"efficiency": result.efficiency}), result
     base = start or efficiency_of(profile)
-    result = fit_efficiency(rows, base, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1, stack_level=True)
+    result = fit_stack_efficiency(rows, base, source)
     stacks = {**profile.stack_efficiency, stack: result.efficiency}
     return profile.model_copy(update={"stack_efficiency": stacks}), result
 

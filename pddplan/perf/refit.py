@@ -21,17 +21,16 @@ from pathlib import Path
 from pddplan.catalog import catalog_dir
 from pddplan.loading import write_atomic
 from pddplan.perf.calibrate import (
-    GPU_PRIOR_WEIGHT,
-    STACK_PRIOR_WEIGHT,
     Measurement,
     data_tag,
     efficiency_yaml,
-    fit_efficiency,
+    fit_gpu_efficiency,
+    fit_stack_efficiency,
     read_measurements,
     with_efficiency_block,
 )
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY_PATH
-from pddplan.perf.priors import GPU_PRIORS, PER_STACK_FACTORS, PRIOR_EFFICIENCY, gpu_start
+from pddplan.perf.priors import GPU_PRIORS, PRIOR_EFFICIENCY, gpu_start
 from pddplan.specs.hardware import Efficiency
 
 MIN_GPU_FIT_ROWS = 3
@@ -88,9 +87,7 @@ def refit(
         if count >= MIN_GPU_FIT_ROWS:
             say(f"fitting {gpu}")
             source = f"calibrated: fitted by `pddplan calibrate` to {count} {gpu} rows of {name}"
-            result.per_gpu[gpu] = fit_efficiency(
-                mine, start, source, fixed=PER_STACK_FACTORS, prior_weight=GPU_PRIOR_WEIGHT
-            ).efficiency
+            result.per_gpu[gpu] = fit_gpu_efficiency(mine, start, source).efficiency
         elif gpu in GPU_PRIORS:
             own = ", ".join(sorted(GPU_PRIORS[gpu]))
             note = f"the defaults with this GPU's own kernel priors ({own}; pddplan.perf.priors.GPU_PRIORS); "
@@ -103,9 +100,7 @@ def refit(
         say(f"fitting {gpu} / {stack}")
         start = result.per_gpu.get(gpu) or result.per_gpu.get(COPIES.get(gpu, ("", ""))[0], defaults)
         source = f"calibrated: fitted by `pddplan calibrate --stack` to {count} {gpu} rows of stack {stack} in {name}"
-        fitted = fit_efficiency(
-            mine, start, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1, stack_level=True
-        ).efficiency
+        fitted = fit_stack_efficiency(mine, start, source).efficiency
         result.per_stack.setdefault(gpu, {})[stack] = fitted
     for copy, (original, why) in COPIES.items():
         if copy in result.per_gpu or original not in result.per_gpu:
