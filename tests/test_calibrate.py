@@ -29,6 +29,7 @@ from pddplan.perf.calibrate import (
     calibrate_profile,
     efficiency_yaml,
     fit_efficiency,
+    fit_stack_efficiency,
     held_out_note,
     predict,
     read_measurements,
@@ -36,7 +37,7 @@ from pddplan.perf.calibrate import (
     with_efficiency_block,
 )
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
-from pddplan.perf.priors import GPU_PRIORS, PRIOR_OF
+from pddplan.perf.priors import GPU_PRIORS, PRIOR_OF, STACK_PRIORS
 from pddplan.perf.refit import refit, write_catalog
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency
@@ -349,6 +350,22 @@ def test_a_stack_level_fit_pulls_the_kernel_floor_with_its_stack_spread(tmp_path
         for level in (False, True)
     }
     assert TRUE.kernel_floor_s < floors[False] < floors[True] < slow.kernel_floor_s
+
+
+def test_a_stack_fit_starts_at_and_keeps_the_stacks_own_priors(tmp_path: Path) -> None:
+    """A (GPU, stack) with public priors of its own (TensorRT-LLM 0.5: NCCL all-reduces) fits from
+    those, not from the GPU's factors: rows that cannot see a collective (one GPU each) leave
+    `collective_latency_s` where each fit started, 27.9 us for trtllm-0.5 on H100 (Vidur's NCCL
+    line), the GPU's own value for any other stack."""
+    single = [r for r in SYNTHETIC_ROWS if r.split == "fit" and r.tp == 1]
+    rows = read_measurements(synthetic_csv(tmp_path / "tp1.csv", single, TRUE))
+    nccl = STACK_PRIORS["trtllm-0.5"]["h100-sxm"]
+    trtllm = fit_stack_efficiency(rows, "h100-sxm", "trtllm-0.5", TRUE, "calibrated").efficiency
+    other = fit_stack_efficiency(rows, "h100-sxm", "sglang-0.5", TRUE, "calibrated").efficiency
+    assert trtllm.collective_latency_s == pytest.approx(nccl["collective_latency_s"][0], rel=1e-6)
+    assert trtllm.scale_up_fraction == pytest.approx(nccl["scale_up_fraction"][0], rel=1e-6)
+    assert other.collective_latency_s == pytest.approx(TRUE.collective_latency_s, rel=1e-6)
+    assert other.scale_up_fraction == pytest.approx(TRUE.scale_up_fraction, rel=1e-6)
 
 
 def test_fit_needs_three_fit_rows_and_ignores_excluded(tmp_path: Path) -> None:

@@ -103,3 +103,41 @@ def test_a_measurement_with_several_step_kinds_also_gets_an_all_group() -> None:
     assert every["count"] == prefill["count"] + decode["count"] == len(rows) - 1
     assert every["worst_abs_error"] == max(prefill["worst_abs_error"], decode["worst_abs_error"])
     assert "client_ttft prefill" in groups and "client_ttft all" not in groups
+
+
+def test_the_shipped_model_meets_the_engine_step_targets_on_held_out_rows() -> None:
+    """Step-time model v2's targets on engine-step rows held out of every fit (README, "How
+    accurate"): median |error| <= 10%, p90 <= 25%, worst <= 40%, with the shipped factors."""
+    from pddplan.perf.accuracy import accuracy_report
+
+    engine = accuracy_report(MEASUREMENTS)["holdout_groups"]["by_measurement"]["engine_step prefill"]
+    assert engine["count"] >= 5
+    assert engine["median_abs_error"] <= 0.10
+    assert engine["p90_abs_error"] <= 0.25
+    assert engine["worst_abs_error"] <= 0.40
+
+
+def test_five_fold_cross_validation_meets_the_engine_step_targets_within_five_points() -> None:
+    """The same targets 5 points looser on the fit rows' engine steps, each predicted by a refit
+    without its fold (`accuracy --folds 5`): median <= 15%, p90 <= 30%, worst <= 45%."""
+    engine = cross_validation(read_measurements(MEASUREMENTS), folds=5)["by_measurement"]["engine_step all"]
+    assert engine["count"] >= 9
+    assert engine["median_abs_error"] <= 0.15
+    assert engine["p90_abs_error"] <= 0.30
+    assert engine["worst_abs_error"] <= 0.45
+
+
+def test_no_shipped_factor_sits_on_a_bound() -> None:
+    """Every efficiency block the catalog ships (each GPU's and each of its stacks') keeps its
+    factors off their bounds (docs/model.md, "Factors on their bounds"): none needs a why."""
+    from pddplan.inputs import load_hardware
+
+    blocks = 0
+    for path in sorted((ROOT / "hardware_profiles").glob("*.yaml")):
+        profile = load_hardware(path.stem)
+        for where, block in [("efficiency", profile.efficiency), *profile.stack_efficiency.items()]:
+            if block is None:
+                continue
+            blocks += 1
+            assert factors_on_bounds(block) == [], (path.name, where)
+    assert blocks >= 20

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from pddplan.inputs import load_hardware
-from pddplan.perf.priors import GPU_PRIORS, PRIOR_EFFICIENCY, PRIORS, gpu_start
+from pddplan.perf.priors import GPU_PRIORS, PRIOR_EFFICIENCY, PRIORS, STACK_PRIORS, gpu_start, stack_start
 from pddplan.perf.roofline import (
     ATTENTION_TILE_ROWS,
     attention_efficiency,
@@ -132,10 +132,14 @@ def test_priors_sit_inside_their_ranges_and_cite_figures() -> None:
         assert prior.spread > 0 and prior.source, prior.name
         if prior.log:
             assert prior.low > 0
-    for gpu, factors in GPU_PRIORS.items():
+    own_priors = [(gpu, factors) for gpu, factors in GPU_PRIORS.items()]
+    own_priors += [
+        (f"{stack}/{gpu}", factors) for stack, by_gpu in STACK_PRIORS.items() for gpu, factors in by_gpu.items()
+    ]
+    for where, factors in own_priors:
         for name, (value, source) in factors.items():
             prior = next(p for p in PRIORS if p.name == name)
-            assert prior.low < value < prior.high and source, (gpu, name)
+            assert prior.low < value < prior.high and source, (where, name)
 
 
 def test_median_error_of_the_priors_is_small() -> None:
@@ -157,3 +161,35 @@ def test_an_omitted_factor_takes_the_shipped_default() -> None:
     assert "request_overhead_s" in optional and "expert_memory_fraction" in optional
     for name, default in optional.items():
         assert default == getattr(DEFAULT_EFFICIENCY, name) == getattr(PRIOR_EFFICIENCY, name), name
+
+
+NCCL_ROWS = list(csv.DictReader((Path(__file__).parent / "data" / "nccl_all_reduce.csv").open(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "a100-80g"])
+def test_nccl_stack_priors_are_the_hockney_fit_of_the_vidur_all_reduces(gpu: str) -> None:
+    """TensorRT-LLM 0.5's collective priors are the least-squares Hockney line through Vidur's NCCL
+    all-reduce times at 4 ranks (tests/data/kernel_priors.md, "NCCL all-reduce"):
+    t = alpha + 2 (n - 1) / n * S / (e * link); the shipped values are that fit to 3 digits."""
+    import numpy as np
+
+    rows = [r for r in NCCL_ROWS if r["gpu"] == gpu]
+    assert len(rows) == 498
+    ranks = int(rows[0]["ranks"])
+    bus_bytes = np.array([2.0 * (ranks - 1) / ranks * float(r["size_bytes"]) for r in rows])
+    seconds = np.array([float(r["time_s"]) for r in rows])
+    (alpha, seconds_per_byte), *_ = np.linalg.lstsq(np.column_stack([np.ones_like(bus_bytes), bus_bytes]), seconds)
+    fraction = 1.0 / seconds_per_byte / load_hardware(gpu).scale_up_bytes_per_s
+    shipped = STACK_PRIORS["trtllm-0.5"][gpu]
+    assert shipped["collective_latency_s"][0] == pytest.approx(alpha, rel=5e-3)
+    assert shipped["scale_up_fraction"][0] == pytest.approx(fraction, rel=5e-3)
+
+
+def test_a_stack_without_priors_of_its_own_starts_at_its_gpus_factors() -> None:
+    """`stack_start` swaps in only the stack's own priors, on the GPU they were measured on."""
+    base = PRIOR_EFFICIENCY
+    assert stack_start("h100-sxm", "sglang-0.5", base) is base
+    assert stack_start("h200", "trtllm-0.5", base) is base
+    nccl = stack_start("h100-sxm", "trtllm-0.5", base)
+    assert nccl.collective_latency_s == STACK_PRIORS["trtllm-0.5"]["h100-sxm"]["collective_latency_s"][0]
+    assert nccl.kernel_floor_s == base.kernel_floor_s

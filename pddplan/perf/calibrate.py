@@ -42,7 +42,15 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.loading import read_text
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
-from pddplan.perf.priors import PER_STACK_FACTORS, PRIOR_EFFICIENCY, PRIOR_OF, PRIORS, Prior, gpu_start
+from pddplan.perf.priors import (
+    PER_STACK_FACTORS,
+    PRIOR_EFFICIENCY,
+    PRIOR_OF,
+    PRIORS,
+    Prior,
+    gpu_start,
+    stack_start,
+)
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import ModelArchitecture
@@ -412,10 +420,14 @@ def fit_gpu_efficiency(rows: list[Measurement], start: Efficiency, source: str) 
     return fit_efficiency(rows, start, source, fixed=PER_STACK_FACTORS, prior_weight=GPU_PRIOR_WEIGHT)
 
 
-def fit_stack_efficiency(rows: list[Measurement], start: Efficiency, source: str) -> CalibrationResult:
-    """One serving stack's factors on one GPU: its rows (one is enough), pulled towards the GPU's
-    factors `start` with `STACK_PRIOR_WEIGHT` and each factor's stack-level spread."""
-    return fit_efficiency(rows, start, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1, stack_level=True)
+def fit_stack_efficiency(
+    rows: list[Measurement], gpu: str, stack: str, start: Efficiency, source: str
+) -> CalibrationResult:
+    """One serving stack's factors on one GPU: its rows (one is enough), pulled with
+    `STACK_PRIOR_WEIGHT` and each factor's stack-level spread towards the GPU's factors `start`,
+    where the stack has public priors of its own (`STACK_PRIORS`) towards those."""
+    first = stack_start(gpu, stack, start)
+    return fit_efficiency(rows, first, source, prior_weight=STACK_PRIOR_WEIGHT, min_fit_rows=1, stack_level=True)
 
 
 def calibrate_profile(
@@ -461,7 +473,7 @@ def calibrate_rows(
         result = fit_gpu_efficiency(rows, first, source)
         return profile.model_copy(update={"efficiency": result.efficiency}), result
     base = start or efficiency_of(profile)
-    result = fit_stack_efficiency(rows, base, source)
+    result = fit_stack_efficiency(rows, profile.name, stack, base, source)
     stacks = {**profile.stack_efficiency, stack: result.efficiency}
     return profile.model_copy(update={"stack_efficiency": stacks}), result
 

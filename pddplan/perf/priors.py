@@ -264,3 +264,44 @@ def gpu_start(gpu: str, defaults: Efficiency) -> Efficiency:
     if not own:
         return defaults
     return defaults.model_copy(update={name: value for name, (value, _) in own.items()})
+
+
+#: Vidur's NCCL all-reduce measurements (torch.distributed NCCL on an fp16 buffer, kernel time, one
+#: 8-GPU DGX node, 498 message sizes of 2 KiB-64 MiB at 4 ranks, tests/data/nccl_all_reduce.csv; github:microsoft/vidur
+#: data/profiling/network/{a100,h100}_dgx/all_reduce.csv @7d47513), least-squares fitted to the
+#: Hockney model t = alpha + 2 (n-1)/n * S / (e * link) that `roofline._communication` uses:
+#: tests/data/kernel_priors.md, section "NCCL all-reduce".
+NCCL_ALL_REDUCE_SOURCE = (
+    "NCCL all-reduce at 4 ranks in one DGX node, Hockney fit to Vidur's 498 sizes (2 KiB-64 MiB; "
+    "github:microsoft/vidur data/profiling/network/*_dgx/all_reduce.csv @7d47513): "
+)
+
+#: Serving stacks whose kernels differ from a GPU's defaults in a way their own public build
+#: commands state: stack -> profile -> factor -> (prior value, the public figures). A stack-level
+#: fit starts from, and is pulled towards, these values instead of the GPU's factors.
+#: TensorRT-LLM 0.5's performance tables built Llama 2 without `--use_custom_all_reduce`
+#: (github:NVIDIA/TensorRT-LLM docs/source/performance.md @138f96d), a flag whose help in that
+#: release reads "Activates latency-optimized algorithm for all-reduce instead of NCCL"
+#: (examples/llama/build.py @027cd51): its tensor-parallel all-reduces are NCCL's, ~30-55 us each
+#: where the GPU factors hold a custom one-shot kernel's ~8 us.
+STACK_PRIORS: dict[str, dict[str, dict[str, tuple[float, str]]]] = {
+    "trtllm-0.5": {
+        "h100-sxm": {
+            "collective_latency_s": (2.79e-05, NCCL_ALL_REDUCE_SOURCE + "H100 alpha 27.9 us"),
+            "scale_up_fraction": (0.786, NCCL_ALL_REDUCE_SOURCE + "H100 e 0.786 of 450 GB/s"),
+        },
+        "a100-80g": {
+            "collective_latency_s": (5.48e-05, NCCL_ALL_REDUCE_SOURCE + "A100 alpha 54.8 us"),
+            "scale_up_fraction": (0.611, NCCL_ALL_REDUCE_SOURCE + "A100 e 0.611 of 300 GB/s"),
+        },
+    },
+}
+
+
+def stack_start(gpu: str, stack: str, gpu_factors: Efficiency) -> Efficiency:
+    """Where one (GPU, stack) fit starts: the GPU's factors with the stack's own priors
+    (`STACK_PRIORS`) in place of theirs."""
+    own = STACK_PRIORS.get(stack, {}).get(gpu, {})
+    if not own:
+        return gpu_factors
+    return gpu_factors.model_copy(update={name: value for name, (value, _) in own.items()})

@@ -100,7 +100,7 @@ def refit(
         say(f"fitting {gpu} / {stack}")
         start = result.per_gpu.get(gpu) or result.per_gpu.get(COPIES.get(gpu, ("", ""))[0], defaults)
         source = f"calibrated: fitted by `pddplan calibrate --stack` to {count} {gpu} rows of stack {stack} in {name}"
-        fitted = fit_stack_efficiency(mine, start, source).efficiency
+        fitted = fit_stack_efficiency(mine, gpu, stack, start, source).efficiency
         result.per_stack.setdefault(gpu, {})[stack] = fitted
     for copy, (original, why) in COPIES.items():
         if copy in result.per_gpu or original not in result.per_gpu:
