@@ -659,6 +659,14 @@ def estimate(
     accept: Annotated[
         float | None, typer.Option("--accept", help="With --mtp: share of draft tokens accepted (0-1].")
     ] = None,
+    cuda_graph_max_batch: Annotated[
+        int | None,
+        typer.Option(
+            "--cuda-graph-max-batch",
+            help="Largest decode batch the engine runs as a CUDA graph (SGLang --cuda-graph-max-bs); larger "
+            "ones launch eagerly, 0: none is captured. Default: every decode batch is captured.",
+        ),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Predict one prefill, decode step or extend step, with its breakdown and binding resource."""
@@ -675,6 +683,7 @@ def estimate(
         context_tokens=context,
         mtp_draft_tokens=mtp,
         mtp_acceptance=accept,
+        cuda_graph_max_batch=cuda_graph_max_batch,
     )
     result = run(
         model,

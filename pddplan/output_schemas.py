@@ -225,6 +225,10 @@ class Breakdown(Output):
     attention_s: float
     communication_s: float
     overhead_s: float
+    host_bound_s: float = Field(
+        description="an eagerly launched decode step's wait for its host to issue the kernels, beyond the "
+        "device's time (0 under a CUDA graph)"
+    )
     compute_bound_s: float
     memory_bound_s: float
 

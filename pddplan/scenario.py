@@ -161,6 +161,7 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
                 stack=workload.serving.stack,
                 mtp=workload.serving.mtp(),
                 tp_attention=spec.tp_attention,
+                cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
             )
             memory_budget(instance, workload.serving.hbm_utilization, chunk)
         except InputError as exc:

@@ -27,10 +27,11 @@ BREAKDOWN_KEYS = {
     "attention_s",
     "communication_s",
     "overhead_s",
+    "host_bound_s",
     "compute_bound_s",
     "memory_bound_s",
 }
-BOUNDS = {"compute", "memory", "communication", "overhead"}
+BOUNDS = {"compute", "memory", "communication", "overhead", "host"}
 
 SMALL_CSV = (
     "model,gpu,tp,kind,tokens,cached,batch,context,measured_s,split\n"

@@ -325,9 +325,11 @@ def test_dense_step_by_hand(n: int, c: int, b: int) -> None:
         "attention_s",
         "communication_s",
         "overhead_s",
+        "host_bound_s",
         "compute_bound_s",
         "memory_bound_s",
     }
+    assert parts["host_bound_s"] == 0.0  # no CUDA-graph cap: never bounded by its host
 
 
 def test_bound_names_the_largest_part() -> None:

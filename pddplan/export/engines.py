@@ -87,6 +87,11 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
         k = deployment.mtp_draft_tokens
         args += ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", str(k)]
         args += ["--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(k + 1)]
+    if instance.disaggregation == "decode" and deployment.cuda_graph_max_batch is not None:
+        if deployment.cuda_graph_max_batch == 0:
+            args += ["--disable-decode-cuda-graph"]
+        else:
+            args += ["--cuda-graph-max-bs-decode", str(deployment.cuda_graph_max_batch)]
     if instance.nodes > 1:
         args += ["--nnodes", str(instance.nodes), "--node-rank", node.rank]
         args += ["--dist-init-addr", Shell(f"{node.leader_address}:{SGLANG_DIST_INIT_PORT}")]
@@ -141,6 +146,12 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
     if deployment.mtp_draft_tokens:
         spec = {"method": "mtp", "num_speculative_tokens": deployment.mtp_draft_tokens}
         args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    if instance.disaggregation == "decode" and deployment.cuda_graph_max_batch is not None:
+        if deployment.cuda_graph_max_batch == 0:
+            args += ["--enforce-eager"]
+        else:
+            graphs = {"max_decode_cudagraph_capture_requests": deployment.cuda_graph_max_batch}
+            args += ["--compilation-config", json.dumps(graphs, separators=(",", ":"))]
     args += ["--host", "0.0.0.0", "--port", str(SERVER_PORT["vllm"])]
     return args
 

@@ -78,6 +78,7 @@ class Deployment:
     context_tokens: int
     kv_dtype: str | None  # "fp8" or None (the model's own)
     mtp_draft_tokens: int
+    cuda_graph_max_batch: int | None  # largest decode batch captured as a CUDA graph; None: the engine's default
     routing: dict[str, Any] | None  # PDD's routing rule and handoff, None for the baselines
     relay_on_prefill: bool
 
@@ -153,6 +154,7 @@ def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFA
         context_tokens=workload.prompt_tokens.largest() + workload.output_tokens.largest(),
         kv_dtype="fp8" if workload.kv_dtype == "fp8" else None,
         mtp_draft_tokens=workload.serving.mtp_draft_tokens if mtp is not None else 0,
+        cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
         routing=routing,
         relay_on_prefill=scenario.relay_colocated,
     )

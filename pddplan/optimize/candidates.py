@@ -118,7 +118,13 @@ def instance_candidates(inputs: InputSet, chunk_tokens: int) -> list[Candidate]:
                     continue
                 for layout in layouts(model, tp, hardware.scale_up_domain):
                     instance = Instance(
-                        model, hardware, tp, layout, stack=workload.serving.stack, mtp=workload.serving.mtp()
+                        model,
+                        hardware,
+                        tp,
+                        layout,
+                        stack=workload.serving.stack,
+                        mtp=workload.serving.mtp(),
+                        cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
                     )
                     if not fits(instance, utilization, chunk_tokens):
                         continue

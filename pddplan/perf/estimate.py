@@ -10,10 +10,19 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
-from pddplan.perf.roofline import Instance, Mtp, decode_step_time, floor_time, prefill_cost, step_time
+from pddplan.perf.roofline import (
+    Instance,
+    Mtp,
+    decode_step_time,
+    eager_host_time,
+    floor_time,
+    prefill_cost,
+    step_time,
+)
 from pddplan.specs.model import KvDtype
 
 MAX_MTP_DRAFT_TOKENS = 8  # as a workload's serving.mtp_draft_tokens
+MAX_GRAPH_BATCH = 1_000_000  # as a workload's serving.cuda_graph_max_batch (and max_decode_batch)
 
 
 @dataclass(frozen=True)
@@ -21,7 +30,8 @@ class StepQuery:
     """Which step to predict; exactly one of prefill_tokens, decode_batch and extend_tokens.
 
     prefill: `prefill_tokens` new tokens on `cached_tokens` cached ones (chunked by `chunk_tokens`);
-    decode:  one step of `decode_batch` sequences at `context_tokens`;
+    decode:  one step of `decode_batch` sequences at `context_tokens`, a captured CUDA graph unless
+             the batch exceeds `cuda_graph_max_batch` (0: never captured; None: always);
     extend:  `extend_tokens` recomputed on `context_tokens` (the token-ID handoff).
     """
 
@@ -33,6 +43,18 @@ class StepQuery:
     context_tokens: int | None = None
     mtp_draft_tokens: int = 0
     mtp_acceptance: float | None = None
+    cuda_graph_max_batch: int | None = None
+
+    def graph_cap(self) -> int | None:
+        """The largest decode batch run as a CUDA graph (--cuda-graph-max-batch), checked; None: all."""
+        cap = self.cuda_graph_max_batch
+        if cap is None:
+            return None
+        if self.decode_batch is None:
+            raise InputError("--cuda-graph-max-batch applies to a decode step (--decode-batch B)")
+        if not 0 <= cap <= MAX_GRAPH_BATCH:
+            raise InputError(f"--cuda-graph-max-batch = {cap}: must be between 0 and {MAX_GRAPH_BATCH:,} sequences")
+        return cap
 
     def mtp(self) -> Mtp | None:
         """The multi-token prediction of a decode step (--mtp K --accept A), checked; None when off."""
@@ -94,10 +116,20 @@ def estimate(
         raise InputError(f"--{'decode-batch' if modes[0] == 'decode' else 'extend'} needs --context TOKENS")
     check_gpus_per_instance(tp, "--tp")
     mtp = query.mtp()
+    graph_cap = query.graph_cap()
     model = load_model(model_name, kv_dtype)
     tp_attention = expert_parallel == "tp-attention"
     ep = True if expert_parallel == "tp-attention" else expert_parallel
-    instance = Instance(model, load_hardware(gpu), tp, ep, stack=stack, mtp=mtp, tp_attention=tp_attention)
+    instance = Instance(
+        model,
+        load_hardware(gpu),
+        tp,
+        ep,
+        stack=stack,
+        mtp=mtp,
+        tp_attention=tp_attention,
+        cuda_graph_max_batch=graph_cap,
+    )
     budget = memory_budget(instance, step_tokens=chunk_tokens or prefill_tokens or 8192)
     result: dict[str, Any] = {
         "model": model.name,
@@ -136,11 +168,14 @@ def estimate(
         )
     elif modes[0] == "decode":
         assert decode_batch is not None and context_tokens is not None
-        step = step_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch)
+        step = step_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch, decode=True)
         floor = float(floor_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch))
         per_token = float(decode_step_time(instance, decode_batch, context_tokens))
+        eager = graph_cap is not None and decode_batch > graph_cap
         result.update(
             decode_step_s=float(step.total_s),
+            cuda_graph=not eager,
+            eager_host_s=float(eager_host_time(instance)) if eager else None,
             time_per_output_token_s=per_token,
             tokens_per_step=mtp.tokens_per_step() if mtp else 1.0,
             batch=decode_batch,

@@ -213,6 +213,20 @@ PRIORS: tuple[Prior, ...] = (
         source="CUDA graphs save ~1.5 ms of host time per eager decode step for 7B models (vLLM)",
     ),
     Prior(
+        name="launch_gap_s",
+        value=3e-05,
+        low=3e-06,
+        high=3e-04,
+        log=True,
+        spread=0.4,
+        per_stack=True,
+        fitted=False,
+        source="batch-1 eager decode steps are host-bound, (step - 0.5 ms step overhead) / kernels counted: "
+        "SGLang 26-30 us (Llama-3-8B, 8.23-9.28 ms eager against 7.06-7.35 ms graphed, sglang PR #1401), vLLM "
+        "39 us (Llama-2-7B, ~12 ms, vllm PR #1440); 13 us for the C++ engine xLLM (Qwen3-0.6B, 4.20 ms, xllm "
+        "PR #713); not fitted: no measured row runs an eager decode step",
+    ),
+    Prior(
         name="request_overhead_s",
         value=0.01,
         low=0.0001,

@@ -11,7 +11,9 @@ plus collectives and overheads:
                 both times the busiest rank's share under expert parallelism (`busiest_rank_share`)
   attention     compute = attention FLOPs / (tp * F(bf16) * a(C, K)),
                 memory  = KV bytes read * r / (tp * BW * k(bytes per GPU per layer))
-  overheads     kernel_floor * kernels launched + step_overhead
+  overheads     kernel_floor * kernels launched + step_overhead; a decode step the engine launches
+                eagerly (its batch above `cuda_graph_max_batch`) is at least its host's time,
+                step_overhead + launch_gap * (kernels + collectives)
 
 Each efficiency is a saturating curve f_max * x / (x + x_half) over what starves its kernel
 (`saturating`): g over GEMM rows M, g_e over rows per expert, a over attention thread blocks C (128
@@ -87,6 +89,9 @@ class Instance:
     """One serving instance: a model on `tp` GPUs of one type (experts split across the same GPUs).
 
     `stack` names the serving stack whose calibrated factors to use (see `efficiency_of`).
+    `cuda_graph_max_batch`: the largest decode batch the engine runs as a captured CUDA graph
+    (SGLang `--cuda-graph-max-bs`); larger decode batches run eagerly, 0 means every one does
+    (`--disable-cuda-graph`, vLLM `--enforce-eager`), None that every one is captured.
     `expert_parallel` None means: EP for an MoE model whose instance spans more than one scale-up
     domain (where all-reducing every layer over the NIC would be prohibitive), TP otherwise.
     Expert parallelism runs data-parallel attention (DeepSeek's and SGLang's `--enable-dp-attention`
@@ -102,10 +107,13 @@ class Instance:
     stack: str | None = None
     mtp: Mtp | None = None
     tp_attention: bool = False
+    cuda_graph_max_batch: int | None = None
 
     def __post_init__(self) -> None:
         if self.tp < 1:
             raise InputError(f"tp = {self.tp}: must be at least 1")
+        if self.cuda_graph_max_batch is not None and self.cuda_graph_max_batch < 0:
+            raise InputError(f"cuda_graph_max_batch = {self.cuda_graph_max_batch}: must be 0 (no graphs) or more")
         if self.tp_attention and not self.uses_ep:
             raise InputError(
                 f"tp_attention = true: only an expert-parallel MoE instance has a choice of attention "
@@ -249,15 +257,18 @@ class StepTime:
     flops_s: np.ndarray  # the three families' compute times alone, summed
     bytes_s: np.ndarray  # the three families' memory times alone, summed
     packed_attention_s: np.ndarray  # attention when the step is packed to `packed_tokens` (else attention_s)
+    #: an eager decode step's wait for its host beyond the device's time (`eager_host_time`), in total_s
+    host_bound_s: np.ndarray | float = 0.0
 
     @property
     def bound(self) -> np.ndarray:
-        """Which resource binds: the largest of compute-bound, memory-bound, comm and overhead time."""
+        """Which resource binds: the host where it holds the step back (`host_bound_s` > 0), else the
+        largest of compute-bound, memory-bound, comm and overhead time."""
         stack = np.stack(
             np.broadcast_arrays(self.compute_bound_s, self.memory_bound_s, self.communication_s, self.overhead_s)
         )
         names = np.array(["compute", "memory", "communication", "overhead"])
-        return names[np.argmax(stack, axis=0)]
+        return np.where(np.asarray(self.host_bound_s) > 0, "host", names[np.argmax(stack, axis=0)])
 
     def breakdown(self) -> dict[str, float]:
         """Scalar breakdown in seconds (for a scalar step)."""
@@ -267,6 +278,7 @@ class StepTime:
             "attention_s": float(self.attention_s),
             "communication_s": float(self.communication_s),
             "overhead_s": float(self.overhead_s),
+            "host_bound_s": float(self.host_bound_s),
             "compute_bound_s": float(self.compute_bound_s),
             "memory_bound_s": float(self.memory_bound_s),
         }
@@ -393,6 +405,25 @@ def kernels_launched(model: ModelArchitecture) -> int:
     return STEP_KERNELS + attention + ffn
 
 
+def collectives_launched(instance: Instance) -> int:
+    """Collectives one step launches: two all-reduces per layer under tensor parallelism, a
+    dispatch and a combine per MoE layer under data-parallel attention, none on one GPU."""
+    if instance.tp == 1:
+        return 0
+    if instance.uses_dp_attention:
+        return 2 * instance.constants.moe_layers
+    return 2 * instance.model.num_layers
+
+
+def eager_host_time(instance: Instance) -> float:
+    """The host's time to launch one step without a CUDA graph: step_overhead + launch_gap *
+    (kernels + collectives). An eagerly launched step takes at least this long: its kernels
+    cannot run before the host issues them (the host runs ahead only while kernels outlast the gap)."""
+    eff = instance.efficiency
+    launches = kernels_launched(instance.model) + collectives_launched(instance)
+    return eff.step_overhead_s + eff.launch_gap_s * launches
+
+
 def experts_touched(tokens: ArrayLike, num_experts: int, experts_per_token: int) -> np.ndarray:
     """Expected distinct experts `tokens` tokens route to, uniformly: E * (1 - (1 - t/E)^N)."""
     n = np.asarray(tokens, dtype=np.float64)
@@ -411,8 +442,15 @@ def step_time(
     context_tokens: ArrayLike,
     batch: ArrayLike = 1,
     packed_tokens: ArrayLike | None = None,
+    decode: bool = False,
 ) -> StepTime:
     """Time of one engine step: `batch` sequences each adding `new_tokens` on `context_tokens`.
+
+    `decode`: the step is a decode step, which the engine runs as a captured CUDA graph up to the
+    instance's `cuda_graph_max_batch` and eagerly above it: an eager step takes
+    max(its time, `eager_host_time`), the difference reported as `host_bound_s`. Prefill and extend
+    steps launch eagerly, but their kernels are long enough to keep ahead of the host and are not
+    bounded so.
 
     `packed_tokens`: the step's new tokens in all when these sequences share it with others
     (chunked prefill packs requests): `packed_attention_s` is then their attention with the
@@ -476,6 +514,11 @@ def step_time(
     overhead = np.broadcast_to(np.asarray(per_step, dtype=np.float64), np.shape(tokens))
     work = dense + experts + attention
     total = (two_batch_overlap(work, comm) if instance.uses_dp_attention else work + comm) + overhead
+    cap = instance.cuda_graph_max_batch
+    host_bound: np.ndarray | float = 0.0
+    if decode and cap is not None:
+        host_bound = np.where(b > cap, np.maximum(eager_host_time(instance) - total, 0.0), 0.0)
+        total = total + host_bound
 
     compute_bound = (
         np.where(dense_compute >= dense_memory, dense, 0.0)
@@ -495,6 +538,7 @@ def step_time(
         flops_s=dense_compute + expert_compute + attn_compute,
         bytes_s=dense_memory + expert_memory + attn_memory,
         packed_attention_s=packed_attention,
+        host_bound_s=host_bound,
     )
 
 
@@ -706,9 +750,10 @@ def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: Array
     (step(K + 1 tokens) + K * step(1 token) / L) / (1 + a + ... + a^K)."""
     mtp = instance.mtp
     if mtp is None or mtp.draft_tokens == 0:
-        return step_time(instance, 1.0, context_tokens, batch).total_s
-    verify = step_time(instance, float(mtp.draft_tokens + 1), context_tokens, batch).total_s
-    draft = mtp.draft_tokens * step_time(instance, 1.0, context_tokens, batch).total_s / instance.model.num_layers
+        return step_time(instance, 1.0, context_tokens, batch, decode=True).total_s
+    verify = step_time(instance, float(mtp.draft_tokens + 1), context_tokens, batch, decode=True).total_s
+    one_token = step_time(instance, 1.0, context_tokens, batch, decode=True).total_s
+    draft = mtp.draft_tokens * one_token / instance.model.num_layers
     return (verify + draft) / mtp.tokens_per_step()
 
 

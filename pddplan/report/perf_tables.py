@@ -38,9 +38,15 @@ def print_estimate(console: Console, result: dict[str, Any]) -> None:
                 f", {result['tokens_per_step']:.2f} tokens per step with multi-token prediction: "
                 f"{_ms(result['time_per_output_token_s'])} per output token"
             )
+        eager = ""
+        if not result["cuda_graph"]:
+            eager = (
+                f", launched eagerly (no CUDA graph at this batch): at least its host's "
+                f"{_ms(result['eager_host_s'])} to issue every kernel"
+            )
         console.print(
             f"{head}: decode step, batch {result['batch']} at {result['context_tokens']:,} context "
-            f"= [bold]{_ms(result['decode_step_s'])}[/bold]{mtp} ({result['tokens_per_s']:,.0f} tokens/s; "
+            f"= [bold]{_ms(result['decode_step_s'])}[/bold]{mtp}{eager} ({result['tokens_per_s']:,.0f} tokens/s; "
             f"memory holds up to {result['max_batch_by_memory']:,} such sequences)"
         )
     else:

@@ -107,8 +107,9 @@ class Efficiency(StrictModel):
     - collectives: `scale_up_fraction` of the link plus a latency per collective
       (`collective_latency_s` inside a scale-up domain, `nic_latency_s` across domains);
     - every kernel a step launches costs `kernel_floor_s` on top of its work; the engine's host
-      work per step is `step_overhead_s`; `request_overhead_s` is serving time per request, never
-      part of a step.
+      work per step is `step_overhead_s`; a decode step the engine launches eagerly (no CUDA graph
+      captured for its batch) also waits for its host to issue each kernel, `launch_gap_s` apart;
+      `request_overhead_s` is serving time per request, never part of a step.
     """
 
     compute_max_fraction: float = Field(gt=0, le=1, description="dense GEMM plateau, fraction of peak FLOP/s")
@@ -153,6 +154,9 @@ class Efficiency(StrictModel):
     nic_latency_s: OverheadSeconds = Field(default=5e-5, description="one collective's latency across scale-up domains")
     kernel_floor_s: OverheadSeconds = Field(default=5e-6, description="device time every kernel costs beyond its work")
     step_overhead_s: OverheadSeconds = Field(description="engine host work per step: scheduling, batch assembly")
+    launch_gap_s: OverheadSeconds = Field(
+        default=3e-5, description="host time per kernel of a decode step launched eagerly (no CUDA graph)"
+    )
     request_overhead_s: OverheadSeconds = Field(
         default=0.01, description="per prefilled request: scheduling, tokenization, first-token return"
     )

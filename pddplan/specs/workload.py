@@ -247,6 +247,14 @@ class ServingOptions(StrictModel):
         description="serving stack (e.g. sglang-0.5): step times use each GPU profile's factors for it; "
         "omit for the profiles' stack-agnostic factors",
     )
+    cuda_graph_max_batch: int | None = Field(
+        default=None,
+        ge=0,
+        le=1_000_000,
+        description="largest decode batch the engine runs as a captured CUDA graph (SGLang --cuda-graph-max-bs); "
+        "a larger decode batch launches eagerly and takes at least its host's time to issue every kernel; "
+        "0: no graphs (SGLang --disable-cuda-graph, vLLM --enforce-eager); omit: every decode batch is captured",
+    )
     mtp_draft_tokens: int = Field(
         default=0,
         ge=0,
