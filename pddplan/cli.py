@@ -663,8 +663,8 @@ def estimate(
         int | None,
         typer.Option(
             "--cuda-graph-max-batch",
-            help="Largest decode batch the engine runs as a CUDA graph (SGLang --cuda-graph-max-bs); larger "
-            "ones launch eagerly, 0: none is captured. Default: every decode batch is captured.",
+            help="Largest decode batch the engine runs as a CUDA graph (SGLang --cuda-graph-max-bs-decode); "
+            "larger ones launch eagerly, 0: none is captured. Default: every decode batch is captured.",
         ),
     ] = None,
     json_out: JsonFlag = False,

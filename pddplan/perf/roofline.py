@@ -90,8 +90,8 @@ class Instance:
 
     `stack` names the serving stack whose calibrated factors to use (see `efficiency_of`).
     `cuda_graph_max_batch`: the largest decode batch the engine runs as a captured CUDA graph
-    (SGLang `--cuda-graph-max-bs`); larger decode batches run eagerly, 0 means every one does
-    (`--disable-cuda-graph`, vLLM `--enforce-eager`), None that every one is captured.
+    (SGLang `--cuda-graph-max-bs-decode`); larger decode batches run eagerly, 0 means every one does
+    (`--disable-decode-cuda-graph`, vLLM `--enforce-eager`), None that every one is captured.
     `expert_parallel` None means: EP for an MoE model whose instance spans more than one scale-up
     domain (where all-reducing every layer over the NIC would be prohibitive), TP otherwise.
     Expert parallelism runs data-parallel attention (DeepSeek's and SGLang's `--enable-dp-attention`

@@ -251,9 +251,10 @@ class ServingOptions(StrictModel):
         default=None,
         ge=0,
         le=1_000_000,
-        description="largest decode batch the engine runs as a captured CUDA graph (SGLang --cuda-graph-max-bs); "
-        "a larger decode batch launches eagerly and takes at least its host's time to issue every kernel; "
-        "0: no graphs (SGLang --disable-cuda-graph, vLLM --enforce-eager); omit: every decode batch is captured",
+        description="largest decode batch the engine runs as a captured CUDA graph (SGLang "
+        "--cuda-graph-max-bs-decode); a larger decode batch launches eagerly and takes at least its host's time "
+        "to issue every kernel; 0: no graphs (SGLang --disable-decode-cuda-graph, vLLM --enforce-eager); omit: "
+        "every decode batch is captured",
     )
     mtp_draft_tokens: int = Field(
         default=0,
