@@ -178,7 +178,8 @@ def test_nccl_stack_priors_are_the_hockney_fit_of_the_vidur_all_reduces(gpu: str
     ranks = int(rows[0]["ranks"])
     bus_bytes = np.array([2.0 * (ranks - 1) / ranks * float(r["size_bytes"]) for r in rows])
     seconds = np.array([float(r["time_s"]) for r in rows])
-    (alpha, seconds_per_byte), *_ = np.linalg.lstsq(np.column_stack([np.ones_like(bus_bytes), bus_bytes]), seconds)
+    design = np.column_stack([np.ones_like(bus_bytes), bus_bytes])
+    (alpha, seconds_per_byte), *_ = np.linalg.lstsq(design, seconds, rcond=None)
     fraction = 1.0 / seconds_per_byte / load_hardware(gpu).scale_up_bytes_per_s
     shipped = STACK_PRIORS["trtllm-0.5"][gpu]
     assert shipped["collective_latency_s"][0] == pytest.approx(alpha, rel=5e-3)
