@@ -560,21 +560,28 @@ def test_a_budget_buys_more_than_the_workload_rate_when_it_can() -> None:
 
 def test_workers_are_forked_only_when_no_other_thread_runs() -> None:
     """A thread holding a lock at the fork would leave it held in the child forever (a hang):
-    with another thread alive, the architectures run one after another instead."""
-    import threading
+    with another thread alive, the architectures run one after another instead. Checked in a fresh
+    interpreter: a test worker may still hold another module's thread pool (test_optimize_cli's)."""
+    import subprocess
+    import sys
 
-    from pddplan.optimize.parallel import _fork_is_safe
-
-    assert _fork_is_safe()
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    try:
-        assert not _fork_is_safe()
-    finally:
-        stop.set()
-        other.join()
-    assert _fork_is_safe()
+    code = """
+import threading
+from pddplan.optimize.parallel import _fork_is_safe
+assert _fork_is_safe(), "alone"
+stop = threading.Event()
+other = threading.Thread(target=stop.wait)
+other.start()
+try:
+    assert not _fork_is_safe(), "beside another thread"
+finally:
+    stop.set()
+    other.join()
+assert _fork_is_safe(), "after it ended"
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
 def test_no_blas_thread_pool_runs_beside_the_forks() -> None:
