@@ -106,8 +106,8 @@ def test_a_measurement_with_several_step_kinds_also_gets_an_all_group() -> None:
 
 
 def test_the_shipped_model_meets_the_engine_step_targets_on_held_out_rows() -> None:
-    """Step-time model v2's targets on engine-step rows held out of every fit (README, "How
-    accurate"): median |error| <= 10%, p90 <= 25%, worst <= 40%, with the shipped factors."""
+    """Step-time model v2's targets on engine-step rows held out of every fit (README, "Accuracy of
+    the step-time model"): median |error| <= 10%, p90 <= 25%, worst <= 40%, with the shipped factors."""
     from pddplan.perf.accuracy import accuracy_report
 
     engine = accuracy_report(MEASUREMENTS)["holdout_groups"]["by_measurement"]["engine_step prefill"]
