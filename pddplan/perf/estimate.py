@@ -171,7 +171,7 @@ def estimate(
         step = step_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch, decode=True)
         floor = float(floor_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch))
         per_token = float(decode_step_time(instance, decode_batch, context_tokens))
-        eager = graph_cap is not None and decode_batch > graph_cap
+        eager = bool(instance.runs_eagerly(decode_batch))
         result.update(
             decode_step_s=float(step.total_s),
             cuda_graph=not eager,

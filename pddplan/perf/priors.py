@@ -272,12 +272,16 @@ GPU_PRIORS: dict[str, dict[str, tuple[float, str]]] = {
 GPU_PRIORS["a100-40g"] = GPU_PRIORS["a100-80g"]
 
 
+def _with_priors(factors: Efficiency, own: dict[str, tuple[float, str]]) -> Efficiency:
+    """`factors` with the prior values of `own` (factor -> (value, source)) in place of theirs."""
+    if not own:
+        return factors
+    return factors.model_copy(update={name: value for name, (value, _) in own.items()})
+
+
 def gpu_start(gpu: str, defaults: Efficiency) -> Efficiency:
     """Where one GPU's fit starts: the defaults with that GPU's own kernel priors (`GPU_PRIORS`)."""
-    own = GPU_PRIORS.get(gpu, {})
-    if not own:
-        return defaults
-    return defaults.model_copy(update={name: value for name, (value, _) in own.items()})
+    return _with_priors(defaults, GPU_PRIORS.get(gpu, {}))
 
 
 #: Vidur's NCCL all-reduce measurements (torch.distributed NCCL on an fp16 buffer, kernel time, one
@@ -315,7 +319,4 @@ STACK_PRIORS: dict[str, dict[str, dict[str, tuple[float, str]]]] = {
 def stack_start(gpu: str, stack: str, gpu_factors: Efficiency) -> Efficiency:
     """Where one (GPU, stack) fit starts: the GPU's factors with the stack's own priors
     (`STACK_PRIORS`) in place of theirs."""
-    own = STACK_PRIORS.get(stack, {}).get(gpu, {})
-    if not own:
-        return gpu_factors
-    return gpu_factors.model_copy(update={name: value for name, (value, _) in own.items()})
+    return _with_priors(gpu_factors, STACK_PRIORS.get(stack, {}).get(gpu, {}))

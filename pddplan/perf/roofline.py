@@ -127,6 +127,14 @@ class Instance:
     def efficiency(self) -> Efficiency:
         return self.efficiency_override or efficiency_of(self.hardware, self.stack)
 
+    def runs_eagerly(self, decode_batch: ArrayLike) -> np.ndarray:
+        """Which decode batches the engine launches without a CUDA graph: those above
+        `cuda_graph_max_batch` (none when it is None)."""
+        batch = np.asarray(decode_batch, dtype=np.float64)
+        if self.cuda_graph_max_batch is None:
+            return np.zeros(np.shape(batch), dtype=bool)
+        return batch > self.cuda_graph_max_batch
+
     @property
     def uses_ep(self) -> bool:
         """Whether experts run expert-parallel (see the class docstring for the default)."""
@@ -514,10 +522,9 @@ def step_time(
     overhead = np.broadcast_to(np.asarray(per_step, dtype=np.float64), np.shape(tokens))
     work = dense + experts + attention
     total = (two_batch_overlap(work, comm) if instance.uses_dp_attention else work + comm) + overhead
-    cap = instance.cuda_graph_max_batch
     host_bound: np.ndarray | float = 0.0
-    if decode and cap is not None:
-        host_bound = np.where(b > cap, np.maximum(eager_host_time(instance) - total, 0.0), 0.0)
+    if decode and instance.cuda_graph_max_batch is not None:
+        host_bound = np.where(instance.runs_eagerly(b), np.maximum(eager_host_time(instance) - total, 0.0), 0.0)
         total = total + host_bound
 
     compute_bound = (
