@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import stat
 import subprocess
 from pathlib import Path
@@ -22,6 +23,7 @@ import yaml
 from pddplan.api import scenario_of
 from pddplan.export import export_plan
 from pddplan.export.layout import deployment_of
+from pddplan.export.scripts import address_variable
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "export"
@@ -320,3 +322,72 @@ def test_tensor_parallel_attention_on_a_tensor_parallel_role_is_one_error_line(c
     assert result.exit_code == 2, result.output
     line = result.stderr.strip()
     assert len(line.splitlines()) == 1 and "decode: tp_attention = true" in line and str(path) in line
+
+
+def test_out_refuses_a_symbolic_link_to_another_folder(cli: Any, tmp_path: Path) -> None:
+    """`--out LINK` where LINK points at a system folder wrote the launch files there (exit 0):
+    the folder must be new or ordinary, and nothing is written through the link."""
+    target = tmp_path / "system"
+    target.mkdir()
+    link = tmp_path / "launch"
+    link.symlink_to(target)
+    result = cli("export", str(PLANS["pd-intra"]), "pdd-agent-64k", "--target", "sglang", "--out", str(link))
+    assert result.exit_code == 2 and "symbolic link" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert list(target.iterdir()) == []
+
+
+def _workload_with_model(tmp_path: Path, model: str) -> Path:
+    data = yaml.safe_load((ROOT / "workloads" / "pdd-agent-64k.yaml").read_text(encoding="utf-8"))
+    data["model"] = model
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_a_model_path_with_a_newline_is_refused_not_run(cli: Any, tmp_path: Path) -> None:
+    """A model config whose file name holds newlines put a bare command into every script's header
+    comment (`bash -n` accepted it): refused, one line, exit 2, nothing written."""
+    config = tmp_path / "evil\ntouch PWNED\n.json"
+    config.write_text((ROOT / "pddplan" / "model_catalog" / "deepseek-v3.2.json").read_text())
+    workload = _workload_with_model(tmp_path, str(config))
+    out = tmp_path / "launch"
+    for target in ("sglang", "vllm", "k8s"):
+        args = ("--target", target, "--model-path", "m", "--out", str(out))
+        result = cli("export", str(PLANS["pdd"]), str(workload), *args)
+        assert result.exit_code == 2, result.output
+        assert "control character" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+    result = cli("export", str(PLANS["pdd"]), "pdd-agent-64k", "--target", "sglang", "--model-path", "a\nb")
+    assert result.exit_code == 2 and "model_path" in result.stderr
+    result = cli("export", str(PLANS["pdd"]), "pdd-agent-64k", "--target", "k8s", "--image", "img\r:1")
+    assert result.exit_code == 2 and "--image" in result.stderr
+
+
+@pytest.mark.parametrize("target", ["sglang", "vllm"])
+def test_shell_metacharacters_in_every_input_value_reach_the_engine_as_data(target: str, tmp_path: Path) -> None:
+    """Every value a user gives that reaches a script (model path, model config path) is quoted:
+    run with a stub engine, the script passes `$(touch PWNED)` and friends through literally and
+    no command in them runs."""
+    hostile = "$(touch PWNED) `touch PWNED` ; touch PWNED ' \" \\"
+    config = tmp_path / f"cfg {hostile.replace('/', '_')}.json"
+    config.write_text((ROOT / "pddplan" / "model_catalog" / "deepseek-v3.2.json").read_text())
+    scenario = scenario_of(PLANS["pdd"], _workload_with_model(tmp_path, str(config)))
+    result = export_plan(scenario, target, model_path=hostile)  # type: ignore[arg-type]
+    addresses = {address_variable(i): "10.0.0.1" for i in result.deployment.instances}
+    files = result.files
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for name, text in files.items():
+        if not name.endswith(".sh"):
+            continue
+        argv = ["0"] if "NODE_RANK" in text else []
+        received = _run_with_fake_engine(f"cd {shlex.quote(str(run_dir))}\n{text}", argv, addresses, tmp_path)
+        if name != "router.sh":
+            assert hostile in received, name
+    assert not any(run_dir.iterdir()) and not (tmp_path / "PWNED").exists()
+
+
+def test_gpus_per_node_is_bounded(cli: Any) -> None:
+    result = cli("export", str(PLANS["pd-intra"]), "pdd-agent-64k", "--target", "k8s", "--gpus-per-node", "1000000000")
+    assert result.exit_code == 2 and "--gpus-per-node = 1000000000: must be 1 to 384" in result.stderr

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pddplan.errors import InputError
 from pddplan.export.engines import ENGINE_VERSIONS, ENGINES, Engine
-from pddplan.export.layout import DEFAULT_GPUS_PER_NODE, Deployment, deployment_of
+from pddplan.export.layout import DEFAULT_GPUS_PER_NODE, Deployment, check_script_text, deployment_of
 from pddplan.scenario import Scenario
 
 Target = Literal["sglang", "vllm", "k8s"]
@@ -80,6 +80,8 @@ def export_plan(
         raise InputError(f"--target = {target!r}: expected one of {', '.join(TARGETS)}")
     if engine not in ENGINES:
         raise InputError(f"--engine = {engine!r}: expected one of {', '.join(ENGINES)}")
+    if image is not None:
+        check_script_text("--image", image)
     deployment = deployment_of(scenario, model_repo_of(scenario.workload.model, model_path), gpus_per_node)
     if target == "k8s":
         from pddplan.export.k8s import k8s_files

@@ -18,6 +18,7 @@ This is the one place that decides what a plan means for an engine (every target
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,6 +28,23 @@ from pddplan.specs.plan import RoleName
 
 #: GPUs per server (Kubernetes node) unless told otherwise: an HGX board holds 8.
 DEFAULT_GPUS_PER_NODE = 8
+#: The most GPUs one node may be given: Huawei's CloudMatrix 384 (384 Ascend 910C in one scale-up
+#: domain, Huawei Cloud, 2025) is the largest scale-up domain sold; a larger figure is a typo.
+MAX_GPUS_PER_NODE = 384
+
+_UNSAFE_IN_SCRIPTS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_script_text(field: str, value: str) -> str:
+    """`value`, refused (InputError) when it holds a control character (a newline above all).
+
+    Values reach generated files quoted as shell words or YAML scalars, but also in comments and
+    Markdown, where a newline would end the comment and let the rest of the value run as a command.
+    """
+    if _UNSAFE_IN_SCRIPTS.search(value):
+        raise InputError(f"{field} = {value!r}: holds a control character (a newline?); export writes it into scripts")
+    return value
+
 
 Transport = Literal["rdma", "tcp"]
 
@@ -98,9 +116,12 @@ def _vendor(description: str) -> str:
 def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Deployment:
     """The engine instances that realize `scenario`'s plan; InputError when an instance's GPUs do
     not fill whole nodes (a 12-GPU instance on 8-GPU nodes)."""
-    if gpus_per_node < 1:
-        raise InputError(f"--gpus-per-node = {gpus_per_node}: must be at least 1")
+    if not 1 <= gpus_per_node <= MAX_GPUS_PER_NODE:
+        raise InputError(f"--gpus-per-node = {gpus_per_node}: must be 1 to {MAX_GPUS_PER_NODE}")
     plan, workload = scenario.plan, scenario.workload
+    check_script_text("model_path", model_repo)
+    check_script_text("workload model", workload.model)
+    check_script_text("plan name", plan.name)
     wan = scenario.architecture.uses_wan
     instances: list[EngineInstance] = []
     for role_name, role in scenario.roles.items():
@@ -110,6 +131,8 @@ def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFA
                 f"{role_name}: {role.tp} GPUs per instance do not fill whole {gpus_per_node}-GPU nodes "
                 "(set --gpus-per-node to your servers' GPU count)"
             )
+        check_script_text(f"plan roles.{role_name}.datacenter", role.spec.datacenter)
+        check_script_text(f"plan roles.{role_name}.gpu", role.spec.gpu)
         is_decode = role_name != "prefill"
         # KV crosses the WAN by TCP (no RDMA between datacenters). PDD's prefill servers speak
         # RDMA, to the relay beside them: the P -> MD leg over the WAN is PDD's own transfer,
