@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pddplan.cache.sessions import CacheKind
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
@@ -294,7 +295,11 @@ def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
     base_layout = layout_label(base.instance.tp, base.instance.uses_ep, base.instance.tp_attention)
     main_layout = layout_label(main.instance.tp, main.instance.uses_ep, main.instance.tp_attention)
     scenario = pdd.scenario
-    radix_gb = scenario.drc_bytes_per_decode_instance() * main.count / 1e9
+    radix = scenario.cache(CacheKind.DECODE)
+    radix_gb = radix.placement.demand_bytes / 1e9 if radix is not None else 0.0
+    radix_hbm_gb = radix.placement.hbm_bytes / 1e9 if radix is not None else 0.0
+    prefix = scenario.cache(CacheKind.PREFILL)
+    prefix_gb = prefix.placement.demand_bytes / 1e9 if prefix is not None else 0.0
     relay = scenario.relay
     relay_text = f"a relay of {relay.gpus} x {relay.instance.hardware.name}, " if relay is not None else ""
     on_prefill = ""
@@ -306,9 +311,10 @@ def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
         f"the baseline decodes on {base.count} x {base_hw.name} {base_layout}, PDD on {main.count} x "
         f"{main_hw.name} {main_layout} ({memory:+.0%} memory, {bandwidth:+.0%} memory bandwidth per GPU)."
         f"{on_prefill} PDD "
-        f"also pays for {relay_text}the line (${line:,.2f}/h) and {radix_gb:,.0f} GB of main-decoder memory "
-        "for the radix cache that lets only incremental KV cross the WAN, which the baseline does not need; "
-        "the article's GPUs are unnamed, so its gap need not match."
+        f"also pays for {relay_text}the line (${line:,.2f}/h) and a {radix_gb:,.0f} GB radix cache on its main "
+        f"decoders ({radix_hbm_gb:,.0f} GB of it in their HBM, the rest in host memory) that lets only incremental "
+        f"KV cross the WAN; both hold the {prefix_gb:,.0f} GB prefill-side prefix cache behind the hit rate. "
+        "The article's GPUs are unnamed, so its gap need not match."
     )
 
 

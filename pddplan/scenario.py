@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 
 from pddplan import architectures
 from pddplan.architectures import Architecture
+from pddplan.cache.accounting import CacheSite, cache_site
+from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
 from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
@@ -104,22 +106,31 @@ class Scenario:
             out[role.spec.gpu] = out.get(role.spec.gpu, 0) + role.gpus
         return out
 
-    def drc_bytes_per_decode_instance(self, rate_rps: float | None = None) -> float:
-        """Memory the main decoder's radix cache holds, per instance, at `rate_rps` (default: the
-        plan's rate): Little's law, sessions kept = rate * drc_retention_s, each holding its
-        prompt's KV, spread over the decode instances."""
+    @property
+    def longest_prompt_kv_bytes(self) -> float:
+        """KV of the longest prompt the workload draws: what a prefill instance keeps room for
+        (the prompt it prefills, until the KV is sent)."""
+        workload = self.workload
+        return float(request_kv_bytes(self.model, workload.prompt_tokens.largest(), workload.serving.page_tokens))
+
+    def cache(self, kind: CacheKind, rate_rps: float | None = None, scale: float = 1.0) -> CacheSite | None:
+        """The architecture's cache `kind` at `rate_rps` (default: the plan's rate), placed over its
+        pool (`pddplan.cache`); None when the architecture keeps no such cache. The prefill
+        instances leave HBM room for the longest prompt in flight; a main decoder's radix cache may
+        take all of its KV memory (the batch shrinks by what it takes)."""
+        if kind not in self.architecture.caches:
+            return None
         rate = self.rate_rps if rate_rps is None else rate_rps
-        return rate * drc_bytes_per_rps(self.workload, self.model, self.architecture) / self.decode.count
+        if kind is CacheKind.PREFILL:
+            role, room = self.prefill, self.prefill.kv_capacity_bytes - self.longest_prompt_kv_bytes
+        else:
+            role, room = self.decode, self.decode.kv_capacity_bytes
+        return cache_site(kind, self.workload, self.model, (role.instance, role.count, room), rate, scale)
 
-
-def drc_bytes_per_rps(workload: Workload, model: ModelArchitecture, architecture: Architecture) -> float:
-    """Radix-cache bytes one request/s keeps on the main decoders: retention * E[prompt KV] (0 when
-    the decoders receive the whole KV over RDMA and keep nothing)."""
-    if not architecture.decode_keeps_prefix_cache:
-        return 0.0
-    prompts, _, probs = workload.prompt_hit_support()
-    prompt_kv = float(request_kv_bytes(model, prompts, workload.serving.page_tokens) @ probs)
-    return workload.serving.drc_retention_s * prompt_kv
+    def cache_hbm_bytes_per_instance(self, kind: CacheKind, rate_rps: float | None = None, scale: float = 1.0) -> float:
+        """HBM one instance of `kind`'s pool gives its cache (what the lower tiers cannot hold)."""
+        site = self.cache(kind, rate_rps, scale)
+        return site.placement.hbm_bytes_per_instance if site is not None else 0.0
 
 
 def gpu_price(hardware: HardwareProfile, workload: Workload, datacenter: str, offer_type: str | None = None) -> float:

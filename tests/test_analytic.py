@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
+from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import decoder_max_batch, evaluate, revenue_per_request
 from pddplan.evaluate.classes import request_classes
@@ -47,10 +48,14 @@ def slack(value: float) -> float:
     return 2 * QUANTILE_TOL * max(1.0, value)
 
 
+# One request kind. Its sessions return within a millisecond (turn_gap_s), so the prefix caches
+# hold next to nothing and find every prefix: the stage sums below are the step times' alone
+# (tests/test_prefix_caches.py prices the caches).
 DETERMINISTIC = {
     "prompt_tokens": {"kind": "fixed", "tokens": 8192},
     "output_tokens": {"kind": "fixed", "tokens": 200},
     "hit_rate": {"buckets": [{"low": 0.5, "high": 0.5001, "share": 1.0}]},
+    "serving": {**BASE_WORKLOAD["serving"], "turn_gap_s": 1e-3},
 }
 
 
@@ -232,14 +237,16 @@ def test_rate_argument_overrides_the_plan() -> None:
 
 def test_rate_argument_sizes_the_radix_cache_at_that_rate() -> None:
     """Guards evaluate(scenario, rate_rps): the main decoder's radix-cache (DRC) reservation must be
-    sized at rate_rps, not at the plan's rate. With a 300 s retention the cache at the plan's
-    2 req/s fills the decoders (unstable), at 0.5 req/s it does not: evaluating at 0.5 must give
-    exactly what the same plan with rate_rps 0.5 gives."""
+    sized at rate_rps, not at the plan's rate. With a 300 s retention and the cache in HBM only,
+    the cache at the plan's 2 req/s takes all of the decoders' KV memory, at 0.5 req/s it does
+    not: evaluating at 0.5 must give exactly what the same plan with rate_rps 0.5 gives."""
     serving = {**BASE_WORKLOAD["serving"], "max_decode_batch": 256, "drc_retention_s": 300}
     w = workload(serving=serving)
     s = scenario(plan_data("small-pdd"), w)
     assert s.rate_rps == 2.0
-    assert not evaluate(s).stages["decode"].stable  # the cache at 2 req/s leaves no room
+    full = s.decode.kv_capacity_bytes
+    assert s.cache_hbm_bytes_per_instance(CacheKind.DECODE) == full  # the cache at 2 req/s takes it all
+    assert s.cache_hbm_bytes_per_instance(CacheKind.DECODE, 0.5) < full
     at_rate = evaluate(s, rate_rps=0.5)
     in_plan = evaluate(scenario(plan_data("small-pdd", rate_rps=0.5), w))
     assert in_plan.sla_met and in_plan.stages["decode"].stable

@@ -130,9 +130,10 @@ def test_singular_filter_leaves_the_main_decoders_more_memory() -> None:
     from pddplan.simulate.engine import _Simulation
 
     workload = load_workload("pdd-agent-64k")
+    hbm_only = workload.serving.model_copy(update={"cache_tiers": "hbm"})  # the radix cache takes decoder HBM
     short = workload.model_copy(
-        update={"output_tokens": FixedLength(kind="fixed", tokens=40)}  # most relayed requests finish there
-    )
+        update={"output_tokens": FixedLength(kind="fixed", tokens=40), "serving": hbm_only}
+    )  # most relayed requests finish on the relay
     inputs = load_input_set(short, workload_dir("pdd-agent-64k"))
     plan = load_plan(str(Path(__file__).parent / "data" / "plans" / "pdd-agent-64k-moderate.yaml"))
     off = plan.model_copy(

@@ -12,28 +12,20 @@ import numpy as np
 import pytest
 from test_analytic import BASE_WORKLOAD, plan_data, scenario
 
+from pddplan.cache.sessions import kept_probability
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.classes import request_classes
-from pddplan.evaluate.drc import md_prefix_hit_probability
 from pddplan.loading import validate
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.simulate.summary import simulate
-from pddplan.specs.workload import ServingOptions, Workload
-
-
-def serving(**changes: Any) -> ServingOptions:
-    return ServingOptions.model_validate({**BASE_WORKLOAD["serving"], **changes})
+from pddplan.specs.workload import Workload
 
 
 def test_hit_probability_by_hand() -> None:
-    assert md_prefix_hit_probability(serving(drc_retention_s=0)) == 0.0
-    assert md_prefix_hit_probability(serving(drc_retention_s=60)) == 1.0  # no turn gap given: the bound
-    assert md_prefix_hit_probability(serving(drc_retention_s=60, turn_gap_s=60)) == pytest.approx(
-        1 - math.exp(-1), rel=1e-12
-    )
-    assert md_prefix_hit_probability(serving(drc_retention_s=30, turn_gap_s=120)) == pytest.approx(
-        1 - math.exp(-0.25), rel=1e-12
-    )
+    assert kept_probability(0.0, None) == 0.0
+    assert kept_probability(60.0, None) == 1.0  # no turn gap given: the bound
+    assert kept_probability(60.0, 60.0) == pytest.approx(1 - math.exp(-1), rel=1e-12)
+    assert kept_probability(30.0, 120.0) == pytest.approx(1 - math.exp(-0.25), rel=1e-12)
 
 
 def workload(**serving_changes: Any) -> Workload:
@@ -69,8 +61,9 @@ def test_shorter_retention_sends_more_bytes() -> None:
     ]
     assert all(a >= b for a, b in itertools.pairwise(sent)), sent
     assert sent[0] > sent[-1] * 1.5
-    unlimited = evaluate(scenario(plan_data("small-pdd"), workload(drc_retention_s=120.0))).wan_bytes_per_request
-    assert unlimited <= sent[-1]
+    without_gap = evaluate(scenario(plan_data("small-pdd"), workload(drc_retention_s=120.0)))
+    radix = next(c for c in without_gap.caches if c["cache"] == "decode")
+    assert radix["found_share"] == 1.0  # no gap given: every next turn within the retention
 
 
 def test_simulation_draws_the_same_share_of_misses() -> None:

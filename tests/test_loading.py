@@ -298,7 +298,8 @@ def test_model_level_error_at_top_level() -> None:
     data["memory"]["hbm_gb"]["source"] = "no-such-key"
     assert message(HardwareProfile, data, "h.yaml") == (
         "h.yaml: top level: memory.hbm_gb cites source 'no-such-key', which is not in the sources table "
-        "(known: aimultiple-gpu-index, dgx-h100-manual, epoch-cost-trends, klockwood-h100, omniyq-cn-rental)"
+        "(known: aimultiple-gpu-index, dgx-h100-guide, dgx-h100-manual, epoch-cost-trends, gdsio-report, "
+        "klockwood-h100, omniyq-cn-rental, vllm-kv-offloading)"
     )
 
 

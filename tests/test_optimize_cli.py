@@ -274,6 +274,9 @@ def test_output_plan_evaluates_to_the_reported_cost(agent: tuple[Run, Path], age
     written = yaml.safe_load(plan.read_text())
     assert written["architecture"] == best["name"]
     for role, spec in best["roles"].items():
+        if spec.get("relay_on_prefill"):  # PDD's relay decoding on the prefill instances: no role of its own
+            assert written["relay_on_prefill"] is True and written.get("relay") is None
+            continue
         assert {key: written[role][key] for key in ("datacenter", "gpu", "tp", "expert_parallel", "count")} == spec
     run = pddplan("evaluate", str(plan), AGENT, "--json")
     assert run.code == 0, run
@@ -413,8 +416,8 @@ INFEASIBLE = {
         ["--relay", "dedicated"],
         ["inventory binds", "short by 16 GPUs", "raise max_count"],
     ),
-    # 16 GPU-B; the main decoders need 32 at 4 req/s
-    "decode-inventory": (_gpus(1, 16), [], ["inventory binds", "raise max_count"]),
+    # 8 GPU-B; the main decoders need 16 at 4 req/s
+    "decode-inventory": (_gpus(1, 8), [], ["inventory binds", "raise max_count"]),
     "ttft": (
         _sla("ttft_p90_s", 0.01),
         [],

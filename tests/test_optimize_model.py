@@ -201,7 +201,7 @@ def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> mil
         relay=relay,
         pools=pools,
         datacenters=datacenters,
-        drc_bytes_per_rps=drc,
+        decode_cache_bytes_per_rps=drc,
         mean_output_tokens=mean_output,
         inventory=inventory,
         rate_ceiling=ceiling,
@@ -270,8 +270,10 @@ def evaluate_choice(
         data.rate_ceiling,
         prefill_cap(data, c, n, k),
         dec.requests_per_s * m / a,
-        m * dec.memory_bytes / dec.memory_per_rps(a * data.mean_output_tokens, data.drc_bytes_per_rps),
+        m * dec.memory_rate(a * data.mean_output_tokens, data.decode_cache_bytes_per_rps),
     ]
+    if data.prefill_cache_bytes_per_rps > 0 and data.prefill_cache_room:
+        bounds.append(n * data.prefill_cache_room.get(c, 0.0) / data.prefill_cache_bytes_per_rps)
     cost = n * pre.usd_per_hour + m * dec.candidate.usd_per_hour
     if relay is not None:
         r, mr = relay
@@ -484,7 +486,7 @@ def pdd_problem(mode: milp.Mode = "bcr", **changes: Any) -> milp.ProblemData:
         relay=[decoder(r0, 1.0, 50.0, occupancy=4.0)],
         pools=pools,
         datacenters=["dc-a"],
-        drc_bytes_per_rps=2e9,
+        decode_cache_bytes_per_rps=2e9,
         mean_output_tokens=500.0,
         inventory={("dc-a", "h100-sxm"): 8, ("dc-a", "h20"): 4, ("dc-b", "h20"): 8, ("dc-b", "h100-sxm"): 3},
         rate_ceiling=3.0,
@@ -508,7 +510,7 @@ def intra_problem(**changes: Any) -> milp.ProblemData:
         relay=[],
         pools=[RDMA_PATH, RDMA_PATH],
         datacenters=["dc-a", "dc-b"],
-        drc_bytes_per_rps=0.0,
+        decode_cache_bytes_per_rps=0.0,
         mean_output_tokens=300.0,
         inventory={("dc-a", "h100-sxm"): 12, ("dc-b", "h20"): 12, ("dc-a", "h20"): 4},
         rate_ceiling=2.0,
@@ -529,9 +531,13 @@ def expected_names(data: milp.ProblemData, variables: milp.Variables) -> set[str
     names |= {f"pool-rate-{k}" for k in range(len(data.pools))}
     names |= {f"prefill-capacity-{k}" for k in range(len(data.pools))}
     names |= {f"prefill-location-{c}-{n}" for c, n in variables.prefill}
+    if data.prefill_cache_bytes_per_rps > 0 and data.prefill_cache_room:
+        names.add("prefill-cache")
     for d, cap in enumerate(data.decode):
         if cap.usable:
             names |= {f"decode-pick-{d}", f"decode-location-{d}", f"decode-memory-{d}"}
+            if data.decode_cache_bytes_per_rps > 0:
+                names.add(f"decode-cache-{d}")
             if data.architecture.decode_gpu is DecodeGpu.SAME:
                 names.add(f"homogeneous-{d}")
             elif data.architecture.decode_gpu is DecodeGpu.OTHER:
@@ -587,6 +593,7 @@ def test_elastic_adds_one_slack_per_family() -> None:
         "prefill-capacity",
         "decode-capacity",
         "decode-memory",
+        "prefill-cache",
         "relay-capacity",
         "wan-bandwidth",
         "inventory",

@@ -210,7 +210,7 @@ def ample_pdd(**changes: Any) -> milp.ProblemData:
         relay=[decoder(rel, 1.0, 50.0, occupancy=2.0)],
         pools=[PathLoad(line("dc-a", "dc-b", 0.1), 1e8, 1.0, 2.0, 10.0)],
         datacenters=["dc-a"],
-        drc_bytes_per_rps=0.0,
+        decode_cache_bytes_per_rps=0.0,
         mean_output_tokens=300.0,
         inventory={("dc-a", "h100-sxm"): 100, ("dc-b", "h20"): 100},
         rate_ceiling=3.0,
@@ -381,10 +381,10 @@ def test_prefill_and_relay_share_a_starved_inventory(tmp_path: Path) -> None:
 
 
 def test_starved_decode_inventory_is_diagnosed_as_inventory(tmp_path: Path) -> None:
-    """16 GPU-B in DC B; the cheapest plan at 4 req/s decodes on 32 GPU-B (two TP16 instances; three
-    TP8 ones lack the memory). The binding constraint is the GPU inventory, and the fix is to raise
+    """8 GPU-B in DC B; the cheapest plan at 4 req/s decodes on 16 GPU-B (one TP16 instance; TP8
+    ones lack the memory). The binding constraint is the GPU inventory, and the fix is to raise
     max_count; the elastic program must say so rather than report a memory shortfall in GB."""
-    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(1, 16))
+    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(1, 8))
     result = optimize_architecture(load_input_set(workload, folder), "pdd", NO_VERIFY)
     assert not result.feasible
     assert "inventory" in constraints(result), result.infeasibility

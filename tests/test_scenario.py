@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
+from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
@@ -135,25 +136,40 @@ def test_plan_overrides_rate_chunk_and_batch(agent: Workload) -> None:
     assert scenario.max_decode_batch == 64
 
 
-def test_drc_bytes_by_littles_law(agent: Workload) -> None:
-    """sessions = rate x retention, each holding its prompt's KV, spread over the MD instances."""
-    scenario = build_scenario(plan(), load_input_set(agent))
+def hbm_only(workload: Workload) -> Workload:
+    return workload.model_copy(update={"serving": workload.serving.model_copy(update={"cache_tiers": "hbm"})})
+
+
+def test_radix_cache_bytes_by_littles_law(agent: Workload) -> None:
+    """Without a turn gap: sessions = rate x retention, each holding its prompt's KV; with the cache
+    in HBM only, spread over the MD instances' HBM."""
+    agent = hbm_only(agent)
+    scenario = build_scenario(plan(lambda d: d.update(rate_rps=0.5)), load_input_set(agent))
     prompt_kv = float(request_kv_bytes(scenario.model, 64512, agent.serving.page_tokens))
-    expected = agent.arrival.rate_rps * agent.serving.drc_retention_s * prompt_kv / 4
-    assert scenario.drc_bytes_per_decode_instance() == pytest.approx(expected, rel=1e-12)
-    doubled = build_scenario(plan(lambda d: d["decode"].update(count=8)), load_input_set(agent))
-    assert doubled.drc_bytes_per_decode_instance() == pytest.approx(expected / 2)
+    expected = 0.5 * agent.serving.drc_retention_s * prompt_kv
+    site = scenario.cache(CacheKind.DECODE)
+    assert site is not None and site.placement.demand_bytes == pytest.approx(expected, rel=1e-12)
+    assert expected / 4 < scenario.decode.kv_capacity_bytes  # it fits: nothing lost
+    assert scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE) == pytest.approx(expected / 4, rel=1e-12)
+    doubled = build_scenario(
+        plan(lambda d: (d.update(rate_rps=0.5), d["decode"].update(count=8))), load_input_set(agent)
+    )
+    assert doubled.cache_hbm_bytes_per_instance(CacheKind.DECODE) == pytest.approx(expected / 8)
+    # at the workload's 4 req/s it does not fit: the decoders' whole KV memory, the rest lost
+    crowded = build_scenario(plan(), load_input_set(agent)).cache(CacheKind.DECODE)
+    assert crowded is not None and crowded.placement.hbm_bytes_per_instance == scenario.decode.kv_capacity_bytes
+    assert crowded.placement.lost_bytes == pytest.approx(8 * expected - 4 * scenario.decode.kv_capacity_bytes)
 
 
-def test_drc_bytes_scale_with_the_given_rate(agent: Workload) -> None:
-    """Guards `drc_bytes_per_decode_instance(rate)`: the radix-cache reservation is sized at the rate
-    asked for (evaluate --rate), proportional to it, not always at the plan's rate."""
-    scenario = build_scenario(plan(lambda d: d.update(rate_rps=2.0)), load_input_set(agent))
-    at_plan_rate = scenario.drc_bytes_per_decode_instance()
+def test_radix_cache_bytes_scale_with_the_given_rate(agent: Workload) -> None:
+    """Guards `cache(kind, rate)`: the radix cache is sized at the rate asked for (evaluate --rate),
+    proportional to it, not always at the plan's rate."""
+    scenario = build_scenario(plan(lambda d: d.update(rate_rps=0.4)), load_input_set(hbm_only(agent)))
+    at_plan_rate = scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE)
     assert at_plan_rate > 0
-    assert scenario.drc_bytes_per_decode_instance(2.0) == pytest.approx(at_plan_rate, rel=1e-12)
-    assert scenario.drc_bytes_per_decode_instance(0.5) == pytest.approx(at_plan_rate / 4, rel=1e-12)
-    assert scenario.drc_bytes_per_decode_instance(6.0) == pytest.approx(3 * at_plan_rate, rel=1e-12)
+    assert scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, 0.4) == pytest.approx(at_plan_rate, rel=1e-12)
+    assert scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, 0.1) == pytest.approx(at_plan_rate / 4, rel=1e-12)
+    assert scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, 0.6) == pytest.approx(1.5 * at_plan_rate, rel=1e-12)
 
 
 def test_pd_intra_has_no_link_and_no_line_cost() -> None:

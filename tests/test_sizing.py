@@ -217,7 +217,11 @@ def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setu
         four = decoder_capacity(cand, workload, model, context, mean_output, 4)
         assert four.occupancy == pytest.approx(slot_utilization(4 * cap.batch) * cap.batch, rel=1e-12)
         assert four.requests_per_s >= cap.requests_per_s
-        assert cap.memory_per_rps(100.0, 5.0) == pytest.approx(100.0 * cap.step_s * cap.sequence_bytes + 5.0)
+        running = 100.0 * cap.step_s * cap.sequence_bytes
+        assert cap.running_bytes_per_rps(100.0) == pytest.approx(running)
+        # HBM carries the running sequences; HBM and the tiers below carry them and the cache
+        both = (cap.memory_bytes + cap.lower_tier_bytes) / (running + 5.0)
+        assert cap.memory_rate(100.0, 5.0) == pytest.approx(min(cap.memory_bytes / running, both))
         strict = workload.model_copy(update={"sla": workload.sla.model_copy(update={"tpot_p90_s": cap.step_s / 1000})})
         assert not decoder_capacity(cand, strict, model, context, mean_output).usable
 

@@ -118,6 +118,8 @@ def test_stepped_path_keeps_its_share_from_the_failure_on() -> None:
 def test_a_line_failing_mid_run_never_speeds_a_request_in_flight(tmp_path: Path) -> None:
     """Same requests (same seed) with and without the failure at t: every request whose transfer was
     in flight at t gets its first token no sooner, and the transient reports them."""
+    import numpy as np
+
     from pddplan.scenario import build_scenario
     from pddplan.simulate.engine import simulate_requests
 
@@ -125,24 +127,27 @@ def test_a_line_failing_mid_run_never_speeds_a_request_in_flight(tmp_path: Path)
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
     scenario = build_scenario(load_plan(str(path)), inputs)
     healthy, _ = simulate_requests(scenario, 3000, 0)
-    failed, stats = simulate_requests(scenario, 3000, 0, link_change=(300.0, 0.5), record_link=True)
-    in_flight = (failed.wan_bytes > 0) & (failed.prefill_end_s <= 300.0) & (failed.first_token_s > 300.0)
+    # fail the line in the middle of the first transfer that starts after 300 s
+    crossing = np.nonzero((healthy.wan_bytes > 0) & (healthy.prefill_end_s > 300.0))[0][0]
+    at = float(healthy.prefill_end_s[crossing] + healthy.first_token_s[crossing]) / 2
+    failed, stats = simulate_requests(scenario, 3000, 0, link_change=(at, 0.5), record_link=True)
+    in_flight = (failed.wan_bytes > 0) & (failed.prefill_end_s <= at) & (failed.first_token_s > at)
     assert in_flight.any()
     assert (failed.ttft_s[in_flight] >= healthy.ttft_s[in_flight] - 1e-9).all()
     # the pool really lost half its capacity: the transfers after it take longer in all
-    later = (failed.wan_bytes > 0) & (failed.prefill_end_s > 300.0)
+    later = (failed.wan_bytes > 0) & (failed.prefill_end_s > at)
     slower = (failed.first_token_s - failed.prefill_end_s)[later].sum()
     assert slower > (healthy.first_token_s - healthy.prefill_end_s)[later].sum()  # by 0.5%: flows rarely contend
     before = failed.arrival_s < 200.0  # done long before the failure: untouched
     assert (abs(failed.ttft_s[before] - healthy.ttft_s[before]) < 1e-9).mean() > 0.99
     assert stats.link_timeline is not None and stats.link_timeline[0] == (0.0, 0)
-    result = _run(path, Change(fail="line:express-40g", at_s=300.0), simulate_requests=3000)
+    result = _run(path, Change(fail="line:express-40g", at_s=at), simulate_requests=3000)
     transient = result.to_dict()["transient"]
     assert transient["in_flight"] == int(in_flight.sum())
     assert transient["capacity_share_left"] == pytest.approx(0.5)
     assert transient["in_flight_ttft_max_s"] == pytest.approx(float(failed.ttft_s[in_flight].max()))
     assert transient["settle_s"] is None or transient["settle_s"] >= 0
-    again = _run(path, Change(fail="line:express-40g", at_s=300.0), simulate_requests=3000)
+    again = _run(path, Change(fail="line:express-40g", at_s=at), simulate_requests=3000)
     assert again.to_dict()["transient"] == transient  # a seed gives one answer
 
 

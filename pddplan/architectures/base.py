@@ -11,6 +11,8 @@ Each answer is a small rule:
   first token     after prefill: RDMA + one decode step, or WAN transfer + one decode step, or (with a
                   relay) RDMA + one relay step for the relayed requests;
   pipelines       the names TTFT is reported under, with the requests each carries;
+  caches          the prefix caches it keeps (`pddplan.cache`): the prefill instances' (every
+                  architecture), and a radix cache on decoders fed over the WAN;
   program         the integer program's constraints that only this architecture has;
   simulation      where a request goes when its prefill finishes.
 """
@@ -21,6 +23,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
+
+from pddplan.cache.sessions import CacheKind
 
 if TYPE_CHECKING:
     from pddplan.specs.plan import HandoffMode, Plan, Routing
@@ -86,10 +90,17 @@ class Architecture:
         return "MD" if self.has_relay else "D"
 
     @property
+    def caches(self) -> tuple[CacheKind, ...]:
+        """The prefix caches this architecture keeps, each sized, placed and priced by
+        `pddplan.cache`: every prefill keeps the prefixes behind the workload's hit rate; decoders
+        fed over the WAN keep a radix cache (DRC) so that only the incremental KV crosses it, while
+        RDMA-fed decoders receive the whole KV each time and keep none."""
+        return (CacheKind.PREFILL, CacheKind.DECODE) if self.uses_wan else (CacheKind.PREFILL,)
+
+    @property
     def decode_keeps_prefix_cache(self) -> bool:
-        """Whether the decoders keep a radix cache of prompt KV (DRC): those fed over the WAN do, so
-        that only the incremental KV crosses it; RDMA-fed decoders receive the whole KV each time."""
-        return self.uses_wan
+        """Whether the decoders keep a radix cache of prompt KV (`caches`)."""
+        return CacheKind.DECODE in self.caches
 
     def __repr__(self) -> str:
         return f"<architecture {self.name}>"

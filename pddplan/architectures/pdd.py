@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pddplan.architectures.base import Architecture, Dispatch, Pipeline, Transport
+from pddplan.cache.accounting import found_probability
+from pddplan.cache.sessions import CacheKind
 
 if TYPE_CHECKING:
     from pddplan.specs.plan import HandoffMode, Routing
@@ -52,7 +54,6 @@ class Pdd(Architecture):
         """One rule per distinct set of relayed hit-rate support points (thresholds HIT_THRESHOLDS),
         and the bytes rule when the main decoder may miss a prefix prefill hit (then a high hit
         rate no longer means a small transfer)."""
-        from pddplan.evaluate.drc import md_prefix_hit_probability
         from pddplan.specs.plan import Routing
 
         _, hits, _ = workload.prompt_hit_support()
@@ -66,7 +67,7 @@ class Pdd(Architecture):
             out.append(Routing(kind="hit", hit_threshold=threshold))
         out = out or [Routing(kind="hit", hit_threshold=HIT_THRESHOLDS[0])]
         by_bytes = relay_by_bytes(workload)
-        if by_bytes is not None and md_prefix_hit_probability(workload.serving) < 1:
+        if by_bytes is not None and found_probability(CacheKind.DECODE, workload) < 1:
             out.append(by_bytes)
         return out
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pddplan.cache.sessions import CacheKind
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
@@ -38,7 +39,7 @@ from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_tar
 from pddplan.limits import check_rate
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
-from pddplan.perf.kv import request_kv_bytes
+from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
 from pddplan.perf.roofline import decode_step_time, extend_time
@@ -95,6 +96,7 @@ class Evaluation:
     pipelines: dict[str, dict[str, float]] = field(default_factory=dict)
     fixed_point_iterations: int = 1
     request_overhead_s: float = 0.0  # the serving stack's, in every TTFT above (off the engine)
+    caches: list[dict[str, Any]] = field(default_factory=list)  # `cache_reports`
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON view with the documented keys (ttft_p90_s, goodput_rps, bcr, ...)."""
@@ -125,6 +127,7 @@ class Evaluation:
             "pipelines": [{"pipeline": name} | figures for name, figures in self.pipelines.items()],
             "fixed_point_iterations": self.fixed_point_iterations,
             "request_overhead_s": self.request_overhead_s,
+            "caches": self.caches,
         }
         return out
 
@@ -241,14 +244,17 @@ def _wan_times(
     wan = wan_transfer_time(
         classes.wan_bytes, states.capacity_bytes_per_s, offered, link.flow_cap_bytes_per_s, link.rtt_s
     )
-    return offered, wan
+    # the main decoder loads the prefix it holds from its tier while the increment crosses
+    return offered, np.maximum(wan, classes.md_load_s[:, None])
 
 
 def _decode_without_relay(scenario: Scenario, classes: RequestClasses, lam: float, states: _LinkStates) -> _Decoding:
     """Every request decodes on the decode pool from its first token: B solves Little's law at E[O]."""
     offered, wan = _wan_times(scenario, classes, lam, states, 1.0)
     context = classes.mean_context_tokens
-    max_batch = decoder_max_batch(scenario, scenario.decode, context, scenario.drc_bytes_per_decode_instance(lam))
+    max_batch = decoder_max_batch(
+        scenario, scenario.decode, context, scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, lam)
+    )
     md = _operating_point(scenario.decode, lam, classes.mean_output_tokens, context, max_batch, 0.0)
     zeros = np.zeros((len(classes.input_prob), len(classes.output_tokens), len(states.prob)))
     return _Decoding(md, None, offered, wan, zeros, zeros.astype(bool), zeros, 1)
@@ -268,8 +274,9 @@ def _decode_with_relay(
     relay_role, link = scenario.relay, scenario.link
     assert relay_role is not None and link is not None
     handoff, context = scenario.plan.handoff, classes.mean_context_tokens
-    drc_full = scenario.drc_bytes_per_decode_instance(lam)
-    md_max = decoder_max_batch(scenario, scenario.decode, context, drc_full)
+    md_max = decoder_max_batch(
+        scenario, scenario.decode, context, scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, lam)
+    )
     if colocated is None:
         relay_max = decoder_max_batch(scenario, relay_role, context, 0.0)
         relay_batches = np.arange(1.0, max(relay_max, 1.0) + 1.0)
@@ -314,7 +321,9 @@ def _decode_with_relay(
             kept = 1.0 - float((weights * prompt_kv * (cancel > 0)).sum()) / max(
                 float((weights * prompt_kv).sum()), 1.0
             )
-            md_max = decoder_max_batch(scenario, scenario.decode, context, drc_full * kept)
+            md_max = decoder_max_batch(
+                scenario, scenario.decode, context, scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, lam, kept)
+            )
         handoffs = relayed & ~finishes
         last_extend = extend_s(np.maximum(rounds.last_chunk_tokens, 1.0))[:, None, :]
         gap = np.where(handoffs, link.rtt_s / 2 + last_extend + tau_m, 0.0)
@@ -366,12 +375,12 @@ class _ColocatedRelay:
     token_s: Callable[[float], np.ndarray]
 
 
-def colocated_relay_max_batch(scenario: Scenario, context_tokens: float) -> float:
+def colocated_relay_max_batch(scenario: Scenario, context_tokens: float, rate_rps: float | None = None) -> float:
     """Relay sequences one prefill instance holds: its KV room less the longest prompt's KV (the
-    prefill in flight), in sequences of `context_tokens`, at most the decode batch limit."""
-    workload = scenario.workload
-    longest = float(request_kv_bytes(scenario.model, workload.prompt_tokens.largest(), workload.serving.page_tokens))
-    return decoder_max_batch(scenario, scenario.prefill, context_tokens, longest)
+    prefill in flight) and the HBM its prefix cache takes, in sequences of `context_tokens`, at
+    most the decode batch limit."""
+    reserved = scenario.longest_prompt_kv_bytes + scenario.cache_hbm_bytes_per_instance(CacheKind.PREFILL, rate_rps)
+    return decoder_max_batch(scenario, scenario.prefill, context_tokens, reserved)
 
 
 def colocated_load(scenario: Scenario, classes: RequestClasses, lam: float) -> tuple[RequestClasses, float]:
@@ -390,7 +399,7 @@ def _colocated_stages(
     tau_co (`pddplan.perf.mixed`); the relay/main-decoder fixed point iterates over it as well."""
     instance, chunk = scenario.prefill.instance, scenario.chunk_tokens
     context = classes.mean_context_tokens
-    max_batch = colocated_relay_max_batch(scenario, context)
+    max_batch = colocated_relay_max_batch(scenario, context, lam)
     batches = np.arange(1.0, max(max_batch, 1.0) + 1.0)
     with_zero = np.concatenate([[0.0], batches])
     unslowed = _prefill_stage(scenario, classes, lam)
@@ -481,7 +490,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     if rate_rps is not None:
         check_rate(rate_rps)
     lam = rate_rps if rate_rps is not None else scenario.rate_rps
-    classes = request_classes(scenario)
+    classes = request_classes(scenario, lam)
     p_in, outputs, p_out = classes.input_prob, classes.output_tokens, classes.output_prob
     states = _link_states(scenario)
     if scenario.relay_colocated:
@@ -552,7 +561,48 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         pipelines=_pipelines(scenario, classes.relay, delays, ttft_weights, waits, stable),
         fixed_point_iterations=decoding.iterations,
         request_overhead_s=scenario.prefill.instance.efficiency.request_overhead_s,
+        caches=cache_reports(scenario, lam),
     )
+
+
+def cache_reports(scenario: Scenario, rate_rps: float) -> list[dict[str, Any]]:
+    """Per cache the architecture keeps (`pddplan.cache`): what the traffic asks it to hold, where
+    its bytes are (HBM, each lower tier, lost for room), the share of next turns that find their
+    prefix, a mean hit's load time, each lower tier's read bandwidth in use, and notes (a tier the
+    profile leaves unknown). Lower tiers come with the servers: they cost nothing beyond the GPUs."""
+    workload, page = scenario.workload, scenario.workload.serving.page_tokens
+    prompts, hits, probs = workload.prompt_hit_support()
+    hit_bytes = float(
+        (request_kv_bytes(scenario.model, prompts, page) - incremental_kv_bytes(scenario.model, prompts, hits, page))
+        @ probs
+    )
+    out = []
+    for kind in scenario.architecture.caches:
+        site = scenario.cache(kind, rate_rps)
+        assert site is not None
+        placement = site.placement
+        utilization = placement.tier_utilization(rate_rps * hit_bytes * site.kept)
+        out.append(
+            {
+                "cache": kind.value,
+                "holds_gb": placement.demand_bytes / 1e9,
+                "hbm_gb": placement.hbm_bytes / 1e9,
+                "tiers": [
+                    {
+                        "tier": t.name,
+                        "gb": b / 1e9,
+                        "capacity_gb": t.capacity_bytes * placement.count / 1e9,
+                        "read_utilization": u,
+                    }
+                    for t, b, u in zip(placement.tiers, placement.tier_bytes, utilization, strict=True)
+                ],
+                "lost_share": 1.0 - placement.kept_share,
+                "found_share": site.kept,
+                "mean_hit_load_s": hit_bytes * placement.load_s_per_byte(),
+                "notes": list(site.notes),
+            }
+        )
+    return out
 
 
 def _stage_reports(scenario: Scenario, prefill: _Prefill, decoding: _Decoding) -> dict[str, StageReport]:

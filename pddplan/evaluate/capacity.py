@@ -10,8 +10,9 @@ decoders   an instance runs at most B* sequences: the largest batch whose step k
            the extend step as equivalent tokens).
 relay      an instance holds u* B*_R sequences at once; by Little's law it serves a request stream
            of rate g if sum(n * u* B*_R) >= g * E[relay hold time].
-memory     the main decoders hold the running sequences and their radix cache: a request/s takes
-           E[tokens here] * tau(B*) * KV_seq (Little) plus retention * E[prompt KV] of memory M.
+memory     the main decoders hold the running sequences in HBM (M) and their radix cache in the
+           tiers below (L) first, then HBM: a request/s takes E[tokens here] * tau(B*) * KV_seq
+           (Little) of HBM, and E[min(gap, retention)] * E[prompt KV] of cache (`pddplan.cache`).
 prefill    for a pool of n instances and a WAN pool, the largest rate at which the TTFT mixture
            (wait + prefill + transfer or RDMA + first decode step) meets the P90 and P99 targets:
            P(TTFT > T90) <= 0.10 and P(TTFT > T99) <= 0.01, found by bisection on the rate.
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from pddplan.cache.tiers import instance_tiers
 from pddplan.evaluate.classes import RequestClasses
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
@@ -81,15 +83,25 @@ class DecoderCapacity(Generic[K]):
     requests_per_s: float
     memory_bytes: float
     sequence_bytes: float
+    lower_tier_bytes: float = 0.0  # what the tiers below HBM hold for its cache (`pddplan.cache.tiers`)
 
     @property
     def usable(self) -> bool:
         return self.batch >= 1
 
-    def memory_per_rps(self, output_tokens_here: float, drc_bytes_per_rps: float) -> float:
-        """Bytes one request/s occupies: its running KV (Little: tokens * step * KV per sequence)
-        plus the radix-cache share: tokens_here * tau(B*) * KV_seq + retention * E[prompt KV]."""
-        return output_tokens_here * self.step_s * self.sequence_bytes + drc_bytes_per_rps
+    def running_bytes_per_rps(self, output_tokens_here: float) -> float:
+        """HBM one request/s of running sequences occupies (Little): tokens_here * tau(B*) * KV_seq."""
+        return output_tokens_here * self.step_s * self.sequence_bytes
+
+    def memory_rate(self, output_tokens_here: float, cache_bytes_per_rps: float) -> float:
+        """Requests/s one instance's memory carries: its running sequences in HBM, its radix cache
+        in the tiers below first and in HBM for the rest (`pddplan.cache.tiers.place`):
+        min(M / running, (M + L) / (running + cache)), M HBM, L the lower tiers."""
+        running = self.running_bytes_per_rps(output_tokens_here)
+        hbm = self.memory_bytes / running if running > 0 else math.inf
+        total = running + cache_bytes_per_rps
+        both = (self.memory_bytes + self.lower_tier_bytes) / total if total > 0 else math.inf
+        return min(hbm, both)
 
 
 SLOT_WAIT_PROBABILITY = 0.05
@@ -142,12 +154,15 @@ def decoder_capacity(
     # Under `pools` ranks at most pools - 1 sequences more than one shared memory are lost, and the
     # whole sequences that do fit (by_memory) are usable exactly: the larger of the two bounds.
     memory = max(candidate.kv_capacity_bytes - (pools - 1) * per_sequence, by_memory * per_sequence, 0.0)
+    serving = workload.serving
+    tiers, _ = instance_tiers(candidate.instance, serving.cache_tiers, serving.host_memory_utilization)
+    lower = sum(t.capacity_bytes for t in tiers)
     batches = np.arange(1, max(min(limit, by_memory), 1) + 1, dtype=np.float64)
     steps = decode_step_time(candidate.instance, batches, context)
     target = workload.sla.tpot_p90_s or math.inf
     ok = steps <= target
     if by_memory < 1 or not ok.any():
-        return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, memory, per_sequence)
+        return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, memory, per_sequence, lower)
     best = int(batches[ok].max())
     step = float(steps[best - 1])
     usable = slot_utilization(best * max(pool_instances, 1))
@@ -159,6 +174,7 @@ def decoder_capacity(
         requests_per_s=usable * best / (step * mean_output),
         memory_bytes=memory,
         sequence_bytes=per_sequence,
+        lower_tier_bytes=lower,
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from pddplan.cache.accounting import decode_cache_bytes_per_rps
 from pddplan.evaluate.analytic import colocated_load, colocated_relay_max_batch
 from pddplan.evaluate.capacity import (
     DecoderCapacity,
@@ -39,7 +40,7 @@ from pddplan.evaluate.capacity import (
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.perf.kv import request_kv_bytes
-from pddplan.scenario import Scenario, drc_bytes_per_rps
+from pddplan.scenario import Scenario
 
 UNBOUNDED_RATE = 1e9
 
@@ -76,13 +77,13 @@ class CapacityView:
         }
 
 
-def decoder_rate(cap: DecoderCapacity[K], load: PathLoad, mean_output: float, drc: float) -> float:
-    """Requests/s one decode instance carries: compute or memory, whichever binds (0 if unusable)."""
+def decoder_rate(cap: DecoderCapacity[K], load: PathLoad, mean_output: float, cache_bytes_per_rps: float) -> float:
+    """Requests/s one decode instance carries: compute or memory (`DecoderCapacity.memory_rate`),
+    whichever binds (0 if unusable)."""
     if not cap.usable:
         return 0.0
     compute = cap.requests_per_s / max(load.md_load_fraction, 1e-12)
-    memory = cap.memory_bytes / cap.memory_per_rps(load.md_load_fraction * mean_output, drc)
-    return min(compute, memory)
+    return min(compute, cap.memory_rate(load.md_load_fraction * mean_output, cache_bytes_per_rps))
 
 
 def relay_rate(cap: DecoderCapacity[K], load: PathLoad) -> float:
@@ -172,7 +173,9 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     )
     rates = {
         "prefill": float(pool[0]) / scenario.prefill.count,
-        "decode": decoder_rate(decode, load, mean_output, drc_bytes_per_rps(workload, model, scenario.architecture)),
+        "decode": decoder_rate(
+            decode, load, mean_output, decode_cache_bytes_per_rps(workload, model, scenario.architecture)
+        ),
     }
     if relay is not None:
         rates["relay"] = relay_rate(relay, load)

@@ -12,7 +12,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from pddplan.evaluate.drc import md_prefix_hit_probability
+from pddplan.cache.accounting import found_probability
+from pddplan.cache.sessions import CacheKind
+from pddplan.cache.tiers import instance_tiers
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import Instance, prefill_cost
@@ -49,6 +51,7 @@ class RequestClasses:
     output_prob: np.ndarray
     moments: WorkloadMoments
     load_s: np.ndarray
+    md_load_s: np.ndarray
 
     def attention_s_per_new_token(self) -> float:
         """Prefill attention per new token, token-weighted: E[A] / E[n] (0 with no new tokens)."""
@@ -93,32 +96,89 @@ def relayed(rule: Routing | None, hit: np.ndarray, wan_bytes: np.ndarray) -> np.
     return np.asarray(wan_bytes > rule.incremental_bytes_threshold)
 
 
+@dataclass(frozen=True)
+class CacheEffects:
+    """What the prefix caches do to a request (`pddplan.cache`): the probability that prefill still
+    finds the prefix the workload's hit rate promises (else the whole prompt is prefilled), the
+    probability the main decoder's radix cache still holds it (else the whole prompt's KV crosses
+    the WAN), and the seconds per byte of a hit each loads from the tiers below HBM."""
+
+    prefill_kept: float = 1.0
+    prefill_load_s_per_byte: float = 0.0
+    md_kept: float = 1.0
+    md_load_s_per_byte: float = 0.0
+
+    @classmethod
+    def of_workload(cls, workload: Workload) -> CacheEffects:
+        """Every prefix held, in HBM; the radix cache by its retention (`cache.sessions`)."""
+        return cls(md_kept=found_probability(CacheKind.DECODE, workload))
+
+
+def planning_effects(workload: Workload, prefill: Instance) -> CacheEffects:
+    """The caches' effects as the optimizer plans them on a `prefill` instance kind: every prefix
+    held (the program gives the caches their room, `define_prefill_cache`), each hit loaded from
+    the first tier below HBM when the workload's caches may use one (write-through placement puts
+    every cached byte there first), the radix cache by its retention."""
+    serving = workload.serving
+    tiers, _ = instance_tiers(prefill, serving.cache_tiers, serving.host_memory_utilization)
+    load = 1.0 / tiers[0].request_bytes_per_s if tiers else 0.0
+    return CacheEffects(prefill_load_s_per_byte=load, md_kept=found_probability(CacheKind.DECODE, workload))
+
+
+def _split(kept: float, *columns: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """Each column twice (kept, then lost), or None when `kept` is 0 or 1 (no split needed)."""
+    if kept <= 0 or kept >= 1:
+        return None
+    return tuple(np.concatenate([c, c]) for c in columns)
+
+
 def workload_classes(
     workload: Workload,
     model: ModelArchitecture,
     prefill: Instance,
     chunk_tokens: int,
     relay_rule: Routing | None,
+    effects: CacheEffects | None = None,
 ) -> RequestClasses:
     """Discretize `workload`; prefill times on `prefill`; relay marks by `relay_rule` (None: no relay).
 
-    When the main decoder's radix cache holds a prefill hit's prefix with probability 0 < q < 1
-    (`pddplan.evaluate.drc`), each (prompt, hit) class splits in two: held (probability x q, the
-    incremental KV crosses the WAN) and missed (x (1 - q), the whole prompt's KV crosses)."""
+    With the caches' `effects`, a (prompt, hit) class splits in two when prefill finds its prefix
+    with probability 0 < p < 1 (found: x p; lost: hit 0, x (1 - p)), and again when the main
+    decoder's radix cache holds a found prefix with probability 0 < q < 1: held (x q, the
+    incremental KV crosses the WAN) and missed (x (1 - q), the whole prompt's KV crosses). A
+    hit's load time is its cached KV bytes times the seconds per byte of its tiers (a request
+    mix that carries its own, replayed through a trace's tiers, keeps those)."""
+    effects = effects or CacheEffects.of_workload(workload)
     page = workload.serving.page_tokens
     prompt, hit, input_prob = workload.prompt_hit_support()
     load = workload.request_load_s()
+    own_loads = bool(np.any(load > 0))
+    split = _split(effects.prefill_kept, prompt, hit, load)
+    if split is not None:
+        prompt, hit, load = split
+        n = len(input_prob)
+        hit = np.where(np.arange(2 * n) < n, hit, 0.0)
+        load = np.where(np.arange(2 * n) < n, load, 0.0)
+        input_prob = np.concatenate([input_prob * effects.prefill_kept, input_prob * (1 - effects.prefill_kept)])
+    elif effects.prefill_kept <= 0:
+        hit, load = np.zeros_like(hit), np.zeros_like(load)
+    full = request_kv_bytes(model, prompt, page)
     incremental = incremental_kv_bytes(model, prompt, hit, page)
-    held = md_prefix_hit_probability(workload.serving)
+    cached_bytes = full - incremental
+    if not own_loads:
+        load = cached_bytes * effects.prefill_load_s_per_byte
+    held = effects.md_kept
+    md_load = cached_bytes * effects.md_load_s_per_byte
     if held >= 1:
         wan_bytes = incremental
     elif held <= 0:
-        wan_bytes = request_kv_bytes(model, prompt, page)
+        wan_bytes, md_load = full, np.zeros_like(md_load)
     else:
-        full = request_kv_bytes(model, prompt, page)
+        n = len(input_prob)
         prompt, hit, load = np.concatenate([prompt, prompt]), np.concatenate([hit, hit]), np.concatenate([load, load])
         input_prob = np.concatenate([input_prob * held, input_prob * (1 - held)])
         wan_bytes = np.concatenate([incremental, full])
+        md_load = np.concatenate([md_load, np.zeros(n)])
     fresh = new_tokens(prompt, hit, page)
     cached = cached_tokens(prompt, hit, page)
     relay = relayed(relay_rule, hit, wan_bytes)
@@ -142,6 +202,7 @@ def workload_classes(
         output_prob=output_probs,
         moments=workload_moments(workload),
         load_s=load,
+        md_load_s=md_load,
     )
 
 
@@ -150,8 +211,21 @@ def with_relay_rule(classes: RequestClasses, relay_rule: Routing | None) -> Requ
     return replace(classes, relay=relayed(relay_rule, classes.hit, classes.wan_bytes))
 
 
-def request_classes(scenario: Scenario) -> RequestClasses:
-    """The classes of a scenario's workload, with its prefill instance and routing."""
+def cache_effects(scenario: Scenario, rate_rps: float | None = None) -> CacheEffects:
+    """The caches' effects on a scenario's requests at `rate_rps` (default: the plan's rate): each
+    cache placed over its pool (`Scenario.cache`)."""
+    prefill = scenario.cache(CacheKind.PREFILL, rate_rps)
+    decode = scenario.cache(CacheKind.DECODE, rate_rps)
+    return CacheEffects(
+        prefill_kept=prefill.kept if prefill is not None else 1.0,
+        prefill_load_s_per_byte=prefill.placement.load_s_per_byte() if prefill is not None else 0.0,
+        md_kept=decode.kept if decode is not None else found_probability(CacheKind.DECODE, scenario.workload),
+        md_load_s_per_byte=decode.placement.load_s_per_byte() if decode is not None else 0.0,
+    )
+
+
+def request_classes(scenario: Scenario, rate_rps: float | None = None) -> RequestClasses:
+    """The classes of a scenario's workload at `rate_rps`, with its prefill instance, routing and caches."""
     plan = scenario.plan
     return workload_classes(
         scenario.workload,
@@ -159,4 +233,5 @@ def request_classes(scenario: Scenario) -> RequestClasses:
         scenario.prefill.instance,
         scenario.chunk_tokens,
         scenario.architecture.relay_rule(plan.routing),
+        cache_effects(scenario, rate_rps),
     )

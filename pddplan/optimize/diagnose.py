@@ -23,18 +23,30 @@ from pddplan.perf.roofline import decode_step_time
 FIXES = {
     "prefill-capacity": "loosen the TTFT SLA, add prefill inventory, or use faster prefill GPUs",
     "decode-capacity": "add decode inventory, loosen the TPOT SLA, or use decode GPUs with more bandwidth",
-    "decode-memory": "add decode inventory or GPUs with more memory, or shorten drc_retention_s",
+    "decode-memory": "add decode inventory or GPUs with more memory, let the radix cache spill to host memory "
+    "(serving.cache_tiers), or shorten drc_retention_s",
+    "prefill-cache": "add prefill instances or GPUs with more memory, or let the prefix cache spill to host memory "
+    "(serving.cache_tiers: dram or ssd)",
     "relay-capacity": "add relay inventory in the prefill datacenter or raise the routing threshold's WAN capacity",
     "wan-bandwidth": "lease more or faster WAN lines (raise max_lines or add an option)",
     "inventory": "raise max_count for the GPU types the plan needs",
     "budget": "raise the budget",
 }
 RESOURCES = ("inventory", "wan-bandwidth")
-CAPACITIES = ("prefill-capacity", "decode-capacity", "decode-memory", "relay-capacity", "wan-bandwidth", "inventory")
+CAPACITIES = (
+    "prefill-capacity",
+    "decode-capacity",
+    "decode-memory",
+    "prefill-cache",
+    "relay-capacity",
+    "wan-bandwidth",
+    "inventory",
+)
 UNITS = {
     "prefill-capacity": "req/s",
     "decode-capacity": "req/s of full-length outputs",
     "decode-memory": "GB",
+    "prefill-cache": "GB",
     "relay-capacity": "concurrent sequences",
     "wan-bandwidth": "req/s",
     "inventory": "GPUs",
@@ -170,6 +182,9 @@ def binding_pool(data: milp.ProblemData, solution: milp.Solution, family: str) -
     if family == "prefill-capacity":
         c, n = solution.prefill
         return f"{n} x {data.prefill[c].key}" + (f" over {line}" if line else "")
+    if family == "prefill-cache":
+        c, n = solution.prefill
+        return f"{n} x {data.prefill[c].key}"
     if family in ("decode-capacity", "decode-memory"):
         return data.decode[solution.decode[0]].candidate.key
     if family == "relay-capacity" and solution.relay is not None:
@@ -184,7 +199,11 @@ def _weights(data: milp.ProblemData, target: float) -> dict[str, float]:
     different units weigh as fractions of the need (and the findings sort by that fraction)."""
     rate = max(target, 1e-9)
     memory_gb = min(
-        (d.memory_per_rps(data.mean_output_tokens, data.drc_bytes_per_rps) / 1e9 for d in data.decode if d.usable),
+        (
+            (d.running_bytes_per_rps(data.mean_output_tokens) + data.decode_cache_bytes_per_rps) / 1e9
+            for d in data.decode
+            if d.usable
+        ),
         default=1.0,
     )
     hold_s = max((load.relay_hold_s for load in data.pools), default=0.0)
@@ -194,6 +213,7 @@ def _weights(data: milp.ProblemData, target: float) -> dict[str, float]:
         "decode-capacity": 1 / rate,
         "wan-bandwidth": 1 / rate,
         "decode-memory": 1 / max(rate * memory_gb, 1e-9),
+        "prefill-cache": 1 / max(rate * data.prefill_cache_bytes_per_rps / 1e9, 1e-9),
         "relay-capacity": 1 / max(rate * hold_s, 1e-9),
         "inventory": 1 / max(offered, 1),
     }

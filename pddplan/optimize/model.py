@@ -28,6 +28,7 @@ SLACK_FAMILIES = (
     "prefill-capacity",
     "decode-capacity",
     "decode-memory",
+    "prefill-cache",
     "relay-capacity",
     "wan-bandwidth",
     "inventory",
@@ -46,7 +47,7 @@ class ProblemData:
     relay: list[DecoderCapacity[Candidate]]
     pools: list[PathLoad]  # one per line pool; a single entry without a line for pd-intra
     datacenters: list[str]
-    drc_bytes_per_rps: float
+    decode_cache_bytes_per_rps: float  # the main decoders' radix cache (`pddplan.cache`); 0 without one
     mean_output_tokens: float
     inventory: dict[tuple[str, str], int]
     rate_ceiling: float
@@ -57,6 +58,10 @@ class ProblemData:
     # prefill candidate -> relay sequences one of its instances holds beside a prefill in flight
     # (u* B*): the relay may run on the prefill instances instead (empty: it may not)
     colocated_relay: dict[int, float] = field(default_factory=dict)
+    # the prefill instances' prefix cache: bytes per request/s, and per prefill candidate the bytes
+    # one instance holds for it (HBM beside the prompt in flight, plus its tiers below HBM)
+    prefill_cache_bytes_per_rps: float = 0.0
+    prefill_cache_room: dict[int, float] = field(default_factory=dict)
     # Elastic diagnosis: a slack on each named family (weighted in the objective by
     # `slack_weights`, default 1 per unit), and instance counts no longer capped by `max_count`
     # (the inventory constraint, with its own slack per GPU type, stands for the offer instead).
@@ -85,11 +90,10 @@ class ProblemData:
             return cap.candidate.max_count
         rate = self.rate_unit
         hold = max((load.relay_hold_s for load in self.pools), default=0.0)
+        memory_rate = cap.memory_rate(self.mean_output_tokens, self.decode_cache_bytes_per_rps)
         per_rps = [
             1 / cap.requests_per_s if cap.requests_per_s > 0 else 0.0,
-            cap.memory_per_rps(self.mean_output_tokens, self.drc_bytes_per_rps) / cap.memory_bytes
-            if cap.memory_bytes > 0
-            else 0.0,
+            1 / memory_rate if memory_rate > 0 else 0.0,
             hold / cap.occupancy if cap.occupancy > 0 else 0.0,
         ]
         return max(cap.candidate.max_count, math.ceil(rate * max(per_rps)) + 1)
@@ -199,21 +203,44 @@ def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variable
 
 
 def define_decode_memory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
-    """The chosen decode kind d holds its running sequences and the radix cache:
-    count_d * M_d >= sum_k rate_k * (a_k E[O] tau_d KV_seq + retention E[prompt KV]) when d is picked
-    (a big-M term relaxes it for the kinds not picked)."""
+    """The chosen decode kind d holds its running sequences in HBM M_d, and its radix cache in the
+    tiers below L_d first, then in HBM (`pddplan.cache.tiers.place`), when d is picked (a big-M
+    term relaxes both for the kinds not picked), with running_k = rate_k a_k E[O] tau_d KV_seq:
+        count_d * M_d >= sum_k running_k                                         (decode-memory)
+        count_d * (M_d + L_d) >= sum_k running_k + rate * E[min(gap, R)] E[prompt KV]  (decode-cache)"""
     mean_output = data.mean_output_tokens
+    cache = data.decode_cache_bytes_per_rps
     for d, count in v.decode_count.items():
         cap = data.decode[d]
-        big = data.rate_ceiling * cap.memory_per_rps(mean_output, data.drc_bytes_per_rps) / 1e9
-        need = pulp.lpSum(
-            cap.memory_per_rps(data.pools[k].md_load_fraction * mean_output, data.drc_bytes_per_rps)
-            / 1e9
-            * pool_rps(data, v, k)
+        running = pulp.lpSum(
+            cap.running_bytes_per_rps(data.pools[k].md_load_fraction * mean_output) / 1e9 * pool_rps(data, v, k)
             for k in v.pool
         )
+        not_picked = 1 - v.decode_pick[d]
+        big = data.rate_ceiling * cap.running_bytes_per_rps(mean_output) / 1e9
         supply = cap.memory_bytes / 1e9 * count
-        model += (supply + v.slack_of("decode-memory") >= need - big * (1 - v.decode_pick[d]), f"decode-memory-{d}")
+        model += supply + v.slack_of("decode-memory") >= running - big * not_picked, f"decode-memory-{d}"
+        if cache > 0:
+            big_cache = big + data.rate_ceiling * cache / 1e9
+            with_tiers = (cap.memory_bytes + cap.lower_tier_bytes) / 1e9 * count
+            need = running + cache / 1e9 * data.rate_unit * v.rate
+            model += (
+                with_tiers + v.slack_of("decode-memory") >= need - big_cache * not_picked,
+                f"decode-cache-{d}",
+            )
+
+
+def define_prefill_cache(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
+    """The prefill instances hold the prefix cache the workload's hit rate needs: with z(c, n) the
+    prefill pool choice and C_c what one instance of kind c holds for it (HBM beside the prompt in
+    flight, plus its tiers below HBM),
+        sum_{c,n} n C_c z(c, n) >= rate * E[min(gap, R)] E[prompt KV]             (prefill-cache)"""
+    per_rps = data.prefill_cache_bytes_per_rps
+    if per_rps <= 0 or not data.prefill_cache_room:
+        return
+    supply = pulp.lpSum(n * data.prefill_cache_room.get(c, 0.0) / 1e9 * z for (c, n), z in v.prefill.items())
+    need = per_rps / 1e9 * data.rate_unit * v.rate
+    model += supply + v.slack_of("prefill-cache") >= need, "prefill-cache"
 
 
 def define_wan_bandwidth(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -307,6 +334,7 @@ def build(data: ProblemData, bcr_price: float = 0.0) -> tuple[pulp.LpProblem, Va
     define_prefill_capacity(model, data, v)
     define_decode_capacity(model, data, v)
     define_decode_memory(model, data, v)
+    define_prefill_cache(model, data, v)
     data.architecture.define_constraints(model, data, v)
     define_wan_bandwidth(model, data, v)
     define_inventory(model, data, v)

@@ -16,6 +16,8 @@ import numpy as np
 
 from pddplan import architectures
 from pddplan.architectures import Architecture
+from pddplan.cache.accounting import decode_cache_bytes_per_rps, prefill_cache_bytes_per_rps
+from pddplan.cache.tiers import instance_tiers
 from pddplan.evaluate.capacity import (
     RDMA_PATH,
     DecoderCapacity,
@@ -27,7 +29,7 @@ from pddplan.evaluate.capacity import (
     prefill_capacity_by_line,
     slowest_extender,
 )
-from pddplan.evaluate.classes import RequestClasses, with_relay_rule, workload_classes
+from pddplan.evaluate.classes import RequestClasses, planning_effects, with_relay_rule, workload_classes
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
 from pddplan.input_set import InputSet
 from pddplan.net.lines import LinePool
@@ -42,7 +44,6 @@ from pddplan.optimize.candidates import (
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.solver import solve
 from pddplan.perf.kv import request_kv_bytes
-from pddplan.scenario import drc_bytes_per_rps
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import ArchitectureName, Handoff, Routing
 from pddplan.specs.workload import Workload
@@ -145,6 +146,7 @@ class ProblemBuilder:
     _classes_memo: dict[str | None, dict[int, RequestClasses]] = field(default_factory=dict)
     _decoders_memo: dict[tuple[float, float], list[DecoderCapacity[Candidate]]] = field(default_factory=dict)
     _colocated_memo: dict[float, dict[int, float]] = field(default_factory=dict)
+    _cache_room_memo: dict[int, float] | None = None
     _one_instance: list[DecoderCapacity[Candidate]] = field(default_factory=list)
     _pooled: dict[tuple[int, int], DecoderCapacity[Candidate]] = field(default_factory=dict)
 
@@ -215,7 +217,9 @@ class ProblemBuilder:
         if routing_key not in self._classes_memo:
             if None not in self._classes_memo:  # prefill times do not depend on the routing: computed once
                 self._classes_memo[None] = {
-                    i: workload_classes(workload, setup.model, c.instance, setup.chunk, None)
+                    i: workload_classes(
+                        workload, setup.model, c.instance, setup.chunk, None, planning_effects(workload, c.instance)
+                    )
                     for i, c in enumerate(setup.candidates)
                 }
             self._classes_memo[routing_key] = {
@@ -260,7 +264,7 @@ class ProblemBuilder:
             relay=relays if arch.has_relay and options.relay_placement != "prefill" else [],
             pools=pools,
             datacenters=datacenters,
-            drc_bytes_per_rps=drc_bytes_per_rps(workload, setup.model, arch),
+            decode_cache_bytes_per_rps=decode_cache_bytes_per_rps(workload, setup.model, arch),
             mean_output_tokens=setup.moments.output_tokens,
             inventory=inventory,
             rate_ceiling=min(setup.rate_ceiling, headroom.rate_cap_rps),
@@ -269,7 +273,27 @@ class ProblemBuilder:
             budget_per_hour=options.budget_per_hour,
             min_served_fraction=options.min_served_fraction,
             colocated_relay=self.colocated_relay(headroom.decode_scale) if arch.has_relay else {},
+            prefill_cache_bytes_per_rps=prefill_cache_bytes_per_rps(workload, setup.model),
+            prefill_cache_room=self.prefill_cache_room(),
         )
+
+    def prefill_cache_room(self) -> dict[int, float]:
+        """Per prefill candidate, the bytes one instance holds for the prefix cache: its KV room
+        beside the longest prompt in flight, plus its tiers below HBM (`pddplan.cache.tiers`)."""
+        if self._cache_room_memo is None:
+            setup = self.setup
+            workload = setup.workload
+            serving = workload.serving
+            longest = float(request_kv_bytes(setup.model, workload.prompt_tokens.largest(), serving.page_tokens))
+            room = {}
+            for i, candidate in enumerate(setup.candidates):
+                if not serves_prefill(candidate):
+                    continue
+                tiers, _ = instance_tiers(candidate.instance, serving.cache_tiers, serving.host_memory_utilization)
+                lower = sum(t.capacity_bytes for t in tiers)
+                room[i] = max(candidate.kv_capacity_bytes - longest, 0.0) + lower
+            self._cache_room_memo = room
+        return self._cache_room_memo
 
     def _prefill_capacities(
         self,

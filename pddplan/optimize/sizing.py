@@ -15,6 +15,8 @@ import numpy as np
 
 from pddplan import architectures
 from pddplan.architectures import Architecture
+from pddplan.cache.accounting import decode_cache_bytes_per_rps, prefill_cache_bytes_per_rps
+from pddplan.cache.tiers import instance_tiers
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.capacity import (
     RDMA_PATH,
@@ -37,7 +39,7 @@ from pddplan.evaluate.capacity_view import (
     prefill_token_throughputs,
     relay_rate,
 )
-from pddplan.evaluate.classes import RequestClasses, workload_classes
+from pddplan.evaluate.classes import RequestClasses, planning_effects, workload_classes
 from pddplan.evaluate.moments import workload_moments
 from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.input_set import InputSet
@@ -49,8 +51,8 @@ from pddplan.optimize.candidates import (
     serves_prefill,
     wan_configs,
 )
+from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import Instance
-from pddplan.scenario import drc_bytes_per_rps
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleSpec, Routing, WanLease
 from pddplan.specs.workload import Workload
@@ -103,9 +105,12 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
         )
     routing = routing or arch.default_routing()
     relay_rule = arch.relay_rule(routing) if routing is not None else None
-    classes = {id(c): workload_classes(workload, model, c.instance, chunk, relay_rule) for c in at_home}
+    classes = {
+        id(c): workload_classes(workload, model, c.instance, chunk, relay_rule, planning_effects(workload, c.instance))
+        for c in at_home
+    }
     prefill = min(at_home, key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob))
-    drc = drc_bytes_per_rps(workload, model, arch)
+    drc = decode_cache_bytes_per_rps(workload, model, arch)
     decoders = [decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens) for c in candidates]
     usable = [d for d in decoders if d.usable and holds_longest_prompt(d.candidate, workload)]
     if not usable:
@@ -187,7 +192,10 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     rate = workload.arrival.rate_rps
     arch = shape.architecture
     relay_rule = arch.relay_rule(shape.routing) if shape.routing is not None else None
-    classes = workload_classes(workload, model, shape.prefill.instance, workload.serving.chunk_tokens, relay_rule)
+    effects = planning_effects(workload, shape.prefill.instance)
+    classes = workload_classes(
+        workload, model, shape.prefill.instance, workload.serving.chunk_tokens, relay_rule, effects
+    )
     mean_output = classes.mean_output_tokens
     decode, relay = shape.decode, shape.relay
     handoff = Handoff(mode="adaptive")
@@ -195,7 +203,7 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     line = _cheapest_line(shape, classes, rate)
     downstream = Downstream(arch, line, decode.step_s, relay_step)
     load = path_load(downstream, classes, rate, [decode.candidate.instance], handoff)
-    drc = drc_bytes_per_rps(workload, model, arch)
+    drc = decode_cache_bytes_per_rps(workload, model, arch)
     context = classes.mean_context_tokens
 
     def pooled(cap: DecoderCapacity[Candidate], instances: int) -> DecoderCapacity[Candidate]:
@@ -215,7 +223,7 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
     if len(enough) == 0:
         raise InfeasibleError(f"no pool of up to {top} x {shape.prefill.key} meets the TTFT SLA at {rate:g} req/s")
     counts = {
-        "prefill": int(sizes[enough[0]]),
+        "prefill": max(int(sizes[enough[0]]), prefill_cache_count(shape.prefill, workload, model, rate)),
         "decode": max(math.ceil(rate / rates["decode"] - 1e-9), 1),
     }
     rates["prefill"] = float(caps[enough[0]]) / counts["prefill"]
@@ -251,6 +259,21 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
         prefill_token_throughputs(classes, shape.prefill.tp),
     )
     return SizedPlan(plan, view)
+
+
+def prefill_cache_count(candidate: Candidate, workload: Workload, model: ModelArchitecture, rate: float) -> int:
+    """The fewest prefill instances of `candidate` whose room holds the prefix cache at `rate`
+    (`define_prefill_cache`): ceil(rate x bytes per req/s / bytes one instance holds)."""
+    serving = workload.serving
+    tiers, _ = instance_tiers(candidate.instance, serving.cache_tiers, serving.host_memory_utilization)
+    longest = float(request_kv_bytes(model, workload.prompt_tokens.largest(), serving.page_tokens))
+    room = max(candidate.kv_capacity_bytes - longest, 0.0) + sum(t.capacity_bytes for t in tiers)
+    need = rate * prefill_cache_bytes_per_rps(workload, model)
+    if need <= 0:
+        return 1
+    if room <= 0:
+        raise InfeasibleError(f"{candidate.key} has no room for the prefix cache")
+    return max(math.ceil(need / room - 1e-9), 1)
 
 
 def relay_on_prefill_if_cheaper(sized: SizedPlan, inputs: InputSet) -> SizedPlan:

@@ -148,6 +148,12 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
         name = p["pipeline"]
         pipelines.add_row(name, f"{p['share']:.1%}", _s(p["ttft_p50_s"]), _s(p["ttft_p90_s"]), _s(p["ttft_p99_s"]))
     console.print(pipelines)
+    caches = figures.get("caches")
+    if caches:
+        console.print(cache_table(caches))
+        for cache in caches:
+            for note in cache["notes"]:
+                console.print(f"note: {note}", highlight=False)
     capacity = figures.get("capacity")
     if capacity:
         console.print(
@@ -164,6 +170,25 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
             utilization = value["utilization"] if isinstance(value, dict) else value
             loads.add_row(name, f"{utilization:.1%}")
         console.print(loads)
+
+
+def cache_table(caches: list[dict[str, Any]]) -> Table:
+    """Each prefix cache: what it holds, where (HBM, host memory, NVMe; lower tiers come with the
+    servers), the share of next turns that find their prefix, and a mean hit's load time."""
+    table = Table(title="prefix caches (host memory and NVMe come with the servers)")
+    for header in ("cache", "holds", "HBM", "below HBM", "found", "hit load"):
+        table.add_column(header, justify="left" if header == "cache" else "right")
+    for cache in caches:
+        below = ", ".join(f"{t['tier']} {t['gb']:,.0f} GB" for t in cache["tiers"]) or "-"
+        table.add_row(
+            "prefill" if cache["cache"] == "prefill" else "radix (MD)",
+            f"{cache['holds_gb']:,.0f} GB",
+            f"{cache['hbm_gb']:,.0f} GB",
+            below,
+            f"{cache['found_share']:.1%}",
+            f"{cache['mean_hit_load_s'] * 1e3:,.0f} ms",
+        )
+    return table
 
 
 WHATIF_ROWS = (

@@ -38,8 +38,7 @@ import numpy as np
 
 from pddplan.architectures import Pipeline
 from pddplan.evaluate.analytic import colocated_relay_max_batch, decoder_max_batch, evaluate
-from pddplan.evaluate.classes import relayed
-from pddplan.evaluate.drc import md_prefix_hit_probability
+from pddplan.evaluate.classes import cache_effects, relayed
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.moments import workload_moments
 from pddplan.limits import check_requests, check_seed
@@ -119,19 +118,14 @@ class SimulationStats:
     link_timeline: list[tuple[float, int]] | None = None  # (t, transfers in flight), when recorded
 
 
-def _wan_bytes(
-    scenario: Scenario, prompt: np.ndarray, hit: np.ndarray, full_kv: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """KV bytes each request sends over the WAN: the incremental KV when the main decoder's radix
-    cache still holds the prefix (drawn with `md_prefix_hit_probability`, only when it is strictly
-    between 0 and 1, so other draws keep their order), else the whole prompt's."""
-    incremental = incremental_kv_bytes(scenario.model, prompt, hit, scenario.workload.serving.page_tokens)
-    held = md_prefix_hit_probability(scenario.workload.serving)
-    if held >= 1:
-        return incremental
-    if held <= 0:
-        return np.asarray(full_kv, dtype=np.float64)
-    return np.where(rng.random(len(prompt)) < held, incremental, full_kv)
+def _kept(probability: float, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Which of `count` requests find their prefix, each with `probability` (drawn only when it is
+    strictly between 0 and 1, so other draws keep their order)."""
+    if probability >= 1:
+        return np.ones(count, dtype=bool)
+    if probability <= 0:
+        return np.zeros(count, dtype=bool)
+    return rng.random(count) < probability
 
 
 def _arrivals(scenario: Scenario, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -249,9 +243,19 @@ class _Simulation:
             else:  # prompt and hit drawn together (a trace's joint distribution)
                 self.prompt, self.hit, self.load = workload.request_mix.sample(rng, count)
             self.output = workload.output_tokens.sample(rng, count)
+        # the caches (`pddplan.cache`): a prefix prefill lost for room is prefilled whole; one the
+        # main decoder no longer holds crosses whole; hits held below HBM load before they are used
+        effects = cache_effects(scenario)
+        if replay is None:  # a trace's hits are its own cache's
+            self.hit = np.where(_kept(effects.prefill_kept, count, rng), self.hit, 0.0)
         self.fresh = new_tokens(self.prompt, self.hit, page)
         full_kv = request_kv_bytes(scenario.model, self.prompt, page)
-        self.wan_size = _wan_bytes(scenario, self.prompt, self.hit, full_kv, rng)
+        incremental = incremental_kv_bytes(scenario.model, self.prompt, self.hit, page)
+        md_held = _kept(effects.md_kept, count, rng)
+        self.wan_size = np.where(md_held, incremental, full_kv)
+        if not np.any(self.load > 0):
+            self.load = (full_kv - incremental) * effects.prefill_load_s_per_byte
+        md_load = np.where(md_held, (full_kv - incremental) * effects.md_load_s_per_byte, 0.0)
         prefill = scenario.prefill.instance
         cost = prefill_cost(prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens)
         self.rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s).tolist()
@@ -272,6 +276,8 @@ class _Simulation:
         # the request overhead (scheduling, tokenization, returning the first token) is the serving
         # stack's, off the engine: it delays the request, not the instance
         self.prefill_end = np.where(self.fresh > 0, engine_end + prefill.efficiency.request_overhead_s, engine_end)
+        # the main decoder starts loading the prefix it holds when the increment starts across
+        self.md_ready: list[float] = (self.prefill_end + md_load).tolist()
         self.output_list: list[float] = self.output.astype(np.float64).tolist()
         self.wan_list: list[float] = self.wan_size.tolist()
 
@@ -468,7 +474,7 @@ class _Simulation:
 
     def _on_transfer_done(self, request: int, t: float) -> None:
         self.wan_sent[request] = self.wan_list[request]
-        self.push(t + self.rtt_s / 2, Event.KV_LANDED, request)
+        self.push(max(t + self.rtt_s / 2, self.md_ready[request]), Event.KV_LANDED, request)
 
     def _on_join_decode(self, request: int, t: float, version: int) -> None:
         self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)

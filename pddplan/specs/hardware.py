@@ -38,9 +38,14 @@ FIGURE_MAXIMA: dict[str, tuple[float, str]] = {
     "price.amortization_years": (100, "years"),
     "price.power_usd_per_kwh": (1e3, "$/kWh"),
     "price.pue": (10, "a power usage effectiveness; real datacenters run 1.05-2"),
+    "host.gpus_per_node": (1e4, "GPUs in one server"),
+    "host.dram_gb_per_node": (1e6, "GB of host memory per server; 1 PB is ~250x the largest server of 2026"),
+    "host.host_to_device_gb_per_s": (1e5, "GB/s per GPU; 1e5 is ~500x NVLink-C2C"),
+    "host.nvme_tb_per_node": (1e5, "TB of local NVMe per server"),
+    "host.nvme_read_gb_per_s_per_node": (1e5, "GB/s of NVMe reads per server"),
 }
 #: figures that count things and must be whole numbers
-WHOLE_FIGURES = ("interconnect.scale_up_domain",)
+WHOLE_FIGURES = ("interconnect.scale_up_domain", "host.gpus_per_node")
 #: a per-step, per-layer or per-request overhead above a minute is a unit slip (ms written as s)
 OverheadSeconds = Annotated[float, Field(ge=0, le=60)]
 
@@ -66,6 +71,17 @@ class InterconnectSpec(StrictModel):
     scale_up_gb_per_s: Figure = Field(description="per GPU, one direction, GB/s (1e9 bytes/s)")
     scale_up_domain: Figure = Field(description="GPUs in one scale-up domain (node or rack)")
     nic_gbps: Figure = Field(description="scale-out (RDMA) NIC bandwidth per GPU, Gbit/s")
+
+
+class HostSpec(StrictModel):
+    """The server a GPU sits in: its host memory and local NVMe, the tiers a prefix cache may spill
+    to below HBM (`pddplan.cache`), and the bandwidths that load a cached prefix back into HBM."""
+
+    gpus_per_node: Figure = Field(description="GPUs in one server (the share of its memory and disks each GPU gets)")
+    dram_gb_per_node: Figure = Field(description="host memory per server, GB (1e9 bytes)")
+    host_to_device_gb_per_s: Figure = Field(description="host-to-GPU copy bandwidth per GPU (PCIe or C2C), GB/s")
+    nvme_tb_per_node: Figure = Field(description="local NVMe capacity per server, TB (1e12 bytes)")
+    nvme_read_gb_per_s_per_node: Figure = Field(description="NVMe read bandwidth of the whole server, GB/s")
 
 
 class PowerSpec(StrictModel):
@@ -187,6 +203,9 @@ class HardwareProfile(StrictModel):
     interconnect: InterconnectSpec
     power: PowerSpec
     price: PriceSpec
+    host: HostSpec | None = Field(
+        default=None, description="the server's host memory and NVMe (prefix-cache tiers below HBM); omit: unknown"
+    )
     efficiency: Efficiency | None = Field(default=None, description="omit to use the shipped defaults")
     stack_efficiency: dict[str, Efficiency] = Field(
         default_factory=dict,
@@ -203,7 +222,7 @@ class HardwareProfile(StrictModel):
     def _capabilities_positive(self) -> HardwareProfile:
         """Compute, memory and interconnect figures divide step times: a known one must be > 0."""
         for path, figure in self.figures().items():
-            capability = path.split(".")[0] in ("compute", "memory", "interconnect")
+            capability = path.split(".")[0] in ("compute", "memory", "interconnect") or path == "host.gpus_per_node"
             if capability and figure.value is not None and figure.value <= 0:
                 raise ValueError(f"{path} = {figure.value:g}: must be > 0 (or null when unknown)")
         return self
@@ -224,8 +243,10 @@ class HardwareProfile(StrictModel):
     def figures(self) -> dict[str, Figure]:
         """Every figure of the profile by its dotted field path."""
         out: dict[str, Figure] = {}
-        for group_name in ("compute", "memory", "interconnect", "power", "price"):
+        for group_name in ("compute", "memory", "interconnect", "power", "price", "host"):
             group = getattr(self, group_name)
+            if group is None:
+                continue
             for field_name in type(group).model_fields:
                 value = getattr(group, field_name)
                 if isinstance(value, Figure):
@@ -272,6 +293,11 @@ class HardwareProfile(StrictModel):
     @property
     def nic_bytes_per_s(self) -> float:
         return self.require("interconnect.nic_gbps") * 1e9 / 8
+
+    def host_figure(self, name: str) -> float | None:
+        """A `host` figure's value (None when the profile has no host section or leaves it unknown)."""
+        figure = getattr(self.host, name, None) if self.host is not None else None
+        return figure.value if isinstance(figure, Figure) else None
 
     @property
     def tdp_w(self) -> float:

@@ -236,10 +236,24 @@ class ServingOptions(StrictModel):
     )
     turn_gap_s: Seconds | None = Field(
         default=None,
-        description="mean time between a session's consecutive requests (exponential); a main decoder "
-        "across the WAN still holds a request's cached prefix with probability 1 - exp(-drc_retention_s / "
-        "turn_gap_s), else the whole prompt's KV crosses; omit to assume it holds every prefix prefill "
-        "holds (the most the radix cache can save), except with drc_retention_s 0, when it holds none",
+        description="mean time between a session's consecutive requests (exponential). Every prefix cache "
+        "holds rate x E[min(gap, retention)] x E[prompt KV] (Little's law); a main decoder across the WAN "
+        "still holds a request's prefix with probability 1 - exp(-drc_retention_s / turn_gap_s), else the "
+        "whole prompt's KV crosses. Omit to take every next turn as arriving within drc_retention_s: each "
+        "cache then holds every prefix for the whole retention (the most memory), and finds every one",
+    )
+    cache_tiers: Literal["hbm", "dram", "ssd"] = Field(
+        default="dram",
+        description="the lowest tier prefix caches may use: hbm (GPU memory only), dram (spilling to the "
+        "servers' host memory, as SGLang's hierarchical cache or vLLM's offloading connector do), ssd (and "
+        "to their local NVMe); a hit held below HBM loads back over the host link before it is used",
+    )
+    host_memory_utilization: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="share of a server's host memory prefix caches may take (assumption: the rest for the OS, "
+        "the engine's processes and pinned staging buffers)",
     )
     stack: str | None = Field(
         default=None,
