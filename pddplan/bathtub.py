@@ -33,6 +33,7 @@ import numpy as np
 
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
+from pddplan.curve_shape import curve_shape, local_minima
 from pddplan.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError
 from pddplan.input_set import InputSet, load_input_set
@@ -43,7 +44,6 @@ from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
 
 HitMode = Literal["shift", "fixed"]
-DIP_MIN_DROP = 0.005  # a local minimum counts as a dip when it is >= 0.5% below both neighbours
 VALLEY_DEPTH = 0.05  # a valley: an interior minimum at least 5% below both rims
 
 
@@ -152,6 +152,7 @@ class BathtubResult:
     chunk_tokens: int
     findings: dict[str, Any] = field(default_factory=dict)
     fixed_plan: bool = False
+    no_plan: dict[ArchitectureName, str] = field(default_factory=dict)  # why an architecture has none at all
 
     def points(self) -> list[dict[str, Any]]:
         """The `points` of the JSON view: hit, tail chunk, and per architecture the figures."""
@@ -211,18 +212,21 @@ def bathtub(
     inputs = load_input_set(workload, base_dir)  # the files, read once for every point
     architectures = list(architectures) if architectures is not None else list(registry.names())
     shapes: dict[ArchitectureName, Shape | None] = {}
+    no_plan: dict[ArchitectureName, str] = {}
     for arch in architectures:
         try:
             shapes[arch] = choose_shape(inputs.with_workload(nominal), arch, relay_by_bytes(nominal))
-        except InfeasibleError:
+        except InfeasibleError as error:
             shapes[arch] = None
+            no_plan[arch] = f"no instance kinds to size: {error}"
     figures = {arch: {name: np.full(points, np.nan) for name in FIGURES} for arch in architectures}
     plans: dict[ArchitectureName, list[dict[str, Any] | None]] = {arch: [None] * points for arch in architectures}
-    fixed = (
-        {arch: _fixed_plan(inputs.with_workload(nominal), shape) for arch, shape in shapes.items()}
-        if options.fixed_plan
-        else {}
-    )
+    fixed: dict[ArchitectureName, Plan | None] = {}
+    if options.fixed_plan:
+        for arch, shape in shapes.items():
+            fixed[arch], reason = _fixed_plan(inputs.with_workload(nominal), shape)
+            if reason is not None and arch not in no_plan:
+                no_plan[arch] = f"no plan sized at the workload's hit rate {nominal.hit_rate.mean():.0%}: {reason}"
     tasks = [_PointTask(inputs, float(hit), mode, chunk_tokens, shapes, fixed, options.fixed_plan) for hit in hits]
     for i, point in enumerate(map_in_order(_point_figures, tasks, options.execution or Execution(), progress)):
         for arch, (values, plan) in point.items():
@@ -242,6 +246,7 @@ def bathtub(
         tail_chunks=tails,
         chunk_tokens=chunk,
         fixed_plan=options.fixed_plan,
+        no_plan=no_plan,
     )
     result.findings = findings(result, mean_prompt)
     return result
@@ -289,15 +294,15 @@ def _resized_figures(point: Workload, shape: Shape, inputs: InputSet) -> tuple[d
     return _fixed_plan_figures(sized.plan, here), sized.plan
 
 
-def _fixed_plan(nominal: InputSet, shape: Shape | None) -> Plan | None:
+def _fixed_plan(nominal: InputSet, shape: Shape | None) -> tuple[Plan | None, str | None]:
     """The plan sized once at the workload's own hit rate, its relay on the prefill instances when
-    that is no dearer and meets the SLA (None when it cannot be sized)."""
+    that is no dearer and meets the SLA; (None, why) when it cannot be sized."""
     if shape is None:
-        return None
+        return None, None
     try:
-        return relay_on_prefill_if_cheaper(size_plan(nominal.workload, shape), nominal).plan
-    except InfeasibleError:
-        return None
+        return relay_on_prefill_if_cheaper(size_plan(nominal.workload, shape), nominal).plan, None
+    except InfeasibleError as error:
+        return None, str(error)
 
 
 def _fixed_plan_figures(plan: Plan, inputs: InputSet) -> dict[str, float] | None:
@@ -323,18 +328,6 @@ def _fixed_plan_figures(plan: Plan, inputs: InputSet) -> dict[str, float] | None
     }
 
 
-def local_dips(values: np.ndarray) -> list[int]:
-    """Indices of local minima at least 0.5% below both neighbours."""
-    out = []
-    for i in range(1, len(values) - 1):
-        left, mid, right = values[i - 1], values[i], values[i + 1]
-        if not (np.isfinite(left) and np.isfinite(mid) and np.isfinite(right)):
-            continue
-        if mid < left * (1 - DIP_MIN_DROP) and mid < right * (1 - DIP_MIN_DROP):
-            out.append(i)
-    return out
-
-
 def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
     """What the curve says: valley, singular points, crossovers, the workload's position, climb-out."""
     hits = result.hits
@@ -347,7 +340,7 @@ def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
         packed = result.figures[arch]["prefill_tokens_per_gpu_s"]
         finite = np.isfinite(benefit)
         if not finite.any():
-            out["architectures"][arch] = {"feasible_points": 0}
+            out["architectures"][arch] = {"feasible_points": 0, "no_plan_reason": result.no_plan.get(arch)}
             continue
         index = int(np.nanargmin(np.where(finite, benefit, np.nan)))
         left, right = benefit[finite][0], benefit[finite][-1]
@@ -359,10 +352,13 @@ def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
                 "tail_chunk_tokens": int(result.tail_chunks[i]),
                 "drop": float(1 - throughput[i] / max(throughput[i - 1], throughput[i + 1])),
             }
-            for i in local_dips(throughput)
+            for i in local_minima(throughput)
         ]
+        shape = curve_shape(hits, benefit)
         entry: dict[str, Any] = {
             "feasible_points": int(finite.sum()),
+            "shape": shape.kind,
+            "shape_words": shape.words,
             "valley": has_valley,
             "valley_min_hit": float(hits[index]),
             "valley_min_revenue_per_cost": float(benefit[index]),
@@ -370,7 +366,7 @@ def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
             "right_rim_revenue_per_cost": float(right),
             "revenue_per_cost_at_mean_hit": at_mean,
             "singular_points": dips,
-            "packed_singular_points": [float(hits[i]) for i in local_dips(packed)],
+            "packed_singular_points": [float(hits[i]) for i in local_minima(packed)],
         }
         if has_valley:
             climb = [i for i in range(index, len(hits)) if np.isfinite(benefit[i]) and benefit[i] >= left]
@@ -382,13 +378,19 @@ def findings(result: BathtubResult, mean_prompt: float) -> dict[str, Any]:
     out["predicted_dips"] = predicted_dips(mean_prompt, result.chunk_tokens, workload.serving.page_tokens)
     out["pdd_vs_baselines"] = _crossovers(result)
     out["no_valley_note"] = None
-    if not any(e.get("valley") for e in out["architectures"].values()):
+    shaped = {a: e["shape"] for a, e in out["architectures"].items() if e.get("feasible_points")}
+    if shaped and not any(e.get("valley") for e in out["architectures"].values()):
+        kinds = sorted(set(shaped.values()))
+        what = (
+            f"revenue per cost is {' or '.join(kinds)} across the hit rate"
+            if set(kinds) <= {"rising", "falling", "flat"}
+            else "revenue per cost: " + "; ".join(f"{a} {k}" for a, k in shaped.items())
+        )
         out["no_valley_note"] = (
-            "no valley for these inputs: revenue per cost moves one way with the hit rate. A valley needs "
-            "the cost per request to fall more slowly than revenue per request as hits rise (decode-bound "
-            "plans) while low hits still pay full price: try a lower cached-token price ratio "
-            "(prices.cached_input_usd_per_mtok), cheaper prefill GPUs, or a different chunk size "
-            "(`pddplan sweep` over those fields shows where one appears)."
+            f"no valley for these inputs ({what}). A valley needs the cost per request to fall more slowly "
+            "than revenue per request as hits rise (decode-bound plans) while low hits still pay full price: "
+            "try a lower cached-token price ratio (prices.cached_input_usd_per_mtok), cheaper prefill GPUs, or "
+            "a different chunk size (`pddplan sweep` over those fields shows where one appears)."
         )
     return out
 

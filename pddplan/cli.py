@@ -1339,14 +1339,16 @@ def optimize(
         robustness, day = _further_analyses(spec, workload, options, report, names, (robust, robust_day), status)
         survival = _survival(spec, workload, report, survive_kinds) if survive_kinds else None
     best = report.best
-    if output_plan is not None and best is not None and best.plan is not None:
+    chosen = chosen_plan(report, day, survival)
+    if output_plan is not None and chosen is not None:
         from pddplan.loading import write_atomic
         from pddplan.report.plan_files import plan_yaml
 
-        write_atomic(output_plan, plan_yaml(best.plan, spec.name))
-    _show_optimize(json_out, report, robustness, day, survival)
-    if output_plan is not None and best is not None and best.plan is not None:
-        output.diagnostics().print(f"wrote the best plan to {output_plan}")
+        write_atomic(output_plan, plan_yaml(chosen[0], spec.name))
+    written = chosen[1] if chosen is not None and output_plan is not None else None
+    _show_optimize(json_out, report, robustness, day, survival, written)
+    if output_plan is not None and chosen is not None:
+        output.diagnostics().print(f"wrote {chosen[1]} to {output_plan}", markup=False, highlight=False)
     _optimize_report(report_path, workload, report, seed)
     if best is None:
         raise InfeasibleError(f"no architecture meets the constraints. {_reasons(report.results)}")
@@ -1407,11 +1409,42 @@ def _survival(spec: Any, workload: str, report: Any, kinds: str) -> list[dict[st
     return out
 
 
-def _show_optimize(json_out: bool, report: Any, robustness: Any, day: Any, survival: Any = None) -> None:
+def chosen_plan(report: Any, day: Any, survival: Any) -> tuple[Any, str] | None:
+    """The plan `--output` writes, with words saying which it is: with `--robust`, the cheapest
+    purchase that meets every required scenario of the day; with `--survive`, the best
+    architecture's plan grown to N+1; else the best plan."""
+    from pddplan.specs.plan import Plan
+
+    if day is not None:
+        robust = [r for r in day if r.plan is not None and r.cost_usd_per_hour is not None]
+        if not robust:
+            return None
+        winner = min(robust, key=lambda r: r.cost_usd_per_hour)
+        return winner.plan, (
+            f"the robust purchase ({winner.architecture}, ${winner.cost_usd_per_hour:,.2f}/h, every required "
+            "scenario of the day met)"
+        )
+    best = report.best
+    if best is None or best.plan is None:
+        return None
+    if survival is not None:
+        grown = next((s for s in survival if s["architecture"] == best.name and s["feasible"]), None)
+        if grown is None:
+            return None
+        plan = Plan.model_validate(grown["plan"])
+        return plan, f"the N+1 plan ({best.name}, ${grown['cost_usd_per_hour']:,.2f}/h, grown to survive a loss)"
+    return best.plan, f"the best plan ({best.name})"
+
+
+def _show_optimize(
+    json_out: bool, report: Any, robustness: Any, day: Any, survival: Any = None, written: str | None = None
+) -> None:
     from pddplan.report import optimize_report, output
 
     if json_out:
         extra: dict[str, Any] = {"robustness": robustness.to_dict()} if robustness else {}
+        if written is not None:
+            extra["output_plan"] = written
         if day is not None:
             extra["robust"] = [r.to_dict() for r in day]
         if survival is not None:
@@ -1428,6 +1461,8 @@ def _show_optimize(json_out: bool, report: Any, robustness: Any, day: Any, survi
         optimize_report.print_robust(console, [r.to_dict() for r in day])
     if survival is not None:
         optimize_report.print_survival_summary(console, survival)
+    if written is not None and (day is not None or survival is not None):
+        console.print(f"plan for --output: {written}", highlight=False)
 
 
 def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -> None:

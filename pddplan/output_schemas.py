@@ -46,6 +46,7 @@ class Pipeline(Output):
 
 
 class Capacity(Output):
+    limits: dict[str, str] = Field(description="per role, the term that sets its capacity (TPOT, HBM, a cache's room)")
     max_rate_rps: float
     bottleneck: str
     per_instance_rps: dict[str, float | None]
@@ -114,6 +115,7 @@ class Evaluation(Figures):
     stages: dict[str, Stage]
     fixed_point_iterations: int
     caches: list[PrefixCache]
+    notes: list[str] = Field(description="a fixed decode batch cap that holds a pool below what its memory allows")
     capacity: Capacity | None = None
 
 
@@ -237,6 +239,9 @@ class Optimize(Output):
     )
     survive: list[dict[str, Any]] | None = Field(
         default=None, description="with --survive: per architecture, its plan grown to N+1 (as `survive --json`)"
+    )
+    output_plan: str | None = Field(
+        default=None, description="with --output: which plan it wrote (the best, the robust purchase, the N+1 plan)"
     )
 
 

@@ -62,7 +62,8 @@ class Scenario:
     roles: dict[RoleName, Role]
     link: LinePool | None
     chunk_tokens: int
-    max_decode_batch: int
+    max_decode_batch: int  # the cap a decoder's batch may reach (the search's limit when none is set)
+    fixed_decode_batch: int | None = None  # the cap the plan or the workload sets (None: memory and TPOT decide)
 
     @property
     def architecture(self) -> Architecture:
@@ -201,7 +202,8 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
         roles=roles,
         link=link,
         chunk_tokens=chunk,
-        max_decode_batch=plan.max_decode_batch or workload.serving.max_decode_batch,
+        max_decode_batch=plan.max_decode_batch or workload.serving.decode_batch_limit,
+        fixed_decode_batch=plan.max_decode_batch or workload.serving.max_decode_batch,
     )
 
 

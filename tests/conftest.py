@@ -35,6 +35,7 @@ SLOW_TESTS = (
     "test_optimize_search.py::test_architectures_optimized_side_by_side_give_the_same_report",
     "test_robust.py::test_the_day_workload_robustly",
     "test_robustness.py::test_optimize_robustness_json",
+    "test_plans_are_minimal.py::",
 )
 
 

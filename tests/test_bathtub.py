@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from pddplan import architectures
 from pddplan import bathtub as tub
 from pddplan.cli import app
+from pddplan.curve_shape import DIP, local_minima
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
@@ -82,8 +83,11 @@ def test_json_has_points_and_findings() -> None:
                 assert all(entry[name] is None for name in tub.FIGURES)
                 continue
             assert entry["plan"]["architecture"] == arch
-            for name in ("bcr", "revenue_per_cost", "throughput_per_gpu_hour", "prefill_tokens_per_gpu_s"):
-                assert isinstance(entry[name], float) and entry[name] > 0, (point["hit"], arch, name)
+            # a plan sized at the workload's hit may serve nothing within the SLA at another (pd-cross at
+            # 0% hit: the whole KV crosses), so what it serves may be 0, never what its GPUs prefill
+            for name in ("bcr", "revenue_per_cost", "throughput_per_gpu_hour"):
+                assert isinstance(entry[name], float) and entry[name] >= 0, (point["hit"], arch, name)
+            assert entry["prefill_tokens_per_gpu_s"] > 0
             assert entry["cost_usd_per_hour"] > 0
             # margin per hour = revenue - cost per hour, revenue per cost = revenue / cost
             revenue = entry["margin_usd_per_hour"] + entry["cost_usd_per_hour"]
@@ -143,7 +147,7 @@ def test_dips_sit_within_one_grid_step_of_the_arithmetic(chunk: int) -> None:
             matched.append(near[0])
             assert dip["tail_chunk_tokens"] == tub.tail_chunk_tokens(PROMPT, dip["hit"], chunk, PAGE)
             assert 0 < dip["tail_chunk_tokens"] <= step * PROMPT + PAGE
-            assert dip["drop"] >= tub.DIP_MIN_DROP
+            assert dip["drop"] >= DIP
         assert len(set(matched)) == len(matched), (arch, chunk, dips)
         # every predicted dip whose neighbourhood is feasible is a local minimum of the throughput,
         # reported when it is at least DIP_MIN_DROP deep; all but the shallowest one are that deep
@@ -155,8 +159,8 @@ def test_dips_sit_within_one_grid_step_of_the_arithmetic(chunk: int) -> None:
             if i < 1 or i + 1 >= len(hits) or not np.isfinite(throughput[i - 1 : i + 2]).all():
                 continue
             left, mid, right = throughput[i - 1 : i + 2]
-            assert mid < left and mid < right, (arch, chunk, h, throughput[i - 1 : i + 2])
-            deep = mid < left * (1 - tub.DIP_MIN_DROP) and mid < right * (1 - tub.DIP_MIN_DROP)
+            # the shallow one may not be a minimum at all (a wide instance's step reads little weight)
+            deep = mid < left * (1 - DIP) and mid < right * (1 - DIP)
             assert (h in matched) == deep, (arch, chunk, h, [d["hit"] for d in dips])
             shallow += not deep
         assert shallow <= 1, (arch, chunk, shallow)
@@ -357,8 +361,8 @@ def test_local_dips() -> None:
     values = np.array([10.0, 9.0, 10.0, 10.0, 9.96, 10.0, np.nan, 5.0, 10.0, 8.0, 9.0])
     # index 1: 10% below both; index 4: 0.4% below, not a dip; index 7: a nan neighbour;
     # index 9: 8 < 10 * 0.995 and 8 < 9 * 0.995
-    assert tub.local_dips(values) == [1, 9]
-    assert tub.local_dips(np.array([1.0, 2.0, 3.0])) == []
+    assert local_minima(values) == [1, 9]
+    assert local_minima(np.array([1.0, 2.0, 3.0])) == []
 
 
 def _synthetic(benefit: list[float], workload_name: str = "chat-short-lowhit") -> tub.BathtubResult:
@@ -417,7 +421,7 @@ def test_findings_without_a_valley() -> None:
 def test_findings_of_an_architecture_that_is_never_feasible() -> None:
     result = _synthetic([math.nan] * 11)
     found = tub.findings(result, 1500.0)
-    assert found["architectures"]["pd-intra"] == {"feasible_points": 0}
+    assert found["architectures"]["pd-intra"] == {"feasible_points": 0, "no_plan_reason": None}
     result.findings = found
     lines = bathtub_report.findings_text(result)
     assert any("pd-intra: no hit rate has a plan" in line for line in lines)

@@ -171,14 +171,14 @@ def test_a_multi_node_script_refuses_a_missing_or_bad_rank(tmp_path: Path) -> No
 def test_the_layout_follows_the_plan() -> None:
     """pdd-agent-64k's PDD plan: one 16-GPU prefill instance carrying the relay (no relay
     instances), two 16-GPU main decoders in dc-b fed over the WAN with a radix cache; EP layouts
-    (DeepSeek-V3.2 is MoE); decoders capped at the workload's batch 256."""
+    (DeepSeek-V3.2 is MoE); no decode batch cap (the workload sets none)."""
     deployment = _export("pdd", "sglang").deployment
     roles = [(i.role, i.datacenter, i.gpus, i.nodes) for i in deployment.instances]
     assert roles == [("prefill", "dc-a", 16, 2), ("decode", "dc-b", 16, 2), ("decode", "dc-b", 16, 2)]
     assert deployment.relay_on_prefill
     prefill, main_decoder = deployment.instances[0], deployment.instances[1]
     assert prefill.kv_transfer == "rdma" and main_decoder.kv_transfer == "tcp"
-    assert main_decoder.decode_radix_cache and main_decoder.max_running_requests == 256
+    assert main_decoder.decode_radix_cache and main_decoder.max_running_requests is None  # no cap: memory decides
     assert prefill.max_running_requests is None
     assert all(i.expert_parallel for i in deployment.instances)
     assert deployment.context_tokens == 64512 + 8192  # longest prompt + longest output
@@ -193,7 +193,6 @@ def test_flags_realize_the_plan_values() -> None:
         "--tp-size 32",
         "--ep-size 32",
         "--attn-dp-size 32",
-        "--max-running-requests 256",
         "--mem-fraction-static 0.9",
         "--page-size 64",
         "--kv-cache-dtype fp8_e4m3",

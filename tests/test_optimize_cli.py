@@ -8,6 +8,7 @@ one JSON document and nothing else. Runs are shared through module-scoped fixtur
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import subprocess
 import sys
@@ -364,7 +365,8 @@ def goodput(data: dict[str, Any]) -> float:
 def test_budget_goodput_is_non_decreasing(budget_runs: dict[float, tuple[Run, dict[str, Any]]]) -> None:
     budgets = sorted(budget_runs)
     values = [goodput(budget_runs[b][1]) for b in budgets]
-    assert values == sorted(values), dict(zip(budgets, values, strict=True))
+    # the same plan under two budgets may differ in the last digits (1e-12 relative)
+    assert all(a <= b * (1 + 1e-12) for a, b in itertools.pairwise(values)), dict(zip(budgets, values, strict=True))
 
 
 def test_budget_plans_stay_within_budget(budget_runs: dict[float, tuple[Run, dict[str, Any]]]) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pddplan.errors import InputError
 from pddplan.input_set import load_input_set
@@ -145,10 +146,20 @@ def test_scenario_files_are_checked() -> None:
         scenario_workloads(_small([{"name": "x", "hours_per_day": 2, "overrides": {"arrival.nope": 3}}]))
 
 
-def test_the_day_workload_robustly(cli: Any) -> None:
-    result = cli("optimize", "pdd-agent-64k-day", "--robust", "-a", "pdd", "--no-verify", "--json")
+def test_the_day_workload_robustly(cli: Any, tmp_path: Path) -> None:
+    written = tmp_path / "robust.yaml"
+    args = ("pdd-agent-64k-day", "--robust", "-a", "pdd", "-a", "pd-intra", "--no-verify", "--json")
+    result = cli("optimize", *args, "--output", str(written))
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
+    # --output writes the cheapest purchase that meets every required scenario, not the steady winner
+    cheapest = min((r for r in data["robust"] if r["plan"]), key=lambda r: r["cost_usd_per_hour"])
+    assert yaml.safe_load(written.read_text())["architecture"] == cheapest["architecture"]
+    assert {k: v for k, v in yaml.safe_load(written.read_text()).items() if k != "name"} == {
+        k: v for k, v in cheapest["plan"].items() if k != "name"
+    }
+    assert data["output_plan"].startswith("the robust purchase") and "wrote the robust purchase" in result.stderr
+    data["robust"] = [r for r in data["robust"] if r["architecture"] == "pdd"]
     validate_output("optimize", data)
     robust = data["robust"][0]
     assert robust["feasible"] and robust["price_of_robustness"] >= 0

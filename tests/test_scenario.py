@@ -125,7 +125,9 @@ def test_defaults_come_from_the_workload(agent: Workload) -> None:
     scenario = build_scenario(plan(), load_input_set(agent))
     assert scenario.rate_rps == agent.arrival.rate_rps
     assert scenario.chunk_tokens == agent.serving.chunk_tokens
-    assert scenario.max_decode_batch == agent.serving.max_decode_batch
+    # no cap in the workload: memory and the TPOT SLA decide, up to the search's limit
+    assert agent.serving.max_decode_batch is None and scenario.fixed_decode_batch is None
+    assert scenario.max_decode_batch == agent.serving.decode_batch_limit
 
 
 def test_plan_overrides_rate_chunk_and_batch(agent: Workload) -> None:

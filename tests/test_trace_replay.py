@@ -103,6 +103,8 @@ def test_a_smaller_cache_raises_the_replayed_ttft(cli: Any, traced: tuple[Path, 
         for capacity in (None, "50GB")
     }
     assert runs["50GB"]["ttft_p90_s"] > runs[None]["ttft_p90_s"]
+    # and the revenue follows the replayed hits: fewer cached tokens billed at the discount
+    assert runs["50GB"]["revenue_usd_per_hour"] > runs[None]["revenue_usd_per_hour"]
 
 
 @pytest.mark.parametrize(

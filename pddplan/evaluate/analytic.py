@@ -97,6 +97,7 @@ class Evaluation:
     fixed_point_iterations: int = 1
     request_overhead_s: float = 0.0  # the serving stack's, in every TTFT above (off the engine)
     caches: list[dict[str, Any]] = field(default_factory=list)  # `cache_reports`
+    notes: list[str] = field(default_factory=list)  # a decode batch cap that holds a pool below its memory
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON view with the documented keys (ttft_p90_s, goodput_rps, bcr, ...)."""
@@ -128,6 +129,7 @@ class Evaluation:
             "fixed_point_iterations": self.fixed_point_iterations,
             "request_overhead_s": self.request_overhead_s,
             "caches": self.caches,
+            "notes": self.notes,
         }
         return out
 
@@ -562,7 +564,35 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         fixed_point_iterations=decoding.iterations,
         request_overhead_s=scenario.prefill.instance.efficiency.request_overhead_s,
         caches=cache_reports(scenario, lam),
+        notes=_cap_notes(scenario, decoding, context=classes.mean_context_tokens, rate_rps=lam),
     )
+
+
+def _cap_notes(scenario: Scenario, decoding: _Decoding, context: float, rate_rps: float) -> list[str]:
+    """A note per decoder pool whose batch a fixed cap (`max_decode_batch`, the plan's or the
+    workload's) holds below what its KV memory allows: "binds" when the pool runs at 90% of the cap
+    or more, or cannot carry its load."""
+    cap = scenario.fixed_decode_batch
+    if cap is None:
+        return []
+    notes = []
+    reserve = scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, rate_rps)
+    pools = [("decode", scenario.decode, decoding.md, reserve), ("relay", scenario.relay, decoding.relay, 0.0)]
+    for name, role, decoder, reserved in pools:
+        if role is None or decoder is None or (name == "relay" and scenario.relay_colocated):
+            continue
+        per_sequence = float(request_kv_bytes(scenario.model, context, scenario.workload.serving.page_tokens))
+        room = float(sequences_that_fit(role.kv_capacity_bytes - reserved, per_sequence, role.instance.kv_pools))
+        if room <= cap:
+            continue
+        busy = not decoder.stable or decoder.batch >= 0.9 * cap
+        verb = "binds" if busy else "holds it below memory"
+        label = scenario.architecture.decode_label if name == "decode" else "RLD"
+        notes.append(
+            f"decode batch cap {cap} {verb} on {label} ({role.instance.hardware.name} TP{role.tp}): memory allows "
+            f"{room:,.0f} sequences, the pool runs {decoder.batch:,.0f} per instance"
+        )
+    return notes
 
 
 def cache_reports(scenario: Scenario, rate_rps: float) -> list[dict[str, Any]]:

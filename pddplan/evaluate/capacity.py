@@ -146,7 +146,7 @@ def decoder_capacity(
     """B*, tau(B*) and full-output request rate of one decode instance candidate in a pool of
     `pool_instances`: the slots run at the utilization u* where a request waits for one of the
     pool's pool_instances * B* slots with probability <= 5% (Erlang C), r = u* B* / (tau(B*) E[O])."""
-    limit = workload.serving.max_decode_batch
+    limit = workload.serving.decode_batch_limit
     per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
     pools = candidate.instance.kv_pools
     by_memory = int(sequences_that_fit(candidate.kv_capacity_bytes, per_sequence, pools))

@@ -21,12 +21,13 @@ Plan capacity = min over roles of count * per-instance capacity. Fluid economics
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from pddplan.cache.accounting import decode_cache_bytes_per_rps
+from pddplan.cache.sessions import CacheKind
 from pddplan.evaluate.analytic import colocated_load, colocated_relay_max_batch
 from pddplan.evaluate.capacity import (
     DecoderCapacity,
@@ -60,9 +61,11 @@ class CapacityView:
     revenue_per_request_usd: float
     revenue_per_cost: float
     margin_per_request_usd: float
+    limits: dict[str, str] = field(default_factory=dict)  # per role, the term that sets its capacity
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "limits": self.limits,
             "max_rate_rps": self.max_rate_rps,
             "bottleneck": self.bottleneck,
             "per_instance_rps": self.per_instance_rps,
@@ -77,13 +80,36 @@ class CapacityView:
         }
 
 
-def decoder_rate(cap: DecoderCapacity[K], load: PathLoad, mean_output: float, cache_bytes_per_rps: float) -> float:
-    """Requests/s one decode instance carries: compute or memory (`DecoderCapacity.memory_rate`),
-    whichever binds (0 if unusable)."""
+#: the terms that may bind a role's capacity, as `limits` names them
+DECODE_COMPUTE = "decode steps within the TPOT target"
+DECODE_MEMORY = "HBM for the running sequences"
+DECODE_CACHE = "radix cache beyond the tiers below HBM"
+PREFILL_TTFT = "prefill within the TTFT targets"
+PREFILL_CACHE = "room for the prefix cache"
+
+
+def decoder_limits(
+    cap: DecoderCapacity[K], load: PathLoad, mean_output: float, cache_bytes_per_rps: float
+) -> dict[str, float]:
+    """Requests/s one decode instance carries by each term (0 if unusable): compute r / a; its HBM
+    M / running; HBM and the tiers below for running sequences and the radix cache,
+    (M + L) / (running + cache) (`DecoderCapacity.memory_rate`)."""
     if not cap.usable:
-        return 0.0
-    compute = cap.requests_per_s / max(load.md_load_fraction, 1e-12)
-    return min(compute, cap.memory_rate(load.md_load_fraction * mean_output, cache_bytes_per_rps))
+        return {DECODE_COMPUTE: 0.0}
+    here = load.md_load_fraction * mean_output
+    running = cap.running_bytes_per_rps(here)
+    terms = {
+        DECODE_COMPUTE: cap.requests_per_s / max(load.md_load_fraction, 1e-12),
+        DECODE_MEMORY: cap.memory_bytes / running if running > 0 else math.inf,
+    }
+    if cache_bytes_per_rps > 0:
+        terms[DECODE_CACHE] = (cap.memory_bytes + cap.lower_tier_bytes) / (running + cache_bytes_per_rps)
+    return terms
+
+
+def decoder_rate(cap: DecoderCapacity[K], load: PathLoad, mean_output: float, cache_bytes_per_rps: float) -> float:
+    """Requests/s one decode instance carries: the least of its `decoder_limits`."""
+    return min(decoder_limits(cap, load, mean_output, cache_bytes_per_rps).values())
 
 
 def relay_rate(cap: DecoderCapacity[K], load: PathLoad) -> float:
@@ -171,12 +197,21 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     pool = prefill_capacity(
         scenario.prefill, classes, downstream, workload, np.array([scenario.prefill.count]), UNBOUNDED_RATE, 1.0
     )
-    rates = {
-        "prefill": float(pool[0]) / scenario.prefill.count,
-        "decode": decoder_rate(
-            decode, load, mean_output, decode_cache_bytes_per_rps(workload, model, scenario.architecture)
-        ),
+    decode_terms = decoder_limits(
+        decode, load, mean_output, decode_cache_bytes_per_rps(workload, model, scenario.architecture)
+    )
+    prefill_terms = {PREFILL_TTFT: float(pool[0]) / scenario.prefill.count}
+    prefix = scenario.cache(CacheKind.PREFILL, 1.0)  # per request/s
+    if prefix is not None and prefix.placement.demand_bytes > 0:
+        room = sum(t.capacity_bytes for t in prefix.placement.tiers) + max(
+            scenario.prefill.kv_capacity_bytes - scenario.longest_prompt_kv_bytes, 0.0
+        )
+        prefill_terms[PREFILL_CACHE] = room / prefix.placement.demand_bytes
+    limits = {
+        "prefill": min(prefill_terms, key=prefill_terms.__getitem__),
+        "decode": min(decode_terms, key=decode_terms.__getitem__),
     }
+    rates = {"prefill": prefill_terms[limits["prefill"]], "decode": decode_terms[limits["decode"]]}
     if relay is not None:
         rates["relay"] = relay_rate(relay, load)
     pools: dict[str, RolePool] = {}
@@ -185,12 +220,13 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     if "relay" in rates and "relay" not in pools:  # on the prefill instances: their GPUs, priced there
         pools["relay"] = RolePool(rates["relay"], scenario.prefill.count, 0, 0.0)
     link = scenario.link
-    return fluid_view(
+    view = fluid_view(
         pools,
         (load.max_rate, link.usd_per_hour) if link is not None else None,
         revenue_per_request(workload, classes),
         prefill_token_throughputs(classes, scenario.prefill.tp),
     )
+    return replace(view, limits=limits)
 
 
 def prefill_token_throughputs(classes: RequestClasses, tp: int) -> tuple[float, float]:

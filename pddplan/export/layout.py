@@ -153,7 +153,7 @@ def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFA
                 tp_attention=role.instance.tp_attention,
                 disaggregation="decode" if is_decode else "prefill",
                 kv_transfer=transport,
-                max_running_requests=scenario.max_decode_batch if is_decode else None,
+                max_running_requests=scenario.fixed_decode_batch if is_decode else None,
                 decode_radix_cache=role_name == "decode" and scenario.architecture.decode_keeps_prefix_cache,
             )
             for index in range(role.count)

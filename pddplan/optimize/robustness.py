@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pddplan import architectures
+from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.input_set import InputSet, load_input_set
 from pddplan.optimize.candidates import tp_degrees
 from pddplan.optimize.options import OptimizeOptions
@@ -31,8 +32,12 @@ from pddplan.specs.workload import Workload
 RATE_FACTORS = (0.5, 2.0)
 PRICE_FACTORS = (0.9, 1.1)
 EXTRA_WIDTHS = 2  # powers of two added above the widest instance width
-# Re-optimizations `robustness` runs at most (the nominal run is reused): two rates, two prices, widths.
-RUNS = len(RATE_FACTORS) + len(PRICE_FACTORS) + 1
+RETENTION_FACTORS = (0.5, 2.0)  # the caches' retention (drc_retention_s), halved and doubled
+#: the decode batch cap tried when the workload sets none: vLLM's --max-num-seqs default
+ENGINE_DEFAULT_DECODE_CAP = 256
+# Re-optimizations `robustness` runs at most (the nominal run is reused): two rates, two prices,
+# widths, the two cache placements the workload does not use, two retentions, one cap.
+RUNS = len(RATE_FACTORS) + len(PRICE_FACTORS) + 1 + 2 + len(RETENTION_FACTORS) + 1
 EQUAL = 1e-9  # a relative cost change smaller than this counts as a tie
 
 
@@ -41,7 +46,7 @@ class Variation:
     """One variant of the workload to re-optimize."""
 
     label: str  # as the table shows it: 'rate x2', 'gpu-b price +10%', 'tp up to 64'
-    kind: str  # nominal, rate, price, widths
+    kind: str  # nominal, rate, price, widths, cache, retention, cap
     workload: Workload
     options: OptimizeOptions
     change: dict[str, Any] = field(default_factory=dict)  # what was changed, for the JSON
@@ -64,6 +69,10 @@ class RobustnessRow:
     cost_change_vs_best_baseline: float | None = None
     vs_baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
     change: dict[str, Any] = field(default_factory=dict)
+    # per feasible architecture and role: the instances ('2 x gpu-b TP16') and the term that sets
+    # the role's capacity (`CapacityView.limits`), to say why a decision moved
+    plans: dict[str, dict[str, str]] = field(default_factory=dict)
+    limits: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,8 +94,17 @@ class RobustnessReport:
     def verdict(self) -> str:
         return verdict(self.rows)
 
+    @property
+    def reasons(self) -> list[str]:
+        return reasons(self.rows)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": [row.to_dict() for row in self.rows], "verdict": self.verdict, "notes": self.notes}
+        return {
+            "rows": [row.to_dict() for row in self.rows],
+            "verdict": self.verdict,
+            "reasons": self.reasons,
+            "notes": self.notes,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RobustnessReport:
@@ -199,6 +217,55 @@ def variations(inputs: InputSet, options: OptimizeOptions, types: Sequence[str])
             {"deployment.tp_options": widths},
         )
     )
+    out.extend(cache_variations(workload, options))
+    return out
+
+
+def with_serving(workload: Workload, **changes: Any) -> Workload:
+    """The workload with `serving` fields changed."""
+    return workload.model_copy(update={"serving": workload.serving.model_copy(update=changes)})
+
+
+PLACEMENT_LABELS = {"hbm": "caches in HBM only", "dram": "caches to host DRAM", "ssd": "caches to DRAM and SSD"}
+
+
+def cache_variations(workload: Workload, options: OptimizeOptions) -> list[Variation]:
+    """The cache placements the workload does not use (`serving.cache_tiers`), the caches' retention
+    halved and doubled, and the decode batch cap: an engine default when the workload sets none,
+    none when it sets one."""
+    serving = workload.serving
+    out = [
+        Variation(
+            PLACEMENT_LABELS[tier],
+            "cache",
+            with_serving(workload, cache_tiers=tier),
+            options,
+            {"serving.cache_tiers": tier},
+        )
+        for tier in ("hbm", "dram", "ssd")
+        if tier != serving.cache_tiers
+    ]
+    for factor in RETENTION_FACTORS:
+        retention = serving.drc_retention_s * factor
+        out.append(
+            Variation(
+                f"retention {retention:g} s",
+                "retention",
+                with_serving(workload, drc_retention_s=retention),
+                options,
+                {"serving.drc_retention_s": retention},
+            )
+        )
+    cap = None if serving.max_decode_batch is not None else ENGINE_DEFAULT_DECODE_CAP
+    out.append(
+        Variation(
+            f"decode batch cap {cap}" if cap else "no decode batch cap",
+            "cap",
+            with_serving(workload, max_decode_batch=cap),
+            options,
+            {"serving.max_decode_batch": cap},
+        )
+    )
     return out
 
 
@@ -233,6 +300,7 @@ def row_of(
             "cost_change": _change(mine, other),
         }
     best = report.best
+    plans, limits = _plans_and_limits(report)
     return RobustnessRow(
         variation=variation,
         kind=kind,
@@ -246,7 +314,25 @@ def row_of(
         cost_change_vs_best_baseline=_change(mine, theirs),
         vs_baselines=vs,
         change=change or {},
+        plans=plans,
+        limits=limits,
     )
+
+
+def _plans_and_limits(report: OptimizeReport) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """Per feasible architecture: each role's instances in words, and the term that sets its capacity."""
+    plans: dict[str, dict[str, str]] = {}
+    limits: dict[str, dict[str, str]] = {}
+    for result in report.feasible:
+        if result.plan is None or result.scenario is None:
+            continue
+        plans[result.name] = {
+            role: f"{spec.count} x {spec.gpu} TP{spec.tp}" for role, spec in result.plan.roles().items()
+        }
+        if result.plan.relay_on_prefill:
+            plans[result.name]["relay"] = "on the prefill instances"
+        limits[result.name] = dict(capacity_view(result.scenario).limits)
+    return plans, limits
 
 
 def _change(mine: dict[str, Any] | None, theirs: dict[str, Any] | None) -> float | None:
@@ -375,3 +461,47 @@ def verdict(rows: Sequence[RobustnessRow]) -> str:
             f"({_pct(reference.cost_change_vs_best_baseline or 0.0)}) but {flips}"
         )
     return text + (f"; {'; '.join(missing)}" if missing else "")
+
+
+def _moves(nominal: RobustnessRow, row: RobustnessRow, arch: str) -> list[str]:
+    """How `arch`'s plan moved from the nominal row's, role by role, with the term that sets each
+    moved role's capacity under the variation ('its MD: 1 x gpu-b TP16 -> 2 x gpu-b TP16, set by
+    the radix cache beyond the tiers below HBM')."""
+    before, after = nominal.plans.get(arch), row.plans.get(arch)
+    if before is None and after is None:
+        return []
+    if after is None:
+        return [f"{arch} has no feasible plan"]
+    if before is None:
+        return [f"{arch} becomes feasible"]
+    out = []
+    for role in ("prefill", "relay", "decode"):
+        old, new = before.get(role), after.get(role)
+        if old == new:
+            continue
+        limit = row.limits.get(arch, {}).get(role)
+        why = f", set by {limit}" if limit else ""
+        out.append(f"{arch}'s {role}: {old or 'none'} -> {new or 'none'}{why}")
+    return out
+
+
+def reasons(rows: Sequence[RobustnessRow]) -> list[str]:
+    """For each variation whose sign of PDD's gain differs from the nominal's: what moved in PDD's
+    plan and in the best baseline's, role by role, and the term that binds each moved role (the
+    decision changes because one of these terms does); 'nothing moved' when only prices did."""
+    nominal = next((row for row in rows if row.kind == "nominal"), None)
+    if nominal is None or nominal.cost_change_vs_best_baseline is None:
+        return []
+    side = _side(nominal.cost_change_vs_best_baseline)
+    out = []
+    for row in rows:
+        change = row.cost_change_vs_best_baseline
+        if row is nominal or change is None or _side(change) == side:
+            continue
+        archs = [row.subject] + ([row.best_baseline] if row.best_baseline else [])
+        if nominal.best_baseline and nominal.best_baseline not in archs:
+            archs.append(nominal.best_baseline)
+        moved = [text for arch in archs for text in _moves(nominal, row, arch)]
+        what = "; ".join(moved) if moved else "no plan moved: the prices did"
+        out.append(f"{row.variation} ({_pct(change)}): {what}")
+    return out

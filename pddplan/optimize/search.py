@@ -13,6 +13,7 @@ from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.input_set import InputSet
 from pddplan.limits import MAX_RATE_RPS
 from pddplan.optimize import model as milp
+from pddplan.optimize.candidates import serves_prefill
 from pddplan.optimize.diagnose import diagnose
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.placement import relay_placements
@@ -26,7 +27,7 @@ from pddplan.optimize.problem import (
 )
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.simulate.sequential import verify
-from pddplan.specs.plan import ArchitectureName, Handoff, Plan, Routing, WanLease
+from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, Routing, WanLease
 
 TIGHTEN = 0.85
 # A decode pool the verifying simulation found at least this busy (time-average batch / max batch)
@@ -67,25 +68,59 @@ class _Pick:
 
 
 def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions) -> _Pick:
-    """`pick` with each role's count lowered one instance at a time, decode, relay, then prefill, as
-    long as the closed form says the smaller plan still meets the SLA and scores at least as well.
+    """`pick` with each role's count lowered one instance at a time, decode, relay, then prefill, and
+    then each role one width narrower (half the GPUs per instance, the same count), as long as the
+    closed form says the smaller plan still meets the SLA and scores at least as well.
 
     The program's linear capacities are conservative where the closed form is not: the radix cache
-    is reserved for every request though a cancelled singular transfer never lands, and a pool's
-    tail is cut at the program's piecewise points. The simulation then verifies the trimmed plan.
+    is reserved for every request though a cancelled singular transfer never lands, a pool's tail
+    is cut at the program's piecewise points, and a prefill pool's TTFT capacity is taken at the
+    line the program sized it for. The simulation then verifies the trimmed plan.
     """
     best = pick
+
+    def better(plan: Plan) -> _Pick | None:
+        try:
+            scenario = build_scenario(plan, setup.inputs, source="optimized plan")
+        except InputError:  # a narrower instance the model or the longest prompt does not fit
+            return None
+        evaluation = evaluate(scenario)
+        score = _score(evaluation, options)
+        if score == -math.inf or score < best.key[0]:
+            return None
+        key = (float(f"{score:.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
+        return _Pick(key, plan, evaluation, scenario, pick.routing, untrimmed=pick)
+
     for role in ("decode", "relay", "prefill"):
         while (spec := getattr(best.plan, role)) is not None and spec.count > 1:
-            smaller = best.plan.with_count(role, spec.count - 1)
-            scenario = build_scenario(smaller, setup.inputs, source="optimized plan")
-            evaluation = evaluate(scenario)
-            score = _score(evaluation, options)
-            if score == -math.inf or score < best.key[0]:
+            smaller = better(best.plan.with_count(role, spec.count - 1))
+            if smaller is None:
                 break
-            key = (float(f"{score:.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
-            best = _Pick(key, smaller, evaluation, scenario, pick.routing, untrimmed=pick)
+            best = smaller
+    roles: tuple[RoleName, ...] = ("decode", "relay", "prefill")
+    for role in roles:
+        for narrower in narrower_plans(best.plan, role, setup):
+            found = better(narrower)
+            if found is not None:
+                best = found
+                break
     return best
+
+
+def narrower_plans(plan: Plan, role: RoleName, setup: OptimizeSetup) -> list[Plan]:
+    """`plan` with `role` one width narrower: the candidates of its datacenter and GPU type at half
+    its GPUs per instance that may serve the role (its own layout first), at the same count."""
+    spec = getattr(plan, role)
+    if spec is None or spec.count == 0 or spec.tp % 2:
+        return []
+    kinds = [
+        c
+        for c in setup.candidates
+        if (c.datacenter, c.gpu, c.tp) == (spec.datacenter, spec.gpu, spec.tp // 2)
+        and (role != "prefill" or serves_prefill(c))
+    ]
+    kinds.sort(key=lambda c: c.expert_parallel != spec.expert_parallel)
+    return [plan.model_copy(update={role: c.role(spec.count)}) for c in kinds]
 
 
 def plan_of_solution(

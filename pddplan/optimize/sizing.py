@@ -76,6 +76,9 @@ class Shape:
     line: LinePool | None
     routing: Routing | None
     line_options: tuple[LinePool, ...] = ()
+    # the other prefill kinds of the home datacenter, in the order sizing falls back on them when no
+    # pool of `prefill` meets the TTFT SLA (a WAN transfer can leave too little time for a narrow one)
+    prefill_fallbacks: tuple[Candidate, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,11 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
         if not relays:
             raise InfeasibleError(f"no relay instance kind fits in the home datacenter {home}")
         relay = min(relays, key=lambda d: d.candidate.usd_per_hour / max(d.occupancy, 1e-12))
-    return Shape(arch, model, prefill, decode, relay, line, routing, line_options)
+    fallbacks = sorted(
+        (c for c in at_home if c is not prefill),
+        key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob),
+    )
+    return Shape(arch, model, prefill, decode, relay, line, routing, line_options, tuple(fallbacks))
 
 
 def _choose_line(
@@ -181,6 +188,21 @@ def _cheapest_line(shape: Shape, classes: RequestClasses, rate: float) -> LinePo
 
 
 def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> SizedPlan:
+    """The smallest instance counts of `shape` that carry the workload's rate within the SLA
+    (`size_counts`); when no pool of its prefill kind meets the TTFT SLA, of its next prefill kind
+    (`Shape.prefill_fallbacks`), and so on; the first kind's error when none does."""
+    try:
+        return size_counts(workload, shape, name)
+    except InfeasibleError as first:
+        for kind in shape.prefill_fallbacks:
+            try:
+                return size_counts(workload, replace(shape, prefill=kind), name)
+            except InfeasibleError:
+                continue
+        raise first from None
+
+
+def size_counts(workload: Workload, shape: Shape, name: str | None = None) -> SizedPlan:
     """The smallest instance counts of `shape` that carry the workload's rate within the SLA.
 
     decode: ceil(rate / per-instance rate), the slot wait pooled over the fewest instances that
@@ -248,6 +270,7 @@ def size_plan(workload: Workload, shape: Shape, name: str | None = None) -> Size
         routing=shape.routing or Routing(),
         handoff=handoff,
     )
+    _check_inventory(plan, workload)
     view = fluid_view(
         {
             key: RolePool(rates[key], counts[key], kinds[key].tp, kinds[key].usd_per_hour)
@@ -276,6 +299,17 @@ def prefill_cache_count(candidate: Candidate, workload: Workload, model: ModelAr
     return max(math.ceil(need / room - 1e-9), 1)
 
 
+def _check_inventory(plan: Plan, workload: Workload) -> None:
+    """InfeasibleError when the plan uses more GPUs of a type in a datacenter than it offers."""
+    used: dict[tuple[str, str], int] = {}
+    for spec in plan.roles().values():
+        used[(spec.datacenter, spec.gpu)] = used.get((spec.datacenter, spec.gpu), 0) + spec.gpus
+    for (dc, gpu), gpus in used.items():
+        offered = next(o.max_count for o in workload.deployment.datacenter(dc).gpus if o.type == gpu)
+        if gpus > offered:
+            raise InfeasibleError(f"the sized plan needs {gpus} x {gpu} in {dc}, which offers {offered}")
+
+
 def relay_on_prefill_if_cheaper(sized: SizedPlan, inputs: InputSet) -> SizedPlan:
     """`sized` with its dedicated relay moved onto the prefill instances (with as few more of them
     as `relay_placements` tries, cheapest first) when the closed form says that plan meets the SLA
@@ -288,7 +322,10 @@ def relay_on_prefill_if_cheaper(sized: SizedPlan, inputs: InputSet) -> SizedPlan
     groups = relay_placements(sized.plan)
     if len(groups) < 2:
         return sized
-    dedicated_usd_per_hour = build_scenario(sized.plan, inputs, source="sized plan").cost_per_hour
+    try:
+        dedicated_usd_per_hour = build_scenario(sized.plan, inputs, source="sized plan").cost_per_hour
+    except InputError as error:  # more GPUs than a datacenter offers: no plan of this shape
+        raise InfeasibleError(str(error)) from None
     for plan in groups[-1]:
         try:
             scenario = build_scenario(plan, inputs, source="sized plan")

@@ -48,14 +48,10 @@ def findings_text(result: BathtubResult) -> list[str]:
     lines = []
     for arch, entry in f["architectures"].items():
         if not entry.get("feasible_points"):
-            lines.append(
-                f"{arch}: no hit rate has a plan that meets the SLA at {result.workload.arrival.rate_rps:g} req/s"
-            )
+            why = entry.get("no_plan_reason") or "no plan sized at any hit rate meets the SLA"
+            lines.append(f"{arch}: no hit rate has a plan at {result.workload.arrival.rate_rps:g} req/s ({why})")
             continue
-        head = (
-            f"{arch}: revenue/cost {entry['left_rim_revenue_per_cost']:.3g} at the low end, "
-            f"{entry['right_rim_revenue_per_cost']:.3g} at the high end"
-        )
+        head = f"{arch}: revenue/cost is {entry['shape_words']}"
         if entry["valley"]:
             head += f"; valley bottom {entry['valley_min_revenue_per_cost']:.3g} at {entry['valley_min_hit']:.0%} hit"
             if "climb_out_hit" in entry:

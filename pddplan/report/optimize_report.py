@@ -122,6 +122,9 @@ def print_report(console: Console, report: OptimizeReport) -> None:
     for result in report.results:
         for item in result.infeasibility:
             console.print(f"[yellow]{result.name}[/yellow]: {item['message']}")
+    for f in figures:
+        for note in (f.get("evaluated") or {}).get("notes", []):
+            console.print(f"{f['name']}: {note}", highlight=False)
     console.print(widths_note(report))
 
 

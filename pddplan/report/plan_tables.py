@@ -148,6 +148,8 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
         name = p["pipeline"]
         pipelines.add_row(name, f"{p['share']:.1%}", _s(p["ttft_p50_s"]), _s(p["ttft_p90_s"]), _s(p["ttft_p99_s"]))
     console.print(pipelines)
+    for note in figures.get("notes", []):
+        console.print(f"note: {note}", highlight=False)
     caches = figures.get("caches")
     if caches:
         console.print(cache_table(caches))

@@ -40,6 +40,8 @@ def print_report(console: Console, report: RobustnessReport) -> None:
     """The table, the verdict and the notes on variations skipped."""
     console.print(table(report))
     console.print(report.verdict, markup=False)
+    for reason in report.reasons:
+        console.print(f"- {reason}", markup=False)
     for note in report.notes:
         console.print(note, markup=False)
 
@@ -49,5 +51,6 @@ def markdown(report: dict[str, Any]) -> list[str]:
     lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---:|---|---:|"]
     lines.extend("| " + " | ".join(cells(RobustnessRow.from_dict(row))) + " |" for row in report["rows"])
     lines.extend(["", f"{report['verdict']}."])
+    lines.extend(f"- {reason}" for reason in report.get("reasons") or [])
     lines.extend(f"{note}." for note in report.get("notes") or [])
     return lines

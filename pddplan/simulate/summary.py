@@ -45,15 +45,33 @@ def simulate(
     """Simulate `requests` requests with `seed` (or replay the first `requests` of a trace);
     summarize all but the first 5% (warm-up)."""
     table, stats = simulate_requests(scenario, requests, seed, replay)
-    return Simulation(table=table, stats=stats, summary=summarize(scenario, table, stats))
+    return Simulation(table=table, stats=stats, summary=summarize(scenario, table, stats, replayed=replay is not None))
 
 
-def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -> dict[str, Any]:
+def table_revenue_per_request(scenario: Scenario, table: RequestTable) -> float:
+    """Mean $ the simulated requests pay, from their own tokens: uncached input, cached input
+    (discounted) and output, mean(new x p_in + (prompt - new) x p_cached + O x p_out)."""
+    prices = scenario.workload.prices
+    new = table.new_tokens.astype(np.float64)
+    cached = table.prompt_tokens.astype(np.float64) - new
+    outputs = table.output_tokens.astype(np.float64)
+    usd = (
+        new * prices.input_usd_per_mtok
+        + cached * prices.cached_input_usd_per_mtok
+        + outputs * prices.output_usd_per_mtok
+    ) / 1e6
+    return float(usd.mean()) if len(usd) else 0.0
+
+
+def summarize(
+    scenario: Scenario, table: RequestTable, stats: SimulationStats, replayed: bool = False
+) -> dict[str, Any]:
     """TTFT/TPOT percentiles overall and per pipeline, utilizations, relay share, goodput, BCR.
 
     The SLA verdict, goodput, revenue and BCR are `pddplan.evaluate.verdict`'s, as in the closed
     form, at the offered rate (not the sample's, so that seeds do not add noise) with the attainment
-    the simulated requests reached.
+    the simulated requests reached. A `replayed` trace's revenue is its own requests' (their hits
+    are what the replayed cache gave, not the workload's distribution).
     """
     workload = scenario.workload
     sla = workload.sla
@@ -71,7 +89,12 @@ def summarize(scenario: Scenario, table: RequestTable, stats: SimulationStats) -
         Tails(ttft_pct["p90_s"], ttft_pct["p99_s"], tpot_pct["p90_s"]),
         scenario.rate_rps,
         attainment,
-        (revenue_per_request(workload, request_classes(scenario)), cost),
+        (
+            table_revenue_per_request(scenario, table)
+            if replayed
+            else revenue_per_request(workload, request_classes(scenario)),
+            cost,
+        ),
     )
     pipelines = []
     several_tokens = table.output_tokens[keep] > 1  # TPOT is undefined for one-token outputs

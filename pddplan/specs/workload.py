@@ -224,12 +224,24 @@ class Deployment(StrictModel):
         return self.home_datacenter or self.datacenters[0].name
 
 
+#: The largest decode batch the planner considers when a workload sets no cap: a bound on the search,
+#: not an engine's; the TPOT SLA and KV memory bind far below it on every shipped workload.
+DECODE_BATCH_SEARCH_LIMIT = 4096
+
+
 class ServingOptions(StrictModel):
     """Serving-engine settings shared by every plan for this workload."""
 
     chunk_tokens: ChunkTokens = Field(default=8192, description="chunked-prefill token budget per step")
     page_tokens: int = Field(default=64, gt=0, le=65_536, description="KV cache page (block) size")
-    max_decode_batch: int = Field(default=256, gt=0, le=1_000_000)
+    max_decode_batch: int | None = Field(
+        default=None,
+        gt=0,
+        le=1_000_000,
+        description="a cap on the sequences a decoder runs at once (SGLang --max-running-requests, vLLM "
+        "--max-num-seqs); omit to let memory and the TPOT SLA decide, up to DECODE_BATCH_SEARCH_LIMIT (4,096); "
+        "a cap that binds is reported",
+    )
     hbm_utilization: float = Field(default=0.90, gt=0, le=1, description="share of HBM the engine may use")
     drc_retention_s: NonNegativeSeconds = Field(
         default=60.0, description="how long the MD keeps a finished request's KV in its radix cache"
@@ -289,6 +301,11 @@ class ServingOptions(StrictModel):
         if self.mtp_draft_tokens > 0 and self.mtp_acceptance is None:
             raise ValueError("mtp_draft_tokens > 0 needs mtp_acceptance (the share of draft tokens accepted)")
         return self
+
+    @property
+    def decode_batch_limit(self) -> int:
+        """The most sequences a decoder may run: the workload's cap, else the search's limit."""
+        return self.max_decode_batch if self.max_decode_batch is not None else DECODE_BATCH_SEARCH_LIMIT
 
     def mtp(self) -> Mtp | None:
         """The multi-token prediction setting, or None when off."""

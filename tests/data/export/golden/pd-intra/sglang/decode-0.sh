@@ -15,7 +15,6 @@ exec python3 -m sglang.launch_server \
     --moe-a2a-backend deepep \
     --disaggregation-mode decode \
     --disaggregation-transfer-backend mooncake \
-    --max-running-requests 256 \
     --mem-fraction-static 0.9 \
     --page-size 64 \
     --context-length 72704 \

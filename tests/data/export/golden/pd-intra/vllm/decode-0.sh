@@ -17,7 +17,6 @@ if [ "$NODE_RANK" = 0 ]; then
         --data-parallel-start-rank $(( $NODE_RANK * 8 )) \
         --data-parallel-address "$DECODE_0_ADDR" \
         --data-parallel-rpc-port 13345 \
-        --max-num-seqs 256 \
         --gpu-memory-utilization 0.9 \
         --block-size 64 \
         --max-model-len 72704 \
@@ -36,7 +35,6 @@ exec vllm serve deepseek-ai/DeepSeek-V3.2-Exp \
     --data-parallel-start-rank $(( $NODE_RANK * 8 )) \
     --data-parallel-address "$DECODE_0_ADDR" \
     --data-parallel-rpc-port 13345 \
-    --max-num-seqs 256 \
     --gpu-memory-utilization 0.9 \
     --block-size 64 \
     --max-model-len 72704 \

@@ -15,7 +15,6 @@ exec python3 -m sglang.launch_server \
     --moe-a2a-backend deepep \
     --disaggregation-mode decode \
     --disaggregation-transfer-backend mooncake_tcp \
-    --max-running-requests 256 \
     --disaggregation-decode-enable-radix-cache \
     --mem-fraction-static 0.9 \
     --page-size 64 \

@@ -1,0 +1,75 @@
+"""Issue 33's done-when on the shipped workloads: no plan optimize picks has a one-instance-smaller
+or one-width-narrower variant that passes `evaluate` and two 20,000-request simulations; and the
+bathtub's findings name the shape its own curve has."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pddplan.bathtub import BathtubOptions, bathtub
+from pddplan.curve_shape import curve_shape
+from pddplan.evaluate.analytic import evaluate
+from pddplan.input_set import load_input_set
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.problem import build_setup
+from pddplan.optimize.run import optimize
+from pddplan.optimize.search import narrower_plans
+from pddplan.scenario import build_scenario
+from pddplan.simulate.summary import simulate
+from pddplan.specs.plan import Plan
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = sorted(p.stem for p in (ROOT / "workloads").glob("*.yaml"))
+
+
+def _smaller(plan: Plan, setup: object) -> list[Plan]:
+    out = []
+    for role in ("prefill", "relay", "decode"):
+        spec = getattr(plan, role)
+        if spec is not None and spec.count > 1:
+            out.append(plan.with_count(role, spec.count - 1))
+        out += narrower_plans(plan, role, setup)  # type: ignore[arg-type]
+    return out
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_no_smaller_variant_of_an_optimized_plan_passes(name: str) -> None:
+    workload = load_workload(name)
+    folder = workload_dir(name)
+    report = optimize(workload, folder, OptimizeOptions(jobs=1))
+    inputs = load_input_set(workload, folder)
+    checked = 0
+    for result in report.feasible:
+        assert result.plan is not None
+        setup = build_setup(inputs, result.name, workload.arrival.rate_rps)
+        for variant in _smaller(result.plan, setup):
+            try:
+                scenario = build_scenario(variant, inputs, source="variant")
+            except Exception:  # the model or the longest prompt does not fit the narrower instance
+                continue
+            checked += 1
+            if not evaluate(scenario).sla_met:
+                continue
+            runs = [simulate(scenario, 20_000, seed).summary["sla_met"] for seed in (0, 1)]
+            assert not all(runs), f"{name}: {result.name}'s plan has a smaller variant that passes: {variant}"
+    assert checked > 0
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_bathtub_findings_name_the_shape_of_their_own_curve(name: str) -> None:
+    result = bathtub(load_workload(name), workload_dir(name), options=BathtubOptions(points=21))
+    for arch, entry in result.findings["architectures"].items():
+        if not entry.get("feasible_points"):
+            assert entry["no_plan_reason"], arch  # says why there is no plan
+            continue
+        curve = result.figures[arch]["revenue_per_cost"]
+        assert entry["shape"] == curve_shape(result.hits, curve).kind
+        if entry["shape"] in ("rising", "falling"):
+            finite = curve[np.isfinite(curve)]
+            assert (finite[-1] > finite[0]) == (entry["shape"] == "rising")
+    note = result.findings["no_valley_note"] or ""
+    assert "moves one way" not in note
