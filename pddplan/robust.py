@@ -384,79 +384,66 @@ def robust_optimize(
             progress(f"optimizing scenario {spec.name}")
         per_scenario.append((spec, optimize(w, base_dir, options, architectures)))
     home = load_input_set(workload, base_dir)
-    results = []
-    for arch in architectures:
-        steady_result = steady.result(arch)
-        steady_cost = steady_result.scenario.cost_per_hour if steady_result and steady_result.scenario else None
-        plans: list[tuple[TrafficScenario | None, Plan]] = []
-        bound = 0.0
-        for spec, report in per_scenario:
-            result = report.result(arch)
-            if result is None or result.plan is None or result.scenario is None:
-                if spec.required:
-                    bound = float("inf")
-                continue
-            plans.append((spec, result.plan))
+    return [_robust_plan(arch, steady, per_scenario, cases, (home, options)) for arch in architectures]
+
+
+def _robust_plan(
+    arch: str,
+    steady: Any,
+    per_scenario: list[tuple[TrafficScenario, Any]],
+    cases: list[tuple[TrafficScenario, InputSet]],
+    context: tuple[InputSet, OptimizeOptions],
+) -> RobustResult:
+    """One architecture's robust purchase: its candidates (module docstring), the cheapest that
+    meets every required scenario (in simulation too when optimize verifies)."""
+    home, options = context
+    steady_result = steady.result(arch)
+    steady_cost = steady_result.scenario.cost_per_hour if steady_result and steady_result.scenario else None
+    plans: list[tuple[TrafficScenario | None, Plan]] = []
+    bound = 0.0
+    for spec, report in per_scenario:
+        result = report.result(arch)
+        if result is None or result.plan is None or result.scenario is None:
             if spec.required:
-                bound = max(bound, result.scenario.cost_per_hour)
-        if steady_result is not None and steady_result.plan is not None:
-            plans.append((None, steady_result.plan))
-        candidates = [(plan, "") for _, plan in plans if not _unmet(plan, cases)]
-        if bound != float("inf"):
-            candidates += _joint_candidates(arch, per_scenario, cases, home, options)
-        if not candidates and plans:
-            peak = max(pairs, key=lambda p: p[1].arrival.rate_rps)[0].name
-            start = next((plan for spec, plan in plans if spec is not None and spec.name == peak), plans[0][1])
-            grown = _grow(start, cases, home)
-            if grown is not None:
-                candidates = [(grown, f"grown greedily from scenario {peak}'s plan")]
-        if not candidates:
-            results.append(
-                RobustResult(
-                    arch,
-                    None,
-                    None,
-                    None if bound == float("inf") else bound,
-                    False,
-                    steady_cost,
-                    note="no plan meets every required scenario",
-                )
-            )
+                bound = float("inf")
             continue
-        priced = sorted(
-            (build_scenario(p, home, source="robust").cost_per_hour, i) for i, (p, _) in enumerate(candidates)
+        plans.append((spec, result.plan))
+        if spec.required:
+            bound = max(bound, result.scenario.cost_per_hour)
+    if steady_result is not None and steady_result.plan is not None:
+        plans.append((None, steady_result.plan))
+    candidates = [(plan, "") for _, plan in plans if not _unmet(plan, cases)]
+    if bound != float("inf"):
+        candidates += _joint_candidates(arch, per_scenario, cases, home, options)
+    if not candidates and plans:
+        peak = max(cases, key=lambda case: case[1].workload.arrival.rate_rps)[0].name
+        start = next((plan for spec, plan in plans if spec is not None and spec.name == peak), plans[0][1])
+        grown = _grow(start, cases, home)
+        if grown is not None:
+            candidates = [(grown, f"grown greedily from scenario {peak}'s plan")]
+    known_bound = None if bound == float("inf") else bound
+    if not candidates:
+        return RobustResult(
+            arch, None, None, known_bound, False, steady_cost, note="no plan meets every required scenario"
         )
-        chosen = next(
-            ((cost, i) for cost, i in priced if not options.verify or _verified(candidates[i][0], cases, options)),
-            None,
+    priced = sorted((build_scenario(p, home, source="robust").cost_per_hour, i) for i, (p, _) in enumerate(candidates))
+    chosen = next(
+        ((cost, i) for cost, i in priced if not options.verify or _verified(candidates[i][0], cases, options)), None
+    )
+    if chosen is None:
+        why = "no candidate that meets every required scenario in closed form passes its simulations"
+        return RobustResult(arch, None, None, known_bound, False, steady_cost, note=why)
+    cost, best = chosen
+    plan, note = candidates[best]
+    figures = [_scenario_figures(spec, inputs, plan) for spec, inputs in cases]
+    if cost < bound * (1 - 1e-9):
+        # a scenario's own search returned a dearer plan than this one, which meets it too: that
+        # search missed its optimum, so its cost bounds nothing
+        note = (note + "; " if note else "") + (
+            f"cheaper than a scenario's own optimum (${bound:,.2f}/h, which its search missed): no lower bound"
         )
-        if chosen is None:
-            results.append(
-                RobustResult(
-                    arch,
-                    None,
-                    None,
-                    None if bound == float("inf") else bound,
-                    False,
-                    steady_cost,
-                    note="no candidate that meets every required scenario in closed form passes its simulations",
-                )
-            )
-            continue
-        cost, best = chosen
-        plan, note = candidates[best]
-        figures = [_scenario_figures(spec, inputs, plan) for spec, inputs in cases]
-        if cost < bound * (1 - 1e-9):
-            # a scenario's own search returned a dearer plan than this one, which meets it too: that
-            # search missed its optimum, so its cost bounds nothing
-            note = (note + "; " if note else "") + (
-                f"cheaper than a scenario's own optimum (${bound:,.2f}/h, which its search missed): no lower bound"
-            )
-            bound = float("inf")
-        at_bound = bound != float("inf") and cost <= bound * (1 + 1e-9)
-        results.append(
-            RobustResult(
-                arch, plan, cost, bound if bound != float("inf") else None, at_bound, steady_cost, figures, note
-            )
-        )
-    return results
+        bound = float("inf")
+    at_bound = bound != float("inf") and cost <= bound * (1 + 1e-9)
+    return RobustResult(
+        arch, plan, cost, bound if bound != float("inf") else None, at_bound, steady_cost, figures, note
+    )
