@@ -36,6 +36,7 @@ SLOW_TESTS = (
     "test_robust.py::test_the_day_workload_robustly",
     "test_robustness.py::test_optimize_robustness_json",
     "test_plans_are_minimal.py::",
+    "test_readme.py::test_readme_blocks_match_the_tool",
 )
 
 
