@@ -148,6 +148,9 @@ def gpu_price(hardware: HardwareProfile, workload: Workload, datacenter: str, of
 def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenario:
     """Resolve `plan` against the workload of `inputs`; InputError naming the plan field when they disagree."""
     workload, model = inputs.workload, inputs.model
+    if plan.drc_retention_s is not None:  # the plan runs its own radix-cache retention
+        serving = workload.serving.model_copy(update={"drc_retention_s": plan.drc_retention_s})
+        workload = workload.model_copy(update={"serving": serving})
     chunk = plan.chunk_tokens or workload.serving.chunk_tokens
     roles: dict[RoleName, Role] = {}
     used: dict[tuple[str, str], int] = {}

@@ -73,3 +73,33 @@ def test_simulation_draws_the_same_share_of_misses() -> None:
     expected = evaluate(s).wan_bytes_per_request
     simulated = simulate(s, 20_000, 3).summary["wan_bytes_per_request"]
     assert simulated == pytest.approx(expected, rel=0.03)
+
+
+def test_the_optimizer_chooses_the_radix_cache_retention() -> None:
+    """With `drc_retention_choices` PDD's optimizer tries each retention and writes the one it
+    picked into the plan; the plan then evaluates with that retention (retention 0 would send every
+    prompt whole, so with room for the cache a longer one never scores worse)."""
+    from test_analytic import PLANS
+
+    from pddplan.input_set import load_input_set
+    from pddplan.optimize.options import OptimizeOptions
+    from pddplan.optimize.search import optimize_architecture
+
+    w = workload(turn_gap_s=30.0, drc_retention_s=60.0, drc_retention_choices=[0.0, 120.0])
+    result = optimize_architecture(load_input_set(w, PLANS), "pdd", OptimizeOptions(verify=False))
+    assert result.feasible and result.plan is not None
+    assert result.plan.drc_retention_s in (0.0, 120.0)
+    assert result.scenario is not None
+    assert result.scenario.workload.serving.drc_retention_s == result.plan.drc_retention_s
+    fixed = optimize_architecture(
+        load_input_set(workload(turn_gap_s=30.0, drc_retention_s=0.0), PLANS), "pdd", OptimizeOptions(verify=False)
+    )
+    assert fixed.evaluation is not None and result.evaluation is not None
+    assert result.evaluation.bcr >= fixed.evaluation.bcr * (1 - 1e-9)
+
+
+def test_retention_choices_need_turn_gaps() -> None:
+    from pddplan.errors import InputError
+
+    with pytest.raises(InputError, match="drc_retention_choices needs turn_gap_s"):
+        workload(drc_retention_choices=[30.0, 60.0])

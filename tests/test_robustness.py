@@ -91,7 +91,21 @@ def test_variations_scale_rate_prices_and_widths_exactly() -> None:
     inputs = load_input_set(workload, workload_dir(AGENT))
     before = workload.model_dump()
     built = {v.label: v for v in variations(inputs, OptimizeOptions(), ["gpu-b"])}
-    assert list(built) == ["rate x0.5", "rate x2", "gpu-b price -10%", "gpu-b price +10%", "tp up to 256"]
+    assert list(built) == [
+        "rate x0.5",
+        "rate x2",
+        "gpu-b price -10%",
+        "gpu-b price +10%",
+        "tp up to 256",
+        "caches in HBM only",
+        "caches to DRAM and SSD",
+        "retention 30 s",
+        "retention 120 s",
+        "decode batch cap 256",
+    ]
+    assert built["caches in HBM only"].workload.serving.cache_tiers == "hbm"
+    assert built["retention 120 s"].workload.serving.drc_retention_s == 120.0
+    assert built["decode batch cap 256"].workload.serving.max_decode_batch == 256
     assert workload.model_dump() == before  # the nominal workload is untouched
     assert built["rate x0.5"].workload.arrival.rate_rps == 2.0
     assert built["rate x2"].workload.arrival.rate_rps == 8.0
@@ -161,7 +175,13 @@ def test_optimize_robustness_json(cli: Any, root: Any) -> None:
         "gpu-b price -10%",
         "gpu-b price +10%",
         "tp up to 256",
+        "caches in HBM only",
+        "caches to DRAM and SSD",
+        "retention 30 s",
+        "retention 120 s",
+        "decode batch cap 256",
     ]
+    assert all(reason.split(" (")[0] in {r["variation"] for r in rows} for reason in data["robustness"]["reasons"])
     nominal = rows[0]
     figures = {a["name"]: a for a in data["architectures"]}
     assert nominal["best"] == data["best"]

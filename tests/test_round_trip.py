@@ -72,4 +72,4 @@ def test_the_readme_round_trip_runs_and_its_figures_hold(cli: Any, tmp_path: Pat
         f"from {fit['before']['fit']['median_abs_error']:.0%} to {fit['after']['fit']['median_abs_error']:.0%}"
         in section
     )
-    assert fit["from_bench"]["rows"] == 7 and "seven decode rows" in section
+    assert fit["from_bench"]["rows"] == 7 and "7 decode rows" in section

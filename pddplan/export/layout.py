@@ -99,6 +99,7 @@ class Deployment:
     cuda_graph_max_batch: int | None  # largest decode batch captured as a CUDA graph; None: the engine's default
     routing: dict[str, Any] | None  # PDD's routing rule and handoff, None for the baselines
     relay_on_prefill: bool
+    cache_tiers: str = "hbm"  # the lowest tier the plan's prefix caches use (`serving.cache_tiers`)
 
     def of_role(self, role: RoleName) -> list[EngineInstance]:
         return [i for i in self.instances if i.role == role]
@@ -180,6 +181,7 @@ def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFA
         cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
         routing=routing,
         relay_on_prefill=scenario.relay_colocated,
+        cache_tiers=workload.serving.cache_tiers,
     )
 
 

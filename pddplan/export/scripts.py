@@ -170,6 +170,15 @@ def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
             "servers run one disaggregation role each, so this needs an engine that decodes relayed requests",
             "inside its chunked-prefill steps; the scripts start plain prefill servers.",
         ]
+    if deployment.cache_tiers != "hbm":
+        lines += [
+            "",
+            "The plan keeps its prefix caches down to host "
+            + ("memory and NVMe" if deployment.cache_tiers == "ssd" else "memory"),
+            "(`serving.cache_tiers`): start each server with its engine's host tier (SGLang's hierarchical",
+            "cache, vLLM's KV offloading connector) sized to the servers' host memory. The scripts do not set",
+            "those flags: they were not checked against the engine versions above.",
+        ]
     if deployment.routing is not None:
         lines += [
             "",

@@ -33,15 +33,7 @@ FIXES = {
     "budget": "raise the budget",
 }
 RESOURCES = ("inventory", "wan-bandwidth")
-CAPACITIES = (
-    "prefill-capacity",
-    "decode-capacity",
-    "decode-memory",
-    "prefill-cache",
-    "relay-capacity",
-    "wan-bandwidth",
-    "inventory",
-)
+CAPACITIES = tuple(family for family in milp.SLACK_FAMILIES if family != "budget")
 UNITS = {
     "prefill-capacity": "req/s",
     "decode-capacity": "req/s of full-length outputs",

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pddplan import architectures
+from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.input_set import InputSet
@@ -289,6 +291,9 @@ def optimize_architecture(
     the answer is the most the money serves, not the workload's rate.
     """
     workload = inputs.workload
+    choices = workload.serving.drc_retention_choices
+    if choices and CacheKind.DECODE in architectures.get(architecture).caches:
+        return _best_retention(inputs, architecture, options, choices, progress)
     ceiling = options.rate if options.mode == "rate" and options.rate else workload.arrival.rate_rps
     result = _optimize_at(inputs, architecture, options, ceiling, progress)
     while options.mode == "budget" and ceiling < MAX_RATE_RPS and _serves_all_of(result, ceiling):
@@ -297,6 +302,34 @@ def optimize_architecture(
         if not wider.feasible:
             break
         result = wider
+    return result
+
+
+def _best_retention(
+    inputs: InputSet,
+    architecture: ArchitectureName,
+    options: OptimizeOptions,
+    choices: list[float],
+    progress: Callable[[str], None] | None,
+) -> ArchitectureResult:
+    """The best plan over the radix-cache retentions the workload offers (`drc_retention_choices`):
+    each optimized as if it were `drc_retention_s`, the best score kept (ties: the shorter), and its
+    retention written into the plan."""
+    best: tuple[float, ArchitectureResult] | None = None
+    for retention in sorted(set(choices)):
+        serving = inputs.workload.serving.model_copy(
+            update={"drc_retention_s": retention, "drc_retention_choices": None}
+        )
+        variant = inputs.with_workload(inputs.workload.model_copy(update={"serving": serving}))
+        result = optimize_architecture(variant, architecture, options, progress)
+        score = _score(result.evaluation, options) if result.feasible and result.evaluation else -math.inf
+        if best is None or score > best[0]:
+            best = score, result
+    assert best is not None
+    result = best[1]
+    if result.plan is not None and result.scenario is not None:
+        chosen = result.scenario.workload.serving.drc_retention_s
+        result.plan = result.plan.model_copy(update={"drc_retention_s": chosen})
     return result
 
 

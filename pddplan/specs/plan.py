@@ -16,6 +16,7 @@ from pddplan.specs.common import (
     Fraction,
     Name,
     NonNegativeInt,
+    NonNegativeSeconds,
     PositiveFloat,
     PositiveInt,
     RateRps,
@@ -117,6 +118,9 @@ class Plan(StrictModel):
     )
     chunk_tokens: ChunkTokens | None = Field(default=None, description="default: the workload's")
     max_decode_batch: PositiveInt | None = Field(default=None, description="default: the workload's")
+    drc_retention_s: NonNegativeSeconds | None = Field(
+        default=None, description="the main decoders' radix-cache retention this plan runs; default: the workload's"
+    )
 
     @field_validator("architecture")
     @classmethod

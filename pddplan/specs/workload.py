@@ -254,6 +254,14 @@ class ServingOptions(StrictModel):
         "whole prompt's KV crosses. Omit to take every next turn as arriving within drc_retention_s: each "
         "cache then holds every prefix for the whole retention (the most memory), and finds every one",
     )
+    drc_retention_choices: list[NonNegativeSeconds] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=16,
+        description="radix-cache retentions optimize chooses among for architectures that keep one (a longer one "
+        "holds more decode memory and sends fewer whole prompts over the WAN); needs turn_gap_s; omit to run "
+        "drc_retention_s",
+    )
     cache_tiers: Literal["hbm", "dram", "ssd"] = Field(
         default="dram",
         description="the lowest tier prefix caches may use: hbm (GPU memory only), dram (spilling to the "
@@ -295,6 +303,15 @@ class ServingOptions(StrictModel):
         description="share of draft tokens accepted, each given the ones before it (DeepSeek-V3's report: "
         "85-90% for its second token); needed with mtp_draft_tokens > 0",
     )
+
+    @model_validator(mode="after")
+    def _retention_choices_need_gaps(self) -> ServingOptions:
+        if self.drc_retention_choices is not None and self.turn_gap_s is None:
+            raise ValueError(
+                "drc_retention_choices needs turn_gap_s: without gaps between turns a longer retention only "
+                "costs memory, so there is nothing to choose"
+            )
+        return self
 
     @model_validator(mode="after")
     def _mtp_complete(self) -> ServingOptions:
