@@ -10,7 +10,7 @@ from __future__ import annotations
 from _timing import ROOT, repeat, report, run_cli
 
 from pddplan.bathtub import BathtubOptions, bathtub
-from pddplan.distribute import Execution
+from pddplan.support.distribute import Execution
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.sweep import sweep
 

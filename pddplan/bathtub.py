@@ -33,11 +33,11 @@ import numpy as np
 
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
-from pddplan.curve_shape import curve_shape, local_minima
-from pddplan.distribute import Execution, map_in_order
+from pddplan.support.curve_shape import curve_shape, local_minima
+from pddplan.support.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError
 from pddplan.input_set import InputSet, load_input_set
-from pddplan.limits import check_chunk, check_points
+from pddplan.support.limits import check_chunk, check_points
 from pddplan.optimize.sizing import Shape, choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution, RequestMix
 from pddplan.specs.plan import ArchitectureName, Plan
@@ -134,7 +134,7 @@ class BathtubOptions:
     points: int = 101
     chunk_tokens: int | None = None
     fixed_plan: bool = True
-    #: where the points run (`pddplan.distribute`); None: one after another in this process
+    #: where the points run (`pddplan.support.distribute`); None: one after another in this process
     execution: Execution | None = None
 
 

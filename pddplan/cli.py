@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from typer.core import TyperGroup
 
-from pddplan.blas import single_threaded_blas
+from pddplan.support.blas import single_threaded_blas
 
-single_threaded_blas()  # before any command imports numpy: see pddplan/blas.py
+single_threaded_blas()  # before any command imports numpy: see pddplan/support/blas.py
 
 if TYPE_CHECKING:
     from pddplan.optimize.options import RelayPlacement
@@ -274,7 +274,7 @@ def architectures_list(json_out: JsonFlag = False) -> None:
 def workloads_list(json_out: JsonFlag = False) -> None:
     """List the shipped workloads."""
     from pddplan.browse import workload_summary
-    from pddplan.catalog import entries
+    from pddplan.support.catalog import entries
     from pddplan.inputs import load_workload
     from pddplan.report import browse_tables, output
 
@@ -343,7 +343,7 @@ def trace_import(
     see (with block hashes), with its correlation to prompt length. With --workload-out, turn it
     into a workload file."""
     from pddplan.errors import InputError
-    from pddplan.limits import check_tokens
+    from pddplan.support.limits import check_tokens
     from pddplan.report import output, trace_tables
     from pddplan.trace.prefetch import stream_trace
     from pddplan.trace.read import FORMATS
@@ -385,7 +385,7 @@ def _write_trace_workload(
     import yaml
 
     from pddplan.inputs import load_workload
-    from pddplan.loading import write_atomic
+    from pddplan.support.loading import write_atomic
     from pddplan.trace.workload import CacheChoice, workload_from_trace
 
     cache = CacheChoice(cache_capacity, eviction, tuple(tiers or ()))  # type: ignore[arg-type]
@@ -468,7 +468,7 @@ def cache_plan(
     capacity, priced with the cache, and the marginal value of each step."""
     from pddplan.errors import InputError
     from pddplan.inputs import load_model, load_workload, workload_dir
-    from pddplan.limits import check_rate
+    from pddplan.support.limits import check_rate
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.perf.kv import kv_bytes_per_token
     from pddplan.report import output, trace_tables
@@ -535,7 +535,7 @@ def cache_curve(
     """Prefix hit rate against cache capacity, replaying the trace's block hashes (LRU or LFU; one
     pooled cache, or one per prefill instance), token- and request-weighted."""
     from pddplan.errors import InputError
-    from pddplan.limits import check_gpus_per_instance, check_tokens
+    from pddplan.support.limits import check_gpus_per_instance, check_tokens
     from pddplan.report import output, trace_tables
     from pddplan.trace.curve import cache_curve as run
     from pddplan.trace.curve import parse_capacities
@@ -603,7 +603,7 @@ def schema(
 ) -> None:
     """Write the JSON Schemas of every input file kind (for editors and CI), and of every command's
     --json output (`--outputs DIR`)."""
-    from pddplan.loading import write_atomic
+    from pddplan.support.loading import write_atomic
     from pddplan.report import output
     from pddplan.schemas import markdown_reference, schema_for, write_output_schemas, write_schemas
 
@@ -772,7 +772,7 @@ def calibrate(
             for note in fit.notes:
                 output.diagnostics().print(f"note: {note}", markup=False, highlight=False)
             if rows_out is not None:
-                from pddplan.loading import write_atomic
+                from pddplan.support.loading import write_atomic
 
                 write_atomic(rows_out, bench_import.rows_csv(fit.rows))
             profile, result, stack, from_summary = fit.profile, fit.result, fit.stack, fit.summary()
@@ -791,7 +791,7 @@ def calibrate(
             for path in write(refit):
                 output.diagnostics().print(f"wrote {path}")
         if output_path is not None:
-            from pddplan.loading import write_atomic
+            from pddplan.support.loading import write_atomic
 
             write_atomic(output_path, cal.efficiency_yaml(result.efficiency))
     label = "all GPUs" if gpu is None else (gpu if stack is None else f"{gpu} / {stack}")
@@ -840,7 +840,7 @@ def _check_calibrate_options(
     if write_catalog and not all_gpus:
         raise InputError("--write-catalog goes with --all (it refits every shipped factor)")
     if write_catalog:
-        from pddplan.catalog import is_installed_copy
+        from pddplan.support.catalog import is_installed_copy
 
         if is_installed_copy():
             raise InputError(
@@ -853,7 +853,7 @@ def _write_calibrated_profile(output_path: Path, gpu: str, profile: Any, result:
     """Write the calibrated profile: `output_path`'s own text (or the catalog GPU's) with its
     efficiency block, or with `stack`'s factors added to those it already holds."""
     from pddplan.inputs import load_hardware
-    from pddplan.loading import write_atomic
+    from pddplan.support.loading import write_atomic
     from pddplan.perf import calibrate as cal
 
     source_path = output_path if output_path.exists() else None
@@ -867,7 +867,7 @@ def _write_calibrated_profile(output_path: Path, gpu: str, profile: Any, result:
 
 
 def _profile_text(gpu: str) -> str:
-    from pddplan import catalog
+    from pddplan.support import catalog
 
     return catalog.resolve("hardware_profiles", gpu, "GPU").read_text(encoding="utf-8")
 
@@ -921,7 +921,7 @@ def _write_report(path: Path, workload: str, **parts: Any) -> None:
     """Build the plan report (`pddplan.plan_report`) and write it atomically."""
     from pddplan.input_set import load_input_set
     from pddplan.inputs import load_workload, workload_dir
-    from pddplan.loading import write_atomic
+    from pddplan.support.loading import write_atomic
     from pddplan.plan_report import plan_report
     from pddplan.report import output
 
@@ -982,7 +982,7 @@ def evaluate(
     from pddplan.errors import InputError
     from pddplan.evaluate.analytic import evaluate as run
     from pddplan.evaluate.capacity_view import capacity_view
-    from pddplan.limits import check_rate
+    from pddplan.support.limits import check_rate
     from pddplan.report import output, plan_tables
 
     if rate is not None:
@@ -1163,7 +1163,7 @@ def whatif(
     from pddplan.errors import InputError
     from pddplan.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
-    from pddplan.limits import check_requests, check_seed
+    from pddplan.support.limits import check_requests, check_seed
     from pddplan.report import output, plan_tables
     from pddplan.whatif import Change, check_transient
     from pddplan.whatif import whatif as run
@@ -1215,7 +1215,7 @@ def survive(
     if output_path is not None:
         import yaml
 
-        from pddplan.loading import write_atomic
+        from pddplan.support.loading import write_atomic
 
         header = f"# {Path(plan).name} grown by `pddplan survive --survive {kinds}` to survive any single failure.\n"
         write_atomic(output_path, header + yaml.safe_dump(result.plan.model_dump(mode="json"), sort_keys=False))
@@ -1295,7 +1295,7 @@ def optimize(
     the baselines; exit 3 with the binding constraint when nothing is feasible."""
     from pddplan.errors import InfeasibleError, InputError
     from pddplan.inputs import load_workload, workload_dir
-    from pddplan.limits import check_budget, check_rate, check_time_limit
+    from pddplan.support.limits import check_budget, check_rate, check_time_limit
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.optimize.run import optimize as run
     from pddplan.optimize.solver import SolverOptions
@@ -1341,7 +1341,7 @@ def optimize(
     best = report.best
     chosen = chosen_plan(report, day, survival)
     if output_plan is not None and chosen is not None:
-        from pddplan.loading import write_atomic
+        from pddplan.support.loading import write_atomic
         from pddplan.report.plan_files import plan_yaml
 
         write_atomic(output_plan, plan_yaml(chosen[0], spec.name))
@@ -1536,7 +1536,7 @@ def gate(
     is no worse than its baseline; a scenario that cannot run exits 2 with its name."""
     from pddplan import gate as gating
     from pddplan.errors import GateFailed, InputError
-    from pddplan.loading import write_atomic
+    from pddplan.support.loading import write_atomic
     from pddplan.report import gate_report, output
     from pddplan.specs.baseline import OLD_NAMES, Metric
 
@@ -1593,7 +1593,7 @@ def gate(
 def _write_charts(
     charts: Any, title: str, notes: list[str], png: Path | None, svg: Path | None, html: Path | None
 ) -> None:
-    from pddplan.loading import write_atomic, write_atomic_bytes
+    from pddplan.support.loading import write_atomic, write_atomic_bytes
     from pddplan.report import charts as drawing
 
     if html is not None:
@@ -1652,16 +1652,16 @@ def bathtub(
     """Benefit against prefix-hit rate per architecture (the bathtub), with its valley, tail-chunk
     dips, crossovers and what it takes to climb out."""
     from pddplan import bathtub as tub
-    from pddplan.distribute import Execution
+    from pddplan.support.distribute import Execution
     from pddplan.errors import InputError
     from pddplan.inputs import load_workload, workload_dir
-    from pddplan.loading import write_atomic
+    from pddplan.support.loading import write_atomic
     from pddplan.report import bathtub_report, output
     from pddplan.report.charts import terminal
 
     if mode not in ("fixed", "shift"):
         raise InputError(f"--mode = {mode!r}: expected fixed or shift")
-    from pddplan.limits import check_points
+    from pddplan.support.limits import check_points
 
     check_points(points)  # before the progress bar starts
     _check_image_outputs(png, svg)
@@ -1736,11 +1736,11 @@ def sweep(
 ) -> None:
     """Cost, BCR and GPUs of each architecture as one numeric input of the workload varies."""
 
-    from pddplan import catalog
+    from pddplan.support import catalog
     from pddplan import sweep as sweeping
-    from pddplan.distribute import Execution
-    from pddplan.limits import check_jobs
-    from pddplan.loading import write_atomic
+    from pddplan.support.distribute import Execution
+    from pddplan.support.limits import check_jobs
+    from pddplan.support.loading import write_atomic
     from pddplan.report import output, sweep_report
     from pddplan.report.charts import terminal
 
@@ -1818,7 +1818,7 @@ def agreement(
     from rich.table import Table
 
     from pddplan import agreement as check
-    from pddplan.loading import write_atomic
+    from pddplan.support.loading import write_atomic
     from pddplan.report import output
 
     console = output.results()

@@ -6,10 +6,10 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from pddplan import catalog
+from pddplan.support import catalog
 from pddplan.errors import InputError
 from pddplan.hf_import import architecture_from_hf_config
-from pddplan.loading import load, read_data, validate
+from pddplan.support.loading import load, read_data, validate
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import KvDtype, ModelArchitecture
 from pddplan.specs.plan import Plan

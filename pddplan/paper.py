@@ -347,6 +347,6 @@ def markdown(result: dict[str, Any]) -> str:
 
 def write_markdown(path: Path, result: dict[str, Any]) -> None:
     """Write the comparison atomically."""
-    from pddplan.loading import write_atomic
+    from pddplan.support.loading import write_atomic
 
     write_atomic(path, markdown(result))

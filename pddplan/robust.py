@@ -62,7 +62,7 @@ def check_robust(workload: Workload, options: OptimizeOptions) -> None:
 def scenario_workloads(workload: Workload) -> list[tuple[TrafficScenario, Workload]]:
     """Each scenario's workload: overrides set (dotted paths), hit shifted, validated as a file is."""
     from pddplan.bathtub import with_hit
-    from pddplan.loading import validate
+    from pddplan.support.loading import validate
     from pddplan.sweep import set_path
 
     out = []

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pddplan.errors import InputError
-from pddplan.loading import write_atomic
+from pddplan.support.loading import write_atomic
 from pddplan.report.output import to_json
 
 

@@ -8,7 +8,7 @@ At each value the workload is re-validated, and each architecture is sized (fast
 the plan's at the offered rate in both modes; without `--optimize`, `fluid_bcr`,
 `fluid_revenue_per_cost` and `throughput_per_gpu_hour` are the sized plan's capacity view (fluid
 economics: every role at its capacity), which an optimized plan leaves null.
-Points run through `pddplan.distribute`: one after another, loky processes, threads, a dask
+Points run through `pddplan.support.distribute`: one after another, loky processes, threads, a dask
 cluster or a ray runtime, always in input order.
 """
 
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pddplan import architectures as registry
-from pddplan.distribute import Execution, map_in_order
+from pddplan.support.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError, InputError, PddplanError
-from pddplan.loading import read_data, validate
+from pddplan.support.loading import read_data, validate
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 
@@ -170,7 +170,7 @@ def sweep(
     execution: Execution | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point (see `pddplan.distribute.Execution`; default: one after another here)."""
+    """Run every point (see `pddplan.support.distribute.Execution`; default: one after another here)."""
     execution = execution or Execution()
     names = tuple(architectures) if architectures is not None else registry.names()
     raw = read_data(workload_path)

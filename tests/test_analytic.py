@@ -23,7 +23,7 @@ from pddplan.errors import InputError
 from pddplan.evaluate.analytic import decoder_max_batch, evaluate, revenue_per_request
 from pddplan.evaluate.classes import request_classes
 from pddplan.input_set import load_input_set
-from pddplan.loading import validate
+from pddplan.support.loading import validate
 from pddplan.net.fluctuation import mean_fraction
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, linear_step_s, prefill_cost, prefill_time

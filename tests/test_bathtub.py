@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from pddplan import architectures
 from pddplan import bathtub as tub
 from pddplan.cli import app
-from pddplan.curve_shape import DIP, local_minima
+from pddplan.support.curve_shape import DIP, local_minima
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir

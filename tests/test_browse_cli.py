@@ -9,7 +9,7 @@ import pytest
 import typer.main
 from cli_results import human_of, json_of, one_error_line
 
-from pddplan import catalog
+from pddplan.support import catalog
 from pddplan.cli import app
 from pddplan.inputs import model_index
 

@@ -19,7 +19,7 @@ from cli_results import one_error_line
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.loading import parse_text, validate
+from pddplan.support.loading import parse_text, validate
 from pddplan.perf.accuracy import accuracy_report
 from pddplan.perf.calibrate import (
     PARAMETERS,
@@ -681,7 +681,7 @@ def test_an_empty_split_shows_a_dash_not_nan_percent() -> None:
 
 def test_write_catalog_refuses_an_installed_package(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """From a plain `pip install .` it used to rewrite the profiles inside site-packages."""
-    monkeypatch.setattr("pddplan.catalog.is_installed_copy", lambda: True)
+    monkeypatch.setattr("pddplan.support.catalog.is_installed_copy", lambda: True)
     result = cli("calibrate", str(ROOT / "tests" / "data" / "measurements.csv"), "--all", "--write-catalog")
     one_error_line(result, "--write-catalog", "installed package")
 

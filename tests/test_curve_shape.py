@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pddplan.bathtub import BathtubResult, findings
-from pddplan.curve_shape import curve_shape, turns
+from pddplan.support.curve_shape import curve_shape, turns
 from pddplan.inputs import load_workload
 
 X = np.linspace(0.0, 1.0, 11)

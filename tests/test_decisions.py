@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pddplan.catalog import entries
+from pddplan.support.catalog import entries
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.input_set import InputSet, load_input_set

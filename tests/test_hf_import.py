@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from pddplan.catalog import catalog_dir
+from pddplan.support.catalog import catalog_dir
 from pddplan.errors import InputError
 from pddplan.hf_import import architecture_from_hf_config
 from pddplan.inputs import load_model
-from pddplan.loading import read_data
+from pddplan.support.loading import read_data
 from pddplan.perf.arithmetic import param_counts
 from pddplan.perf.kv import kv_bytes_per_token
 

@@ -70,7 +70,7 @@ def test_special_files_are_not_replaced(cli: object, tmp_path: Path, kind: str) 
 
 def test_a_broken_hardware_file_is_reported_as_broken_not_unknown(cli: Any, tmp_path: Path) -> None:
     """A profile file with an unknown key used to be reported as "unknown GPU"."""
-    from pddplan.catalog import catalog_dir
+    from pddplan.support.catalog import catalog_dir
 
     profile = (catalog_dir("hardware_profiles") / "h100-sxm.yaml").read_text(encoding="utf-8")
     broken = tmp_path / "my-gpu.yaml"

@@ -1,4 +1,4 @@
-"""pddplan.loading: parsing YAML/JSON, the one-line validation messages, and atomic writes."""
+"""pddplan.support.loading: parsing YAML/JSON, the one-line validation messages, and atomic writes."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from pddplan import loading
+from pddplan.support import loading
 from pddplan.errors import InfeasibleError, InputError, PddplanError
-from pddplan.loading import (
+from pddplan.support.loading import (
     describe_validation_error,
     load,
     parse_text,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pddplan.browse import model_summary
-from pddplan.catalog import catalog_dir
+from pddplan.support.catalog import catalog_dir
 from pddplan.inputs import load_model, model_index
 from pddplan.perf.kv import kv_breakdown, kv_bytes_per_token, linear_state_bytes
 

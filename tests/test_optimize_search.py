@@ -585,15 +585,15 @@ print("ok")
 
 
 def test_no_blas_thread_pool_runs_beside_the_forks() -> None:
-    """The CLI keeps numpy's and scipy's OpenBLAS single-threaded (pddplan/blas.py): with a BLAS
+    """The CLI keeps numpy's and scipy's OpenBLAS single-threaded (pddplan/support/blas.py): with a BLAS
     thread pool alive, forking can deadlock (a CI run hung), and the optimizer would fall back to
     one architecture at a time. A fresh process that loads the CLI, then numpy and scipy, and does
-    real linear algebra has one thread (without pddplan/blas.py it has one more per BLAS copy)."""
+    real linear algebra has one thread (without pddplan/support/blas.py it has one more per BLAS copy)."""
     import subprocess
     import sys
 
     # threads_in_process counts native threads on Linux (/proc), Python threads elsewhere; the
-    # variable pddplan/blas.py sets is checked everywhere
+    # variable pddplan/support/blas.py sets is checked everywhere
     code = (
         "import os, pddplan.cli, numpy as np, scipy.linalg\n"
         "from pddplan.optimize.parallel import threads_in_process\n"

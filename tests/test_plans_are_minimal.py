@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pddplan.bathtub import BathtubOptions, bathtub
-from pddplan.curve_shape import curve_shape
+from pddplan.support.curve_shape import curve_shape
 from pddplan.evaluate.analytic import evaluate
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir

@@ -151,7 +151,7 @@ def _plans() -> dict[str, Any]:
         "wan": [{"option": "express-40g", "count": 1}],
     }
     pdd = {**cross, "architecture": "pdd", "relay_on_prefill": True}
-    from pddplan.loading import validate
+    from pddplan.support.loading import validate
     from pddplan.specs.plan import Plan
 
     return {

@@ -19,7 +19,7 @@ from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
-from pddplan.loading import validate
+from pddplan.support.loading import validate
 from pddplan.optimize.candidates import instance_candidates
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenario import build_scenario, gpu_price

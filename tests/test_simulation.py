@@ -36,7 +36,7 @@ from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.queueing import md1_mean_wait
 from pddplan.input_set import load_input_set, load_trace
 from pddplan.inputs import load_plan, load_workload, workload_dir
-from pddplan.loading import validate
+from pddplan.support.loading import validate
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time, prefill_cost, prefill_time

@@ -29,7 +29,7 @@ import pddplan.simulate.engine as engine
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.handoff import CatchUp, catch_up_rounds
 from pddplan.input_set import load_input_set
-from pddplan.loading import validate
+from pddplan.support.loading import validate
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenario import Scenario, build_scenario

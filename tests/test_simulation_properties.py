@@ -30,7 +30,7 @@ from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
 from pddplan.input_set import load_input_set, load_trace
-from pddplan.loading import validate
+from pddplan.support.loading import validate
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.roofline import decode_step_time
 from pddplan.scenario import Scenario, build_scenario

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pddplan import catalog
+from pddplan.support import catalog
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_hardware_catalog
-from pddplan.loading import read_data, validate
+from pddplan.support.loading import read_data, validate
 from pddplan.specs.common import FREE_SOURCE_PREFIXES, Figure, Source
 from pddplan.specs.distributions import (
     ARTICLE_BUCKET_EDGES,

@@ -18,14 +18,15 @@ import yaml
 from cli_results import one_error_line
 from typer.testing import CliRunner
 
-from pddplan import architectures, catalog
+from pddplan import architectures
+from pddplan.support import catalog
 from pddplan import sweep as sweeping
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
-from pddplan.loading import read_data
+from pddplan.support.loading import read_data
 from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.report import sweep_report
 from pddplan.scenario import build_scenario

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pddplan import catalog
+from pddplan.support import catalog
 from pddplan.errors import InputError
 from pddplan.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_workload, workload_dir
@@ -233,7 +233,7 @@ def test_bad_json(cli: Any, tmp_path: Path) -> None:
 
 
 def test_workload_as_json(cli: Any, tmp_path: Path) -> None:
-    from pddplan.loading import read_data
+    from pddplan.support.loading import read_data
 
     path = tmp_path / "w.json"
     path.write_text(json.dumps(read_data(GOOD)))

@@ -36,7 +36,7 @@ from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
-from pddplan.limits import check_rate
+from pddplan.support.limits import check_rate
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pddplan.special import log_factorials
+from pddplan.support.special import log_factorials
 
 
 @functools.cache

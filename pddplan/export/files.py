@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from pddplan.errors import InputError
-from pddplan.loading import write_atomic
+from pddplan.support.loading import write_atomic
 
 
 def write_files(folder: Path, files: dict[str, str]) -> list[Path]:

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from pddplan.errors import InputError
-from pddplan.loading import read_text
-from pddplan.special import norm_ppf
+from pddplan.support.loading import read_text
+from pddplan.support.special import norm_ppf
 from pddplan.specs.workload import Fluctuation
 
 SUPPORT_POINTS = 8

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pddplan.errors import InputError
-from pddplan.limits import check_jobs, check_rate, check_requests, check_seed
+from pddplan.support.limits import check_jobs, check_rate, check_requests, check_seed
 from pddplan.optimize.solver import SolverOptions
 
 # bcr: most goodput per dollar; rate: cheapest plan for a rate; budget: most goodput for a budget.

@@ -5,7 +5,7 @@ simulation with its own seed), so running them side by side changes no figure; i
 wall time by up to the number of cores. Workers are forked so that they share the loaded inputs
 without pickling them. Where fork is unavailable (Windows), another thread runs in this process
 (a Python thread, or a native one such as a BLAS thread pool: a fork beside it can deadlock, see
-pddplan/blas.py), or one core is all there is, the architectures run one after another here. A
+pddplan/support/blas.py), or one core is all there is, the architectures run one after another here. A
 worker that dies (killed, out of memory) fails the run with a message instead of hanging it.
 """
 

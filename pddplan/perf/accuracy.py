@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pddplan.catalog import shipped_measurements
+from pddplan.support.catalog import shipped_measurements
 from pddplan.errors import InputError
 from pddplan.perf.calibrate import ErrorSummary, Measurement, accuracy_rows, read_measurements
 from pddplan.specs.model import ModelArchitecture

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pddplan.errors import InputError
-from pddplan.loading import read_text
+from pddplan.support.loading import read_text
 
 BenchFormat = Literal["sglang-bench", "vllm-bench"]
 FORMATS: tuple[BenchFormat, ...] = ("sglang-bench", "vllm-bench")

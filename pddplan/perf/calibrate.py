@@ -40,7 +40,7 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.loading import read_text
+from pddplan.support.loading import read_text
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
 from pddplan.perf.priors import (
     PER_STACK_FACTORS,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pddplan.errors import InputError
-from pddplan.loading import read_data, validate
+from pddplan.support.loading import read_data, validate
 from pddplan.specs.hardware import Efficiency, HardwareProfile
 
 DEFAULT_EFFICIENCY_PATH = Path(__file__).with_name("default_efficiency.yaml")

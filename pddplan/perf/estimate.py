@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
+from pddplan.support.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
 from pddplan.perf.roofline import (
     Instance,

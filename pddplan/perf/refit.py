@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pddplan.catalog import catalog_dir
-from pddplan.loading import write_atomic
+from pddplan.support.catalog import catalog_dir
+from pddplan.support.loading import write_atomic
 from pddplan.perf.calibrate import (
     Measurement,
     data_tag,

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from pddplan.special import norm_cdf, norm_ppf
+from pddplan.support.special import norm_cdf, norm_ppf
 from pddplan.specs.common import MAX_BINS, Fraction, StrictModel, TokenCount, TokenLength
 
 SHARE_TOLERANCE = 1e-6

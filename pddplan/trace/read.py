@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from pddplan.errors import InputError
-from pddplan.loading import check_readable
+from pddplan.support.loading import check_readable
 
 TraceFormat = Literal["mooncake", "csv", "azure"]
 FORMATS: tuple[TraceFormat, ...] = ("mooncake", "csv", "azure")

@@ -212,7 +212,7 @@ def trace_digest(path: Path) -> str:
 
 def build_workload(template: Workload, fields: dict[str, Any], name: str, description: str) -> Workload:
     """`template` with the trace-made `fields`, validated as any workload file is."""
-    from pddplan.loading import validate
+    from pddplan.support.loading import validate
 
     data = template.model_dump(mode="json", exclude_none=True)
     data.update(fields, name=name, description=description)

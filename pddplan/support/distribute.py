@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pddplan.errors import InputError
-from pddplan.limits import check_jobs
+from pddplan.support.limits import check_jobs
 
 TaskT = TypeVar("TaskT")
 ResultT = TypeVar("ResultT")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pddplan.errors import InputError
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # pddplan/
 
 
 def catalog_dir(kind: str) -> Path:
