@@ -36,7 +36,7 @@ from pddplan.architectures.pdd import relay_by_bytes
 from pddplan.support.curve_shape import curve_shape, local_minima
 from pddplan.support.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError
-from pddplan.input_set import InputSet, load_input_set
+from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.support.limits import check_chunk, check_points
 from pddplan.optimize.sizing import Shape, choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.specs.distributions import HitBucket, HitRateDistribution, RequestMix

@@ -187,7 +187,7 @@ ArchitectureOption = Annotated[
 @hardware_app.command("list")
 def hardware_list(json_out: JsonFlag = False) -> None:
     """List the built-in GPU profiles with their four dimensions and price."""
-    from pddplan.browse import hardware_summary
+    from pddplan.inputs.browse import hardware_summary
     from pddplan.inputs import load_hardware_catalog
     from pddplan.report import browse_tables, output
 
@@ -203,7 +203,7 @@ def hardware_show(
     name: Annotated[str, typer.Argument(help="Profile name or YAML file.")], json_out: JsonFlag = False
 ) -> None:
     """Show one GPU profile, every figure with its source."""
-    from pddplan.browse import hardware_summary
+    from pddplan.inputs.browse import hardware_summary
     from pddplan.inputs import load_hardware
     from pddplan.report import browse_tables, output
 
@@ -228,7 +228,7 @@ def _kv_dtype(value: str | None) -> Any:
 @models_app.command("list")
 def models_list(kv_dtype: KvDtypeOption = None, json_out: JsonFlag = False) -> None:
     """List the model catalog with parameter counts and KV bytes per token."""
-    from pddplan.browse import model_summary
+    from pddplan.inputs.browse import model_summary
     from pddplan.inputs import load_model, model_index
     from pddplan.report import browse_tables, output
 
@@ -246,7 +246,7 @@ def models_show(
     json_out: JsonFlag = False,
 ) -> None:
     """Show a model's parameters, weights and KV bytes per token, with each figure's formula."""
-    from pddplan.browse import model_summary
+    from pddplan.inputs.browse import model_summary
     from pddplan.inputs import load_model
     from pddplan.report import browse_tables, output
 
@@ -273,7 +273,7 @@ def architectures_list(json_out: JsonFlag = False) -> None:
 @workloads_app.command("list")
 def workloads_list(json_out: JsonFlag = False) -> None:
     """List the shipped workloads."""
-    from pddplan.browse import workload_summary
+    from pddplan.inputs.browse import workload_summary
     from pddplan.support.catalog import entries
     from pddplan.inputs import load_workload
     from pddplan.report import browse_tables, output
@@ -290,7 +290,7 @@ def workloads_show(
     name: Annotated[str, typer.Argument(help="Shipped workload name or YAML file.")], json_out: JsonFlag = False
 ) -> None:
     """Show (and validate) one workload."""
-    from pddplan.browse import workload_summary
+    from pddplan.inputs.browse import workload_summary
     from pddplan.inputs import load_workload
     from pddplan.report import browse_tables, output
 
@@ -919,7 +919,7 @@ ReportOption = Annotated[
 
 def _write_report(path: Path, workload: str, **parts: Any) -> None:
     """Build the plan report (`pddplan.plan_report`) and write it atomically."""
-    from pddplan.input_set import load_input_set
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_workload, workload_dir
     from pddplan.support.loading import write_atomic
     from pddplan.plan_report import plan_report
@@ -946,7 +946,7 @@ def _scenario(plan: str, workload: str) -> Any:
 def _traced_scenario(plan: str, workload: str, trace: Path, fmt: str, cache_capacity: str | None) -> Any:
     """`plan` on `workload`'s deployment, serving the trace's traffic (`workload_from_trace`)."""
     from pddplan.errors import InputError
-    from pddplan.input_set import load_input_set
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.report import output
     from pddplan.scenario import build_scenario
@@ -1161,7 +1161,7 @@ def whatif(
     """A plan's figures under one change (rate, hit shift, a failed line or instance), beside the
     figures as planned; degraded modes say how the deployment runs and what it sheds."""
     from pddplan.errors import InputError
-    from pddplan.input_set import load_input_set
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.support.limits import check_requests, check_seed
     from pddplan.report import output, plan_tables
@@ -1202,7 +1202,7 @@ def survive(
 ) -> None:
     """N+1: grow a plan until it meets its SLA (or a degraded one) after losing any one instance
     (of any role) or any one WAN line; print what was added and the price of it."""
-    from pddplan.input_set import load_input_set
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.report import output, plan_tables
     from pddplan.survive import check_degraded_sla
@@ -1391,7 +1391,7 @@ def _check_further_analyses(spec: Any, options: Any, robust_day: bool, survive_k
 def _survival(spec: Any, workload: str, report: Any, kinds: str) -> list[dict[str, Any]]:
     """`optimize --survive`: each feasible architecture's plan grown to N+1 (`pddplan.survive`)."""
     from pddplan.errors import InfeasibleError
-    from pddplan.input_set import load_input_set
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import workload_dir
     from pddplan.survive import survive
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pddplan.cache.sessions import CacheKind
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.robustness import robustness

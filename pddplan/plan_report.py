@@ -11,7 +11,7 @@ import numpy as np
 import yaml
 
 from pddplan.errors import InputError
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.report.plan_files import plan_yaml
 from pddplan.report.plan_html import PlanReport, plan_report_html
 from pddplan.scenario import Scenario

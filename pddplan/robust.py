@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from pddplan.errors import InputError
-from pddplan.input_set import InputSet, load_input_set
+from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.scenario import build_scenario
 from pddplan.specs.plan import Plan

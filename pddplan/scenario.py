@@ -14,7 +14,7 @@ from pddplan.architectures import Architecture
 from pddplan.cache.accounting import CacheSite, cache_site
 from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget, prompt_room

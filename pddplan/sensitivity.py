@@ -20,7 +20,7 @@ import numpy as np
 from pddplan.bathtub import with_hit
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.optimize.robustness import scale_gpu_prices
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.specs.workload import Workload

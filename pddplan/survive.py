@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pddplan.errors import InfeasibleError, InputError
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.specs.plan import Plan
 from pddplan.whatif import Change, apply

@@ -29,7 +29,7 @@ from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 
 if TYPE_CHECKING:
-    from pddplan.input_set import InputSet
+    from pddplan.inputs.input_set import InputSet
 
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
 
@@ -176,7 +176,7 @@ def sweep(
     raw = read_data(workload_path)
     if not isinstance(raw, dict):
         raise InputError(f"{workload_path}: expected a mapping at the top level")
-    from pddplan.input_set import load_input_set
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import check_workload
 
     tasks = []

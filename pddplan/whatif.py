@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from pddplan.errors import InputError
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.scenario import Scenario, build_scenario
 from pddplan.specs.plan import RoleName
 

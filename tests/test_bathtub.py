@@ -24,7 +24,7 @@ from pddplan import bathtub as tub
 from pddplan.cli import app
 from pddplan.support.curve_shape import DIP, local_minima
 from pddplan.evaluate.capacity_view import capacity_view
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.report import bathtub_report
 from pddplan.scenario import build_scenario

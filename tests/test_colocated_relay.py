@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from pddplan.api import scenario_of
 from pddplan.evaluate.analytic import evaluate
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import optimize_architecture

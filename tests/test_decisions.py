@@ -11,7 +11,7 @@ import pytest
 from pddplan.support.catalog import entries
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
-from pddplan.input_set import InputSet, load_input_set
+from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import optimize

@@ -81,7 +81,7 @@ def test_the_optimizer_chooses_the_radix_cache_retention() -> None:
     prompt whole, so with room for the cache a longer one never scores worse)."""
     from test_analytic import PLANS
 
-    from pddplan.input_set import load_input_set
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.optimize.search import optimize_architecture
 

@@ -13,7 +13,7 @@ import yaml
 
 from pddplan.support.catalog import catalog_dir
 from pddplan.errors import InputError
-from pddplan.hf_import import architecture_from_hf_config
+from pddplan.inputs.hf_import import architecture_from_hf_config
 from pddplan.inputs import load_model
 from pddplan.support.loading import read_data
 from pddplan.perf.arithmetic import param_counts

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pddplan.browse import model_summary
+from pddplan.inputs.browse import model_summary
 from pddplan.support.catalog import catalog_dir
 from pddplan.inputs import load_model, model_index
 from pddplan.perf.kv import kv_breakdown, kv_bytes_per_token, linear_state_bytes

@@ -15,7 +15,7 @@ import pytest
 from scipy import integrate, stats
 
 from pddplan.errors import InputError
-from pddplan.input_set import load_trace
+from pddplan.inputs.input_set import load_trace
 from pddplan.net.fluctuation import CapacityPath, mean_fraction, read_trace, stationary_support
 from pddplan.net.lines import HOURS_PER_MONTH, pool_lines
 from pddplan.net.tcp import (

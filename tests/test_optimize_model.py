@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from pddplan import architectures
 from pddplan.architectures import DecodeGpu
 from pddplan.evaluate.capacity import RDMA_PATH, DecoderCapacity, PathLoad
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_workload, workload_dir
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp

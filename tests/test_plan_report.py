@@ -15,7 +15,7 @@ from cli_results import one_error_line
 
 from pddplan.api import scenario_of
 from pddplan.evaluate.analytic import evaluate
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.report.charts import nice_ticks
 from pddplan.sensitivity import FACTORS, sensitivity

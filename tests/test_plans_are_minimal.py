@@ -12,7 +12,7 @@ import pytest
 from pddplan.bathtub import BathtubOptions, bathtub
 from pddplan.support.curve_shape import curve_shape
 from pddplan.evaluate.analytic import evaluate
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.problem import build_setup

@@ -19,7 +19,7 @@ from pddplan.cache import CacheKind, held_bytes, held_time_s, instance_tiers, ke
 from pddplan.cache.accounting import cache_site
 from pddplan.cache.tiers import Tier, request_links
 from pddplan.evaluate.analytic import evaluate
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_plan, load_workload, workload_dir
 from pddplan.perf.roofline import Instance
 from pddplan.scenario import build_scenario

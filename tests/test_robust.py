@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from pddplan.errors import InputError
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.output_schemas import validate_output

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.robustness import (

@@ -17,7 +17,7 @@ import yaml
 
 from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.support.loading import validate
 from pddplan.optimize.candidates import instance_candidates

@@ -28,7 +28,7 @@ from toys import plan_data as plan
 import pddplan.simulate.engine as engine
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.handoff import CatchUp, catch_up_rounds
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.support.loading import validate
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time

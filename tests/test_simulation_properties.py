@@ -29,7 +29,7 @@ from toys import PLANS
 from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
-from pddplan.input_set import load_input_set, load_trace
+from pddplan.inputs.input_set import load_input_set, load_trace
 from pddplan.support.loading import validate
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.roofline import decode_step_time

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.survive import failures_of, survive
 from pddplan.whatif import Change, whatif
@@ -92,7 +92,7 @@ def test_a_degraded_sla_never_costs_more(cli: Any, tmp_path: Path) -> None:
 
 
 def test_relaxed_multiplies_every_target() -> None:
-    from pddplan.input_set import load_input_set
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.scenario import build_scenario
     from pddplan.survive import relaxed

@@ -24,7 +24,7 @@ from pddplan import sweep as sweeping
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.evaluate.capacity_view import capacity_view
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.support.loading import read_data
 from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
@@ -409,16 +409,16 @@ def test_a_price_sweep_shows_revenue_per_cost_which_prices_move() -> None:
 def test_a_sweep_reads_the_files_its_workload_names_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each point used to re-read the model and GPU profiles (on every worker); they are read
     once and travel with the points."""
-    import pddplan.input_set
+    import pddplan.inputs.input_set
 
     calls: list[object] = []
-    real = pddplan.input_set.load_input_set
+    real = pddplan.inputs.input_set.load_input_set
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pddplan.input_set, "load_input_set", counting)
+    monkeypatch.setattr(pddplan.inputs.input_set, "load_input_set", counting)
     result = run("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,3,4", "-a", "pd-intra", "--json")
     assert result.exit_code == 0, result.stderr
     assert len(json.loads(result.stdout)["points"]) == 3

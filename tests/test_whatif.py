@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pddplan.errors import InputError
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.whatif import Change, parse_rate, whatif
 

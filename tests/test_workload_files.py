@@ -11,7 +11,7 @@ import pytest
 
 from pddplan.support import catalog
 from pddplan.errors import InputError
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_workload, workload_dir
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -66,7 +66,7 @@ def stationary_support(spec: Fluctuation, trace: CapacityTrace | None = None) ->
     if spec.kind == "none" or (spec.kind == "ou" and spec.cv == 0):
         return np.array([1.0]), np.array([1.0])
     if spec.kind == "trace":
-        assert trace is not None, "a trace fluctuation needs its loaded trace (see pddplan.input_set)"
+        assert trace is not None, "a trace fluctuation needs its loaded trace (see pddplan.inputs.input_set)"
         times, fractions = trace.times_s, trace.fractions
         if len(times) == 1:
             return fractions, np.array([1.0])
@@ -93,7 +93,7 @@ class CapacityPath:
         self._last_t: float | None = None
         self._trace: tuple[np.ndarray, np.ndarray] | None = None
         if spec.kind == "trace":
-            assert trace is not None, "a trace fluctuation needs its loaded trace (see pddplan.input_set)"
+            assert trace is not None, "a trace fluctuation needs its loaded trace (see pddplan.inputs.input_set)"
             self._trace = (trace.times_s, trace.fractions)
 
     @property

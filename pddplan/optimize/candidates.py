@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.memory import fits, instance_kv_capacity_bytes, prompt_room
 from pddplan.perf.roofline import Instance

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pulp
 
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.optimize import model as milp
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.problem import Headroom, ProblemBuilder, build_setup

@@ -31,7 +31,7 @@ from pddplan.evaluate.capacity import (
 )
 from pddplan.evaluate.classes import RequestClasses, planning_effects, with_relay_rule, workload_classes
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import (

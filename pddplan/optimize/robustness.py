@@ -20,7 +20,7 @@ from typing import Any
 
 from pddplan import architectures
 from pddplan.evaluate.capacity_view import capacity_view
-from pddplan.input_set import InputSet, load_input_set
+from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.candidates import tp_degrees
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pddplan import architectures
-from pddplan.input_set import load_input_set
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.candidates import instance_widths
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.parallel import optimize_all
@@ -142,7 +142,7 @@ def optimize(
 ) -> OptimizeReport:
     """Optimize each architecture (default: every registered one) under the same SLA and prices.
 
-    The files the workload names are read once, here (see `pddplan.input_set`)."""
+    The files the workload names are read once, here (see `pddplan.inputs.input_set`)."""
     chosen = names if names is not None else architectures.names()
     inputs = load_input_set(workload, base_dir)
     results = optimize_all(inputs, chosen, options, progress)

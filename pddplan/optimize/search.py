@@ -12,7 +12,7 @@ from pddplan import architectures
 from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import Evaluation, evaluate
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.support.limits import MAX_RATE_RPS
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import serves_prefill

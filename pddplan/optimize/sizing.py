@@ -42,7 +42,7 @@ from pddplan.evaluate.capacity_view import (
 from pddplan.evaluate.classes import RequestClasses, planning_effects, workload_classes
 from pddplan.evaluate.moments import workload_moments
 from pddplan.evaluate.verdict import revenue_per_request
-from pddplan.input_set import InputSet
+from pddplan.inputs.input_set import InputSet
 from pddplan.net.lines import LinePool
 from pddplan.optimize.candidates import (
     Candidate,

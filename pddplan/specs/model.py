@@ -1,6 +1,6 @@
 """Model architectures: the shape numbers that weights, FLOPs and KV bytes are computed from.
 
-An architecture is usually imported from a Hugging Face `config.json` (see `pddplan.hf_import`);
+An architecture is usually imported from a Hugging Face `config.json` (see `pddplan.inputs.hf_import`);
 it can also be written by hand as YAML in this schema.
 """
 

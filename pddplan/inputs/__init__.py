@@ -8,7 +8,7 @@ from typing import Any
 
 from pddplan.support import catalog
 from pddplan.errors import InputError
-from pddplan.hf_import import architecture_from_hf_config
+from pddplan.inputs.hf_import import architecture_from_hf_config
 from pddplan.support.loading import load, read_data, validate
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import KvDtype, ModelArchitecture
@@ -32,7 +32,7 @@ def from_folder(base_dir: Path | None, name_or_path: str, catalog_names: Contain
 def load_hardware(name_or_path: str, base_dir: Path | None = None) -> HardwareProfile:
     """A hardware profile from the catalog (`h100-sxm`) or a YAML file, a relative one read from
     `base_dir` when given (read each time: a run reads its profiles once, into its
-    `pddplan.input_set.InputSet`)."""
+    `pddplan.inputs.input_set.InputSet`)."""
     name_or_path = from_folder(base_dir, name_or_path, catalog.entries("hardware_profiles"))
     path = catalog.resolve("hardware_profiles", name_or_path, "GPU")
     profile = load(HardwareProfile, path)
