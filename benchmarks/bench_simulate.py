@@ -13,7 +13,7 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.optimize.run import optimize
 from pddplan.optimize.search import OptimizeOptions
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.simulate.engine import simulate_requests
 
 

@@ -181,7 +181,7 @@ def day_table() -> str:
 
 # -- the bathtub ------------------------------------------------------------------------------------
 def bathtub_findings() -> str:
-    from pddplan.bathtub import bathtub
+    from pddplan.analyses.bathtub import bathtub
     from pddplan.inputs import load_workload, workload_dir
     from pddplan.report.bathtub_report import findings_text
 

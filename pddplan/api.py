@@ -21,7 +21,7 @@ from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport
 from pddplan.optimize.run import optimize as _optimize
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.summary import Simulation
 from pddplan.simulate.summary import simulate as _simulate
 

@@ -472,8 +472,8 @@ def cache_plan(
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.perf.kv import kv_bytes_per_token
     from pddplan.report import output, trace_tables
-    from pddplan.trace.cache_plan import Traffic, best_point, cache_price, marginal_values
-    from pddplan.trace.cache_plan import cache_plan as run
+    from pddplan.analyses.cache_plan import Traffic, best_point, cache_price, marginal_values
+    from pddplan.analyses.cache_plan import cache_plan as run
     from pddplan.trace.curve import parse_capacities
 
     if fmt not in ("mooncake", "csv"):
@@ -605,7 +605,7 @@ def schema(
     --json output (`--outputs DIR`)."""
     from pddplan.support.loading import write_atomic
     from pddplan.report import output
-    from pddplan.schemas import markdown_reference, schema_for, write_output_schemas, write_schemas
+    from pddplan.report.schemas import markdown_reference, schema_for, write_output_schemas, write_schemas
 
     if outputs is not None:
         for path in write_output_schemas(outputs):
@@ -670,8 +670,8 @@ def estimate(
     json_out: JsonFlag = False,
 ) -> None:
     """Predict one prefill, decode step or extend step, with its breakdown and binding resource."""
-    from pddplan.perf.estimate import StepQuery
-    from pddplan.perf.estimate import estimate as run
+    from pddplan.calibration.estimate import StepQuery
+    from pddplan.calibration.estimate import estimate as run
     from pddplan.report import output, perf_tables
 
     query = StepQuery(
@@ -759,14 +759,14 @@ def calibrate(
     json_out: JsonFlag = False,
 ) -> None:
     """Fit efficiency factors to measured step times; report the error before and after."""
-    from pddplan.perf import calibrate as cal
+    from pddplan.calibration import calibrate as cal
     from pddplan.report import output, perf_tables
 
     _check_calibrate_options(files, gpu, all_gpus, stack, write_catalog, from_bench, (model, tp, rows_out))
     from_summary = None
     if gpu is not None:
         if from_bench is not None:
-            from pddplan.perf import bench_import
+            from pddplan.calibration import bench_import
 
             fit = bench_import.calibrate_from_bench(files, from_bench, gpu, model, tp, stack, decode_instances)  # type: ignore[arg-type]
             for note in fit.notes:
@@ -783,8 +783,8 @@ def calibrate(
     else:
         result = cal.fit_all(files[0])
         if write_catalog:
-            from pddplan.perf.refit import refit_file
-            from pddplan.perf.refit import write_catalog as write
+            from pddplan.calibration.refit import refit_file
+            from pddplan.calibration.refit import write_catalog as write
 
             with output.status("refitting the catalog...") as status:
                 refit = refit_file(files[0], progress=lambda text: status.update(text))
@@ -854,7 +854,7 @@ def _write_calibrated_profile(output_path: Path, gpu: str, profile: Any, result:
     efficiency block, or with `stack`'s factors added to those it already holds."""
     from pddplan.inputs import load_hardware
     from pddplan.support.loading import write_atomic
-    from pddplan.perf import calibrate as cal
+    from pddplan.calibration import calibrate as cal
 
     source_path = output_path if output_path.exists() else None
     text = source_path.read_text() if source_path else _profile_text(gpu)
@@ -887,8 +887,8 @@ def accuracy(
     json_out: JsonFlag = False,
 ) -> None:
     """Error of the shipped step-time model against measured points, held-out rows apart."""
-    from pddplan.perf.accuracy import accuracy_report, cross_validation
-    from pddplan.perf.calibrate import read_measurements
+    from pddplan.calibration.accuracy import accuracy_report, cross_validation
+    from pddplan.calibration.calibrate import read_measurements
     from pddplan.report import output, perf_tables
 
     report = accuracy_report(measurements)
@@ -918,11 +918,11 @@ ReportOption = Annotated[
 
 
 def _write_report(path: Path, workload: str, **parts: Any) -> None:
-    """Build the plan report (`pddplan.plan_report`) and write it atomically."""
+    """Build the plan report (`pddplan.analyses.plan_report`) and write it atomically."""
     from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_workload, workload_dir
     from pddplan.support.loading import write_atomic
-    from pddplan.plan_report import plan_report
+    from pddplan.analyses.plan_report import plan_report
     from pddplan.report import output
 
     inputs = load_input_set(load_workload(workload), workload_dir(workload))
@@ -932,7 +932,7 @@ def _write_report(path: Path, workload: str, **parts: Any) -> None:
 
 def _check_report(path: Path | None) -> None:
     if path is not None:
-        from pddplan.plan_report import check_report_path
+        from pddplan.analyses.plan_report import check_report_path
 
         check_report_path(path)
 
@@ -949,7 +949,7 @@ def _traced_scenario(plan: str, workload: str, trace: Path, fmt: str, cache_capa
     from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.report import output
-    from pddplan.scenario import build_scenario
+    from pddplan.scenarios.scenario import build_scenario
     from pddplan.trace.workload import CacheChoice, workload_from_trace
 
     if fmt not in ("mooncake", "csv"):
@@ -1165,8 +1165,8 @@ def whatif(
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.support.limits import check_requests, check_seed
     from pddplan.report import output, plan_tables
-    from pddplan.whatif import Change, check_transient
-    from pddplan.whatif import whatif as run
+    from pddplan.analyses.whatif import Change, check_transient
+    from pddplan.analyses.whatif import whatif as run
 
     if rate is None and not hit_shift and fail is None:
         raise InputError("give a change: --rate, --hit-shift or --fail")
@@ -1205,8 +1205,8 @@ def survive(
     from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.report import output, plan_tables
-    from pddplan.survive import check_degraded_sla
-    from pddplan.survive import survive as run
+    from pddplan.optimize.survive import check_degraded_sla
+    from pddplan.optimize.survive import survive as run
 
     check_degraded_sla(degraded_sla)
     inputs = load_input_set(load_workload(workload), workload_dir(workload))
@@ -1362,11 +1362,11 @@ def _further_analyses(
 
     robustness = day = None
     if wanted[0]:
-        from pddplan.optimize.robustness import robustness as vary
+        from pddplan.analyses.robustness import robustness as vary
 
         robustness = vary(spec, workload_dir(workload), options, report, names, progress=status.update)
     if wanted[1]:
-        from pddplan.robust import robust_optimize
+        from pddplan.optimize.robust import robust_optimize
 
         chosen = list(names) if names is not None else [result.name for result in report.results]
         day = robust_optimize(spec, workload_dir(workload), options, chosen, progress=status.update)
@@ -1377,11 +1377,11 @@ def _check_further_analyses(spec: Any, options: Any, robust_day: bool, survive_k
     from pddplan.errors import InputError
 
     if robust_day:
-        from pddplan.robust import check_robust
+        from pddplan.optimize.robust import check_robust
 
         check_robust(spec, options)
     if survive_kinds is not None:
-        from pddplan.survive import KINDS
+        from pddplan.optimize.survive import KINDS
 
         kinds = {k.strip() for k in survive_kinds.split(",") if k.strip()}
         if not kinds or kinds - set(KINDS):
@@ -1389,11 +1389,11 @@ def _check_further_analyses(spec: Any, options: Any, robust_day: bool, survive_k
 
 
 def _survival(spec: Any, workload: str, report: Any, kinds: str) -> list[dict[str, Any]]:
-    """`optimize --survive`: each feasible architecture's plan grown to N+1 (`pddplan.survive`)."""
+    """`optimize --survive`: each feasible architecture's plan grown to N+1 (`pddplan.optimize.survive`)."""
     from pddplan.errors import InfeasibleError
     from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import workload_dir
-    from pddplan.survive import survive
+    from pddplan.optimize.survive import survive
 
     wanted = {k.strip() for k in kinds.split(",") if k.strip()}
     inputs = load_input_set(spec, workload_dir(workload))
@@ -1534,7 +1534,7 @@ def gate(
 
     Exit 0 only when every scenario was re-run, is feasible (or recorded infeasible on purpose) and
     is no worse than its baseline; a scenario that cannot run exits 2 with its name."""
-    from pddplan import gate as gating
+    from pddplan.analyses import gate as gating
     from pddplan.errors import GateFailed, InputError
     from pddplan.support.loading import write_atomic
     from pddplan.report import gate_report, output
@@ -1651,7 +1651,7 @@ def bathtub(
 ) -> None:
     """Benefit against prefix-hit rate per architecture (the bathtub), with its valley, tail-chunk
     dips, crossovers and what it takes to climb out."""
-    from pddplan import bathtub as tub
+    from pddplan.analyses import bathtub as tub
     from pddplan.support.distribute import Execution
     from pddplan.errors import InputError
     from pddplan.inputs import load_workload, workload_dir
@@ -1737,7 +1737,7 @@ def sweep(
     """Cost, BCR and GPUs of each architecture as one numeric input of the workload varies."""
 
     from pddplan.support import catalog
-    from pddplan import sweep as sweeping
+    from pddplan.analyses import sweep as sweeping
     from pddplan.support.distribute import Execution
     from pddplan.support.limits import check_jobs
     from pddplan.support.loading import write_atomic
@@ -1781,7 +1781,7 @@ def paper(
     """The PDD article's figures next to pddplan's for its scenario, with why each differs."""
     from rich.table import Table
 
-    from pddplan import paper as comparison
+    from pddplan.analyses import paper as comparison
     from pddplan.errors import InputError
     from pddplan.report import output
 
@@ -1801,7 +1801,7 @@ def paper(
     for row in result["rows"]:
         table.add_row(row["metric"], row["article"], row["pddplan"], row["why"])
     console.print(table)
-    from pddplan.optimize.robustness import RobustnessReport
+    from pddplan.analyses.robustness import RobustnessReport
     from pddplan.report import robustness_report
 
     robustness_report.print_report(console, RobustnessReport.from_dict(result["robustness"]))
@@ -1817,7 +1817,7 @@ def agreement(
     """Where the closed-form evaluator and the simulation disagree on the shipped workloads."""
     from rich.table import Table
 
-    from pddplan import agreement as check
+    from pddplan.analyses import agreement as check
     from pddplan.support.loading import write_atomic
     from pddplan.report import output
 

@@ -27,7 +27,7 @@ from pddplan.support.loading import validate
 from pddplan.net.fluctuation import mean_fraction
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, linear_step_s, prefill_cost, prefill_time
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 

@@ -1,4 +1,4 @@
-"""`pddplan bathtub`: benefit against prefix-hit rate (pddplan.bathtub, pddplan.report.bathtub_report).
+"""`pddplan bathtub`: benefit against prefix-hit rate (pddplan.analyses.bathtub, pddplan.report.bathtub_report).
 
 The tail-chunk dips must sit where the chunk arithmetic puts them (h_k = 1 - k C / P), move with
 `--chunk` exactly as that arithmetic says, and every figure at a point must be what the evaluator's
@@ -20,14 +20,14 @@ from cli_results import one_error_line
 from typer.testing import CliRunner
 
 from pddplan import architectures
-from pddplan import bathtub as tub
+from pddplan.analyses import bathtub as tub
 from pddplan.cli import app
 from pddplan.support.curve_shape import DIP, local_minima
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.report import bathtub_report
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.specs.plan import Plan
 
 WORKLOAD = "pdd-agent-64k"
@@ -458,7 +458,7 @@ def test_fixed_plan_keeps_the_deployment_and_moves_the_hit_rate() -> None:
     """--fixed-plan: one plan per architecture for every point, its whole-instance cost the same
     everywhere, BCR = served x 3600 / cost with served <= the offered rate, and at hit rates the
     plan was sized above it serves the whole rate."""
-    from pddplan.bathtub import BathtubOptions, bathtub
+    from pddplan.analyses.bathtub import BathtubOptions, bathtub
 
     workload = load_workload(WORKLOAD)
     result = bathtub(workload, workload_dir(WORKLOAD), ["pd-intra", "pdd"], BathtubOptions(points=11, fixed_plan=True))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pddplan.trace.cache_plan import HOURS_PER_MONTH, CachePoint, best_point, marginal_values
+from pddplan.analyses.cache_plan import HOURS_PER_MONTH, CachePoint, best_point, marginal_values
 from pddplan.trace.curve import Capacity
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +94,7 @@ def test_the_price_comes_from_the_flag_or_the_workload(cli: Any, tmp_path: Path)
 
     from pddplan.errors import InputError
     from pddplan.inputs import load_workload
-    from pddplan.trace.cache_plan import cache_price
+    from pddplan.analyses.cache_plan import cache_price
 
     base = load_workload("pdd-agent-64k")
     assert cache_price(base, 3.0) == 3.0

@@ -20,8 +20,8 @@ from cli_results import one_error_line
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.support.loading import parse_text, validate
-from pddplan.perf.accuracy import accuracy_report
-from pddplan.perf.calibrate import (
+from pddplan.calibration.accuracy import accuracy_report
+from pddplan.calibration.calibrate import (
     PARAMETERS,
     REQUIRED_COLUMNS,
     ErrorSummary,
@@ -38,7 +38,7 @@ from pddplan.perf.calibrate import (
 )
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
 from pddplan.perf.priors import GPU_PRIORS, PRIOR_OF, STACK_PRIORS
-from pddplan.perf.refit import refit, write_catalog
+from pddplan.calibration.refit import refit, write_catalog
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency
 
@@ -581,7 +581,7 @@ def test_accuracy_default_is_found_from_any_directory(tmp_path: Path, monkeypatc
 
 def test_refit_does_not_depend_on_the_shipped_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The global fit starts from FIT_START, not from the file it rewrites, so a refit repeats."""
-    import pddplan.perf.calibrate as calibrate_module
+    import pddplan.calibration.calibrate as calibrate_module
 
     rows = read_measurements(synthetic_csv(tmp_path / "d.csv", [r for r in SYNTHETIC_ROWS if r.tp == 1], TRUE))
     first = refit(rows, "d.csv")
@@ -606,7 +606,7 @@ def test_refit_starts_a_copying_gpus_stack_from_its_originals_factors(
 ) -> None:
     """h800 copies h100-sxm (COPIES): a stack measured on the h800 is fitted from h100's factors,
     not from the defaults."""
-    import pddplan.perf.calibrate as calibrate_module  # refit's level fits call its fit_efficiency
+    import pddplan.calibration.calibrate as calibrate_module  # refit's level fits call its fit_efficiency
 
     starts: dict[tuple[str, ...], Efficiency] = {}
     real_fit = calibrate_module.fit_efficiency
@@ -690,7 +690,7 @@ def test_a_fit_names_its_data_by_hash_and_is_stamped_with_source_date_epoch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The source line used to carry today's date, so a refit never repeated byte for byte."""
-    from pddplan.perf.calibrate import data_tag
+    from pddplan.calibration.calibrate import data_tag
 
     path = tmp_path / "m.csv"
     path.write_text("model,gpu\n", encoding="utf-8")

@@ -17,7 +17,7 @@ from cli_results import one_error_line
 from typer.testing import CliRunner
 
 from pddplan import architectures
-from pddplan import bathtub as tub
+from pddplan.analyses import bathtub as tub
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload, workload_dir

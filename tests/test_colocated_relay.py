@@ -216,7 +216,7 @@ def test_fast_sizing_moves_the_relay_onto_prefill_when_it_is_no_dearer() -> None
     """bathtub and sweep size plans without the program; they compare the relay's placements too."""
     from pddplan.inputs import workload_dir
     from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
-    from pddplan.scenario import build_scenario
+    from pddplan.scenarios.scenario import build_scenario
 
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
     sized = size_plan(inputs.workload, choose_shape(inputs, "pdd"))

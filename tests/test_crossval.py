@@ -11,8 +11,8 @@ import pytest
 from cli_results import one_error_line
 
 from pddplan.errors import InputError
-from pddplan.perf.accuracy import cross_validation
-from pddplan.perf.calibrate import FIT_START, PARAMETERS, factors_on_bounds, read_measurements
+from pddplan.calibration.accuracy import cross_validation
+from pddplan.calibration.calibrate import FIT_START, PARAMETERS, factors_on_bounds, read_measurements
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "tests" / "data" / "measurements.csv"
@@ -92,7 +92,7 @@ def test_a_measurement_with_several_step_kinds_also_gets_an_all_group() -> None:
     both (count the sum, worst the larger worst); a measurement of one kind has no `all` group."""
     from dataclasses import replace
 
-    from pddplan.perf.accuracy import _grouped
+    from pddplan.calibration.accuracy import _grouped
 
     rows = [m for m in read_measurements(MEASUREMENTS) if m.measured_kind == "engine_step" and m.split != "excluded"]
     rows += [replace(rows[0], measured_kind="client_ttft")]
@@ -108,7 +108,7 @@ def test_a_measurement_with_several_step_kinds_also_gets_an_all_group() -> None:
 def test_the_shipped_model_meets_the_engine_step_targets_on_held_out_rows() -> None:
     """Step-time model v2's targets on engine-step rows held out of every fit (README, "Accuracy of
     the step-time model"): median |error| <= 10%, p90 <= 25%, worst <= 40%, with the shipped factors."""
-    from pddplan.perf.accuracy import accuracy_report
+    from pddplan.calibration.accuracy import accuracy_report
 
     engine = accuracy_report(MEASUREMENTS)["holdout_groups"]["by_measurement"]["engine_step prefill"]
     assert engine["count"] >= 5

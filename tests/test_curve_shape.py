@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pddplan.bathtub import BathtubResult, findings
+from pddplan.analyses.bathtub import BathtubResult, findings
 from pddplan.support.curve_shape import curve_shape, turns
 from pddplan.inputs import load_workload
 

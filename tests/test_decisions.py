@@ -17,7 +17,7 @@ from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import optimize
 from pddplan.optimize.search import optimize_architecture
 from pddplan.perf.memory import prompt_room
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.distributions import FixedLength
 from pddplan.specs.plan import Plan

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pddplan.cli import app
-from pddplan.schemas import markdown_reference
+from pddplan.report.schemas import markdown_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -51,7 +51,7 @@ def test_shared_figures_are_documented_once() -> None:
     from pddplan.evaluate.analytic import evaluate
     from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
-    from pddplan.scenario import build_scenario
+    from pddplan.scenarios.scenario import build_scenario
     from pddplan.simulate.summary import simulate
 
     text = (ROOT / "docs" / "model.md").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""`pddplan gate`: the cost gate over committed scenarios (pddplan.gate, pddplan.specs.baseline,
+"""`pddplan gate`: the cost gate over committed scenarios (pddplan.analyses.gate, pddplan.specs.baseline,
 pddplan.report.gate_report and the CLI).
 
 Exit codes: 0 pass (a refresh hint when improved), 1 regression, 2 missing/corrupt baseline or bad
@@ -24,7 +24,7 @@ from cli_results import one_error_line
 from rich.console import Console
 from typer.testing import CliRunner
 
-from pddplan import gate as gating
+from pddplan.analyses import gate as gating
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.report.gate_report import print_checks
@@ -822,7 +822,7 @@ def test_a_scenario_that_cannot_run_exits_2_with_its_name(work: Path) -> None:
 
 def test_screen_markdown_and_json_use_the_same_verdict_words() -> None:
     """The JSON said regression/unchanged while the screen said worse/same (issue 16, item 11)."""
-    from pddplan.gate import MARKS
+    from pddplan.analyses.gate import MARKS
     from pddplan.report.gate_report import STYLE
 
     assert set(MARKS) == set(STYLE) == {"regression", "improvement", "unchanged"}

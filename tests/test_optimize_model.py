@@ -691,7 +691,7 @@ def test_infeasible_program_reports_infeasible() -> None:
 def test_instance_candidates_follow_the_offers() -> None:
     from pddplan.optimize.candidates import instance_candidates, tp_degrees
     from pddplan.perf.memory import fits
-    from pddplan.scenario import gpu_price
+    from pddplan.scenarios.scenario import gpu_price
 
     for name in ("pdd-agent-64k", "chat-short-lowhit"):
         workload = load_workload(name)

@@ -1,4 +1,4 @@
-"""Every command's `--json` output validates against its model in `pddplan.output_schemas` (no
+"""Every command's `--json` output validates against its model in `pddplan.report.output_schemas` (no
 key missing, none extra, types as stated), and `pddplan schema --outputs` writes those schemas."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cli_results import json_of
 
-from pddplan.output_schemas import OUTPUTS, output_schema, validate_output
+from pddplan.report.output_schemas import OUTPUTS, output_schema, validate_output
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")

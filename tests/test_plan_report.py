@@ -18,7 +18,7 @@ from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.report.charts import nice_ticks
-from pddplan.sensitivity import FACTORS, sensitivity
+from pddplan.analyses.sensitivity import FACTORS, sensitivity
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"

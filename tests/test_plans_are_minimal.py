@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pddplan.bathtub import BathtubOptions, bathtub
+from pddplan.analyses.bathtub import BathtubOptions, bathtub
 from pddplan.support.curve_shape import curve_shape
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs.input_set import load_input_set
@@ -18,7 +18,7 @@ from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.problem import build_setup
 from pddplan.optimize.run import optimize
 from pddplan.optimize.search import narrower_plans
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import Plan
 

@@ -22,7 +22,7 @@ from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_plan, load_workload, workload_dir
 from pddplan.perf.roofline import Instance
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 

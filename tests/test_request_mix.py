@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pddplan.bathtub import at_hit
+from pddplan.analyses.bathtub import at_hit
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload
 from pddplan.specs.distributions import RequestMix

@@ -14,9 +14,9 @@ from pddplan.errors import InputError
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.output_schemas import validate_output
-from pddplan.robust import _unmet, robust_optimize, scenario_workloads
-from pddplan.scenario import build_scenario
+from pddplan.report.output_schemas import validate_output
+from pddplan.optimize.robust import _unmet, robust_optimize, scenario_workloads
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.specs.workload import Workload
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from rich.console import Console
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.robustness import (
+from pddplan.analyses.robustness import (
     RobustnessReport,
     RobustnessRow,
     extend_widths,

@@ -1,4 +1,4 @@
-"""Plans resolved against workloads (pddplan.specs.plan, pddplan.scenario).
+"""Plans resolved against workloads (pddplan.specs.plan, pddplan.scenarios.scenario).
 
 A good plan resolves into roles, prices and a pooled link whose numbers are checked by hand against
 the hardware profiles and the workload; every way a plan can disagree with its workload (or with
@@ -22,7 +22,7 @@ from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.support.loading import validate
 from pddplan.optimize.candidates import instance_candidates
 from pddplan.perf.kv import request_kv_bytes
-from pddplan.scenario import build_scenario, gpu_price
+from pddplan.scenarios.scenario import build_scenario, gpu_price
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 

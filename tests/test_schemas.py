@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pddplan.report.output import to_json
-from pddplan.schemas import schema_for, schema_kinds, write_schemas
+from pddplan.report.schemas import schema_for, schema_kinds, write_schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "schemas"

@@ -40,7 +40,7 @@ from pddplan.support.loading import validate
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time, prefill_cost, prefill_time
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.engine import simulate_requests
 from pddplan.simulate.servers import DecodeInstance, Link
 from pddplan.simulate.summary import RECORD_FIELDS, WARMUP_FRACTION, simulate, write_records

@@ -32,7 +32,7 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.support.loading import validate
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.engine import RequestTable, simulate_requests
 from pddplan.simulate.servers import DecodeInstance
 from pddplan.simulate.summary import simulate

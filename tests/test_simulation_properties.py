@@ -33,7 +33,7 @@ from pddplan.inputs.input_set import load_input_set, load_trace
 from pddplan.support.loading import validate
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.roofline import decode_step_time
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.engine import simulate_requests
 from pddplan.simulate.servers import DecodeInstance, Link
 from pddplan.specs.plan import Plan

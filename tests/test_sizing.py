@@ -21,7 +21,7 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.search import OptimizeOptions, optimize_architecture
 from pddplan.optimize.sizing import SizedPlan, choose_shape, size_counts, size_plan
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.specs.plan import Plan
 
 CASES = [

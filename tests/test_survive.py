@@ -11,8 +11,8 @@ import pytest
 
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
-from pddplan.survive import failures_of, survive
-from pddplan.whatif import Change, whatif
+from pddplan.optimize.survive import failures_of, survive
+from pddplan.analyses.whatif import Change, whatif
 
 ROOT = Path(__file__).resolve().parent.parent
 HAND = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
@@ -42,8 +42,8 @@ def test_a_plan_that_survives_needs_nothing(grown: Any) -> None:
 
 def test_the_original_did_not_survive(grown: Any) -> None:
     """The hand plan has one relay and one line: losing either breaks it (why anything was added)."""
-    from pddplan.scenario import build_scenario
-    from pddplan.survive import survives
+    from pddplan.scenarios.scenario import build_scenario
+    from pddplan.optimize.survive import survives
 
     inputs, _ = grown
     scenario = build_scenario(load_plan(str(HAND)), inputs)
@@ -62,7 +62,7 @@ def test_survive_cli(cli: Any, tmp_path: Path) -> None:
 
 def test_optimize_survive(cli: Any) -> None:
     """optimize --survive grows each architecture's plan; N+1 never costs less than the plan."""
-    from pddplan.output_schemas import validate_output
+    from pddplan.report.output_schemas import validate_output
 
     result = cli("optimize", "pdd-agent-64k", "-a", "pdd", "--no-verify", "--survive", "instance", "--json")
     assert result.exit_code == 0, result.stderr
@@ -94,8 +94,8 @@ def test_a_degraded_sla_never_costs_more(cli: Any, tmp_path: Path) -> None:
 def test_relaxed_multiplies_every_target() -> None:
     from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
-    from pddplan.scenario import build_scenario
-    from pddplan.survive import relaxed
+    from pddplan.scenarios.scenario import build_scenario
+    from pddplan.optimize.survive import relaxed
 
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
     scenario = build_scenario(load_plan(str(ROOT / "tests" / "data" / "export" / "pdd-agent-64k-pdd.yaml")), inputs)

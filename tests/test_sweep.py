@@ -1,4 +1,4 @@
-"""`pddplan sweep`: any numeric workload field against cost and BCR (pddplan.sweep,
+"""`pddplan sweep`: any numeric workload field against cost and BCR (pddplan.analyses.sweep,
 pddplan.report.sweep_report)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from pddplan import architectures
 from pddplan.support import catalog
-from pddplan import sweep as sweeping
+from pddplan.analyses import sweep as sweeping
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.evaluate.capacity_view import capacity_view
@@ -29,7 +29,7 @@ from pddplan.inputs import load_workload, workload_dir
 from pddplan.support.loading import read_data
 from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.report import sweep_report
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 
 WORKLOAD = "pdd-agent-64k"
 RATE_ARGS = ("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,4", "--json")

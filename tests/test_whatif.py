@@ -12,7 +12,7 @@ import yaml
 from pddplan.errors import InputError
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
-from pddplan.whatif import Change, parse_rate, whatif
+from pddplan.analyses.whatif import Change, parse_rate, whatif
 
 ROOT = Path(__file__).resolve().parent.parent
 HAND = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"  # dedicated relay, two main decoders
@@ -120,7 +120,7 @@ def test_a_line_failing_mid_run_never_speeds_a_request_in_flight(tmp_path: Path)
     in flight at t gets its first token no sooner, and the transient reports them."""
     import numpy as np
 
-    from pddplan.scenario import build_scenario
+    from pddplan.scenarios.scenario import build_scenario
     from pddplan.simulate.engine import simulate_requests
 
     path = two_lines(tmp_path)

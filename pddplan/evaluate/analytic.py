@@ -43,7 +43,7 @@ from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
 from pddplan.perf.roofline import decode_step_time, extend_time
-from pddplan.scenario import Role, Scenario
+from pddplan.scenarios.scenario import Role, Scenario
 
 QUANTILES = (0.5, 0.9, 0.99)
 # The relay/main-decoder fixed point stops when tau_RLD, tau_MD and the offered WAN bytes each move

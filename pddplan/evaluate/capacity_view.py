@@ -41,7 +41,7 @@ from pddplan.evaluate.capacity import (
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.perf.kv import request_kv_bytes
-from pddplan.scenario import Scenario
+from pddplan.scenarios.scenario import Scenario
 
 UNBOUNDED_RATE = 1e9
 

@@ -18,7 +18,7 @@ from pddplan.cache.tiers import instance_tiers
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import Instance, prefill_cost
-from pddplan.scenario import Scenario
+from pddplan.scenarios.scenario import Scenario
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Routing
 from pddplan.specs.workload import Workload

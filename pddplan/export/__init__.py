@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pddplan.errors import InputError
 from pddplan.export.engines import ENGINE_VERSIONS, ENGINES, Engine
 from pddplan.export.layout import DEFAULT_GPUS_PER_NODE, Deployment, check_script_text, deployment_of
-from pddplan.scenario import Scenario
+from pddplan.scenarios.scenario import Scenario
 
 Target = Literal["sglang", "vllm", "k8s"]
 TARGETS: tuple[Target, ...] = ("sglang", "vllm", "k8s")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pddplan.errors import InputError
-from pddplan.scenario import Scenario
+from pddplan.scenarios.scenario import Scenario
 from pddplan.specs.plan import RoleName
 
 #: GPUs per server (Kubernetes node) unless told otherwise: an HGX board holds 8.

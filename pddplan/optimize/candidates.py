@@ -23,7 +23,7 @@ from pddplan.inputs.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.memory import fits, instance_kv_capacity_bytes, prompt_room
 from pddplan.perf.roofline import Instance
-from pddplan.scenario import gpu_price
+from pddplan.scenarios.scenario import gpu_price
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import RoleSpec
 from pddplan.specs.workload import WanLineOption, Workload

@@ -13,7 +13,7 @@ variables and its own copy of every capacity constraint:
 The scenarios' programs must describe the same purchase options (the same instance kinds at the
 same prices and the same line pools, in the same order); when an override changes them (an
 inventory, a price, a line option) the joint program is not built and None says so. The optimum is
-of the linear capacities, as the steady program's is; `pddplan.robust` checks it in closed form.
+of the linear capacities, as the steady program's is; `pddplan.optimize.robust` checks it in closed form.
 """
 
 from __future__ import annotations

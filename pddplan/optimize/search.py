@@ -27,7 +27,7 @@ from pddplan.optimize.problem import (
     build_setup,
     solve_bcr,
 )
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.sequential import verify
 from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, Routing, WanLease
 

@@ -317,7 +317,7 @@ def relay_on_prefill_if_cheaper(sized: SizedPlan, inputs: InputSet) -> SizedPlan
     from pddplan.evaluate.analytic import evaluate
     from pddplan.evaluate.capacity_view import capacity_view
     from pddplan.optimize.placement import relay_placements
-    from pddplan.scenario import build_scenario
+    from pddplan.scenarios.scenario import build_scenario
 
     groups = relay_placements(sized.plan)
     if len(groups) < 2:

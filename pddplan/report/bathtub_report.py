@@ -6,7 +6,7 @@ import csv
 import io
 import math
 
-from pddplan.bathtub import FIGURES, BathtubResult
+from pddplan.analyses.bathtub import FIGURES, BathtubResult
 from pddplan.report.charts import Chart, Series
 
 LABELS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from pddplan.gate import ScenarioCheck
+from pddplan.analyses.gate import ScenarioCheck
 
 # the words of the JSON report (`verdict`), so that a reader of either sees the same verdict
 STYLE = {"regression": "[red]regression[/red]", "improvement": "[green]improvement[/green]", "unchanged": "unchanged"}

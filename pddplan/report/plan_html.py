@@ -20,8 +20,8 @@ import numpy as np
 
 from pddplan.report.charts import Chart, Series, svg
 from pddplan.report.plan_tables import scenario_roles, scenario_wan
-from pddplan.scenario import Scenario
-from pddplan.sensitivity import Sensitivity
+from pddplan.scenarios.scenario import Scenario
+from pddplan.analyses.sensitivity import Sensitivity
 
 CDF_POINTS = 200
 STYLE = (

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from pddplan import architectures
-from pddplan.scenario import Scenario
+from pddplan.scenarios.scenario import Scenario
 
 
 def layout_label(tp: int, expert_parallel: bool | None, tp_attention: bool = False) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 from rich.table import Table
 
 from pddplan.report.charts import Chart, Series
-from pddplan.sweep import best_of
+from pddplan.analyses.sweep import best_of
 
 
 def _value(point: dict[str, Any], arch: str, key: str) -> float:

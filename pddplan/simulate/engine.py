@@ -47,7 +47,7 @@ from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.mixed import relay_marginal_step_s
 from pddplan.perf.roofline import decode_step_time, extend_time, linear_step_s, prefill_cost
-from pddplan.scenario import Role, Scenario
+from pddplan.scenarios.scenario import Role, Scenario
 from pddplan.simulate.prefill import PrefillPool, PrefillRun, run_prefill_pool
 from pddplan.simulate.servers import ColocatedRelay, DecodeInstance, Link
 from pddplan.trace.replay import TraceReplay

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from pddplan.evaluate.verdict import tpot_target
-from pddplan.scenario import Scenario
+from pddplan.scenarios.scenario import Scenario
 from pddplan.simulate.summary import WARMUP_FRACTION, Simulation, simulate
 
 #: share of the requested simulation run first

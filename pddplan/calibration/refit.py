@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pddplan.support.catalog import catalog_dir
 from pddplan.support.loading import write_atomic
-from pddplan.perf.calibrate import (
+from pddplan.calibration.calibrate import (
     Measurement,
     data_tag,
     efficiency_yaml,

@@ -17,13 +17,13 @@ from pddplan.cache.sessions import CacheKind
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.robustness import robustness
+from pddplan.analyses.robustness import robustness
 from pddplan.optimize.run import architecture_figures, optimize
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes
 from pddplan.report import robustness_report
 from pddplan.report.plan_tables import layout_label
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload

@@ -49,7 +49,7 @@ def _folder(folder: Path, flag: str) -> None:
 
 def write_output_schemas(folder: Path) -> list[Path]:
     """Write `<command>.output.schema.json` for every command's --json output into `folder`."""
-    from pddplan.output_schemas import OUTPUTS, output_schema
+    from pddplan.report.output_schemas import OUTPUTS, output_schema
 
     _folder(folder, "--outputs")
     paths = []

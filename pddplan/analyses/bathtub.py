@@ -309,7 +309,7 @@ def _fixed_plan_figures(plan: Plan, inputs: InputSet) -> dict[str, float] | None
     """Figures of a fixed deployment at one hit point (module docstring): it serves
     min(offered rate, its capacity there) with the same whole instances and lines."""
     from pddplan.evaluate.capacity_view import capacity_view
-    from pddplan.scenario import build_scenario
+    from pddplan.scenarios.scenario import build_scenario
 
     scenario = build_scenario(plan, inputs, source="bathtub plan")
     view = capacity_view(scenario)

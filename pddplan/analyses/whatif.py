@@ -44,7 +44,7 @@ from typing import Any, cast
 
 from pddplan.errors import InputError
 from pddplan.inputs.input_set import InputSet
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.specs.plan import RoleName
 
 ROLES = ("prefill", "relay", "decode")
@@ -171,7 +171,7 @@ def _rebuilt(inputs: InputSet, plan: Any) -> Scenario:
 
 def apply(inputs: InputSet, scenario: Scenario, change: Change) -> tuple[Scenario | None, float, str]:
     """The deployment after `change` (None: nothing served), the rate offered, and the mode in words."""
-    from pddplan.bathtub import with_hit
+    from pddplan.analyses.bathtub import with_hit
 
     rate = parse_rate(change.rate, scenario.rate_rps) if change.rate else scenario.rate_rps
     modes = []

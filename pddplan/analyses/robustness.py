@@ -25,7 +25,7 @@ from pddplan.optimize.candidates import tp_degrees
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
 from pddplan.optimize.search import ArchitectureResult
-from pddplan.scenario import gpu_price
+from pddplan.scenarios.scenario import gpu_price
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 

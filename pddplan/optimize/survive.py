@@ -1,7 +1,7 @@
 """N+1: grow a plan until it meets its SLA after any single failure (`pddplan survive`).
 
 Failures considered: one instance of each role the plan has (`instance`), and one leased line of
-each WAN option (`line`), each degraded as `pddplan.whatif` models it. A failure survives when the
+each WAN option (`line`), each degraded as `pddplan.analyses.whatif` models it. A failure survives when the
 degraded deployment serves the whole offered rate within the SLA (closed form), or within a
 degraded SLA: `degraded_sla` = k multiplies every target (TTFT P90, P99, TPOT P90) after a
 failure, the SLA an operator may promise for the hours a part is down (k = 1: the full SLA).
@@ -21,9 +21,9 @@ from typing import Any
 
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.inputs.input_set import InputSet
-from pddplan.scenario import Scenario, build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.specs.plan import Plan
-from pddplan.whatif import Change, apply
+from pddplan.analyses.whatif import Change, apply
 
 KINDS = ("instance", "line")
 MAX_STEPS = 64

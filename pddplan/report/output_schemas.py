@@ -446,7 +446,7 @@ class CachePlan(Output):
 
 
 class Transient(Output):
-    """`whatif --at`: a line failing mid-simulation (pddplan.whatif)."""
+    """`whatif --at`: a line failing mid-simulation (pddplan.analyses.whatif)."""
 
     at_s: float
     capacity_share_left: float = Field(description="the line pool's capacity left, as a share")

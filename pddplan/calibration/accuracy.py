@@ -17,7 +17,7 @@ import numpy as np
 
 from pddplan.support.catalog import shipped_measurements
 from pddplan.errors import InputError
-from pddplan.perf.calibrate import ErrorSummary, Measurement, accuracy_rows, read_measurements
+from pddplan.calibration.calibrate import ErrorSummary, Measurement, accuracy_rows, read_measurements
 from pddplan.specs.model import ModelArchitecture
 
 
@@ -150,15 +150,15 @@ def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
 def cross_validation(
     rows: list[Measurement], folds: int = 5, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """K-fold cross-validation of the whole refit (`pddplan.perf.refit`: defaults, per GPU, per
+    """K-fold cross-validation of the whole refit (`pddplan.calibration.refit`: defaults, per GPU, per
     stack) on the `fit` rows: fold k holds the fit rows at positions k, k + K, k + 2K, ... in file
     order; each fold is predicted by the factors refitted without it (with the most specific level
     its row has, as `accuracy` does). Held-out and excluded rows never enter. Errors are
     |predicted / measured - 1|: median, p90 and worst, overall and per group (`_grouped`)."""
     from dataclasses import replace
 
-    from pddplan.perf.calibrate import predict
-    from pddplan.perf.refit import refit
+    from pddplan.calibration.calibrate import predict
+    from pddplan.calibration.refit import refit
 
     if folds < 2:
         raise InputError(f"--folds = {folds}: cross-validation needs at least 2 folds")

@@ -121,7 +121,7 @@ def run_point(task: SweepTask) -> dict[str, Any]:
 
 def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
     from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
-    from pddplan.scenario import build_scenario
+    from pddplan.scenarios.scenario import build_scenario
 
     workload = inputs.workload
     sized = relay_on_prefill_if_cheaper(size_plan(workload, choose_shape(inputs, arch)), inputs)

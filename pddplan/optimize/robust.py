@@ -13,7 +13,7 @@ The search, per architecture:
      its own optimum), grown greedily when the closed form finds it short (the program's
      capacities are linear, as the steady program's are);
    - when none of these meets them all, the plan of the scenario with the highest rate grown
-     greedily (as `pddplan.survive` grows: the addition leaving the fewest scenarios unmet, ties
+     greedily (as `pddplan.optimize.survive` grows: the addition leaving the fewest scenarios unmet, ties
      to the cheapest) until it does;
 4. the cheapest candidate that meets every required scenario wins, and the note says which it
    is. When its cost equals the lower bound L it is optimal (as far as each scenario's own optimum
@@ -43,7 +43,7 @@ from typing import Any
 from pddplan.errors import InputError
 from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.scenario import build_scenario
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import TrafficScenario, Workload
 
@@ -61,9 +61,9 @@ def check_robust(workload: Workload, options: OptimizeOptions) -> None:
 
 def scenario_workloads(workload: Workload) -> list[tuple[TrafficScenario, Workload]]:
     """Each scenario's workload: overrides set (dotted paths), hit shifted, validated as a file is."""
-    from pddplan.bathtub import with_hit
+    from pddplan.analyses.bathtub import with_hit
     from pddplan.support.loading import validate
-    from pddplan.sweep import set_path
+    from pddplan.analyses.sweep import set_path
 
     out = []
     for spec in workload.scenarios:
@@ -300,7 +300,7 @@ def _unmet(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> list[st
 
 def _grow(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], inputs: InputSet) -> Plan | None:
     """Greedy growth until every required scenario is met (module docstring), or None."""
-    from pddplan.survive import growths
+    from pddplan.optimize.survive import growths
 
     unmet = _unmet(plan, cases)
     for _ in range(MAX_GROWTH):

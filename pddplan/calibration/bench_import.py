@@ -8,7 +8,7 @@ Formats (field names and units from the tools' own result dicts; docs/export.md 
   sweep's summary.json); the model is `model_id`; an unbounded rate is the string "inf".
 Both give milliseconds in `*_ms`, token totals over successful requests, and `completed`.
 
-Each run becomes at most two rows (`pddplan.perf.calibrate.Measurement`):
+Each run becomes at most two rows (`pddplan.calibration.calibrate.Measurement`):
 - a client TTFT row (kind prefill, measured_kind client_ttft) when the run held one request at a
   time (max_concurrency 1): the median TTFT is one prefill of the mean prompt plus the serving
   stack's request overhead;
@@ -223,7 +223,7 @@ def rows_from_runs(
 ) -> tuple[list[Any], list[str]]:
     """Calibration rows (`Measurement`) from benchmark runs, and the notes that say what each
     assumed or skipped (module docstring)."""
-    from pddplan.perf.calibrate import Measurement
+    from pddplan.calibration.calibrate import Measurement
 
     if decode_instances < 1:
         raise InputError(f"--decode-instances = {decode_instances}: must be at least 1")
@@ -374,7 +374,7 @@ def calibrate_from_bench(
 ) -> BenchFit:
     """Fit `gpu`'s factors for `stack` (default: from the files) to the rows the benchmark files
     give (`rows_from_runs`), pulled towards the profile's own factors."""
-    from pddplan.perf.calibrate import calibrate_rows, data_tag
+    from pddplan.calibration.calibrate import calibrate_rows, data_tag
 
     runs = [run for path in files for run in read_bench(path, fmt)]
     if not runs:
