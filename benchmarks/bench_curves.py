@@ -10,9 +10,9 @@ from __future__ import annotations
 from _timing import ROOT, repeat, report, run_cli
 
 from pddplan.analyses.bathtub import BathtubOptions, bathtub
-from pddplan.support.distribute import Execution
-from pddplan.inputs import load_workload, workload_dir
 from pddplan.analyses.sweep import sweep
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.support.distribute import Execution
 
 
 def main() -> None:

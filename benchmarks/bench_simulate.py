@@ -9,8 +9,8 @@ from __future__ import annotations
 from _timing import ROOT, repeat, report
 
 from pddplan.evaluate.analytic import evaluate
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.run import optimize
 from pddplan.optimize.search import OptimizeOptions
 from pddplan.scenarios.scenario import build_scenario

@@ -16,8 +16,8 @@ from typing import Any
 
 from pddplan.evaluate.analytic import Evaluation
 from pddplan.evaluate.analytic import evaluate as _evaluate
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport
 from pddplan.optimize.run import optimize as _optimize

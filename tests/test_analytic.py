@@ -23,13 +23,13 @@ from pddplan.errors import InputError
 from pddplan.evaluate.analytic import decoder_max_batch, evaluate, revenue_per_request
 from pddplan.evaluate.classes import request_classes
 from pddplan.inputs.input_set import load_input_set
-from pddplan.support.loading import validate
 from pddplan.net.fluctuation import mean_fraction
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, linear_step_s, prefill_cost, prefill_time
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
+from pddplan.support.loading import validate
 
 PLANS = Path(__file__).resolve().parent / "data" / "plans"
 BASE_WORKLOAD: dict[str, Any] = yaml.safe_load((PLANS / "small-workload.yaml").read_text(encoding="utf-8"))

@@ -13,8 +13,8 @@ import pytest
 from pydantic import ValidationError
 
 from pddplan import architectures
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import optimize_architecture
 from pddplan.specs.plan import Plan

@@ -22,13 +22,14 @@ from typer.testing import CliRunner
 from pddplan import architectures
 from pddplan.analyses import bathtub as tub
 from pddplan.cli import app
-from pddplan.support.curve_shape import DIP, local_minima
 from pddplan.evaluate.capacity_view import capacity_view
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.report import bathtub_report
+from pddplan.scenarios import variants
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.specs.plan import Plan
+from pddplan.support.curve_shape import DIP, local_minima
 
 WORKLOAD = "pdd-agent-64k"
 PROMPT = 64512  # pdd-agent-64k: fixed prompt length
@@ -210,7 +211,7 @@ def test_a_dip_is_a_local_minimum_of_prefill_throughput() -> None:
 def _check_point(data: dict[str, Any], index: int, mode: str, chunk: int | None) -> int:
     workload = load_workload(WORKLOAD)
     point = data["points"][index]
-    at = tub.at_hit(workload, point["hit"], mode, chunk)  # type: ignore[arg-type]
+    at = variants.at_hit(workload, point["hit"], mode, chunk)  # type: ignore[arg-type]
     checked = 0
     for arch in data["architectures"]:
         entry = point[arch]
@@ -294,7 +295,7 @@ def test_shift_keeps_the_shares_and_hits_the_mean(name: str) -> None:
     original = workload.hit_rate.resolved_buckets()
     mean = workload.hit_rate.mean()
     for hit in [0.0, 0.01, 0.2, 0.37, mean, 0.5, 0.75, 0.9, 0.99, 1.0]:
-        moved = tub.hit_distribution(workload, hit, "shift")
+        moved = variants.hit_distribution(workload, hit, "shift")
         buckets = moved.resolved_buckets()
         assert [b.share for b in buckets] == [b.share for b in original]
         assert moved.mean() == pytest.approx(hit, abs=1e-12)
@@ -304,19 +305,19 @@ def test_shift_keeps_the_shares_and_hits_the_mean(name: str) -> None:
         for a, b, a0, b0 in zip(buckets, buckets[1:], original, original[1:], strict=False):
             assert (a.low <= b.low) == (a0.low <= b0.low)
             assert a.high <= b.high or a0.high > b0.high
-    same = tub.hit_distribution(workload, mean, "shift").resolved_buckets()
+    same = variants.hit_distribution(workload, mean, "shift").resolved_buckets()
     for a, b in zip(same, original, strict=True):
         assert (a.low, a.high) == pytest.approx((b.low, b.high), abs=1e-12)
-    top = tub.hit_distribution(workload, 1.0, "shift").resolved_buckets()
+    top = variants.hit_distribution(workload, 1.0, "shift").resolved_buckets()
     assert all(b.low == pytest.approx(1.0) and b.high == pytest.approx(1.0) for b in top)
-    bottom = tub.hit_distribution(workload, 0.0, "shift").resolved_buckets()
+    bottom = variants.hit_distribution(workload, 0.0, "shift").resolved_buckets()
     assert all(b.low == 0.0 and b.high == 0.0 for b in bottom)
 
 
 @pytest.mark.parametrize("hit", [0.0, 0.3, 0.9113, 1.0])
 def test_fixed_is_a_single_point(hit: float) -> None:
     workload = load_workload(WORKLOAD)
-    dist = tub.hit_distribution(workload, hit, "fixed")
+    dist = variants.hit_distribution(workload, hit, "fixed")
     (bucket,) = dist.resolved_buckets()
     assert (bucket.low, bucket.high, bucket.share) == (hit, hit, 1.0)
     values, probs = dist.support()
@@ -327,10 +328,10 @@ def test_fixed_is_a_single_point(hit: float) -> None:
 
 def test_at_hit_replaces_the_hit_rate_and_the_chunk_only() -> None:
     workload = load_workload(WORKLOAD)
-    same_chunk = tub.at_hit(workload, 0.4, "fixed")
+    same_chunk = variants.at_hit(workload, 0.4, "fixed")
     assert same_chunk.serving == workload.serving
     assert same_chunk.hit_rate.mean() == pytest.approx(0.4)
-    other = tub.at_hit(workload, 0.4, "fixed", 4096)
+    other = variants.at_hit(workload, 0.4, "fixed", 4096)
     assert other.serving.chunk_tokens == 4096
     assert other.serving.model_copy(update={"chunk_tokens": 8192}) == workload.serving
     for field in ("model", "arrival", "prompt_tokens", "output_tokens", "sla", "prices", "deployment"):

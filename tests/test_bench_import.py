@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from pddplan.calibration.bench_import import default_stack, read_bench, rows_csv, rows_from_runs
 from pddplan.errors import InputError
 from pddplan.report.output_schemas import validate_output
-from pddplan.calibration.bench_import import default_stack, read_bench, rows_csv, rows_from_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "examples" / "bench"

@@ -9,9 +9,9 @@ import pytest
 import typer.main
 from cli_results import human_of, json_of, one_error_line
 
-from pddplan.support import catalog
 from pddplan.cli import app
 from pddplan.inputs import model_index
+from pddplan.support import catalog
 
 HARDWARE = list(catalog.entries("hardware_profiles"))
 MODELS = list(model_index())

@@ -92,9 +92,9 @@ def test_the_price_comes_from_the_flag_or_the_workload(cli: Any, tmp_path: Path)
     else one line saying so."""
     import yaml
 
+    from pddplan.analyses.cache_plan import cache_price
     from pddplan.errors import InputError
     from pddplan.inputs import load_workload
-    from pddplan.analyses.cache_plan import cache_price
 
     base = load_workload("pdd-agent-64k")
     assert cache_price(base, 3.0) == 3.0

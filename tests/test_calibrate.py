@@ -17,9 +17,6 @@ import numpy as np
 import pytest
 from cli_results import one_error_line
 
-from pddplan.errors import InputError
-from pddplan.inputs import load_hardware, load_model
-from pddplan.support.loading import parse_text, validate
 from pddplan.calibration.accuracy import accuracy_report
 from pddplan.calibration.calibrate import (
     PARAMETERS,
@@ -36,11 +33,14 @@ from pddplan.calibration.calibrate import (
     ridge_spread,
     with_efficiency_block,
 )
+from pddplan.calibration.refit import refit, write_catalog
+from pddplan.errors import InputError
+from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
 from pddplan.perf.priors import GPU_PRIORS, PRIOR_OF, STACK_PRIORS
-from pddplan.calibration.refit import refit, write_catalog
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency
+from pddplan.support.loading import parse_text, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from pddplan.api import scenario_of
 from pddplan.evaluate.analytic import evaluate
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import optimize_architecture
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from cli_results import one_error_line
 
-from pddplan.errors import InputError
 from pddplan.calibration.accuracy import cross_validation
 from pddplan.calibration.calibrate import FIT_START, PARAMETERS, factors_on_bounds, read_measurements
+from pddplan.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "tests" / "data" / "measurements.csv"

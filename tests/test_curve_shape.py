@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from pddplan.analyses.bathtub import BathtubResult, findings
-from pddplan.support.curve_shape import curve_shape, turns
 from pddplan.inputs import load_workload
+from pddplan.support.curve_shape import curve_shape, turns
 
 X = np.linspace(0.0, 1.0, 11)
 

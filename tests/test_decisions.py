@@ -8,11 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pddplan.support.catalog import entries
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
-from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
+from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import optimize
 from pddplan.optimize.search import optimize_architecture
@@ -21,6 +20,7 @@ from pddplan.scenarios.scenario import build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.distributions import FixedLength
 from pddplan.specs.plan import Plan
+from pddplan.support.catalog import entries
 
 
 def agent_with_h20() -> InputSet:

@@ -49,8 +49,8 @@ def test_shared_figures_are_documented_once() -> None:
     import re
 
     from pddplan.evaluate.analytic import evaluate
-    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.scenarios.scenario import build_scenario
     from pddplan.simulate.summary import simulate
 

@@ -15,10 +15,10 @@ from test_analytic import BASE_WORKLOAD, plan_data, scenario
 from pddplan.cache.sessions import kept_probability
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.classes import request_classes
-from pddplan.support.loading import validate
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.simulate.summary import simulate
 from pddplan.specs.workload import Workload
+from pddplan.support.loading import validate
 
 
 def test_hit_probability_by_hand() -> None:

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from cli_results import one_error_line
 
+from pddplan.calibration.estimate import StepQuery, estimate
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.support.loading import read_data, validate
-from pddplan.calibration.estimate import StepQuery, estimate
 from pddplan.perf.memory import max_batch, memory_budget
 from pddplan.perf.roofline import Instance, prefill_time, step_time
 from pddplan.specs.hardware import Efficiency
+from pddplan.support.loading import read_data, validate
 
 BREAKDOWN_KEYS = {
     "dense_gemm_s",

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from pddplan.support.catalog import catalog_dir
 from pddplan.errors import InputError
-from pddplan.inputs.hf_import import architecture_from_hf_config
 from pddplan.inputs import load_model
-from pddplan.support.loading import read_data
+from pddplan.inputs.hf_import import architecture_from_hf_config
 from pddplan.perf.arithmetic import param_counts
 from pddplan.perf.kv import kv_bytes_per_token
+from pddplan.support.catalog import catalog_dir
+from pddplan.support.loading import read_data
 
 CATALOG = catalog_dir("model_catalog")
 LLAMA_8B_TOTAL = 8_030_261_248

@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from pddplan.support import loading
 from pddplan.errors import InfeasibleError, InputError, PddplanError
+from pddplan.specs.common import StrictModel
+from pddplan.specs.hardware import HardwareProfile
+from pddplan.specs.workload import Workload
+from pddplan.support import loading
 from pddplan.support.loading import (
     describe_validation_error,
     load,
@@ -23,9 +26,6 @@ from pddplan.support.loading import (
     write_atomic,
     write_atomic_bytes,
 )
-from pddplan.specs.common import StrictModel
-from pddplan.specs.hardware import HardwareProfile
-from pddplan.specs.workload import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = ROOT / "workloads" / "pdd-agent-64k.yaml"

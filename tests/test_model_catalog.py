@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from pddplan.inputs.browse import model_summary
-from pddplan.support.catalog import catalog_dir
 from pddplan.inputs import load_model, model_index
+from pddplan.inputs.browse import model_summary
 from pddplan.perf.kv import kv_breakdown, kv_bytes_per_token, linear_state_bytes
+from pddplan.support.catalog import catalog_dir
 
 
 # -- hand formulas, one per attention / FFN family ------------------------------------------------

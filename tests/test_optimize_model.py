@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from pddplan import architectures
 from pddplan.architectures import DecodeGpu
 from pddplan.evaluate.capacity import RDMA_PATH, DecoderCapacity, PathLoad
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import Candidate, wan_configs

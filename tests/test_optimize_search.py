@@ -34,8 +34,8 @@ from pddplan.errors import InfeasibleError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.capacity import PathLoad
 from pddplan.evaluate.moments import WorkloadMoments
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import FIXES, diagnose
 from pddplan.optimize.options import OptimizeOptions

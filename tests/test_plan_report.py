@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from cli_results import one_error_line
 
+from pddplan.analyses.sensitivity import FACTORS, sensitivity
 from pddplan.api import scenario_of
 from pddplan.evaluate.analytic import evaluate
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.report.charts import nice_ticks
-from pddplan.analyses.sensitivity import FACTORS, sensitivity
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"

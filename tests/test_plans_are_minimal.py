@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 
 from pddplan.analyses.bathtub import BathtubOptions, bathtub
-from pddplan.support.curve_shape import curve_shape
 from pddplan.evaluate.analytic import evaluate
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.problem import build_setup
 from pddplan.optimize.run import optimize
@@ -21,6 +20,7 @@ from pddplan.optimize.search import narrower_plans
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import Plan
+from pddplan.support.curve_shape import curve_shape
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted(p.stem for p in (ROOT / "workloads").glob("*.yaml"))

@@ -19,8 +19,8 @@ from pddplan.cache import CacheKind, held_bytes, held_time_s, instance_tiers, ke
 from pddplan.cache.accounting import cache_site
 from pddplan.cache.tiers import Tier, request_links
 from pddplan.evaluate.analytic import evaluate
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_plan, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.perf.roofline import Instance
 from pddplan.scenarios.scenario import build_scenario
 
@@ -151,8 +151,8 @@ def _plans() -> dict[str, Any]:
         "wan": [{"option": "express-40g", "count": 1}],
     }
     pdd = {**cross, "architecture": "pdd", "relay_on_prefill": True}
-    from pddplan.support.loading import validate
     from pddplan.specs.plan import Plan
+    from pddplan.support.loading import validate
 
     return {
         name: validate(Plan, data, "plan") for name, data in (("pd-intra", base), ("pd-cross", cross), ("pdd", pdd))

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import yaml
 
-from pddplan.analyses.bathtub import at_hit
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload
+from pddplan.scenarios.variants import at_hit
 from pddplan.specs.distributions import RequestMix
 from pddplan.specs.workload import Workload
 from pddplan.trace.read import read_trace

@@ -74,7 +74,7 @@ def test_robust_refuses_a_rate_before_optimizing(cli: Any) -> None:
 def test_moving_the_hit_scales_a_class_load() -> None:
     """A class that loads its cached KV from a slower tier loads half as much at half the hit,
     and nothing at hit 0."""
-    from pddplan.analyses.bathtub import mix_at_hit
+    from pddplan.scenarios.variants import mix_at_hit
     from pddplan.specs.distributions import RequestMix
 
     mix = RequestMix.model_validate({"classes": [{"prompt_tokens": 1000, "hit": 0.8, "share": 1.0, "load_s": 0.2}]})

@@ -11,12 +11,13 @@ import pytest
 import yaml
 
 from pddplan.errors import InputError
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.robust import _unmet, robust_optimize
 from pddplan.report.output_schemas import validate_output
-from pddplan.optimize.robust import _unmet, robust_optimize, scenario_workloads
 from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios.variants import scenario_workloads
 from pddplan.specs.workload import Workload
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,9 +9,6 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from pddplan.inputs.input_set import load_input_set
-from pddplan.inputs import load_hardware, load_workload, workload_dir
-from pddplan.optimize.options import OptimizeOptions
 from pddplan.analyses.robustness import (
     RobustnessReport,
     RobustnessRow,
@@ -20,6 +17,9 @@ from pddplan.analyses.robustness import (
     verdict,
     wider,
 )
+from pddplan.inputs import load_hardware, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize.options import OptimizeOptions
 from pddplan.report import robustness_report
 
 AGENT = "pdd-agent-64k"

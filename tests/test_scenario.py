@@ -17,14 +17,14 @@ import yaml
 
 from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
-from pddplan.support.loading import validate
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.candidates import instance_candidates
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenarios.scenario import build_scenario, gpu_price
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
+from pddplan.support.loading import validate
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "tests" / "data" / "plans"

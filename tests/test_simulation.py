@@ -34,9 +34,8 @@ from toys import plan_data as plan
 import pddplan.simulate.engine as engine
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.queueing import md1_mean_wait
-from pddplan.inputs.input_set import load_input_set, load_trace
 from pddplan.inputs import load_plan, load_workload, workload_dir
-from pddplan.support.loading import validate
+from pddplan.inputs.input_set import load_input_set, load_trace
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time, prefill_cost, prefill_time
@@ -46,6 +45,7 @@ from pddplan.simulate.servers import DecodeInstance, Link
 from pddplan.simulate.summary import RECORD_FIELDS, WARMUP_FRACTION, simulate, write_records
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Fluctuation, Workload
+from pddplan.support.loading import validate
 
 ROOT = PLANS.parent.parent.parent
 BASE_WORKLOAD: dict[str, Any] = yaml.safe_load((PLANS / "small-workload.yaml").read_text(encoding="utf-8"))

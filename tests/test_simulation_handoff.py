@@ -29,7 +29,6 @@ import pddplan.simulate.engine as engine
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.handoff import CatchUp, catch_up_rounds
 from pddplan.inputs.input_set import load_input_set
-from pddplan.support.loading import validate
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenarios.scenario import Scenario, build_scenario
@@ -38,6 +37,7 @@ from pddplan.simulate.servers import DecodeInstance
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
+from pddplan.support.loading import validate
 
 BASE_WORKLOAD: dict[str, Any] = yaml.safe_load((PLANS / "small-workload.yaml").read_text(encoding="utf-8"))
 ISOLATED = 2e-3  # requests ~500 s apart on average

@@ -30,7 +30,6 @@ from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
 from pddplan.inputs.input_set import load_input_set, load_trace
-from pddplan.support.loading import validate
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.roofline import decode_step_time
 from pddplan.scenarios.scenario import Scenario, build_scenario
@@ -38,6 +37,7 @@ from pddplan.simulate.engine import simulate_requests
 from pddplan.simulate.servers import DecodeInstance, Link
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Fluctuation, Workload
+from pddplan.support.loading import validate
 
 BASE_WORKLOAD: dict[str, Any] = yaml.safe_load((PLANS / "small-workload.yaml").read_text(encoding="utf-8"))
 

@@ -17,8 +17,8 @@ from pddplan.errors import InfeasibleError
 from pddplan.evaluate.capacity import WAN_MAX_UTILIZATION
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.evaluate.classes import request_classes
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.search import OptimizeOptions, optimize_architecture
 from pddplan.optimize.sizing import SizedPlan, choose_shape, size_counts, size_plan
 from pddplan.scenarios.scenario import build_scenario

@@ -16,10 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pddplan.support import catalog
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_hardware_catalog
-from pddplan.support.loading import read_data, validate
 from pddplan.specs.common import FREE_SOURCE_PREFIXES, Figure, Source
 from pddplan.specs.distributions import (
     ARTICLE_BUCKET_EDGES,
@@ -32,6 +30,8 @@ from pddplan.specs.distributions import (
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
+from pddplan.support import catalog
+from pddplan.support.loading import read_data, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from pddplan.inputs.input_set import load_input_set
+from pddplan.analyses.whatif import whatif
 from pddplan.inputs import load_plan, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.survive import failures_of, survive
-from pddplan.analyses.whatif import Change, whatif
+from pddplan.scenarios.failures import Change
 
 ROOT = Path(__file__).resolve().parent.parent
 HAND = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
@@ -42,8 +43,8 @@ def test_a_plan_that_survives_needs_nothing(grown: Any) -> None:
 
 def test_the_original_did_not_survive(grown: Any) -> None:
     """The hand plan has one relay and one line: losing either breaks it (why anything was added)."""
-    from pddplan.scenarios.scenario import build_scenario
     from pddplan.optimize.survive import survives
+    from pddplan.scenarios.scenario import build_scenario
 
     inputs, _ = grown
     scenario = build_scenario(load_plan(str(HAND)), inputs)
@@ -92,10 +93,10 @@ def test_a_degraded_sla_never_costs_more(cli: Any, tmp_path: Path) -> None:
 
 
 def test_relaxed_multiplies_every_target() -> None:
-    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
-    from pddplan.scenarios.scenario import build_scenario
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.optimize.survive import relaxed
+    from pddplan.scenarios.scenario import build_scenario
 
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
     scenario = build_scenario(load_plan(str(ROOT / "tests" / "data" / "export" / "pdd-agent-64k-pdd.yaml")), inputs)

@@ -19,17 +19,18 @@ from cli_results import one_error_line
 from typer.testing import CliRunner
 
 from pddplan import architectures
-from pddplan.support import catalog
 from pddplan.analyses import sweep as sweeping
+from pddplan.scenarios import variants
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.evaluate.capacity_view import capacity_view
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_workload, workload_dir
-from pddplan.support.loading import read_data
+from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.report import sweep_report
 from pddplan.scenarios.scenario import build_scenario
+from pddplan.support import catalog
+from pddplan.support.loading import read_data
 
 WORKLOAD = "pdd-agent-64k"
 RATE_ARGS = ("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,4", "--json")
@@ -67,7 +68,7 @@ def raw() -> dict[str, Any]:
 # -- set_path -------------------------------------------------------------------------------------
 def test_set_path_top_level_and_nested(raw: dict[str, Any]) -> None:
     original = copy.deepcopy(raw)
-    out = sweeping.set_path(raw, "arrival.rate_rps", 2.5)
+    out = variants.set_path(raw, "arrival.rate_rps", 2.5)
     assert out["arrival"]["rate_rps"] == 2.5
     assert raw == original  # a deep copy: the input is untouched
     out["deployment"]["wan_lines"][0]["capacity_gbps"] = -1
@@ -75,19 +76,19 @@ def test_set_path_top_level_and_nested(raw: dict[str, Any]) -> None:
 
 
 def test_set_path_list_items(raw: dict[str, Any]) -> None:
-    out = sweeping.set_path(raw, "deployment.wan_lines[1].rtt_ms", 12.5)
+    out = variants.set_path(raw, "deployment.wan_lines[1].rtt_ms", 12.5)
     assert out["deployment"]["wan_lines"][1]["rtt_ms"] == 12.5
     assert out["deployment"]["wan_lines"][0]["rtt_ms"] == raw["deployment"]["wan_lines"][0]["rtt_ms"]
-    out = sweeping.set_path(raw, "deployment.datacenters[1].gpus[0].max_count", 64.0)
+    out = variants.set_path(raw, "deployment.datacenters[1].gpus[0].max_count", 64.0)
     assert out["deployment"]["datacenters"][1]["gpus"][0]["max_count"] == 64
     assert type(out["deployment"]["datacenters"][1]["gpus"][0]["max_count"]) is int
     # a field the file leaves out is added (validation decides whether it exists)
-    out = sweeping.set_path(raw, "deployment.datacenters[1].gpus[0].usd_per_gpu_hour", 3.0)
+    out = variants.set_path(raw, "deployment.datacenters[1].gpus[0].usd_per_gpu_hour", 3.0)
     assert out["deployment"]["datacenters"][1]["gpus"][0]["usd_per_gpu_hour"] == 3.0
     # an index as the last part sets the list item
-    out = sweeping.set_path(raw, "hit_rate.article_shares[0]", 0.2)
+    out = variants.set_path(raw, "hit_rate.article_shares[0]", 0.2)
     assert out["hit_rate"]["article_shares"] == [0.2, *raw["hit_rate"]["article_shares"][1:]]
-    out = sweeping.set_path(
+    out = variants.set_path(
         {**raw, "deployment": {**raw["deployment"], "tp_options": [8, 16]}}, "deployment.tp_options[1]", 32.0
     )
     assert out["deployment"]["tp_options"] == [8, 32] and type(out["deployment"]["tp_options"][1]) is int
@@ -99,16 +100,16 @@ def test_set_path_ints_stay_ints(raw: dict[str, Any]) -> None:
         ("prompt_tokens.tokens", 32768.0),
         ("deployment.wan_lines[0].capacity_gbps", 50.0),
     ]:
-        out = sweeping.set_path(raw, path, value)
+        out = variants.set_path(raw, path, value)
         node: Any = out
         for key in path.replace("[0]", ".0").split("."):
             node = node[int(key)] if key.isdigit() else node[key]
         assert node == int(value) and type(node) is int, path
     # a fraction on an integer field stays a fraction (and validation rejects it)
-    out = sweeping.set_path(raw, "serving.chunk_tokens", 4096.5)
+    out = variants.set_path(raw, "serving.chunk_tokens", 4096.5)
     assert out["serving"]["chunk_tokens"] == 4096.5
     # floats stay floats even when whole
-    out = sweeping.set_path(raw, "arrival.rate_rps", 3.0)
+    out = variants.set_path(raw, "arrival.rate_rps", 3.0)
     assert out["arrival"]["rate_rps"] == 3.0 and type(out["arrival"]["rate_rps"]) is float
 
 
@@ -129,7 +130,7 @@ def test_set_path_ints_stay_ints(raw: dict[str, Any]) -> None:
 )
 def test_set_path_bad_paths(raw: dict[str, Any], path: str) -> None:
     with pytest.raises(InputError) as info:
-        sweeping.set_path(raw, path, 1.0)
+        variants.set_path(raw, path, 1.0, where="--param")
     assert f"--param {path!r}" in str(info.value)
 
 

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from pddplan.analyses.whatif import whatif
 from pddplan.errors import InputError
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_plan, load_workload, workload_dir
-from pddplan.analyses.whatif import Change, parse_rate, whatif
+from pddplan.inputs.input_set import load_input_set
+from pddplan.scenarios.failures import Change, parse_rate
 
 ROOT = Path(__file__).resolve().parent.parent
 HAND = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"  # dedicated relay, two main decoders

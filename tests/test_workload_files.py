@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pddplan.support import catalog
 from pddplan.errors import InputError
-from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs import load_hardware, load_model, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
+from pddplan.support import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ROOT / "workloads" / "pdd-agent-64k.yaml"

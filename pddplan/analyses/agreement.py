@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pddplan.support import catalog
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import optimize
 from pddplan.simulate.summary import simulate
+from pddplan.support import catalog
 
 FIGURES = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p90_s", "rld_token_share", "link_utilization")
 

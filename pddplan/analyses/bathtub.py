@@ -27,79 +27,23 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
-from pddplan.support.curve_shape import curve_shape, local_minima
-from pddplan.support.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError
 from pddplan.inputs.input_set import InputSet, load_input_set
-from pddplan.support.limits import check_chunk, check_points
 from pddplan.optimize.sizing import Shape, choose_shape, relay_on_prefill_if_cheaper, size_plan
-from pddplan.specs.distributions import HitBucket, HitRateDistribution, RequestMix
+from pddplan.scenarios.variants import HitMode, at_hit
 from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
+from pddplan.support.curve_shape import curve_shape, local_minima
+from pddplan.support.distribute import Execution, map_in_order
+from pddplan.support.limits import check_chunk, check_points
 
-HitMode = Literal["shift", "fixed"]
 VALLEY_DEPTH = 0.05  # a valley: an interior minimum at least 5% below both rims
-
-
-def _mover(mean: float, hit: float) -> Callable[[float], float]:
-    """The map that moves a hit-rate distribution of mean `mean` to mean `hit`: towards 1 by the
-    share (hit - mean) / (1 - mean) of each value's headroom, or scaled by hit / mean; both are
-    affine, so the mean lands on `hit` exactly."""
-
-    def move(x: float) -> float:
-        if hit >= mean:
-            s = (hit - mean) / (1.0 - mean) if mean < 1 else 0.0
-            return min(x + (1.0 - x) * s, 1.0)
-        return x * hit / mean if mean > 0 else hit
-
-    return move
-
-
-def hit_distribution(workload: Workload, hit: float, mode: HitMode) -> HitRateDistribution:
-    """The hit-rate distribution at sweep point `hit` (see the module docstring)."""
-    if mode == "fixed":
-        return HitRateDistribution(buckets=[HitBucket(low=hit, high=hit, share=1.0)])
-    move = _mover(workload.hit_rate.mean(), hit)
-    buckets = workload.hit_rate.resolved_buckets()
-    return HitRateDistribution(buckets=[HitBucket(low=move(b.low), high=move(b.high), share=b.share) for b in buckets])
-
-
-def mix_at_hit(mix: RequestMix, hit: float, mode: HitMode) -> RequestMix:
-    """A request mix moved to mean hit `hit` as `hit_distribution` moves the marginal (each class
-    keeps its prompt length and share, its load time scales with its hit; "fixed" gives every
-    class the hit `hit`)."""
-    move = (lambda _: hit) if mode == "fixed" else _mover(mix.mean_hit(), hit)
-
-    def moved(c: Any) -> Any:
-        # a class's load from a slower tier reads its cached tokens: it scales with its hit
-        new_hit = move(c.hit)
-        load = c.load_s * new_hit / c.hit if c.hit > 0 else 0.0
-        return c.model_copy(update={"hit": new_hit, "load_s": load})
-
-    return mix.model_copy(update={"classes": [moved(c) for c in mix.classes]})
-
-
-def with_hit(workload: Workload, hit: float, mode: HitMode) -> dict[str, Any]:
-    """The fields of `workload` that change at mean hit `hit`: the marginal and, where the
-    workload has one, its request mix, moved alike."""
-    update: dict[str, Any] = {"hit_rate": hit_distribution(workload, hit, mode)}
-    if workload.request_mix is not None:
-        update["request_mix"] = mix_at_hit(workload.request_mix, hit, mode)
-    return update
-
-
-def at_hit(workload: Workload, hit: float, mode: HitMode, chunk_tokens: int | None = None) -> Workload:
-    """The workload at sweep point `hit` (and chunk size, if given)."""
-    update: dict[str, Any] = with_hit(workload, hit, mode)
-    if chunk_tokens is not None:
-        update["serving"] = workload.serving.model_copy(update={"chunk_tokens": chunk_tokens})
-    return workload.model_copy(update=update)
 
 
 def tail_chunk_tokens(prompt_tokens: float, hit: float, chunk_tokens: int, page_tokens: int) -> int:

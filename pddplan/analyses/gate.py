@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pddplan.support import catalog
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload
-from pddplan.support.loading import load, write_atomic
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
 from pddplan.report.output import to_json
 from pddplan.specs.baseline import Baseline, GateScenario, Metric, ScenarioResult
+from pddplan.support import catalog
+from pddplan.support.loading import load, write_atomic
 
 Verdict = Literal["regression", "improvement", "unchanged"]
 

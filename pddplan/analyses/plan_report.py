@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import yaml
 
+from pddplan.analyses.sensitivity import sensitivity
 from pddplan.errors import InputError
 from pddplan.inputs.input_set import InputSet
 from pddplan.report.plan_files import plan_yaml
 from pddplan.report.plan_html import PlanReport, plan_report_html
 from pddplan.scenarios.scenario import Scenario
-from pddplan.analyses.sensitivity import sensitivity
 from pddplan.simulate.engine import RequestTable
 from pddplan.simulate.summary import WARMUP_FRACTION
 

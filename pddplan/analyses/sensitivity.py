@@ -4,7 +4,7 @@ price, the prefix hit rate and the request rate (the deployment stays; only the 
   price of GPU type g x f   the offers of g in every datacenter priced at f x their price;
   line price x f            every WAN option's monthly price x f;
   prefix hit rate x f       the hit-rate distribution moved so its mean is f x the workload's
-                            (`bathtub.hit_distribution`, mode shift), capped below 1;
+                            (`variants.hit_distribution`, mode shift), capped below 1;
   request rate x f          the plan evaluated at f x its rate.
 
 Each point is the closed form's BCR (goodput per dollar: a plan that misses its SLA there earns
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pddplan.analyses.bathtub import with_hit
+from pddplan.analyses.robustness import scale_gpu_prices
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs.input_set import InputSet
-from pddplan.analyses.robustness import scale_gpu_prices
 from pddplan.scenarios.scenario import Scenario, build_scenario
+from pddplan.scenarios.variants import with_hit
 from pddplan.specs.workload import Workload
 
 FACTORS = (0.8, 0.9, 1.0, 1.1, 1.2)

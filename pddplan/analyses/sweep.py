@@ -14,61 +14,21 @@ cluster or a ray runtime, always in input order.
 
 from __future__ import annotations
 
-import copy
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pddplan import architectures as registry
-from pddplan.support.distribute import Execution, map_in_order
 from pddplan.errors import InfeasibleError, InputError, PddplanError
-from pddplan.support.loading import read_data, validate
+from pddplan.scenarios.variants import set_path
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
+from pddplan.support.distribute import Execution, map_in_order
+from pddplan.support.loading import read_data, validate
 
 if TYPE_CHECKING:
     from pddplan.inputs.input_set import InputSet
-
-_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
-
-
-def _like(old: Any, value: float) -> Any:
-    """`value` as an int where the field held an int and the value is a whole number a float
-    holds exactly (|v| <= 2^53); else the float, so that an error shows `1e+300`, not 301 digits."""
-    if isinstance(old, int) and float(value).is_integer() and abs(value) <= 2**53:
-        return int(value)
-    return value
-
-
-def set_path(data: dict[str, Any], path: str, value: float) -> dict[str, Any]:
-    """A deep copy of `data` with the field at `path` set to `value` (ints stay ints)."""
-    out = copy.deepcopy(data)
-    current: Any = out
-    parts = path.split(".")
-    for depth, part in enumerate(parts):
-        match = _PART.match(part)
-        if not match:
-            raise InputError(f"--param {path!r}: cannot read {part!r} (use keys and [index], e.g. wan_lines[0])")
-        key, indexes = match.group(1), [int(i) for i in re.findall(r"\[(\d+)\]", match.group(2))]
-        last = depth == len(parts) - 1 and not indexes
-        if not isinstance(current, dict) or (key not in current and not last):
-            raise InputError(f"--param {path!r}: no field {key!r} at {'.'.join(parts[:depth]) or 'the top'}")
-        if last:
-            old = current.get(key)
-            current[key] = _like(old, value)
-            return out
-        current = current[key]
-        for position, index in enumerate(indexes):
-            if not isinstance(current, list) or index >= len(current):
-                raise InputError(f"--param {path!r}: {key} has no item [{index}]")
-            if depth == len(parts) - 1 and position == len(indexes) - 1:
-                old = current[index]
-                current[index] = _like(old, value)
-                return out
-            current = current[index]
-    return out
 
 
 def parse_values(values: str | None, span: str | None) -> list[float]:
@@ -176,13 +136,13 @@ def sweep(
     raw = read_data(workload_path)
     if not isinstance(raw, dict):
         raise InputError(f"{workload_path}: expected a mapping at the top level")
-    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import check_workload
+    from pddplan.inputs.input_set import load_input_set
 
     tasks = []
     loaded: InputSet | None = None
     for value in values:
-        data = set_path(raw, param, value)
+        data = set_path(raw, param, value, where="--param")
         workload = check_workload(validate(Workload, data, f"{workload_path} with {param} = {value:g}"), workload_path)
         # a numeric field names no file: the model, profiles and traces read for the first point serve all
         loaded = loaded or load_input_set(workload, workload_path.resolve().parent)

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from pddplan.support.catalog import shipped_measurements
-from pddplan.errors import InputError
 from pddplan.calibration.calibrate import ErrorSummary, Measurement, accuracy_rows, read_measurements
+from pddplan.errors import InputError
 from pddplan.specs.model import ModelArchitecture
+from pddplan.support.catalog import shipped_measurements
 
 
 def _summary(predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:

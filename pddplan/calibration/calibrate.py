@@ -40,7 +40,6 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.support.loading import read_text
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
 from pddplan.perf.priors import (
     PER_STACK_FACTORS,
@@ -54,6 +53,7 @@ from pddplan.perf.priors import (
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import ModelArchitecture
+from pddplan.support.loading import read_text
 
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "kind", "tokens", "cached", "batch", "context", "measured_s")
 KINDS = ("prefill", "decode", "extend")

@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
-from pddplan.support.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
 from pddplan.perf.roofline import (
     Instance,
@@ -20,6 +19,7 @@ from pddplan.perf.roofline import (
     step_time,
 )
 from pddplan.specs.model import KvDtype
+from pddplan.support.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 
 MAX_MTP_DRAFT_TOKENS = 8  # as a workload's serving.mtp_draft_tokens
 MAX_GRAPH_BATCH = 1_000_000  # as a workload's serving.cuda_graph_max_batch (and max_decode_batch)

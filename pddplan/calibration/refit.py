@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pddplan.support.catalog import catalog_dir
-from pddplan.support.loading import write_atomic
 from pddplan.calibration.calibrate import (
     Measurement,
     data_tag,
@@ -32,6 +30,8 @@ from pddplan.calibration.calibrate import (
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY_PATH
 from pddplan.perf.priors import GPU_PRIORS, PRIOR_EFFICIENCY, gpu_start
 from pddplan.specs.hardware import Efficiency
+from pddplan.support.catalog import catalog_dir
+from pddplan.support.loading import write_atomic
 
 MIN_GPU_FIT_ROWS = 3
 

@@ -36,7 +36,6 @@ from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
-from pddplan.support.limits import check_rate
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
@@ -44,6 +43,7 @@ from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenarios.scenario import Role, Scenario
+from pddplan.support.limits import check_rate
 
 QUANTILES = (0.5, 0.9, 0.99)
 # The relay/main-decoder fixed point stops when tau_RLD, tau_MD and the offered WAN bytes each move

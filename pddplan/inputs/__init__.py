@@ -6,14 +6,14 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
-from pddplan.support import catalog
 from pddplan.errors import InputError
 from pddplan.inputs.hf_import import architecture_from_hf_config
-from pddplan.support.loading import load, read_data, validate
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import KvDtype, ModelArchitecture
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
+from pddplan.support import catalog
+from pddplan.support.loading import load, read_data, validate
 
 
 def from_folder(base_dir: Path | None, name_or_path: str, catalog_names: Container[str]) -> str:

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from pddplan.errors import InputError
+from pddplan.specs.workload import Fluctuation
 from pddplan.support.loading import read_text
 from pddplan.support.special import norm_ppf
-from pddplan.specs.workload import Fluctuation
 
 SUPPORT_POINTS = 8
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pddplan.errors import InputError
-from pddplan.support.limits import check_jobs, check_rate, check_requests, check_seed
 from pddplan.optimize.solver import SolverOptions
+from pddplan.support.limits import check_jobs, check_rate, check_requests, check_seed
 
 # bcr: most goodput per dollar; rate: cheapest plan for a rate; budget: most goodput for a budget.
 Mode = Literal["bcr", "rate", "budget"]

@@ -44,6 +44,7 @@ from pddplan.errors import InputError
 from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios.variants import scenario_workloads
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import TrafficScenario, Workload
 
@@ -57,30 +58,6 @@ def check_robust(workload: Workload, options: OptimizeOptions) -> None:
         raise InputError(f"workload {workload.name} has no scenarios: --robust needs `scenarios:` (docs/inputs.md)")
     if options.mode != "bcr" or options.min_served_fraction < 1:
         raise InputError("--robust sizes for each scenario's own rate: leave out --rate, --budget and --min-served")
-
-
-def scenario_workloads(workload: Workload) -> list[tuple[TrafficScenario, Workload]]:
-    """Each scenario's workload: overrides set (dotted paths), hit shifted, validated as a file is."""
-    from pddplan.analyses.bathtub import with_hit
-    from pddplan.support.loading import validate
-    from pddplan.analyses.sweep import set_path
-
-    out = []
-    for spec in workload.scenarios:
-        data = workload.model_dump(mode="json", exclude_none=True)
-        data["scenarios"] = []
-        for path, value in spec.overrides.items():
-            try:
-                data = set_path(data, path, value)
-            except InputError as error:
-                message = str(error).replace("--param ", "")
-                raise InputError(f"scenario {spec.name}: overrides: {message}") from None
-        changed = validate(Workload, data, f"scenario {spec.name}")
-        if spec.hit_shift:
-            target = min(max(changed.hit_rate.mean() + spec.hit_shift, 0.0), 1.0)
-            changed = changed.model_copy(update=with_hit(changed, target, "shift"))
-        out.append((spec, changed))
-    return out
 
 
 @dataclass(frozen=True)

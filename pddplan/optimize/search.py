@@ -13,7 +13,6 @@ from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.inputs.input_set import InputSet
-from pddplan.support.limits import MAX_RATE_RPS
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import serves_prefill
 from pddplan.optimize.diagnose import diagnose
@@ -30,6 +29,7 @@ from pddplan.optimize.problem import (
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.sequential import verify
 from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, Routing, WanLease
+from pddplan.support.limits import MAX_RATE_RPS
 
 TIGHTEN = 0.85
 # A decode pool the verifying simulation found at least this busy (time-average batch / max batch)

@@ -21,9 +21,9 @@ from typing import Any
 
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.inputs.input_set import InputSet
+from pddplan.scenarios.failures import Change, apply
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.specs.plan import Plan
-from pddplan.analyses.whatif import Change, apply
 
 KINDS = ("instance", "line")
 MAX_STEPS = 64

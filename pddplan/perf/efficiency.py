@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pddplan.errors import InputError
-from pddplan.support.loading import read_data, validate
 from pddplan.specs.hardware import Efficiency, HardwareProfile
+from pddplan.support.loading import read_data, validate
 
 DEFAULT_EFFICIENCY_PATH = Path(__file__).with_name("default_efficiency.yaml")
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from pddplan.analyses.sensitivity import Sensitivity
 from pddplan.report.charts import Chart, Series, svg
 from pddplan.report.plan_tables import scenario_roles, scenario_wan
 from pddplan.scenarios.scenario import Scenario
-from pddplan.analyses.sensitivity import Sensitivity
 
 CDF_POINTS = 200
 STYLE = (

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from pddplan.errors import InputError
-from pddplan.support.loading import write_atomic
 from pddplan.report.output import to_json
+from pddplan.support.loading import write_atomic
 
 
 def schema_kinds() -> dict[str, type[BaseModel]]:

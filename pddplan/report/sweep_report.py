@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from pddplan.report.charts import Chart, Series
 from pddplan.analyses.sweep import best_of
+from pddplan.report.charts import Chart, Series
 
 
 def _value(point: dict[str, Any], arch: str, key: str) -> float:

@@ -41,7 +41,6 @@ from pddplan.evaluate.analytic import colocated_relay_max_batch, decoder_max_bat
 from pddplan.evaluate.classes import cache_effects, relayed
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.moments import workload_moments
-from pddplan.support.limits import check_requests, check_seed
 from pddplan.net.fluctuation import CapacityPath, SteppedPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
@@ -50,6 +49,7 @@ from pddplan.perf.roofline import decode_step_time, extend_time, linear_step_s, 
 from pddplan.scenarios.scenario import Role, Scenario
 from pddplan.simulate.prefill import PrefillPool, PrefillRun, run_prefill_pool
 from pddplan.simulate.servers import ColocatedRelay, DecodeInstance, Link
+from pddplan.support.limits import check_requests, check_seed
 from pddplan.trace.replay import TraceReplay
 
 

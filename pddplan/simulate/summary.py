@@ -15,9 +15,9 @@ from pddplan.architectures import Pipeline
 from pddplan.errors import InputError
 from pddplan.evaluate.classes import request_classes
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
-from pddplan.support.loading import write_atomic
 from pddplan.scenarios.scenario import Scenario
 from pddplan.simulate.engine import RequestTable, SimulationStats, simulate_requests
+from pddplan.support.loading import write_atomic
 from pddplan.trace.replay import TraceReplay
 
 WARMUP_FRACTION = 0.05

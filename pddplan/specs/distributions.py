@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from pddplan.support.special import norm_cdf, norm_ppf
 from pddplan.specs.common import MAX_BINS, Fraction, StrictModel, TokenCount, TokenLength
+from pddplan.support.special import norm_cdf, norm_ppf
 
 SHARE_TOLERANCE = 1e-6
 #: Quantile edges of the bins that stand for a lognormal length in closed-form averages: 5% steps,

@@ -187,8 +187,8 @@ ArchitectureOption = Annotated[
 @hardware_app.command("list")
 def hardware_list(json_out: JsonFlag = False) -> None:
     """List the built-in GPU profiles with their four dimensions and price."""
-    from pddplan.inputs.browse import hardware_summary
     from pddplan.inputs import load_hardware_catalog
+    from pddplan.inputs.browse import hardware_summary
     from pddplan.report import browse_tables, output
 
     rows = [hardware_summary(p) for p in load_hardware_catalog().values()]
@@ -203,8 +203,8 @@ def hardware_show(
     name: Annotated[str, typer.Argument(help="Profile name or YAML file.")], json_out: JsonFlag = False
 ) -> None:
     """Show one GPU profile, every figure with its source."""
-    from pddplan.inputs.browse import hardware_summary
     from pddplan.inputs import load_hardware
+    from pddplan.inputs.browse import hardware_summary
     from pddplan.report import browse_tables, output
 
     summary = hardware_summary(load_hardware(name))
@@ -228,8 +228,8 @@ def _kv_dtype(value: str | None) -> Any:
 @models_app.command("list")
 def models_list(kv_dtype: KvDtypeOption = None, json_out: JsonFlag = False) -> None:
     """List the model catalog with parameter counts and KV bytes per token."""
-    from pddplan.inputs.browse import model_summary
     from pddplan.inputs import load_model, model_index
+    from pddplan.inputs.browse import model_summary
     from pddplan.report import browse_tables, output
 
     rows = [model_summary(load_model(name, _kv_dtype(kv_dtype))) for name in model_index()]
@@ -246,8 +246,8 @@ def models_show(
     json_out: JsonFlag = False,
 ) -> None:
     """Show a model's parameters, weights and KV bytes per token, with each figure's formula."""
-    from pddplan.inputs.browse import model_summary
     from pddplan.inputs import load_model
+    from pddplan.inputs.browse import model_summary
     from pddplan.report import browse_tables, output
 
     summary = model_summary(load_model(name, _kv_dtype(kv_dtype)))
@@ -273,10 +273,10 @@ def architectures_list(json_out: JsonFlag = False) -> None:
 @workloads_app.command("list")
 def workloads_list(json_out: JsonFlag = False) -> None:
     """List the shipped workloads."""
-    from pddplan.inputs.browse import workload_summary
-    from pddplan.support.catalog import entries
     from pddplan.inputs import load_workload
+    from pddplan.inputs.browse import workload_summary
     from pddplan.report import browse_tables, output
+    from pddplan.support.catalog import entries
 
     rows = [workload_summary(load_workload(name)) for name in entries("workloads")]
     if json_out:
@@ -290,8 +290,8 @@ def workloads_show(
     name: Annotated[str, typer.Argument(help="Shipped workload name or YAML file.")], json_out: JsonFlag = False
 ) -> None:
     """Show (and validate) one workload."""
-    from pddplan.inputs.browse import workload_summary
     from pddplan.inputs import load_workload
+    from pddplan.inputs.browse import workload_summary
     from pddplan.report import browse_tables, output
 
     summary = workload_summary(load_workload(name))
@@ -343,8 +343,8 @@ def trace_import(
     see (with block hashes), with its correlation to prompt length. With --workload-out, turn it
     into a workload file."""
     from pddplan.errors import InputError
-    from pddplan.support.limits import check_tokens
     from pddplan.report import output, trace_tables
+    from pddplan.support.limits import check_tokens
     from pddplan.trace.prefetch import stream_trace
     from pddplan.trace.read import FORMATS
     from pddplan.trace.stats import summarize
@@ -466,14 +466,14 @@ def cache_plan(
 ) -> None:
     """How much prefix cache to buy: the best deployment for the trace's traffic at each cache
     capacity, priced with the cache, and the marginal value of each step."""
+    from pddplan.analyses.cache_plan import Traffic, best_point, cache_price, marginal_values
+    from pddplan.analyses.cache_plan import cache_plan as run
     from pddplan.errors import InputError
     from pddplan.inputs import load_model, load_workload, workload_dir
-    from pddplan.support.limits import check_rate
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.perf.kv import kv_bytes_per_token
     from pddplan.report import output, trace_tables
-    from pddplan.analyses.cache_plan import Traffic, best_point, cache_price, marginal_values
-    from pddplan.analyses.cache_plan import cache_plan as run
+    from pddplan.support.limits import check_rate
     from pddplan.trace.curve import parse_capacities
 
     if fmt not in ("mooncake", "csv"):
@@ -535,8 +535,8 @@ def cache_curve(
     """Prefix hit rate against cache capacity, replaying the trace's block hashes (LRU or LFU; one
     pooled cache, or one per prefill instance), token- and request-weighted."""
     from pddplan.errors import InputError
-    from pddplan.support.limits import check_gpus_per_instance, check_tokens
     from pddplan.report import output, trace_tables
+    from pddplan.support.limits import check_gpus_per_instance, check_tokens
     from pddplan.trace.curve import cache_curve as run
     from pddplan.trace.curve import parse_capacities
 
@@ -603,9 +603,9 @@ def schema(
 ) -> None:
     """Write the JSON Schemas of every input file kind (for editors and CI), and of every command's
     --json output (`--outputs DIR`)."""
-    from pddplan.support.loading import write_atomic
     from pddplan.report import output
     from pddplan.report.schemas import markdown_reference, schema_for, write_output_schemas, write_schemas
+    from pddplan.support.loading import write_atomic
 
     if outputs is not None:
         for path in write_output_schemas(outputs):
@@ -852,9 +852,9 @@ def _check_calibrate_options(
 def _write_calibrated_profile(output_path: Path, gpu: str, profile: Any, result: Any, stack: str | None) -> None:
     """Write the calibrated profile: `output_path`'s own text (or the catalog GPU's) with its
     efficiency block, or with `stack`'s factors added to those it already holds."""
+    from pddplan.calibration import calibrate as cal
     from pddplan.inputs import load_hardware
     from pddplan.support.loading import write_atomic
-    from pddplan.calibration import calibrate as cal
 
     source_path = output_path if output_path.exists() else None
     text = source_path.read_text() if source_path else _profile_text(gpu)
@@ -919,11 +919,11 @@ ReportOption = Annotated[
 
 def _write_report(path: Path, workload: str, **parts: Any) -> None:
     """Build the plan report (`pddplan.analyses.plan_report`) and write it atomically."""
-    from pddplan.inputs.input_set import load_input_set
-    from pddplan.inputs import load_workload, workload_dir
-    from pddplan.support.loading import write_atomic
     from pddplan.analyses.plan_report import plan_report
+    from pddplan.inputs import load_workload, workload_dir
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.report import output
+    from pddplan.support.loading import write_atomic
 
     inputs = load_input_set(load_workload(workload), workload_dir(workload))
     write_atomic(path, plan_report(inputs=inputs, **parts))
@@ -946,8 +946,8 @@ def _scenario(plan: str, workload: str) -> Any:
 def _traced_scenario(plan: str, workload: str, trace: Path, fmt: str, cache_capacity: str | None) -> Any:
     """`plan` on `workload`'s deployment, serving the trace's traffic (`workload_from_trace`)."""
     from pddplan.errors import InputError
-    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.report import output
     from pddplan.scenarios.scenario import build_scenario
     from pddplan.trace.workload import CacheChoice, workload_from_trace
@@ -982,8 +982,8 @@ def evaluate(
     from pddplan.errors import InputError
     from pddplan.evaluate.analytic import evaluate as run
     from pddplan.evaluate.capacity_view import capacity_view
-    from pddplan.support.limits import check_rate
     from pddplan.report import output, plan_tables
+    from pddplan.support.limits import check_rate
 
     if rate is not None:
         check_rate(rate)
@@ -1160,13 +1160,14 @@ def whatif(
 ) -> None:
     """A plan's figures under one change (rate, hit shift, a failed line or instance), beside the
     figures as planned; degraded modes say how the deployment runs and what it sheds."""
-    from pddplan.errors import InputError
-    from pddplan.inputs.input_set import load_input_set
-    from pddplan.inputs import load_plan, load_workload, workload_dir
-    from pddplan.support.limits import check_requests, check_seed
-    from pddplan.report import output, plan_tables
-    from pddplan.analyses.whatif import Change, check_transient
+    from pddplan.analyses.whatif import check_transient
     from pddplan.analyses.whatif import whatif as run
+    from pddplan.errors import InputError
+    from pddplan.inputs import load_plan, load_workload, workload_dir
+    from pddplan.inputs.input_set import load_input_set
+    from pddplan.report import output, plan_tables
+    from pddplan.scenarios.failures import Change
+    from pddplan.support.limits import check_requests, check_seed
 
     if rate is None and not hit_shift and fail is None:
         raise InputError("give a change: --rate, --hit-shift or --fail")
@@ -1202,11 +1203,11 @@ def survive(
 ) -> None:
     """N+1: grow a plan until it meets its SLA (or a degraded one) after losing any one instance
     (of any role) or any one WAN line; print what was added and the price of it."""
-    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import load_plan, load_workload, workload_dir
-    from pddplan.report import output, plan_tables
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.optimize.survive import check_degraded_sla
     from pddplan.optimize.survive import survive as run
+    from pddplan.report import output, plan_tables
 
     check_degraded_sla(degraded_sla)
     inputs = load_input_set(load_workload(workload), workload_dir(workload))
@@ -1295,11 +1296,11 @@ def optimize(
     the baselines; exit 3 with the binding constraint when nothing is feasible."""
     from pddplan.errors import InfeasibleError, InputError
     from pddplan.inputs import load_workload, workload_dir
-    from pddplan.support.limits import check_budget, check_rate, check_time_limit
     from pddplan.optimize.options import OptimizeOptions
     from pddplan.optimize.run import optimize as run
     from pddplan.optimize.solver import SolverOptions
     from pddplan.report import output
+    from pddplan.support.limits import check_budget, check_rate, check_time_limit
 
     if rate is not None and budget is not None:
         raise InputError("give --rate or --budget, not both")
@@ -1341,8 +1342,8 @@ def optimize(
     best = report.best
     chosen = chosen_plan(report, day, survival)
     if output_plan is not None and chosen is not None:
-        from pddplan.support.loading import write_atomic
         from pddplan.report.plan_files import plan_yaml
+        from pddplan.support.loading import write_atomic
 
         write_atomic(output_plan, plan_yaml(chosen[0], spec.name))
     written = chosen[1] if chosen is not None and output_plan is not None else None
@@ -1391,8 +1392,8 @@ def _check_further_analyses(spec: Any, options: Any, robust_day: bool, survive_k
 def _survival(spec: Any, workload: str, report: Any, kinds: str) -> list[dict[str, Any]]:
     """`optimize --survive`: each feasible architecture's plan grown to N+1 (`pddplan.optimize.survive`)."""
     from pddplan.errors import InfeasibleError
-    from pddplan.inputs.input_set import load_input_set
     from pddplan.inputs import workload_dir
+    from pddplan.inputs.input_set import load_input_set
     from pddplan.optimize.survive import survive
 
     wanted = {k.strip() for k in kinds.split(",") if k.strip()}
@@ -1536,9 +1537,9 @@ def gate(
     is no worse than its baseline; a scenario that cannot run exits 2 with its name."""
     from pddplan.analyses import gate as gating
     from pddplan.errors import GateFailed, InputError
-    from pddplan.support.loading import write_atomic
     from pddplan.report import gate_report, output
     from pddplan.specs.baseline import OLD_NAMES, Metric
+    from pddplan.support.loading import write_atomic
 
     overrides: dict[Metric, float] = {}
     for item in tol or []:
@@ -1593,8 +1594,8 @@ def gate(
 def _write_charts(
     charts: Any, title: str, notes: list[str], png: Path | None, svg: Path | None, html: Path | None
 ) -> None:
-    from pddplan.support.loading import write_atomic, write_atomic_bytes
     from pddplan.report import charts as drawing
+    from pddplan.support.loading import write_atomic, write_atomic_bytes
 
     if html is not None:
         write_atomic(html, drawing.html_page(title, charts, notes))
@@ -1652,12 +1653,12 @@ def bathtub(
     """Benefit against prefix-hit rate per architecture (the bathtub), with its valley, tail-chunk
     dips, crossovers and what it takes to climb out."""
     from pddplan.analyses import bathtub as tub
-    from pddplan.support.distribute import Execution
     from pddplan.errors import InputError
     from pddplan.inputs import load_workload, workload_dir
-    from pddplan.support.loading import write_atomic
     from pddplan.report import bathtub_report, output
     from pddplan.report.charts import terminal
+    from pddplan.support.distribute import Execution
+    from pddplan.support.loading import write_atomic
 
     if mode not in ("fixed", "shift"):
         raise InputError(f"--mode = {mode!r}: expected fixed or shift")
@@ -1736,13 +1737,13 @@ def sweep(
 ) -> None:
     """Cost, BCR and GPUs of each architecture as one numeric input of the workload varies."""
 
-    from pddplan.support import catalog
     from pddplan.analyses import sweep as sweeping
+    from pddplan.report import output, sweep_report
+    from pddplan.report.charts import terminal
+    from pddplan.support import catalog
     from pddplan.support.distribute import Execution
     from pddplan.support.limits import check_jobs
     from pddplan.support.loading import write_atomic
-    from pddplan.report import output, sweep_report
-    from pddplan.report.charts import terminal
 
     names = _architecture_names(architecture)
     check_jobs(jobs)
@@ -1818,8 +1819,8 @@ def agreement(
     from rich.table import Table
 
     from pddplan.analyses import agreement as check
-    from pddplan.support.loading import write_atomic
     from pddplan.report import output
+    from pddplan.support.loading import write_atomic
 
     console = output.results()
     with output.status("comparing...") as status:
