@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_hardware, load_model
-from pddplan.perf.roofline import Instance, Mtp, decode_step_time, step_time
-from pddplan.specs.workload import ServingOptions
+from pddplan.perf.roofline import Instance, decode_step_time, step_time
+from pddplan.specs.workload import Mtp, ServingOptions
 
 
 def instance(mtp: Mtp | None) -> Instance:

@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 
 from pddplan import architectures
 from pddplan.analyses import sweep as sweeping
-from pddplan.scenarios import variants
 from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.evaluate.capacity_view import capacity_view
@@ -28,6 +27,7 @@ from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.report import sweep_report
+from pddplan.scenarios import variants
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.support import catalog
 from pddplan.support.loading import read_data

@@ -13,6 +13,7 @@ import pkgutil
 from functools import cache
 
 from pddplan.architectures.base import Architecture, DecodeGpu, Dispatch, Pipeline, Transport
+from pddplan.specs.plan import Plan, register_architecture_rules
 
 
 @cache
@@ -70,6 +71,18 @@ def describe() -> list[dict[str, object]]:
         for a in _registry().values()
     ]
 
+
+class _Registered:
+    """The registry as the specs check plans against it (`specs.plan.ArchitectureRules`)."""
+
+    def names(self) -> tuple[str, ...]:
+        return names()
+
+    def validate(self, plan: Plan) -> None:
+        get(plan.architecture).validate(plan)
+
+
+register_architecture_rules(_Registered())
 
 __all__ = [
     "Architecture",

@@ -13,7 +13,8 @@ Each answer is a small rule:
   pipelines       the names TTFT is reported under, with the requests each carries;
   caches          the prefix caches it keeps (`pddplan.cache`): the prefill instances' (every
                   architecture), and a radix cache on decoders fed over the WAN;
-  program         the integer program's constraints that only this architecture has;
+  program         what it adds to the integer program follows from the above (its relay, its rule
+                  on the decode GPU type: `pddplan.optimize.architecture_constraints`);
   simulation      where a request goes when its prefill finishes.
 """
 
@@ -198,14 +199,6 @@ class Architecture:
         """Which requests (a mask over the classes) each pipeline carries."""
         return {self.direct_pipeline: np.ones(np.shape(relayed), dtype=bool)}
 
-    # integer program -------------------------------------------------------------------------------
-
-    def define_constraints(self, model: Any, data: Any, variables: Any) -> None:
-        """Add the constraints only this architecture has to the integer program (pulp model,
-        `pddplan.optimize.model.ProblemData`, its `Variables`)."""
-        if self.decode_gpu is not DecodeGpu.ANY:
-            define_decode_gpu(model, data, variables, same=self.decode_gpu is DecodeGpu.SAME)
-
     # simulation ---------------------------------------------------------------------------------
 
     def after_prefill(self, sim: Dispatch, request: int, t: float) -> None:
@@ -214,15 +207,3 @@ class Architecture:
             sim.rdma_to_decoder(request, t)
         else:
             sim.wan_to_decoder(request, t)
-
-
-def define_decode_gpu(model: Any, data: Any, v: Any, same: bool) -> None:
-    """Decode on prefill's GPU type (same) or on another (not same):
-    pick_d <= sum of the prefill choices z(c, n) whose GPU type is (or is not) d's."""
-    import pulp
-
-    for d in v.decode_count:
-        gpu = data.decode[d].candidate.gpu
-        allowed = [z for (c, _), z in v.prefill.items() if (data.prefill[c].gpu == gpu) == same]
-        label = "homogeneous" if same else "heterogeneous"
-        model += v.decode_pick[d] <= pulp.lpSum(allowed), f"{label}-{d}"

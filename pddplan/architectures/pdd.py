@@ -93,44 +93,11 @@ class Pdd(Architecture):
     def pipelines(self, relayed: np.ndarray) -> dict[Pipeline, np.ndarray]:
         return {Pipeline.P_MD: ~relayed, Pipeline.P_RLD_MD: relayed}
 
-    def define_constraints(self, model: Any, data: Any, variables: Any) -> None:
-        super().define_constraints(model, data, variables)
-        define_relay_capacity(model, data, variables)
-
     def after_prefill(self, sim: Dispatch, request: int, t: float) -> None:
         """Both paths at once: RDMA to a relay (relayed requests) and the WAN to a main decoder."""
         if sim.relayed(request):
             sim.rdma_to_relay(request, t)
         sim.wan_to_decoder(request, t)
-
-
-def define_relay_capacity(model: Any, data: Any, v: Any) -> None:
-    """Relay concurrency by Little's law: sum_r u* B*_r * count_r + s >= sum_k E[hold_k] * rate_k; one
-    relay type, at the prefill datacenter (it is fed over RDMA), or the prefill instances themselves
-    (y = 1): then s <= sum_{c,n} u* B*_c n z(c, n) and s <= y * max (s = 0 when y = 0)."""
-    import pulp
-
-    from pddplan.optimize.model import pool_rps
-
-    picks = [*v.relay_pick.values(), *([v.relay_on_prefill] if v.relay_on_prefill is not None else [])]
-    model += pulp.lpSum(picks) == 1, "one-relay-kind"
-    supply = pulp.lpSum(data.relay[r].occupancy * count for r, count in v.relay_count.items())
-    if v.relay_on_prefill is not None:
-        room = {(c, n): data.colocated_relay.get(c, 0.0) * n for (c, n) in v.prefill}
-        model += (
-            v.colocated_supply <= pulp.lpSum(room[key] * z for key, z in v.prefill.items()),
-            "relay-on-prefill-room",
-        )
-        model += v.colocated_supply <= max(room.values(), default=0.0) * v.relay_on_prefill, "relay-on-prefill-pick"
-        supply = supply + v.colocated_supply
-    demand = pulp.lpSum(data.pools[k].relay_hold_s * pool_rps(data, v, k) for k in v.pool)
-    model += supply + v.slack_of("relay-capacity") >= demand, "relay-capacity"
-    for r, count in v.relay_count.items():
-        candidate = data.relay[r].candidate
-        model += count <= data.count_bound(data.relay[r]) * v.relay_pick[r], f"relay-pick-{r}"
-        model += count >= v.relay_pick[r], f"relay-nonempty-{r}"
-        home = [k for k in v.pool if data.pool_location(k)[0] == candidate.datacenter]
-        model += v.relay_pick[r] <= pulp.lpSum(v.pool[k] for k in home), f"relay-location-{r}"
 
 
 ARCHITECTURE = Pdd()

@@ -8,7 +8,6 @@ tiers: what one architecture pays for holding a prefix (memory, load time), anot
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pddplan.cache.sessions import CacheKind, held_bytes, held_time_s, kept_probability, retention_s
 from pddplan.cache.tiers import Placement, instance_tiers, place
@@ -16,9 +15,6 @@ from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import Instance
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.workload import Workload
-
-if TYPE_CHECKING:
-    from pddplan.architectures.base import Architecture
 
 
 @dataclass(frozen=True)
@@ -48,9 +44,10 @@ def demand_bytes_per_rps(kind: CacheKind, workload: Workload, model: ModelArchit
     return held_bytes(1.0, prefix_kv_bytes(workload, model), retention_s(kind, serving), serving.turn_gap_s)
 
 
-def decode_cache_bytes_per_rps(workload: Workload, model: ModelArchitecture, architecture: Architecture) -> float:
-    """Bytes the main decoders' radix cache holds per request/s (0 for an architecture without one)."""
-    if CacheKind.DECODE not in architecture.caches:
+def decode_cache_bytes_per_rps(workload: Workload, model: ModelArchitecture, caches: tuple[CacheKind, ...]) -> float:
+    """Bytes the main decoders' radix cache holds per request/s (0 for an architecture whose
+    `caches` have none)."""
+    if CacheKind.DECODE not in caches:
         return 0.0
     return demand_bytes_per_rps(CacheKind.DECODE, workload, model)
 

@@ -11,7 +11,6 @@ from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
 from pddplan.perf.roofline import (
     Instance,
-    Mtp,
     decode_step_time,
     eager_host_time,
     floor_time,
@@ -19,6 +18,7 @@ from pddplan.perf.roofline import (
     step_time,
 )
 from pddplan.specs.model import KvDtype
+from pddplan.specs.workload import Mtp
 from pddplan.support.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 
 MAX_MTP_DRAFT_TOKENS = 8  # as a workload's serving.mtp_draft_tokens

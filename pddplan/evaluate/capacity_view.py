@@ -198,7 +198,7 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         scenario.prefill, classes, downstream, workload, np.array([scenario.prefill.count]), UNBOUNDED_RATE, 1.0
     )
     decode_terms = decoder_limits(
-        decode, load, mean_output, decode_cache_bytes_per_rps(workload, model, scenario.architecture)
+        decode, load, mean_output, decode_cache_bytes_per_rps(workload, model, scenario.architecture.caches)
     )
     prefill_terms = {PREFILL_TTFT: float(pool[0]) / scenario.prefill.count}
     prefix = scenario.cache(CacheKind.PREFILL, 1.0)  # per request/s

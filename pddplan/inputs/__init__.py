@@ -6,6 +6,8 @@ from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
+# plan files are checked against the registered architectures (they register on import)
+from pddplan import architectures as _registry  # noqa: F401
 from pddplan.errors import InputError
 from pddplan.inputs.hf_import import architecture_from_hf_config
 from pddplan.specs.hardware import HardwareProfile

@@ -3,8 +3,8 @@
 Sets: P prefill candidates c with pool sizes n; D decode and R relay candidates; K WAN line pools
 (directed datacenter pairs with line counts); over RDMA, datacenters h instead of pools.
 Every constraint is named after what it means, so an infeasibility report points at its builder.
-What only one architecture needs (a relay, a rule on the decode GPU type) it adds itself
-(`Architecture.define_constraints`).
+What only some architectures need (a relay, a rule on the decode GPU type) follows from what the
+architecture is (`define_architecture_constraints`), never from its name.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pulp
 
+from pddplan.architectures import DecodeGpu
 from pddplan.optimize.options import Mode
 
 if TYPE_CHECKING:
@@ -243,6 +244,50 @@ def define_prefill_cache(model: pulp.LpProblem, data: ProblemData, v: Variables)
     model += supply + v.slack_of("prefill-cache") >= need, "prefill-cache"
 
 
+def define_architecture_constraints(model: Any, data: ProblemData, v: Variables) -> None:
+    """The constraints `data.architecture` has beyond every architecture's."""
+    architecture = data.architecture
+    if architecture.decode_gpu is not DecodeGpu.ANY:
+        define_decode_gpu(model, data, v, same=architecture.decode_gpu is DecodeGpu.SAME)
+    if architecture.has_relay:
+        define_relay_capacity(model, data, v)
+
+
+def define_decode_gpu(model: Any, data: Any, v: Any, same: bool) -> None:
+    """Decode on prefill's GPU type (same) or on another (not same):
+    pick_d <= sum of the prefill choices z(c, n) whose GPU type is (or is not) d's."""
+    for d in v.decode_count:
+        gpu = data.decode[d].candidate.gpu
+        allowed = [z for (c, _), z in v.prefill.items() if (data.prefill[c].gpu == gpu) == same]
+        label = "homogeneous" if same else "heterogeneous"
+        model += v.decode_pick[d] <= pulp.lpSum(allowed), f"{label}-{d}"
+
+
+def define_relay_capacity(model: Any, data: Any, v: Any) -> None:
+    """Relay concurrency by Little's law: sum_r u* B*_r * count_r + s >= sum_k E[hold_k] * rate_k; one
+    relay type, at the prefill datacenter (it is fed over RDMA), or the prefill instances themselves
+    (y = 1): then s <= sum_{c,n} u* B*_c n z(c, n) and s <= y * max (s = 0 when y = 0)."""
+    picks = [*v.relay_pick.values(), *([v.relay_on_prefill] if v.relay_on_prefill is not None else [])]
+    model += pulp.lpSum(picks) == 1, "one-relay-kind"
+    supply = pulp.lpSum(data.relay[r].occupancy * count for r, count in v.relay_count.items())
+    if v.relay_on_prefill is not None:
+        room = {(c, n): data.colocated_relay.get(c, 0.0) * n for (c, n) in v.prefill}
+        model += (
+            v.colocated_supply <= pulp.lpSum(room[key] * z for key, z in v.prefill.items()),
+            "relay-on-prefill-room",
+        )
+        model += v.colocated_supply <= max(room.values(), default=0.0) * v.relay_on_prefill, "relay-on-prefill-pick"
+        supply = supply + v.colocated_supply
+    demand = pulp.lpSum(data.pools[k].relay_hold_s * pool_rps(data, v, k) for k in v.pool)
+    model += supply + v.slack_of("relay-capacity") >= demand, "relay-capacity"
+    for r, count in v.relay_count.items():
+        candidate = data.relay[r].candidate
+        model += count <= data.count_bound(data.relay[r]) * v.relay_pick[r], f"relay-pick-{r}"
+        model += count >= v.relay_pick[r], f"relay-nonempty-{r}"
+        home = [k for k in v.pool if data.pool_location(k)[0] == candidate.datacenter]
+        model += v.relay_pick[r] <= pulp.lpSum(v.pool[k] for k in home), f"relay-location-{r}"
+
+
 def define_wan_bandwidth(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
     """WAN lines with headroom for the P-MD tail: rate_k * E[bytes] <= 0.9 * E[available capacity_k]."""
     for k, load in enumerate(data.pools):
@@ -335,7 +380,7 @@ def build(data: ProblemData, bcr_price: float = 0.0) -> tuple[pulp.LpProblem, Va
     define_decode_capacity(model, data, v)
     define_decode_memory(model, data, v)
     define_prefill_cache(model, data, v)
-    data.architecture.define_constraints(model, data, v)
+    define_architecture_constraints(model, data, v)
     define_wan_bandwidth(model, data, v)
     define_inventory(model, data, v)
     define_budget(model, data, v)

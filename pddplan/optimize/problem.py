@@ -264,7 +264,7 @@ class ProblemBuilder:
             relay=relays if arch.has_relay and options.relay_placement != "prefill" else [],
             pools=pools,
             datacenters=datacenters,
-            decode_cache_bytes_per_rps=decode_cache_bytes_per_rps(workload, setup.model, arch),
+            decode_cache_bytes_per_rps=decode_cache_bytes_per_rps(workload, setup.model, arch.caches),
             mean_output_tokens=setup.moments.output_tokens,
             inventory=inventory,
             rate_ceiling=min(setup.rate_ceiling, headroom.rate_cap_rps),

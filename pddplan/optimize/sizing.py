@@ -113,7 +113,7 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
         for c in at_home
     }
     prefill = min(at_home, key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob))
-    drc = decode_cache_bytes_per_rps(workload, model, arch)
+    drc = decode_cache_bytes_per_rps(workload, model, arch.caches)
     decoders = [decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens) for c in candidates]
     usable = [d for d in decoders if d.usable and holds_longest_prompt(d.candidate, workload)]
     if not usable:
@@ -225,7 +225,7 @@ def size_counts(workload: Workload, shape: Shape, name: str | None = None) -> Si
     line = _cheapest_line(shape, classes, rate)
     downstream = Downstream(arch, line, decode.step_s, relay_step)
     load = path_load(downstream, classes, rate, [decode.candidate.instance], handoff)
-    drc = decode_cache_bytes_per_rps(workload, model, arch)
+    drc = decode_cache_bytes_per_rps(workload, model, arch.caches)
     context = classes.mean_context_tokens
 
     def pooled(cap: DecoderCapacity[Candidate], instances: int) -> DecoderCapacity[Candidate]:

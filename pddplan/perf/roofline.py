@@ -43,6 +43,7 @@ from pddplan.perf.efficiency import efficiency_of
 from pddplan.perf.kv import kv_replication, linear_state_bytes, per_token_layer_bytes
 from pddplan.specs.hardware import ComputeDtype, Efficiency, HardwareProfile
 from pddplan.specs.model import DTYPE_BYTES, ModelArchitecture
+from pddplan.specs.workload import Mtp
 
 ACTIVATION_BYTES = 2  # bf16 activations on the wire
 ATTENTION_TILE_ROWS = 128  # query rows per FlashAttention / FlashMLA thread block (FA2/FA3 tile size)
@@ -67,21 +68,6 @@ MOE_FFN_KERNELS = 8
 SHARED_EXPERT_KERNELS = 3
 #: Per step: embedding, final norm, LM head, sampling.
 STEP_KERNELS = 4
-
-
-@dataclass(frozen=True)
-class Mtp:
-    """Multi-token prediction (speculative decoding with the model's own draft layer): each decode
-    step drafts `draft_tokens` tokens and verifies them with the target model; each draft token is
-    accepted with probability `acceptance`, given all before it were."""
-
-    draft_tokens: int
-    acceptance: float
-
-    def tokens_per_step(self) -> float:
-        """E[tokens a sequence gains per step] = 1 + a + a^2 + ... + a^K (the verified token, then
-        each draft while the chain holds)."""
-        return 1.0 + sum(self.acceptance**i for i in range(1, self.draft_tokens + 1))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from pddplan.specs.common import NonNegativeFloat, PositiveFloat, StrictModel
-from pddplan.specs.plan import ArchitectureName
+from pddplan.specs.plan import ArchitectureName, architecture_rules
 
 Metric = Literal["cost_usd_per_hour", "bcr", "goodput_rps"]
 # names baseline files written before money keys carried `_usd` still use (read, never written)
@@ -42,11 +42,10 @@ class ScenarioOptions(StrictModel):
     @field_validator("architectures")
     @classmethod
     def _known(cls, names: list[str] | None) -> list[str] | None:
-        from pddplan import architectures
-
+        known = architecture_rules().names()
         for name in names or []:
-            if name not in architectures.names():
-                raise ValueError(f"unknown architecture {name!r}: expected one of {', '.join(architectures.names())}")
+            if name not in known:
+                raise ValueError(f"unknown architecture {name!r}: expected one of {', '.join(known)}")
         return names
 
     @model_validator(mode="after")

@@ -7,7 +7,7 @@ handoff mode, chunk size and decode batch limit.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
@@ -125,21 +125,18 @@ class Plan(StrictModel):
     @field_validator("architecture")
     @classmethod
     def _known(cls, name: str) -> str:
-        from pddplan import architectures
-
-        if name not in architectures.names():
-            raise ValueError(f"unknown architecture {name!r}: expected one of {', '.join(architectures.names())}")
+        known = architecture_rules().names()
+        if name not in known:
+            raise ValueError(f"unknown architecture {name!r}: expected one of {', '.join(known)}")
         return name
 
     @model_validator(mode="after")
     def _shape(self) -> Plan:
-        from pddplan import architectures
-
         if self.decode.count == 0:
             raise ValueError("decode.count = 0: a plan needs at least one (main) decode instance")
         if self.prefill.count == 0:
             raise ValueError("prefill.count = 0: a plan needs at least one prefill instance")
-        architectures.get(self.architecture).validate(self)
+        architecture_rules().validate(self)
         return self
 
     def with_count(self, role: RoleName, count: int) -> Plan:
@@ -158,6 +155,30 @@ class Plan(StrictModel):
 
 def _architecture_enum(schema: dict[str, Any]) -> None:
     """JSON Schema of `architecture`: the registered names (looked up when the schema is written)."""
-    from pddplan import architectures
+    schema["enum"] = list(architecture_rules().names())
 
-    schema["enum"] = list(architectures.names())
+
+class ArchitectureRules(Protocol):
+    """What a plan is checked against: the architectures registered and each one's rules for its
+    roles, datacenters and lines. The registry (`pddplan.architectures`, a layer above the specs)
+    registers itself here when it is imported, as plug-ins do: the specs never import it."""
+
+    def names(self) -> tuple[str, ...]: ...
+
+    def validate(self, plan: Plan) -> None:
+        """Raise ValueError when `plan` does not fit its architecture."""
+
+
+_RULES: list[ArchitectureRules] = []
+
+
+def register_architecture_rules(rules: ArchitectureRules) -> None:
+    """Check plans against `rules` from now on (`pddplan.architectures` calls it on import)."""
+    _RULES[:] = [rules]
+
+
+def architecture_rules() -> ArchitectureRules:
+    """The registered rules; importing `pddplan` registers the shipped architectures."""
+    if not _RULES:
+        raise RuntimeError("no architecture registry: import pddplan.architectures before validating a plan")
+    return _RULES[0]

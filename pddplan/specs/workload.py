@@ -7,7 +7,8 @@ documented in `docs/inputs.md`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -31,9 +32,6 @@ from pddplan.specs.common import (
     Usd,
 )
 from pddplan.specs.distributions import HitRateDistribution, LengthDistribution, RequestMix
-
-if TYPE_CHECKING:
-    from pddplan.perf.roofline import Mtp
 from pddplan.specs.model import KvDtype
 
 #: How far a request mix's mean hit rate may sit from its `hit_rate` marginal's (whose buckets are
@@ -224,6 +222,21 @@ class Deployment(StrictModel):
         return self.home_datacenter or self.datacenters[0].name
 
 
+@dataclass(frozen=True)
+class Mtp:
+    """Multi-token prediction (speculative decoding with the model's own draft layer): each decode
+    step drafts `draft_tokens` tokens and verifies them with the target model; each draft token is
+    accepted with probability `acceptance`, given all before it were."""
+
+    draft_tokens: int
+    acceptance: float
+
+    def tokens_per_step(self) -> float:
+        """E[tokens a sequence gains per step] = 1 + a + a^2 + ... + a^K (the verified token, then
+        each draft while the chain holds)."""
+        return 1.0 + sum(self.acceptance**i for i in range(1, self.draft_tokens + 1))
+
+
 #: The largest decode batch the planner considers when a workload sets no cap: a bound on the search,
 #: not an engine's; the TPOT SLA and KV memory bind far below it on every shipped workload.
 DECODE_BATCH_SEARCH_LIMIT = 4096
@@ -326,7 +339,6 @@ class ServingOptions(StrictModel):
 
     def mtp(self) -> Mtp | None:
         """The multi-token prediction setting, or None when off."""
-        from pddplan.perf.roofline import Mtp
 
         if self.mtp_draft_tokens == 0 or self.mtp_acceptance is None:
             return None
