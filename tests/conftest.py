@@ -11,7 +11,7 @@ from hypothesis import settings
 from typer.testing import CliRunner
 
 from pddplan.cli import app
-from pddplan.optimize import parallel
+from pddplan.support import forking
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,12 +58,12 @@ settings.load_profile("ci" if os.environ.get("CI") else "explore")
 # that are not its own (pytest-xdist's worker talks to its controller on a native thread; an
 # earlier test's dask or ray runtime may linger), so each test counts only the threads beyond
 # those it started with: tests exercise the forked workers and still see a thread pddplan itself
-# starts. (Lingering Python threads still count: `_fork_is_safe` also asks `threading`.)
+# starts. (Lingering Python threads still count: `fork_is_safe` also asks `threading`.)
 @pytest.fixture(autouse=True)
 def _discount_threads_already_running(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = parallel.threads_in_process
+    real = forking.threads_in_process
     already = real()
-    monkeypatch.setattr(parallel, "threads_in_process", lambda: real() - (already - 1))
+    monkeypatch.setattr(forking, "threads_in_process", lambda: real() - (already - 1))
 
 
 @pytest.fixture(scope="session")

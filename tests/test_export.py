@@ -289,7 +289,8 @@ def test_expert_parallel_under_tensor_parallel_attention_launches_as_the_engines
     attention, no DeepEP), vLLM `--tensor-parallel-size N --enable-expert-parallel` (no data
     parallelism); the plan tables label it EP-TPA."""
     from pddplan.export.engines import NodeContext, Shell, sglang_args, vllm_args
-    from pddplan.report.plan_tables import parallel_label, scenario_roles
+    from pddplan.report.plan_tables import parallel_label
+    from pddplan.scenarios.describe import scenario_roles
 
     data = yaml.safe_load(PLANS["pd-intra"].read_text(encoding="utf-8"))
     data["decode"] |= {"expert_parallel": True, "tp_attention": True}

@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 from pddplan.analyses import gate as gating
 from pddplan.cli import app
 from pddplan.errors import InputError
+from pddplan.report.gate_report import markdown as gate_markdown
 from pddplan.report.gate_report import print_checks
 from pddplan.specs.baseline import Baseline, GateScenario, ScenarioResult, Tolerances
 
@@ -756,7 +757,7 @@ def test_checks_to_dict() -> None:
 
 
 def test_markdown_of_hand_made_checks() -> None:
-    text = gating.markdown(checks())
+    text = gate_markdown(checks())
     assert text.startswith("## pddplan cost gate: **failed**\n")
     rows = table_rows(text)
     assert len(rows) == 9
@@ -765,8 +766,8 @@ def test_markdown_of_hand_made_checks() -> None:
     assert rows[("gone", "cost_usd_per_hour")] == ["4", "-", "-", "❌ regression"]
     assert "- **gone**: no feasible plan meets the SLA any more" in text
     assert "refresh the baseline" in text
-    assert gating.markdown(checks()[:1]).startswith("## pddplan cost gate: passed\n")
-    assert "Regressions:" not in gating.markdown(checks()[:2])
+    assert gate_markdown(checks()[:1]).startswith("## pddplan cost gate: passed\n")
+    assert "Regressions:" not in gate_markdown(checks()[:2])
 
 
 def test_terminal_table_of_hand_made_checks() -> None:

@@ -567,17 +567,17 @@ def test_workers_are_forked_only_when_no_other_thread_runs() -> None:
 
     code = """
 import threading
-from pddplan.optimize.parallel import _fork_is_safe
-assert _fork_is_safe(), "alone"
+from pddplan.support.forking import fork_is_safe
+assert fork_is_safe(), "alone"
 stop = threading.Event()
 other = threading.Thread(target=stop.wait)
 other.start()
 try:
-    assert not _fork_is_safe(), "beside another thread"
+    assert not fork_is_safe(), "beside another thread"
 finally:
     stop.set()
     other.join()
-assert _fork_is_safe(), "after it ended"
+assert fork_is_safe(), "after it ended"
 print("ok")
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -596,7 +596,7 @@ def test_no_blas_thread_pool_runs_beside_the_forks() -> None:
     # variable pddplan/support/blas.py sets is checked everywhere
     code = (
         "import os, pddplan.cli, numpy as np, scipy.linalg\n"
-        "from pddplan.optimize.parallel import threads_in_process\n"
+        "from pddplan.support.forking import threads_in_process\n"
         "m = np.eye(300) + np.ones((300, 300)) / 300\n"
         "scipy.linalg.lu_factor(m); np.linalg.inv(m) @ m\n"
         "print(threads_in_process(), os.environ.get('OPENBLAS_NUM_THREADS'))"
@@ -618,7 +618,7 @@ def test_a_worker_that_dies_fails_the_run_instead_of_hanging_it(monkeypatch: pyt
     from pddplan.optimize import parallel
 
     monkeypatch.setattr(parallel, "_one", _die)
-    monkeypatch.setattr(parallel, "_fork_is_safe", lambda: True)  # whatever an earlier test left running
+    monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)  # whatever an earlier test left running
     workload = load_workload("chat-short-lowhit")
     inputs = load_input_set(workload, workload_dir("chat-short-lowhit"))
     with pytest.raises(RuntimeError, match="--jobs 1"):

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pddplan.report.output import to_json
 from pddplan.report.schemas import schema_for, schema_kinds, write_schemas
+from pddplan.support.jsontext import to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "schemas"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pddplan.analyses.robustness import robustness
@@ -21,8 +20,7 @@ from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import architecture_figures, optimize
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes
-from pddplan.report import robustness_report
-from pddplan.report.plan_tables import layout_label
+from pddplan.scenarios.describe import layout_label
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import ArchitectureName
@@ -316,37 +314,3 @@ def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
         f"KV cross the WAN; both hold the {prefix_gb:,.0f} GB prefill-side prefix cache behind the hit rate. "
         "The article's GPUs are unnamed, so its gap need not match."
     )
-
-
-def markdown(result: dict[str, Any]) -> str:
-    """The comparison as a Markdown table."""
-    lines = [
-        "# PDD article vs pddplan (workload pdd-agent-64k)",
-        "",
-        "Produced by `pddplan paper --markdown examples/pdd-paper/comparison.md`. Inputs are stated in "
-        "workloads/pdd-agent-64k.yaml; nothing is tuned to the article.",
-        "",
-        "| figure | article | pddplan | why they differ |",
-        "|---|---|---|---|",
-    ]
-    lines.extend(f"| {row['metric']} | {row['article']} | {row['pddplan']} | {row['why']} |" for row in result["rows"])
-    if "robustness" in result:
-        lines.extend(
-            [
-                "",
-                "## How the decision moves",
-                "",
-                f"PDD against {COMPARED[0]} at GPU-B +{NOMINAL_PREMIUM:.0%}, re-optimized under each variation "
-                "(`pddplan optimize --robustness`; the article's comparison is PDD against intra-datacenter PD).",
-                "",
-                *robustness_report.markdown(result["robustness"]),
-            ]
-        )
-    return "\n".join(lines) + "\n"
-
-
-def write_markdown(path: Path, result: dict[str, Any]) -> None:
-    """Write the comparison atomically."""
-    from pddplan.support.loading import write_atomic
-
-    write_atomic(path, markdown(result))

@@ -918,11 +918,11 @@ ReportOption = Annotated[
 
 
 def _write_report(path: Path, workload: str, **parts: Any) -> None:
-    """Build the plan report (`pddplan.analyses.plan_report`) and write it atomically."""
-    from pddplan.analyses.plan_report import plan_report
+    """Build the plan report (`pddplan.report.plan_report`) and write it atomically."""
     from pddplan.inputs import load_workload, workload_dir
     from pddplan.inputs.input_set import load_input_set
     from pddplan.report import output
+    from pddplan.report.plan_report import plan_report
     from pddplan.support.loading import write_atomic
 
     inputs = load_input_set(load_workload(workload), workload_dir(workload))
@@ -932,7 +932,7 @@ def _write_report(path: Path, workload: str, **parts: Any) -> None:
 
 def _check_report(path: Path | None) -> None:
     if path is not None:
-        from pddplan.analyses.plan_report import check_report_path
+        from pddplan.report.plan_report import check_report_path
 
         check_report_path(path)
 
@@ -1572,7 +1572,9 @@ def gate(
             baseline, progress=lambda text: status.update(text), tolerances=overrides or None, rtol=rtol
         )
     if markdown_path is not None:
-        write_atomic(markdown_path, gating.markdown(checks))
+        from pddplan.report.gate_report import markdown as gate_markdown
+
+        write_atomic(markdown_path, gate_markdown(checks))
     if json_out:
         output.emit_json(gating.checks_to_dict(checks))
     else:
@@ -1792,7 +1794,9 @@ def paper(
     with output.status("running the paper scenario...") as status:
         result = comparison.compare(requests, seed, progress=lambda text: status.update(text))
     if markdown_path is not None:
-        comparison.write_markdown(markdown_path, result)
+        from pddplan.report.paper_report import write_markdown
+
+        write_markdown(markdown_path, result)
     if json_out:
         output.emit_json(result)
         return
@@ -1826,7 +1830,9 @@ def agreement(
     with output.status("comparing...") as status:
         rows = check.agreement(requests, seed, progress=lambda text: status.update(text))
     if markdown_path is not None:
-        write_atomic(markdown_path, check.markdown(rows, requests))
+        from pddplan.report.agreement_report import markdown as agreement_markdown
+
+        write_atomic(markdown_path, agreement_markdown(rows, requests))
     if json_out:
         output.emit_json(rows)
         return

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -23,6 +21,7 @@ from pddplan.inputs.input_set import InputSet
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import ArchitectureResult, optimize_architecture
 from pddplan.specs.plan import ArchitectureName
+from pddplan.support.forking import fork_is_safe
 
 # What the forked workers read: set just before the pool forks, cleared after it closes.
 _SHARED: tuple[InputSet, OptimizeOptions] | None = None
@@ -32,30 +31,6 @@ def _one(name: ArchitectureName) -> ArchitectureResult:
     assert _SHARED is not None, "a worker runs only inside optimize_all's pool"
     inputs, options = _SHARED
     return optimize_architecture(inputs, name, options)
-
-
-def threads_in_process() -> int:
-    """Threads of this process, native ones included (Linux's /proc/self/task); elsewhere the
-    Python threads only."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return threading.active_count()
-
-
-def _fork_is_safe(settle_s: float = 0.05) -> bool:
-    """Fork only where it exists and no other thread runs: a thread holding a lock (a logger's, a
-    console's, a BLAS pool's) at the fork would leave that lock held forever in the child. A
-    Python thread just joined can linger natively for a moment, so a native-only surplus is given
-    `settle_s` to go."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return False
-    deadline = time.monotonic() + settle_s
-    while threads_in_process() > 1:
-        if threading.active_count() > 1 or time.monotonic() >= deadline:
-            return False
-        time.sleep(0.001)
-    return True
 
 
 def worker_count(requested: int | None, tasks: int) -> int:
@@ -86,7 +61,7 @@ def optimize_all(
     """`optimize_architecture` for each of `names`, in that order, on up to `options.jobs` workers."""
     global _SHARED
     workers = worker_count(options.jobs, len(names))
-    if workers == 1 or not _fork_is_safe():
+    if workers == 1 or not fork_is_safe():
         return [optimize_architecture(inputs, name, options, progress) for name in names]
     if progress:
         progress(f"optimizing {', '.join(names)} on {workers} workers")

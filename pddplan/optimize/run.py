@@ -13,7 +13,7 @@ from pddplan.optimize.candidates import instance_widths
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.parallel import optimize_all
 from pddplan.optimize.search import ArchitectureResult
-from pddplan.report.plan_tables import scenario_roles, scenario_wan
+from pddplan.scenarios.describe import scenario_roles, scenario_wan
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 

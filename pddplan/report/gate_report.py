@@ -31,3 +31,29 @@ def print_checks(console: Console, checks: list[ScenarioCheck]) -> None:
     for check in checks:
         for reason in check.reasons:
             console.print(f"[red]{check.name}[/red]: {reason}")
+
+
+def markdown(checks: list[ScenarioCheck]) -> str:
+    """A pull-request comment: one table row per scenario and metric."""
+    passed = all(c.verdict != "regression" for c in checks)
+    lines = [
+        "## pddplan cost gate: " + ("passed" if passed else "**failed**"),
+        "",
+        "| scenario | metric | before | after | change | verdict |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for c in checks:
+        for m in c.metrics:
+            before = "-" if m.before is None else f"{m.before:,.4g}"
+            after = "-" if m.after is None else f"{m.after:,.4g}"
+            change = "-" if m.change is None else f"{m.change:+.2%}"
+            mark = {"regression": "❌ regression", "improvement": "✅ improvement", "unchanged": "= unchanged"}[
+                m.verdict
+            ]
+            lines.append(f"| {c.name} | {m.metric} | {before} | {after} | {change} | {mark} |")
+    reasons = [f"- **{c.name}**: {r}" for c in checks for r in c.reasons]
+    if reasons:
+        lines += ["", "Regressions:", *reasons]
+    if any(c.verdict == "improvement" for c in checks):
+        lines += ["", "Some scenarios improved: refresh the baseline with `pddplan gate BASELINE --update`."]
+    return "\n".join(lines) + "\n"

@@ -3,13 +3,13 @@ progress, notices, warnings and errors on stderr, so results can be piped, grepp
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import sys
 from typing import Any
 
 from rich.console import Console
+
+from pddplan.support.jsontext import to_json
 
 
 def results() -> Console:
@@ -211,24 +211,6 @@ def _console(stderr: bool) -> Console:
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = _Console(stderr=stderr, highlight=False, width=160)
     return console
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe copy: NaN and infinities become null, numpy scalars become Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def to_json(data: Any) -> str:
-    """Deterministic JSON text: sorted keys are not used, so documents keep their logical order."""
-    return json.dumps(_clean(data), indent=2, allow_nan=False)
 
 
 def emit_json(data: Any) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from pddplan.analyses.sensitivity import Sensitivity
 from pddplan.report.charts import Chart, Series, svg
-from pddplan.report.plan_tables import scenario_roles, scenario_wan
+from pddplan.scenarios.describe import scenario_roles, scenario_wan
 from pddplan.scenarios.scenario import Scenario
 
 CDF_POINTS = 200

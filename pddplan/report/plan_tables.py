@@ -10,15 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 
 from pddplan import architectures
+from pddplan.scenarios.describe import layout_label, scenario_roles, scenario_wan
 from pddplan.scenarios.scenario import Scenario
-
-
-def layout_label(tp: int, expert_parallel: bool | None, tp_attention: bool = False) -> str:
-    """TP8; TP8 EP when the instance runs expert parallelism with data-parallel attention; TP8 EP-TPA
-    with tensor-parallel attention."""
-    if not expert_parallel:
-        return f"TP{tp}"
-    return f"TP{tp} EP" + ("-TPA" if tp_attention else "")
 
 
 def parallel_label(role: dict[str, Any]) -> str:
@@ -73,33 +66,6 @@ def drawing(
         middle = link_top.center(span, "=") if i == 1 else (link_mid.center(span) if i == 2 else " " * span)
         rows.append(left[i] + middle + right[i])
     return "\n".join(rows)
-
-
-def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
-    """Roles of a scenario as plain dicts (for drawings and JSON)."""
-    return {
-        name: {
-            "datacenter": role.spec.datacenter,
-            "gpu": role.spec.gpu,
-            "tp": role.spec.tp,
-            "expert_parallel": role.instance.uses_ep if scenario.model.moe is not None else None,
-            "count": role.count,
-        }
-        | ({"tp_attention": True} if role.instance.tp_attention else {})
-        | ({"relay_on_prefill": True} if name == "prefill" and scenario.relay_colocated else {})
-        for name, role in scenario.roles.items()
-    }
-
-
-def scenario_wan(scenario: Scenario) -> dict[str, Any] | None:
-    """The pooled WAN link of a scenario as a plain dict."""
-    if scenario.link is None:
-        return None
-    return {
-        "gbps": scenario.link.gbps,
-        "lines": sum(count for _, count in scenario.link.leases),
-        "rtt_ms": scenario.link.rtt_s * 1e3,
-    }
 
 
 def _s(value: float) -> str:

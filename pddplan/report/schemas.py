@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pddplan.errors import InputError
-from pddplan.report.output import to_json
+from pddplan.support.jsontext import to_json
 from pddplan.support.loading import write_atomic
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pddplan.errors import InputError
+from pddplan.support.forking import fork_is_safe
 from pddplan.trace.read import TraceFormat, TraceRequest, read_trace
 
 BATCH = 4096
@@ -41,13 +42,11 @@ def _reader(path: Path, fmt: TraceFormat, block_tokens: int, connection: Any) ->
 
 def stream_trace(path: Path, fmt: TraceFormat = "mooncake", block_tokens: int = 512) -> Iterator[TraceRequest]:
     """`read_trace`, parsed in a forked reader process when the file is large and forking safe."""
-    from pddplan.optimize.parallel import _fork_is_safe
-
     try:
         large = path.stat().st_size >= MIN_PREFETCH_BYTES
     except OSError:
         large = False
-    if not large or not _fork_is_safe():
+    if not large or not fork_is_safe():
         yield from read_trace(path, fmt, block_tokens)
         return
     context = multiprocessing.get_context("fork")
