@@ -410,16 +410,14 @@ def test_a_price_sweep_shows_revenue_per_cost_which_prices_move() -> None:
 def test_a_sweep_reads_the_files_its_workload_names_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each point used to re-read the model and GPU profiles (on every worker); they are read
     once and travel with the points."""
-    import pddplan.inputs.input_set
-
     calls: list[object] = []
-    real = pddplan.inputs.input_set.load_input_set
+    real = sweeping.load_input_set
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pddplan.inputs.input_set, "load_input_set", counting)
+    monkeypatch.setattr(sweeping, "load_input_set", counting)
     result = run("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,3,4", "-a", "pd-intra", "--json")
     assert result.exit_code == 0, result.stderr
     assert len(json.loads(result.stdout)["points"]) == 3

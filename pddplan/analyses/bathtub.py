@@ -34,8 +34,10 @@ import numpy as np
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
 from pddplan.errors import InfeasibleError
+from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.sizing import Shape, choose_shape, relay_on_prefill_if_cheaper, size_plan
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.scenarios.variants import HitMode, at_hit
 from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
@@ -252,8 +254,6 @@ def _fixed_plan(nominal: InputSet, shape: Shape | None) -> tuple[Plan | None, st
 def _fixed_plan_figures(plan: Plan, inputs: InputSet) -> dict[str, float] | None:
     """Figures of a fixed deployment at one hit point (module docstring): it serves
     min(offered rate, its capacity there) with the same whole instances and lines."""
-    from pddplan.evaluate.capacity_view import capacity_view
-    from pddplan.scenarios.scenario import build_scenario
 
     scenario = build_scenario(plan, inputs, source="bathtub plan")
     view = capacity_view(scenario)

@@ -21,9 +21,14 @@ from typing import Any
 import numpy as np
 
 from pddplan.errors import InputError
+from pddplan.inputs import load_model
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.run import architecture_figures
+from pddplan.optimize.run import optimize as run_optimize
+from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.specs.workload import Workload
 from pddplan.trace.curve import Capacity
+from pddplan.trace.workload import CacheChoice, workload_from_trace
 
 HOURS_PER_MONTH = 730.0
 
@@ -106,14 +111,9 @@ def cache_plan(
 ) -> list[CachePoint]:
     """The best deployment at each capacity (module docstring), in the order given."""
     template = traffic.template
-    from pddplan.inputs import load_model
-    from pddplan.perf.kv import kv_bytes_per_token
-    from pddplan.trace.workload import CacheChoice, workload_from_trace
 
     if not (usd_per_gb_month >= 0 and np.isfinite(usd_per_gb_month)) or usd_per_gb_month > 1e4:
         raise InputError(f"--usd-per-gb-month = {usd_per_gb_month}: expected 0 to 10,000 $ per GB-month")
-    from pddplan.optimize.run import architecture_figures
-    from pddplan.optimize.run import optimize as run_optimize
 
     kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
     points = []

@@ -14,7 +14,7 @@ from typing import Any
 
 from pddplan.analyses.robustness import robustness
 from pddplan.cache.sessions import CacheKind
-from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs import load_hardware, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import architecture_figures, optimize
@@ -50,7 +50,6 @@ class Row:
 
 def _with_premium(workload: Workload, premium: float) -> Workload:
     """The workload with GPU-B priced at (1 + premium) x GPU-A."""
-    from pddplan.inputs import load_hardware
 
     base = load_hardware("gpu-a").cost_usd_per_gpu_hour(workload.deployment.price_basis)
     datacenters = []

@@ -21,6 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from pddplan import architectures as registry
 from pddplan.errors import InfeasibleError, InputError, PddplanError
+from pddplan.inputs import check_workload
+from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.search import optimize_architecture
+from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.scenarios.variants import set_path
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
@@ -80,8 +86,6 @@ def run_point(task: SweepTask) -> dict[str, Any]:
 
 
 def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
-    from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
-    from pddplan.scenarios.scenario import build_scenario
 
     workload = inputs.workload
     sized = relay_on_prefill_if_cheaper(size_plan(workload, choose_shape(inputs, arch)), inputs)
@@ -102,8 +106,6 @@ def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
 
 
 def _optimized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
-    from pddplan.optimize.options import OptimizeOptions
-    from pddplan.optimize.search import optimize_architecture
 
     result = optimize_architecture(inputs, arch, OptimizeOptions(verify=False))
     if not result.feasible or result.evaluation is None or result.scenario is None:
@@ -136,8 +138,6 @@ def sweep(
     raw = read_data(workload_path)
     if not isinstance(raw, dict):
         raise InputError(f"{workload_path}: expected a mapping at the top level")
-    from pddplan.inputs import check_workload
-    from pddplan.inputs.input_set import load_input_set
 
     tasks = []
     loaded: InputSet | None = None

@@ -41,10 +41,15 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from pddplan.errors import InputError
+from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs.input_set import InputSet
 from pddplan.scenarios.failures import Change, apply
 from pddplan.scenarios.scenario import Scenario, build_scenario
+from pddplan.simulate.engine import simulate_requests as run
+from pddplan.simulate.summary import simulate
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,6 @@ class WhatIf:
 
 def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int = 0, seed: int = 0) -> WhatIf:
     """`plan`'s figures before and after `change` (module docstring), on `inputs`' workload."""
-    from pddplan.evaluate.analytic import evaluate
 
     scenario = build_scenario(plan, inputs, source="plan")
     changed, rate, mode = apply(inputs, scenario, change)
@@ -81,8 +85,6 @@ def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int =
     after = _paid_for(evaluate(changed, rate).to_dict(), scenario.cost_per_hour) if changed is not None else None
     sim_before = sim_after = None
     if simulate_requests:
-        from pddplan.simulate.summary import simulate
-
         sim_before = simulate(scenario, simulate_requests, seed).summary
         if changed is not None:
             offered = changed.plan.model_copy(update={"rate_rps": None})
@@ -114,9 +116,6 @@ def _transient(
     scenario: Scenario, changed: Scenario | None, change: Change, requests: int, seed: int
 ) -> dict[str, Any]:
     """The line failure's transient (module docstring)."""
-    import numpy as np
-
-    from pddplan.simulate.engine import simulate_requests as run
 
     assert change.at_s is not None
     at_s = change.at_s

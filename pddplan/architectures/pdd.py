@@ -15,6 +15,8 @@ import numpy as np
 from pddplan.architectures.base import Architecture, Dispatch, Pipeline, Transport
 from pddplan.cache.accounting import found_probability
 from pddplan.cache.sessions import CacheKind
+from pddplan.net.lines import pool_lines
+from pddplan.specs.plan import Routing
 
 if TYPE_CHECKING:
     from pddplan.specs.plan import HandoffMode, Routing
@@ -30,8 +32,6 @@ def relay_by_bytes(workload: Workload) -> Routing | None:
     transfer at one flow's TCP cap would take more than a quarter of the TTFT P90 target (None
     when the workload has no WAN option). It means the same at every hit rate (bathtub), and it
     relays a high-hit request whose prefix the main decoder no longer holds."""
-    from pddplan.net.lines import pool_lines
-    from pddplan.specs.plan import Routing
 
     options = workload.deployment.wan_lines
     if not options:
@@ -54,7 +54,6 @@ class Pdd(Architecture):
         """One rule per distinct set of relayed hit-rate support points (thresholds HIT_THRESHOLDS),
         and the bytes rule when the main decoder may miss a prefix prefill hit (then a high hit
         rate no longer means a small transfer)."""
-        from pddplan.specs.plan import Routing
 
         _, hits, _ = workload.prompt_hit_support()
         out: list[Routing | None] = []
@@ -72,7 +71,6 @@ class Pdd(Architecture):
         return out
 
     def default_routing(self) -> Routing | None:
-        from pddplan.specs.plan import Routing
 
         return Routing(kind="hit", hit_threshold=0.9)
 

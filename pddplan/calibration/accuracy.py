@@ -10,13 +10,16 @@ apart by what they measure (engine step or client-side time) and step kind, and 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pddplan.calibration.calibrate import ErrorSummary, Measurement, accuracy_rows, read_measurements
+from pddplan.calibration.calibrate import ErrorSummary, Measurement, accuracy_rows, predict, read_measurements
+from pddplan.calibration.refit import refit
 from pddplan.errors import InputError
+from pddplan.inputs import load_model
 from pddplan.specs.model import ModelArchitecture
 from pddplan.support.catalog import shipped_measurements
 
@@ -76,7 +79,6 @@ def _grouped(
     """Errors of the `scored` rows (default: the held-out ones) per (engine or client measurement,
     step kind), per measurement over every step kind (`"<kind> all"`, where it has several) and per
     model family."""
-    from pddplan.inputs import load_model
 
     families = {name: model_family(load_model(name)) for name in {m.model for m in rows}}
     held = np.array([m.split == "holdout" for m in rows]) if scored is None else scored
@@ -155,10 +157,6 @@ def cross_validation(
     order; each fold is predicted by the factors refitted without it (with the most specific level
     its row has, as `accuracy` does). Held-out and excluded rows never enter. Errors are
     |predicted / measured - 1|: median, p90 and worst, overall and per group (`_grouped`)."""
-    from dataclasses import replace
-
-    from pddplan.calibration.calibrate import predict
-    from pddplan.calibration.refit import refit
 
     if folds < 2:
         raise InputError(f"--folds = {folds}: cross-validation needs at least 2 folds")

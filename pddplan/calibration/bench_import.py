@@ -23,13 +23,17 @@ Prompt and output lengths are the measured means (total tokens / completed), nev
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pddplan.calibration.calibrate import Measurement, calibrate_rows, data_tag
 from pddplan.errors import InputError
+from pddplan.inputs import model_index
 from pddplan.support.loading import read_text
 
 BenchFormat = Literal["sglang-bench", "vllm-bench"]
@@ -193,7 +197,6 @@ def catalog_model_of(repo: str | None) -> str | None:
     """The catalog model whose Hugging Face repo is `repo` (case-insensitive), if any."""
     if not repo:
         return None
-    from pddplan.inputs import model_index
 
     for name, entry in model_index().items():
         if str(entry.get("hf_repo", "")).lower() == repo.lower():
@@ -223,7 +226,6 @@ def rows_from_runs(
 ) -> tuple[list[Any], list[str]]:
     """Calibration rows (`Measurement`) from benchmark runs, and the notes that say what each
     assumed or skipped (module docstring)."""
-    from pddplan.calibration.calibrate import Measurement
 
     if decode_instances < 1:
         raise InputError(f"--decode-instances = {decode_instances}: must be at least 1")
@@ -303,8 +305,6 @@ def rows_from_runs(
 
 def rows_csv(rows: list[Any]) -> str:
     """The rows as a measurements CSV `pddplan calibrate` reads."""
-    import csv
-    import io
 
     columns = (
         "model",
@@ -374,7 +374,6 @@ def calibrate_from_bench(
 ) -> BenchFit:
     """Fit `gpu`'s factors for `stack` (default: from the files) to the rows the benchmark files
     give (`rows_from_runs`), pulled towards the profile's own factors."""
-    from pddplan.calibration.calibrate import calibrate_rows, data_tag
 
     runs = [run for path in files for run in read_bench(path, fmt)]
     if not runs:

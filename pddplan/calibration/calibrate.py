@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
@@ -359,7 +360,6 @@ def fit_efficiency(
     stack with a single fit row (`min_fit_rows` 1) can be calibrated at all. A `stack_level` fit
     (one serving stack's factors around its GPU's) uses each factor's `stack_spread` where it has one.
     """
-    from scipy.optimize import least_squares
 
     rows = [m for m in rows if m.split in ("fit", "holdout")]
     fit_rows = [m for m in rows if m.split == "fit"]

@@ -13,7 +13,10 @@ from typing import Any, Literal
 
 from pddplan.errors import InputError
 from pddplan.export.engines import ENGINE_VERSIONS, ENGINES, Engine
+from pddplan.export.k8s import k8s_files
 from pddplan.export.layout import DEFAULT_GPUS_PER_NODE, Deployment, check_script_text, deployment_of
+from pddplan.export.scripts import shell_files
+from pddplan.inputs import model_index
 from pddplan.scenarios.scenario import Scenario
 
 Target = Literal["sglang", "vllm", "k8s"]
@@ -59,7 +62,6 @@ def model_repo_of(model: str, model_path: str | None) -> str:
     """What the engines load: `model_path` if given, else the catalog model's Hugging Face repo."""
     if model_path:
         return model_path
-    from pddplan.inputs import model_index
 
     entry = model_index().get(model)
     if entry is None or not entry.get("hf_repo"):
@@ -84,9 +86,6 @@ def export_plan(
         check_script_text("--image", image)
     deployment = deployment_of(scenario, model_repo_of(scenario.workload.model, model_path), gpus_per_node)
     if target == "k8s":
-        from pddplan.export.k8s import k8s_files
-
         return Export(target, engine, deployment, k8s_files(engine, deployment, image))
-    from pddplan.export.scripts import shell_files
 
     return Export(target, target, deployment, shell_files(target, deployment))

@@ -11,6 +11,7 @@ that resolves the Service names across them).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -65,8 +66,6 @@ def _object_name(deployment: Deployment, instance_label: str) -> str:
     plan = dns_name(deployment.plan_name)
     room = 63 - len(suffix) - 1
     if len(plan) > room:
-        import hashlib
-
         digest = hashlib.sha256(deployment.plan_name.encode()).hexdigest()[:6]
         plan = plan[: max(room - 7, 1)].rstrip("-") + "-" + digest
     return f"{plan}-{suffix}"

@@ -10,6 +10,7 @@ from typing import Any
 from pddplan import architectures as _registry  # noqa: F401
 from pddplan.errors import InputError
 from pddplan.inputs.hf_import import architecture_from_hf_config
+from pddplan.perf.efficiency import efficiency_of
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import KvDtype, ModelArchitecture
 from pddplan.specs.plan import Plan
@@ -147,8 +148,6 @@ def check_workload(workload: Workload, path: Path) -> Workload:
         raise InputError(f"{path}: model = {workload.model!r}: {exc}") from None
     stack = workload.serving.stack
     if stack is not None:
-        from pddplan.perf.efficiency import efficiency_of
-
         for dc in workload.deployment.datacenters:
             for offer in dc.gpus:
                 try:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from pddplan import architectures
 from pddplan.inputs.input_set import InputSet
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import ArchitectureResult, optimize_architecture
@@ -43,7 +44,6 @@ def longest_first(names: Sequence[ArchitectureName]) -> list[int]:
     """Indices of `names` in the order to hand them to the workers: an architecture with a relay
     searches the most (routing rules x relay placements x handoff modes), then one over the WAN
     (line sizes), then the rest. The longest task starting first bounds the wall time by it."""
-    from pddplan import architectures
 
     def work(index: int) -> tuple[int, int]:
         arch = architectures.get(names[index])

@@ -40,11 +40,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pddplan import architectures
 from pddplan.errors import InputError
+from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs.input_set import InputSet, load_input_set
+from pddplan.optimize.joint import JointCase, joint_purchase
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.run import optimize
+from pddplan.optimize.search import rule_text
+from pddplan.optimize.survive import growths
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.scenarios.variants import scenario_workloads
+from pddplan.simulate.sequential import verify
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import TrafficScenario, Workload
 
@@ -161,7 +168,6 @@ def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Pla
     rate with the lowest TTFT P99 (`first_met`: the first that meets, enough to know it can be).
     When none meets, the plan's own rule and mode at the most it serves within the SLA (module
     docstring). None when the plan does not fit the scenario's deployment."""
-    from pddplan import architectures
 
     arch = architectures.get(plan.architecture)
     base = plan.model_copy(update={"rate_rps": None})
@@ -197,9 +203,6 @@ def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Pla
 def _evaluated(inputs: InputSet, plan: Plan, rate_rps: float | None = None) -> dict[str, Any] | None:
     """The closed form of `plan` at `rate_rps` (default: the scenario's), with its rule, mode and
     served rate; None when it does not fit the scenario's deployment."""
-    from pddplan import architectures
-    from pddplan.evaluate.analytic import evaluate
-    from pddplan.optimize.search import rule_text
 
     try:
         scenario = build_scenario(plan, inputs, source="robust")
@@ -277,7 +280,6 @@ def _unmet(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> list[st
 
 def _grow(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], inputs: InputSet) -> Plan | None:
     """Greedy growth until every required scenario is met (module docstring), or None."""
-    from pddplan.optimize.survive import growths
 
     unmet = _unmet(plan, cases)
     for _ in range(MAX_GROWTH):
@@ -296,7 +298,6 @@ def _grow(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], inputs: Inp
 def _verified(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], options: OptimizeOptions) -> bool:
     """Whether `plan`, operated as each required scenario chooses (`_operate`), meets that scenario's
     SLA in simulation too (`pddplan.simulate.sequential.verify`, as the steady optimizer checks)."""
-    from pddplan.simulate.sequential import verify
 
     for spec, inputs in cases:
         if not spec.required:
@@ -320,7 +321,6 @@ def _joint_candidates(
     """The joint program's purchase (`pddplan.optimize.joint`, each required scenario with the
     routing rule of its own optimum) if it meets every required scenario in closed form, else grown
     greedily until it does; none when the program cannot be built or solved."""
-    from pddplan.optimize.joint import JointCase, joint_purchase
 
     joint_cases = []
     for (spec, report), (_, inputs) in zip(per_scenario, cases, strict=True):
@@ -347,7 +347,6 @@ def robust_optimize(
     progress: Any = None,
 ) -> list[RobustResult]:
     """One robust plan per architecture (module docstring)."""
-    from pddplan.optimize.run import optimize
 
     check_robust(workload, options)
     pairs = scenario_workloads(workload)

@@ -18,6 +18,7 @@ from pddplan.architectures import Architecture
 from pddplan.cache.accounting import decode_cache_bytes_per_rps, prefill_cache_bytes_per_rps
 from pddplan.cache.tiers import instance_tiers
 from pddplan.errors import InfeasibleError, InputError
+from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.capacity import (
     RDMA_PATH,
     WAN_MAX_UTILIZATION,
@@ -34,6 +35,7 @@ from pddplan.evaluate.capacity_view import (
     UNBOUNDED_RATE,
     CapacityView,
     RolePool,
+    capacity_view,
     decoder_rate,
     fluid_view,
     prefill_token_throughputs,
@@ -51,8 +53,10 @@ from pddplan.optimize.candidates import (
     serves_prefill,
     wan_configs,
 )
+from pddplan.optimize.placement import relay_placements
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import Instance
+from pddplan.scenarios.scenario import build_scenario
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleSpec, Routing, WanLease
 from pddplan.specs.workload import Workload
@@ -314,10 +318,6 @@ def relay_on_prefill_if_cheaper(sized: SizedPlan, inputs: InputSet) -> SizedPlan
     """`sized` with its dedicated relay moved onto the prefill instances (with as few more of them
     as `relay_placements` tries, cheapest first) when the closed form says that plan meets the SLA
     at no higher cost; otherwise `sized` as it is."""
-    from pddplan.evaluate.analytic import evaluate
-    from pddplan.evaluate.capacity_view import capacity_view
-    from pddplan.optimize.placement import relay_placements
-    from pddplan.scenarios.scenario import build_scenario
 
     groups = relay_placements(sized.plan)
     if len(groups) < 2:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pddplan.errors import InfeasibleError, InputError
+from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs.input_set import InputSet
 from pddplan.scenarios.failures import Change, apply
 from pddplan.scenarios.scenario import Scenario, build_scenario
@@ -92,7 +93,6 @@ def relaxed(scenario: Scenario, factor: float) -> Scenario:
 def survives(inputs: InputSet, scenario: Scenario, failure: str, degraded_sla: float = 1.0) -> tuple[bool, str]:
     """Whether the deployment still serves its whole rate within the SLA (its targets times
     `degraded_sla`) after `failure`."""
-    from pddplan.evaluate.analytic import evaluate
 
     changed, rate, mode = apply(inputs, scenario, Change(fail=failure))
     if changed is None:

@@ -7,6 +7,8 @@ matplotlib, an optional extra (`pip install 'pddplan[plot]'`).
 from __future__ import annotations
 
 import html
+import importlib.util
+import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -194,8 +196,6 @@ def html_page(title: str, charts: Sequence[Chart], notes: Sequence[str]) -> str:
 def require_image_support(fmt: str) -> None:
     """InputError when matplotlib (the `plot` extra) is not installed: checked before a command
     starts its work, not after it."""
-    import importlib.util
-
     if importlib.util.find_spec("matplotlib") is None:
         raise InputError(f"--{fmt} needs matplotlib, an optional extra: pip install 'pddplan[plot]' (or use --html)")
 
@@ -203,7 +203,7 @@ def require_image_support(fmt: str) -> None:
 def image(charts: Sequence[Chart], title: str, fmt: str) -> bytes:
     """PNG or SVG bytes from matplotlib; InputError when the optional extra is missing."""
     try:
-        import matplotlib
+        import matplotlib  # the optional `plot` extra: imported only when an image is asked for
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -211,7 +211,6 @@ def image(charts: Sequence[Chart], title: str, fmt: str) -> bytes:
         raise InputError(
             f"--{fmt} needs matplotlib, an optional extra: pip install 'pddplan[plot]' (or use --html)"
         ) from None
-    import io
 
     figure, axes = plt.subplots(len(charts), 1, figsize=(9, 3.6 * len(charts)), squeeze=False)
     for axis, chart in zip(axes[:, 0], charts, strict=True):

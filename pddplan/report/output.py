@@ -7,7 +7,12 @@ import os
 import sys
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress import Progress
+from rich.table import Table
+from rich.text import Text
 
 from pddplan.support.jsontext import to_json
 
@@ -45,7 +50,6 @@ def progress_bar() -> Any:
     console = diagnostics()
     if not console.is_terminal or console.quiet:  # no disabled rich Progress: older rich prints a newline
         return _NoProgress()
-    from rich.progress import Progress
 
     return Progress(console=console, transient=True)
 
@@ -57,8 +61,6 @@ def status(text: str) -> Any:
     console = diagnostics()
     if not console.is_terminal or console.quiet:
         return _NoStatus()
-    from rich.live import Live
-    from rich.text import Text
 
     return _LiveStatus(Live(Text(text), console=console, auto_refresh=False, transient=True))
 
@@ -76,7 +78,6 @@ class _LiveStatus:
         self.live.__exit__(*exc)
 
     def update(self, text: str) -> None:
-        from rich.text import Text
 
         self.live.update(Text(text), refresh=True)
 
@@ -117,8 +118,6 @@ class _Console(Console):
         super().print(*[self._fitted(item) for item in objects], **kwargs)
 
     def _fitted(self, renderable: Any) -> Any:
-        from rich.panel import Panel
-        from rich.table import Table
 
         if isinstance(renderable, Panel):
             renderable.renderable = self._fitted(renderable.renderable)
@@ -149,7 +148,6 @@ def _longest_words(table: Any) -> list[int]:
 
 
 def _plain(value: Any) -> str:
-    from rich.text import Text
 
     return value.plain if isinstance(value, Text) else str(value) if isinstance(value, str | int | float) else ""
 
@@ -188,9 +186,6 @@ def _horizontal_padding(table: Any) -> int:
 def _records(table: Any) -> Any:
     """`table` as one block per row: the row's first cell as a heading, then `header: value` for
     every other column (what a table too wide for the terminal becomes)."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
 
     blocks: list[Any] = []
     if table.title:

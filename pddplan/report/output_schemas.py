@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 
 class Output(BaseModel):
@@ -616,7 +616,6 @@ OUTPUTS: dict[str, Any] = {
 
 def output_schema(name: str) -> dict[str, Any]:
     """The JSON Schema of command output `name` (a key of OUTPUTS)."""
-    from pydantic import TypeAdapter
 
     schema = TypeAdapter(OUTPUTS[name]).json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -626,6 +625,5 @@ def output_schema(name: str) -> dict[str, Any]:
 
 def validate_output(name: str, data: Any) -> None:
     """Raise pydantic's ValidationError unless `data` is what command output `name` prints."""
-    from pydantic import TypeAdapter
 
     TypeAdapter(OUTPUTS[name]).validate_python(data, strict=False)

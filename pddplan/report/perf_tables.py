@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from pddplan.calibration.calibrate import CalibrationResult
+from pddplan.calibration.calibrate import CalibrationResult, factors_on_bounds
 
 
 def _ms(seconds: float) -> str:
@@ -80,8 +80,6 @@ def calibration_summary(result: CalibrationResult, target: str, output: Path | N
 
     def stats(s: Any) -> dict[str, float]:
         return {"count": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst, "rms_log_error": s.rms_log}
-
-    from pddplan.calibration.calibrate import factors_on_bounds
 
     return {
         "target": target,

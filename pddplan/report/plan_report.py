@@ -16,7 +16,7 @@ from pddplan.inputs.input_set import InputSet
 from pddplan.report.plan_files import plan_yaml
 from pddplan.report.plan_html import PlanReport, plan_report_html
 from pddplan.scenarios.scenario import Scenario
-from pddplan.simulate.engine import RequestTable
+from pddplan.simulate.engine import RequestTable, simulate_requests
 from pddplan.simulate.summary import WARMUP_FRACTION
 
 REPORT_REQUESTS = 10_000
@@ -41,8 +41,6 @@ def plan_report(
     its request table and a line saying what it was), one of REPORT_REQUESTS requests with `seed`
     is run for the distributions; the warm-up is left out."""
     if simulation is None:
-        from pddplan.simulate.engine import simulate_requests
-
         table, _ = simulate_requests(scenario, REPORT_REQUESTS, seed)
         simulation_source = f"simulated, {REPORT_REQUESTS:,} requests, seed {seed}"
     else:

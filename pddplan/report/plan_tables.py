@@ -174,7 +174,6 @@ WHATIF_ROWS = (
 
 def print_whatif(console: Console, data: dict[str, Any]) -> None:
     """Before and after, closed form (and simulated), with the degraded mode in words."""
-    from rich.table import Table
 
     columns = [("planned", data["before"]), ("after", data["after"])]
     if data["simulated_before"] is not None:
@@ -203,7 +202,6 @@ def print_whatif(console: Console, data: dict[str, Any]) -> None:
 
 def _print_transient(console: Console, t: dict[str, Any]) -> None:
     """The line failure's transient: in-flight requests, TTFT until it settles, settling time."""
-    from rich.table import Table
 
     def seconds(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f} s"

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
 
 from pddplan.errors import InputError
+from pddplan.report.output_schemas import OUTPUTS, output_schema
+from pddplan.specs.baseline import Baseline
+from pddplan.specs.hardware import HardwareProfile
+from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import Plan
+from pddplan.specs.workload import Workload
 from pddplan.support.jsontext import to_json
 from pddplan.support.loading import write_atomic
 
 
 def schema_kinds() -> dict[str, type[BaseModel]]:
     """Input kinds by name."""
-    from pddplan.specs.baseline import Baseline
-    from pddplan.specs.hardware import HardwareProfile
-    from pddplan.specs.model import ModelArchitecture
-    from pddplan.specs.plan import Plan
-    from pddplan.specs.workload import Workload
 
     return {
         "hardware": HardwareProfile,
@@ -49,7 +53,6 @@ def _folder(folder: Path, flag: str) -> None:
 
 def write_output_schemas(folder: Path) -> list[Path]:
     """Write `<command>.output.schema.json` for every command's --json output into `folder`."""
-    from pddplan.report.output_schemas import OUTPUTS, output_schema
 
     _folder(folder, "--outputs")
     paths = []
@@ -86,7 +89,6 @@ def markdown_reference() -> str:
 
 
 def _model_rows(model: type[BaseModel], prefix: str, seen: frozenset[type[BaseModel]] = frozenset()) -> list[str]:
-    from pydantic_core import PydanticUndefined
 
     rows = ["| field | type | default | description |", "|---|---|---|---|"] if not prefix else []
     nested: list[tuple[str, type[BaseModel]]] = []
@@ -118,7 +120,6 @@ def _model_rows(model: type[BaseModel], prefix: str, seen: frozenset[type[BaseMo
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    import typing
 
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
@@ -130,8 +131,6 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 def _type_name(annotation: Any) -> str:
     """A readable type: `float`, `int or none`, `one of 'a', 'b'`, `list of HitBucket`."""
-    import types
-    import typing
 
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
+
+from pddplan.report.charts import Chart, Series, terminal
 
 
 def _num(value: Any, fmt: str) -> str:
@@ -85,11 +89,6 @@ def curve_data(
 
 def curve_chart(data: dict[str, Any]) -> Any:
     """Hit rate against log10 of the capacity in tokens, token- and request-weighted."""
-    import math
-
-    import numpy as np
-
-    from pddplan.report.charts import Chart, Series
 
     points = sorted(data["points"], key=lambda p: p["capacity_tokens"])
     x = np.array([math.log10(max(p["capacity_tokens"], 1)) for p in points])
@@ -107,7 +106,6 @@ def curve_chart(data: dict[str, Any]) -> Any:
 
 def print_curve(console: Console, data: dict[str, Any]) -> None:
     """The curve as a table, then as a terminal chart."""
-    from pddplan.report.charts import terminal
 
     table = Table(title=f"prefix hit rate against cache capacity, {data['eviction']}, {data['instances']} cache(s)")
     for header in ("capacity", "tokens", "hit (tokens)", "hit (requests)"):

@@ -66,7 +66,7 @@ def map_in_order(
             if progress:
                 progress(done, len(tasks))
         return out
-    import joblib
+    import joblib  # loaded when points run in parallel: a serial sweep never pays its import
 
     with joblib.parallel_config(backend=execution.backend, n_jobs=execution.jobs):
         generator = joblib.Parallel(return_as="generator")(joblib.delayed(func)(task) for task in tasks)

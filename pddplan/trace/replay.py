@@ -5,7 +5,7 @@ met (`pddplan.trace.cache.replay`)."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,6 @@ def replay_scenario(scenario: Any, replay: TraceReplay) -> Any:
     """`scenario` offered the replay's traffic: its mean rate (what goodput, revenue and the SLA
     verdict are judged at). InputError when a replayed prompt is longer than the workload's
     longest, which the plan's memory was checked for."""
-    from dataclasses import replace
 
     longest = scenario.workload.prompt_tokens.largest()
     too_long = int(np.argmax(replay.prompt_tokens > longest)) if (replay.prompt_tokens > longest).any() else None

@@ -30,9 +30,16 @@ from typing import Any
 import numpy as np
 
 from pddplan.errors import InputError
+from pddplan.inputs import load_model
+from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.specs.workload import Workload
+from pddplan.support.loading import validate
 from pddplan.trace.cache import Eviction, Routing, replay
+from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
+from pddplan.trace.prefetch import stream_trace
 from pddplan.trace.read import TraceRequest
+from pddplan.trace.stats import summarize
+from pddplan.trace.tiers import parse_tier, replay_tiers
 
 #: Prompt / output length bin edges (tokens): 16 per decade from 1 to 10M.
 PROMPT_EDGES = np.unique(np.round(np.logspace(0, 7, 7 * 16 + 1)).astype(np.int64))
@@ -212,7 +219,6 @@ def trace_digest(path: Path) -> str:
 
 def build_workload(template: Workload, fields: dict[str, Any], name: str, description: str) -> Workload:
     """`template` with the trace-made `fields`, validated as any workload file is."""
-    from pddplan.support.loading import validate
 
     data = template.model_dump(mode="json", exclude_none=True)
     data.update(fields, name=name, description=description)
@@ -254,11 +260,6 @@ def workload_from_trace(
     (default: one unbounded LRU cache)."""
     cache = cache or CacheChoice()
     cache_capacity, eviction, tiers = cache.capacity, cache.eviction, list(cache.tiers)
-    from pddplan.inputs import load_model
-    from pddplan.perf.kv import kv_bytes_per_token
-    from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
-    from pddplan.trace.prefetch import stream_trace
-    from pddplan.trace.stats import summarize
 
     if eviction not in ("lru", "lfu"):
         raise InputError(f"--eviction = {eviction!r}: expected lru or lfu")
@@ -272,8 +273,6 @@ def workload_from_trace(
         tokens, capacity_text = capacities[0].tokens, f"{capacities[0].text} ({capacities[0].tokens:,.0f} tokens)"
     summary = summarize(stream_trace(trace, fmt, block_tokens), block_tokens).to_dict()
     if tiers:
-        from pddplan.trace.tiers import parse_tier, replay_tiers
-
         if cache_capacity is not None:
             raise InputError("give --cache-capacity (one cache) or --tier (a chain of tiers), not both")
         kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
