@@ -9,18 +9,18 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from pddplan.analyses.robustness import (
+from pddplan.inputs import load_hardware, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.robustness import (
     RobustnessReport,
     RobustnessRow,
-    extend_widths,
     variations,
     verdict,
     wider,
 )
-from pddplan.inputs import load_hardware, load_workload, workload_dir
-from pddplan.inputs.input_set import load_input_set
-from pddplan.optimize.options import OptimizeOptions
 from pddplan.report import robustness_report
+from pddplan.scenarios.variants import extend_widths
 
 AGENT = "pdd-agent-64k"
 

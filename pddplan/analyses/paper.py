@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pddplan.analyses.robustness import robustness
 from pddplan.cache.sessions import CacheKind
 from pddplan.inputs import load_hardware, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.robustness import robustness
 from pddplan.optimize.run import architecture_figures, optimize
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pddplan.analyses.robustness import scale_gpu_prices
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs.input_set import InputSet
 from pddplan.scenarios.scenario import Scenario, build_scenario
-from pddplan.scenarios.variants import with_hit
+from pddplan.scenarios.variants import scale_gpu_prices, with_hit
 from pddplan.specs.workload import Workload
 
 FACTORS = (0.8, 0.9, 1.0, 1.1, 1.2)

@@ -1363,7 +1363,7 @@ def _further_analyses(
 
     robustness = day = None
     if wanted[0]:
-        from pddplan.analyses.robustness import robustness as vary
+        from pddplan.optimize.robustness import robustness as vary
 
         robustness = vary(spec, workload_dir(workload), options, report, names, progress=status.update)
     if wanted[1]:
@@ -1806,7 +1806,7 @@ def paper(
     for row in result["rows"]:
         table.add_row(row["metric"], row["article"], row["pddplan"], row["why"])
     console.print(table)
-    from pddplan.analyses.robustness import RobustnessReport
+    from pddplan.optimize.robustness import RobustnessReport
     from pddplan.report import robustness_report
 
     robustness_report.print_report(console, RobustnessReport.from_dict(result["robustness"]))

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from pddplan.analyses.robustness import RobustnessReport, RobustnessRow
+from pddplan.optimize.robustness import RobustnessReport, RobustnessRow
 
 HEADERS = ("variation", "best", "PDD $/h", "best baseline", "PDD vs best baseline")
 

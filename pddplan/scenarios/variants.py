@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pddplan.errors import InputError
+from pddplan.inputs.input_set import InputSet
+from pddplan.scenarios.scenario import gpu_price
 from pddplan.specs.distributions import HitBucket, HitRateDistribution, RequestMix
 from pddplan.specs.workload import TrafficScenario, Workload
 from pddplan.support.loading import validate
@@ -131,3 +133,42 @@ def scenario_workloads(workload: Workload) -> list[tuple[TrafficScenario, Worklo
             changed = changed.model_copy(update=with_hit(changed, target, "shift"))
         out.append((spec, changed))
     return out
+
+
+def scale_rate(workload: Workload, factor: float) -> Workload:
+    """The workload with `arrival.rate_rps` multiplied by `factor`."""
+    arrival = workload.arrival.model_copy(update={"rate_rps": workload.arrival.rate_rps * factor})
+    return workload.model_copy(update={"arrival": arrival})
+
+
+def scale_gpu_prices(inputs: InputSet, types: Sequence[str], factor: float) -> Workload:
+    """The workload with every offer of the GPU types `types` priced at `factor` x its price (the
+    offer's `usd_per_gpu_hour`, else its profile's price); other offers are untouched."""
+    workload = inputs.workload
+    datacenters = []
+    for dc in workload.deployment.datacenters:
+        gpus = [
+            offer.model_copy(
+                update={
+                    "usd_per_gpu_hour": factor
+                    * gpu_price(inputs.hardware_for(offer.type), workload, dc.name, offer.type)
+                }
+            )
+            if offer.type in types
+            else offer
+            for offer in dc.gpus
+        ]
+        datacenters.append(dc.model_copy(update={"gpus": gpus}))
+    deployment = workload.deployment.model_copy(update={"datacenters": datacenters})
+    return workload.model_copy(update={"deployment": deployment})
+
+
+def extend_widths(workload: Workload, widths: Sequence[int]) -> Workload:
+    """The workload with `deployment.tp_options` set to `widths`."""
+    deployment = workload.deployment.model_copy(update={"tp_options": list(widths)})
+    return workload.model_copy(update={"deployment": deployment})
+
+
+def with_serving(workload: Workload, **changes: Any) -> Workload:
+    """The workload with `serving` fields changed."""
+    return workload.model_copy(update={"serving": workload.serving.model_copy(update=changes)})

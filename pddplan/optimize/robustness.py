@@ -25,7 +25,7 @@ from pddplan.optimize.candidates import tp_degrees
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
 from pddplan.optimize.search import ArchitectureResult
-from pddplan.scenarios.scenario import gpu_price
+from pddplan.scenarios.variants import extend_widths, scale_gpu_prices, scale_rate, with_serving
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
 
@@ -113,34 +113,6 @@ class RobustnessReport:
 
 
 # -- the variations -------------------------------------------------------------------------------
-def scale_rate(workload: Workload, factor: float) -> Workload:
-    """The workload with `arrival.rate_rps` multiplied by `factor`."""
-    arrival = workload.arrival.model_copy(update={"rate_rps": workload.arrival.rate_rps * factor})
-    return workload.model_copy(update={"arrival": arrival})
-
-
-def scale_gpu_prices(inputs: InputSet, types: Sequence[str], factor: float) -> Workload:
-    """The workload with every offer of the GPU types `types` priced at `factor` x its price (the
-    offer's `usd_per_gpu_hour`, else its profile's price); other offers are untouched."""
-    workload = inputs.workload
-    datacenters = []
-    for dc in workload.deployment.datacenters:
-        gpus = [
-            offer.model_copy(
-                update={
-                    "usd_per_gpu_hour": factor
-                    * gpu_price(inputs.hardware_for(offer.type), workload, dc.name, offer.type)
-                }
-            )
-            if offer.type in types
-            else offer
-            for offer in dc.gpus
-        ]
-        datacenters.append(dc.model_copy(update={"gpus": gpus}))
-    deployment = workload.deployment.model_copy(update={"datacenters": datacenters})
-    return workload.model_copy(update={"deployment": deployment})
-
-
 def default_widths(inputs: InputSet) -> list[int]:
     """The instance widths the search tries: the workload's `tp_options`, else the union over the
     offered GPU types of the default (`candidates.tp_degrees`)."""
@@ -157,12 +129,6 @@ def wider(widths: Sequence[int], extra: int = EXTRA_WIDTHS) -> list[int]:
     if top == max(widths):
         top *= 2
     return sorted(set(widths) | {top << k for k in range(extra)})
-
-
-def extend_widths(workload: Workload, widths: Sequence[int]) -> Workload:
-    """The workload with `deployment.tp_options` set to `widths`."""
-    deployment = workload.deployment.model_copy(update={"tp_options": list(widths)})
-    return workload.model_copy(update={"deployment": deployment})
 
 
 def repriced_types(report: OptimizeReport) -> list[str]:
@@ -219,11 +185,6 @@ def variations(inputs: InputSet, options: OptimizeOptions, types: Sequence[str])
     )
     out.extend(cache_variations(workload, options))
     return out
-
-
-def with_serving(workload: Workload, **changes: Any) -> Workload:
-    """The workload with `serving` fields changed."""
-    return workload.model_copy(update={"serving": workload.serving.model_copy(update=changes)})
 
 
 PLACEMENT_LABELS = {"hbm": "caches in HBM only", "dram": "caches to host DRAM", "ssd": "caches to DRAM and SSD"}
