@@ -14,6 +14,8 @@ Mode = Literal["bcr", "rate", "budget"]
 # where a relay decodes: its own instances, the prefill instances (mixed steps), or whichever is better
 RelayPlacement = Literal["auto", "dedicated", "prefill"]
 RELAY_PLACEMENTS: tuple[RelayPlacement, ...] = ("auto", "dedicated", "prefill")
+#: fewer simulated requests than this cannot resolve a P99 TTFT: the verification would be noise
+MIN_VERIFY_REQUESTS = 100
 
 
 @dataclass(frozen=True)
@@ -36,12 +38,16 @@ class OptimizeOptions:
 
     def __post_init__(self) -> None:
         if self.relay_placement not in RELAY_PLACEMENTS:
-            raise InputError(
-                f"relay placement = {self.relay_placement!r}: expected one of {', '.join(RELAY_PLACEMENTS)}"
-            )
+            raise InputError(f"--relay = {self.relay_placement!r}: expected one of {', '.join(RELAY_PLACEMENTS)}")
         if self.rate is not None:
             check_rate(self.rate)
+        if not 0 <= self.min_served_fraction <= 1:
+            raise InputError(f"--min-served = {self.min_served_fraction}: must be in [0, 1]")
         check_requests(self.verify_requests)
+        if self.verify_requests < MIN_VERIFY_REQUESTS:
+            raise InputError(
+                f"--requests = {self.verify_requests}: verify with at least {MIN_VERIFY_REQUESTS} requests"
+            )
         check_seed(self.seed)
         if self.jobs is not None:
             check_jobs(self.jobs)

@@ -19,6 +19,7 @@ from typing import Literal
 import pulp
 
 from pddplan.errors import InputError
+from pddplan.support.limits import check_time_limit
 
 SolverName = Literal["highs", "cbc"]
 
@@ -30,6 +31,14 @@ class SolverOptions:
     name: SolverName = "highs"
     time_limit_s: float | None = None
     mip_gap: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if self.name not in ("highs", "cbc"):
+            raise InputError(f"--solver = {self.name!r}: expected highs or cbc")
+        if self.time_limit_s is not None:
+            check_time_limit(self.time_limit_s)
+        if not 0 <= self.mip_gap < 1:
+            raise InputError(f"--mip-gap = {self.mip_gap}: must be in [0, 1)")
 
 
 @contextlib.contextmanager
