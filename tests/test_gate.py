@@ -417,11 +417,11 @@ def test_update_rewrites_the_baseline_then_the_gate_passes_unchanged(work: Path)
     n = committed_gpus(work)
     write_workload(work / "w.yaml", price=1.6)
     committed = baseline_json(work)
-    refused = run("gate", work / "b.json", "--update")  # a regression: recorded, and exit 1
+    refused = run("gate", work / "b.json", "--update")  # a regression, not accepted: exit 1, nothing written
     assert refused.exit_code == 1, refused.stderr
-    assert "recorded regressions in w; pass --accept" in refused.stderr
-    assert baseline_json(work)["scenarios"][0]["result"]["cost_usd_per_hour"] == pytest.approx(n * 1.6)
-    (work / "b.json").write_text(json.dumps(committed), encoding="utf-8")
+    assert "regressions in w" in refused.stderr and "not updated; pass --accept" in refused.stderr
+    assert baseline_json(work) == committed  # so the next gate fails again rather than passing
+    assert run("gate", work / "b.json").exit_code == 1
     updated = run("gate", work / "b.json", "--update", "--accept")
     assert updated.exit_code == 0, updated.stderr
     assert "pddplan cost gate" in updated.stdout
@@ -478,7 +478,7 @@ def test_update_interrupted_by_ctrl_c_leaves_the_old_file_whole(work: Path, monk
     old = (work / "b.json").read_bytes()
     names = sorted(p.name for p in work.iterdir())
     seen = _failing_replace(monkeypatch, work / "b.json", Interrupted())
-    result = run("gate", work / "b.json", "--update")
+    result = run("gate", work / "b.json", "--update", "--accept")
     assert result.exit_code != 0
     assert len(seen) == 1
     assert (work / "b.json").read_bytes() == old
@@ -493,7 +493,7 @@ def test_update_failing_to_write_exits_2_and_leaves_the_old_file_whole(
     old = (work / "b.json").read_bytes()
     names = sorted(p.name for p in work.iterdir())
     seen = _failing_replace(monkeypatch, work / "b.json", OSError(28, "No space left on device"))
-    result = run("gate", work / "b.json", "--update")
+    result = run("gate", work / "b.json", "--update", "--accept")
     assert result.exit_code == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "cannot write" in errors[0] and "No space left on device" in errors[0]

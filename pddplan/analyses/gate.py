@@ -9,6 +9,7 @@ Objective values are compared, not configurations (solvers break ties differentl
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_workload
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
-from pddplan.specs.baseline import Baseline, GateScenario, Metric, ScenarioResult
+from pddplan.specs.baseline import OLD_NAMES, Baseline, GateScenario, Metric, ScenarioResult
 from pddplan.support import catalog
 from pddplan.support.jsontext import to_json
 from pddplan.support.loading import load, write_atomic
@@ -248,3 +249,74 @@ def checks_to_dict(checks: list[ScenarioCheck]) -> dict[str, Any]:
             for c in checks
         ],
     }
+
+
+def parse_tolerances(tol: list[str] | None, rtol: float | None) -> dict[Metric, float]:
+    """`--tol METRIC=NUMBER` (repeatable; metrics by their current or old names) as per-metric
+    tolerances, and `--rtol` checked: every tolerance a finite number >= 0."""
+    overrides: dict[Metric, float] = {}
+    for item in tol or []:
+        name, _, value = item.partition("=")
+        name = OLD_NAMES.get(name, name)
+        if name not in ("cost_usd_per_hour", "bcr", "goodput_rps"):
+            raise InputError(f"--tol {item!r}: metric must be cost_usd_per_hour, bcr or goodput_rps")
+        metric: Metric = name  # type: ignore[assignment]
+        try:
+            overrides[metric] = float(value)
+        except ValueError:
+            raise InputError(f"--tol {item!r}: expected METRIC=NUMBER") from None
+        if not 0 <= overrides[metric] < math.inf:
+            raise InputError(f"--tol {item!r}: tolerance must be a finite number >= 0")
+    if rtol is not None and not 0 <= rtol < math.inf:
+        raise InputError(f"--rtol = {rtol}: must be a finite number >= 0")
+    return overrides
+
+
+@dataclass(frozen=True)
+class GateFlags:
+    """Every option of `pddplan gate`, by the command's parameter names."""
+
+    baseline: Path
+    update: bool = False
+    init: list[str] | None = None
+    rtol: float | None = None
+    tol: list[str] | None = None
+    markdown_path: Path | None = None
+    allow_infeasible: bool = False
+    accept: bool = False
+    json_out: bool = False
+
+    def tolerances(self) -> dict[Metric, float]:
+        return parse_tolerances(self.tol, self.rtol)
+
+    def check_init(self) -> None:
+        """InputError when `--init` would overwrite an existing baseline."""
+        if self.init and self.baseline.exists():
+            raise InputError(f"{self.baseline}: exists; --init creates a new baseline, use --update to refresh it")
+
+
+def conclude(flags: GateFlags, spec: Baseline, checks: list[ScenarioCheck]) -> tuple[list[str], str | None]:
+    """After a gate: (the notices to print, the failure to exit 1 with, or None). `--update` rewrites
+    the baseline only when no regression is left unaccepted: without `--accept` the baseline keeps
+    its figures, so the next gate fails again instead of passing on the regressed ones."""
+    failed = [c.name for c in checks if c.verdict == "regression"]
+    if flags.update:
+        if failed and not flags.accept:
+            return [], (
+                f"regressions in {', '.join(failed)}: {flags.baseline} not updated; pass --accept to record them"
+            )
+        write_baseline(flags.baseline, updated(spec, checks, flags.allow_infeasible))
+        return [f"updated {flags.baseline}"], None
+    if failed:
+        return [], f"cost gate failed for {', '.join(failed)}"
+    if any(c.verdict == "improvement" for c in checks):
+        return [f"results improved: refresh the baseline with `pddplan gate {flags.baseline} --update`"], None
+    return [], None
+
+
+def create_baseline(flags: GateFlags, progress: Callable[[str], None] | None = None) -> str:
+    """`gate --init`: optimize each workload, write the new baseline; the notice to print."""
+    assert flags.init
+    fresh = init_baseline(flags.baseline, flags.init, progress=progress, allow_infeasible=flags.allow_infeasible)
+    write_baseline(flags.baseline, fresh)
+    return f"wrote {flags.baseline} with {len(fresh.scenarios)} scenario(s)"

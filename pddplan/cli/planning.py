@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -190,82 +189,64 @@ def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -
 
 
 # -- CI gate -------------------------------------------------------------------------------------
+BaselineArg = Annotated[Path, typer.Argument(help="Baseline JSON with scenarios and committed results.")]
+UpdateOption = Annotated[
+    bool, typer.Option("--update", help="Rewrite the baseline with the new results (regressions need --accept).")
+]
+InitOption = Annotated[
+    list[str] | None, typer.Option("--init", help="Create BASELINE from these workloads (repeatable).")
+]
+RtolOption = Annotated[float | None, typer.Option("--rtol", help="Relative tolerance for every metric.")]
+TolOption = Annotated[
+    list[str] | None, typer.Option("--tol", help="Per-metric tolerance, e.g. cost_usd_per_hour=0.02 (repeatable).")
+]
+GateMarkdownOption = Annotated[Path | None, typer.Option("--markdown", help="Write a PR comment here.")]
+AllowInfeasibleOption = Annotated[
+    bool, typer.Option("--allow-infeasible", help="With --init/--update: record a scenario with no feasible plan.")
+]
+AcceptOption = Annotated[
+    bool, typer.Option("--accept", help="With --update: record regressions and exit 0 (they are accepted).")
+]
+
+
 @app.command("gate")
 def gate(
-    baseline: Annotated[Path, typer.Argument(help="Baseline JSON with scenarios and committed results.")],
-    update: Annotated[bool, typer.Option("--update", help="Rewrite the baseline with the new results.")] = False,
-    init: Annotated[
-        list[str] | None, typer.Option("--init", help="Create BASELINE from these workloads (repeatable).")
-    ] = None,
-    rtol: Annotated[float | None, typer.Option("--rtol", help="Relative tolerance for every metric.")] = None,
-    tol: Annotated[
-        list[str] | None, typer.Option("--tol", help="Per-metric tolerance, e.g. cost_usd_per_hour=0.02 (repeatable).")
-    ] = None,
-    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write a PR comment here.")] = None,
-    allow_infeasible: Annotated[
-        bool, typer.Option("--allow-infeasible", help="With --init/--update: record a scenario with no feasible plan.")
-    ] = False,
-    accept: Annotated[
-        bool, typer.Option("--accept", help="With --update: record regressions and exit 0 (they are accepted).")
-    ] = False,
+    baseline: BaselineArg,
+    update: UpdateOption = False,
+    init: InitOption = None,
+    rtol: RtolOption = None,
+    tol: TolOption = None,
+    markdown_path: GateMarkdownOption = None,
+    allow_infeasible: AllowInfeasibleOption = False,
+    accept: AcceptOption = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Fail (exit 1) when a change makes a scenario's best deployment cost more, lose BCR, or miss its SLA.
 
-    Exit 0 only when every scenario was re-run, is feasible (or recorded infeasible on purpose) and
-    is no worse than its baseline; a scenario that cannot run exits 2 with its name."""
+    Exit 0 only when every scenario re-ran, feasible (or recorded infeasible) and no worse; 2 when one cannot run."""
+    given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.analyses import gate as gating
-    from pddplan.errors import GateFailed, InputError
+    from pddplan.errors import GateFailed
     from pddplan.report import gate_report, output
-    from pddplan.specs.baseline import OLD_NAMES, Metric
     from pddplan.support.loading import write_atomic
 
-    overrides: dict[Metric, float] = {}
-    for item in tol or []:
-        name, _, value = item.partition("=")
-        name = OLD_NAMES.get(name, name)
-        if name not in ("cost_usd_per_hour", "bcr", "goodput_rps"):
-            raise InputError(f"--tol {item!r}: metric must be cost_usd_per_hour, bcr or goodput_rps")
-        metric: Metric = name  # type: ignore[assignment]
-        try:
-            overrides[metric] = float(value)
-        except ValueError:
-            raise InputError(f"--tol {item!r}: expected METRIC=NUMBER") from None
-        if not 0 <= overrides[metric] < math.inf:
-            raise InputError(f"--tol {item!r}: tolerance must be a finite number >= 0")
-    if rtol is not None and not 0 <= rtol < math.inf:
-        raise InputError(f"--rtol = {rtol}: must be a finite number >= 0")
-    console, notices = output.results(), output.diagnostics()
+    flags = gating.GateFlags(**given)
+    tolerances = flags.tolerances()
+    flags.check_init()
     if init:
-        if baseline.exists():
-            raise InputError(f"{baseline}: exists; --init creates a new baseline, use --update to refresh it")
         with output.status("creating the baseline...") as status:
-            fresh = gating.init_baseline(
-                baseline, init, progress=lambda text: status.update(text), allow_infeasible=allow_infeasible
-            )
-        gating.write_baseline(baseline, fresh)
-        notices.print(f"wrote {baseline} with {len(fresh.scenarios)} scenario(s)")
+            output.diagnostics().print(gating.create_baseline(flags, status.update))
         return
     with output.status("gating...") as status:
-        spec, checks = gating.gate(
-            baseline, progress=lambda text: status.update(text), tolerances=overrides or None, rtol=rtol
-        )
+        spec, checks = gating.gate(baseline, progress=status.update, tolerances=tolerances or None, rtol=rtol)
     if markdown_path is not None:
-        from pddplan.report.gate_report import markdown as gate_markdown
-
-        write_atomic(markdown_path, gate_markdown(checks))
+        write_atomic(markdown_path, gate_report.markdown(checks))
     if json_out:
         output.emit_json(gating.checks_to_dict(checks))
     else:
-        gate_report.print_checks(console, checks)
-    failed = [c.name for c in checks if c.verdict == "regression"]
-    if update:
-        gating.write_baseline(baseline, gating.updated(spec, checks, allow_infeasible))
-        notices.print(f"updated {baseline}")
-        if failed and not accept:
-            raise GateFailed(f"recorded regressions in {', '.join(failed)}; pass --accept to record them and pass")
-        return
-    if failed:
-        raise GateFailed(f"cost gate failed for {', '.join(failed)}")
-    if any(c.verdict == "improvement" for c in checks):
-        notices.print(f"results improved: refresh the baseline with `pddplan gate {baseline} --update`")
+        gate_report.print_checks(output.results(), checks)
+    notices, failure = gating.conclude(flags, spec, checks)
+    for notice in notices:
+        output.diagnostics().print(notice)
+    if failure is not None:
+        raise GateFailed(failure)
