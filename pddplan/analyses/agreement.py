@@ -7,6 +7,8 @@ evaluated in closed form and simulated; the table lists both figures and their r
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pddplan.evaluate.analytic import evaluate
@@ -17,6 +19,20 @@ from pddplan.simulate.summary import simulate
 from pddplan.support import catalog
 
 FIGURES = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p90_s", "rld_token_share", "link_utilization")
+
+
+@dataclass(frozen=True)
+class AgreementFlags:
+    """Every option of `pddplan agreement`, by the command's own parameter names."""
+
+    requests: int = 20_000
+    seed: int = 0
+    markdown_path: Path | None = None
+    json_out: bool = False
+
+    def agreement(self, progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+        """The rows at these options (`agreement`)."""
+        return agreement(self.requests, self.seed, progress)
 
 
 def agreement(

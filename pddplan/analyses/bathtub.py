@@ -33,17 +33,22 @@ import numpy as np
 
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
-from pddplan.errors import InfeasibleError
+from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.capacity_view import capacity_view
+from pddplan.inputs import load_model, load_workload, workload_dir
 from pddplan.inputs.input_set import InputSet, load_input_set
+from pddplan.optimize.command import architecture_names
 from pddplan.optimize.sizing import Shape, choose_shape, relay_on_prefill_if_cheaper, size_plan
+from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.scenarios.variants import HitMode, at_hit
 from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
 from pddplan.support.curve_shape import curve_shape, local_minima
 from pddplan.support.distribute import Execution, map_in_order
+from pddplan.support.images import check_image_outputs
 from pddplan.support.limits import check_chunk, check_points
+from pddplan.trace.bathtub_marks import trace_marks
 
 VALLEY_DEPTH = 0.05  # a valley: an interior minimum at least 5% below both rims
 
@@ -357,3 +362,79 @@ def _crossovers(result: BathtubResult) -> list[dict[str, Any]]:
         for i in range(1, len(sign))
         if np.isfinite(sign[i - 1]) and np.isfinite(sign[i]) and sign[i] != sign[i - 1] and sign[i] != 0
     ]
+
+
+# -- `pddplan bathtub` as one library call -------------------------------------------------------
+@dataclass(frozen=True)
+class BathtubRequest:
+    """What `bathtub` is asked, checked: the workload and its folder, the architectures, how to
+    sweep, and a trace whose hits to mark on the curve (None: none)."""
+
+    workload: Workload
+    base_dir: Path | None
+    architectures: list[ArchitectureName]
+    options: BathtubOptions
+    trace: Path | None = None
+
+
+@dataclass(frozen=True)
+class BathtubFlags:
+    """Every option of `pddplan bathtub`, by the command's own parameter names: what a caller (the
+    command line or a library user) fills in, checked when it becomes a request (`request`)."""
+
+    workload: str = "pdd-agent-64k"
+    mode: str = "fixed"
+    points: int = 101
+    chunk: int | None = None
+    fixed_plan: bool = True
+    architecture: list[str] | None = None
+    trace: Path | None = None
+    png: Path | None = None
+    svg: Path | None = None
+    html: Path | None = None
+    csv_path: Path | None = None
+    jobs: int = 1
+    backend: str = "loky"
+    scheduler: str | None = None
+    json_out: bool = False
+
+    def request(self) -> BathtubRequest:
+        """The checked request, before any work: the mode, the number of points, the images asked
+        for (matplotlib installed), the architectures, the workload, where the points run."""
+        if self.mode not in ("fixed", "shift"):
+            raise InputError(f"--mode = {self.mode!r}: expected fixed or shift")
+        check_points(self.points)
+        check_image_outputs(self.png, self.svg)
+        names = architecture_names(self.architecture)
+        spec = load_workload(self.workload)
+        mode: HitMode = self.mode  # type: ignore[assignment]  # checked above
+        execution = Execution(self.jobs, self.backend, False, self.scheduler)
+        options = BathtubOptions(mode, self.points, self.chunk, self.fixed_plan, execution)
+        return BathtubRequest(spec, workload_dir(self.workload), names, options, self.trace)
+
+
+@dataclass(frozen=True)
+class BathtubOutcome:
+    """What `bathtub` found: the sweep, and where the request's trace (if any) marks it
+    (`pddplan.trace.bathtub_marks`)."""
+
+    result: BathtubResult
+    marks: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON view: the sweep's, with the trace's marks under `trace` when there are any."""
+        return self.result.to_dict() | ({"trace": self.marks} if self.marks is not None else {})
+
+
+def run_request(request: BathtubRequest, progress: Callable[[int, int], None] | None = None) -> BathtubResult:
+    """The hit-rate sweep the request asks for (`bathtub`)."""
+    return bathtub(request.workload, request.base_dir, request.architectures, request.options, progress)
+
+
+def mark_trace(request: BathtubRequest, result: BathtubResult) -> BathtubOutcome:
+    """The outcome: `result`, with the hit the request's trace (Mooncake JSON lines) reaches at each
+    cache size and the cache that climbs out of each valley, when the request names a trace."""
+    if request.trace is None:
+        return BathtubOutcome(result)
+    kv = kv_bytes_per_token(load_model(request.workload.model, request.workload.kv_dtype))
+    return BathtubOutcome(result, trace_marks(result.findings, request.trace, "mooncake", kv))

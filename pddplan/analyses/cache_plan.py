@@ -14,6 +14,7 @@ above 1 when the step pays for itself.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,15 @@ from typing import Any
 import numpy as np
 
 from pddplan.errors import InputError
-from pddplan.inputs import load_model
+from pddplan.inputs import load_model, load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import architecture_figures
 from pddplan.optimize.run import optimize as run_optimize
 from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.specs.workload import Workload
-from pddplan.trace.curve import Capacity
+from pddplan.support.limits import check_rate
+from pddplan.trace.curve import Capacity, parse_capacities
+from pddplan.trace.read import TraceFormat, hashed_format
 from pddplan.trace.workload import CacheChoice, workload_from_trace
 
 HOURS_PER_MONTH = 730.0
@@ -161,3 +164,92 @@ def best_point(points: list[CachePoint], mode: str) -> CachePoint | None:
     if mode == "rate":
         return min(planned, key=lambda p: p.total_usd_per_hour or 0.0)
     return max(planned, key=lambda p: p.bcr or 0.0)
+
+
+@dataclass(frozen=True)
+class CachePlanRequest:
+    """What `cache-plan` is asked: the trace's traffic on the workload, the capacities to price, the
+    cache's price, the optimize options (the mode) and the architectures (None: all)."""
+
+    traffic: Traffic
+    capacities: list[Capacity]
+    usd_per_gb_month: float
+    options: OptimizeOptions
+    architectures: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class CacheOutcome:
+    """What `cache-plan` found: the best deployment at each capacity asked for."""
+
+    request: CachePlanRequest
+    points: list[CachePoint]
+
+    @property
+    def best(self) -> CachePoint | None:
+        """The best capacity (`best_point`), None when no capacity has a plan."""
+        return best_point(self.points, self.request.options.mode)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `--json` prints: the points, each with the marginal value of the step to it, and the
+        best capacity."""
+        best, request = self.best, self.request
+        values = marginal_values(self.points)
+        return {
+            "trace": str(request.traffic.trace),
+            "workload": request.traffic.template.name,
+            "usd_per_gb_month": request.usd_per_gb_month,
+            "mode": request.options.mode,
+            "points": [p.to_dict() | {"marginal_value": v} for p, v in zip(self.points, values, strict=True)],
+            "best_capacity": best.capacity.text if best is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class CachePlanFlags:
+    """Every option of `pddplan cache-plan`, by the command's parameter names; the format and the
+    rate are checked when the flags are made, the rest when they become a request (`request`)."""
+
+    trace: Path
+    like: str
+    capacity: str
+    usd_per_gb_month: float | None = None
+    architecture: list[str] | None = None
+    rate: float | None = None
+    fmt: str = "mooncake"
+    json_out: bool = False
+
+    def __post_init__(self) -> None:
+        """InputError for a format without block hashes, then for a rate out of bounds."""
+        hashed_format(self.fmt, "--format")
+        if self.rate is not None:
+            check_rate(self.rate)
+
+    @property
+    def trace_format(self) -> TraceFormat:
+        """The checked `--format`."""
+        return hashed_format(self.fmt, "--format")
+
+    def request(self) -> CachePlanRequest:
+        """The request these options ask for, checked before any replay: the workload read, the
+        cache priced (`cache_price`), the capacities read with its model's KV bytes per token; the
+        cheapest plan at the rate when one is given, else the best BCR."""
+        template = load_workload(self.like)
+        price = cache_price(template, self.usd_per_gb_month)
+        capacities = parse_capacities(self.capacity, kv_bytes_per_token(load_model(template.model, template.kv_dtype)))
+        options = OptimizeOptions(mode="rate", rate=self.rate) if self.rate is not None else OptimizeOptions()
+        traffic = Traffic(self.trace, self.trace_format, template, workload_dir(self.like))
+        return CachePlanRequest(traffic, capacities, price, options, self.architecture)
+
+
+def run_request(request: CachePlanRequest, progress: Callable[[str], None] | None = None) -> CacheOutcome:
+    """The best deployment at each capacity of `request` (`cache_plan`)."""
+    points = cache_plan(
+        request.traffic,
+        request.capacities,
+        request.usd_per_gb_month,
+        request.options,
+        request.architectures,
+        progress=progress,
+    )
+    return CacheOutcome(request, points)

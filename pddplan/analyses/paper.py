@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pddplan.cache.sessions import CacheKind
+from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
@@ -64,8 +66,32 @@ def _with_premium(workload: Workload, premium: float) -> Workload:
     )
 
 
+def check_requests(requests: int) -> None:
+    """InputError below 1000 requests simulated per plan: fewer leave the tails unstable."""
+    if requests < 1000:
+        raise InputError(f"--requests = {requests}: use at least 1000 for stable tails")
+
+
+@dataclass(frozen=True)
+class PaperFlags:
+    """Every option of `pddplan paper`, by the command's own parameter names, checked when made."""
+
+    requests: int = 20_000
+    seed: int = 0
+    markdown_path: Path | None = None
+    json_out: bool = False
+
+    def __post_init__(self) -> None:
+        check_requests(self.requests)
+
+    def compare(self, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """The comparison at these options (`compare`)."""
+        return compare(self.requests, self.seed, progress)
+
+
 def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the paper scenario and build the comparison rows."""
+    """Run the paper scenario and build the comparison rows (at least 1000 requests per plan)."""
+    check_requests(requests)
     workload = load_workload(WORKLOAD)
     base_dir = workload_dir(WORKLOAD)
     options = OptimizeOptions(verify_requests=requests, seed=seed)

@@ -23,6 +23,7 @@ from pddplan import architectures as registry
 from pddplan.errors import InfeasibleError, InputError, PddplanError
 from pddplan.inputs import check_workload
 from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize.command import architecture_names
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import optimize_architecture
 from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
@@ -30,7 +31,10 @@ from pddplan.scenarios.scenario import build_scenario
 from pddplan.scenarios.variants import set_path
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
+from pddplan.support import catalog
 from pddplan.support.distribute import Execution, map_in_order
+from pddplan.support.images import check_image_outputs
+from pddplan.support.limits import check_jobs
 from pddplan.support.loading import read_data, validate
 
 if TYPE_CHECKING:
@@ -155,3 +159,75 @@ def best_of(point: dict[str, Any], architectures: Sequence[str]) -> str | None:
     """The architecture with the highest plan BCR at a point."""
     feasible = [a for a in architectures if point.get(a, {}).get("feasible")]
     return max(feasible, key=lambda a: point[a]["bcr"]) if feasible else None
+
+
+# -- `pddplan sweep` as one library call ---------------------------------------------------------
+@dataclass(frozen=True)
+class SweepRequest:
+    """What `sweep` is asked, checked: the workload (as named, and its file), the parameter and its
+    values, the architectures, where the points run."""
+
+    workload: str
+    path: Path
+    param: str
+    values: list[float]
+    architectures: list[ArchitectureName]
+    execution: Execution
+
+
+@dataclass(frozen=True)
+class SweepFlags:
+    """Every option of `pddplan sweep`, by the command's own parameter names: what a caller (the
+    command line or a library user) fills in, checked when it becomes a request (`request`)."""
+
+    workload: str
+    param: str
+    values: str | None = None
+    span: str | None = None
+    architecture: list[str] | None = None
+    jobs: int = 1
+    backend: str = "loky"
+    scheduler: str | None = None
+    exact: bool = False
+    png: Path | None = None
+    svg: Path | None = None
+    html: Path | None = None
+    csv_path: Path | None = None
+    json_out: bool = False
+
+    def request(self) -> SweepRequest:
+        """The checked request, before any work: the architectures, the workers, the images asked
+        for (matplotlib installed), the values (`parse_values`), the workload file, the backend."""
+        names = architecture_names(self.architecture)
+        check_jobs(self.jobs)
+        check_image_outputs(self.png, self.svg)
+        values = parse_values(self.values, self.span)
+        path = catalog.resolve("workloads", self.workload, "workload")
+        execution = Execution(self.jobs, self.backend, self.exact, self.scheduler)
+        return SweepRequest(self.workload, path, self.param, values, names, execution)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep's points (`sweep`), with what was swept."""
+
+    workload: str
+    param: str
+    architectures: list[ArchitectureName]
+    points: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON view."""
+        return {
+            "workload": self.workload,
+            "param": self.param,
+            "architectures": self.architectures,
+            "points": self.points,
+        }
+
+
+def run_request(request: SweepRequest, progress: Callable[[int, int], None] | None = None) -> SweepResult:
+    """The sweep the request asks for (`sweep`)."""
+    names = request.architectures
+    points = sweep(request.path, request.param, request.values, names, request.execution, progress)
+    return SweepResult(request.workload, request.param, names, points)

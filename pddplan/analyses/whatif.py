@@ -38,6 +38,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,11 +46,14 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
+from pddplan.inputs import load_plan
 from pddplan.inputs.input_set import InputSet
 from pddplan.scenarios.failures import Change, apply
+from pddplan.scenarios.files import workload_inputs
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.engine import simulate_requests as run
 from pddplan.simulate.summary import simulate
+from pddplan.support.limits import check_requests, check_seed
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,50 @@ def check_transient(change: Change, simulate_requests: int) -> None:
         raise InputError("--at simulates the transient: add --simulate")
     if change.fail is None or not change.fail.startswith("line:") or change.rate or change.hit_shift:
         raise InputError("--at applies to one line failure alone (--fail line:OPTION, without --rate or --hit-shift)")
+
+
+@dataclass(frozen=True)
+class WhatifFlags:
+    """Every option of `pddplan whatif`, by the command's parameter names; checked when the flags
+    are made, before any file is read."""
+
+    plan: str
+    workload: str
+    rate: str | None = None
+    hit_shift: float = 0.0
+    fail: str | None = None
+    simulate_flag: bool = False
+    requests: int = 20_000
+    seed: int = 0
+    at_s: float | None = None
+    json_out: bool = False
+
+    def __post_init__(self) -> None:
+        """InputError when no change is given, when the transient cannot be simulated
+        (`check_transient`), and, with `simulate_flag`, for requests or a seed out of bounds."""
+        if self.rate is None and not self.hit_shift and self.fail is None:
+            raise InputError("give a change: --rate, --hit-shift or --fail")
+        check_transient(self.change, self.simulate_requests)
+        if self.simulate_flag:
+            check_requests(self.requests)
+            check_seed(self.seed)
+
+    @property
+    def change(self) -> Change:
+        """The change asked for."""
+        return Change(self.rate, self.hit_shift, self.fail, self.at_s)
+
+    @property
+    def simulate_requests(self) -> int:
+        """Requests to simulate before and after the change: 0 without `simulate_flag`."""
+        return self.requests if self.simulate_flag else 0
+
+    def run(self, progress: Callable[[str], None] | None = None) -> WhatIf:
+        """The plan's figures before and after the change (`whatif`), on the workload's inputs."""
+        inputs = workload_inputs(self.workload)
+        if progress is not None:
+            progress("evaluating...")
+        return whatif(inputs, load_plan(self.plan), self.change, self.simulate_requests, self.seed)
 
 
 def _transient(

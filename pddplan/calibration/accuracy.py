@@ -10,7 +10,7 @@ apart by what they measure (engine step or client-side time) and step kind, and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +180,24 @@ def cross_validation(
         "overall": _percentiles(predicted[scored], measured[scored]),
         **_grouped(rows, np.where(scored, predicted, 1.0), measured, scored),
     }
+
+
+@dataclass(frozen=True)
+class AccuracyFlags:
+    """Every option of `pddplan accuracy`, by the command's own parameter names."""
+
+    measurements: Path | None = None
+    folds: int = 0
+    json_out: bool = False
+
+    def report(self) -> dict[str, Any]:
+        """The accuracy report of these measurements (`accuracy_report`; default: the shipped set)."""
+        return accuracy_report(self.measurements)
+
+    def cross_validated(self, report: dict[str, Any], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """`report` with the K-fold cross-validation `--folds` asks for under `cross_validation`
+        (`cross_validation` of the rows the report scored); `report` itself for no folds."""
+        if not self.folds:
+            return report
+        rows = read_measurements(Path(report["measurements"]))
+        return report | {"cross_validation": cross_validation(rows, self.folds, progress)}

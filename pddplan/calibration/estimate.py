@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pddplan.errors import InputError
-from pddplan.inputs import load_hardware, load_model
+from pddplan.inputs import check_kv_dtype, load_hardware, load_model
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
 from pddplan.perf.roofline import (
     Instance,
@@ -70,6 +70,63 @@ class StepQuery:
         if self.decode_batch is None:
             raise InputError("--mtp applies to a decode step (--decode-batch B)")
         return Mtp(k, a)
+
+
+def expert_parallel_of(ep: bool | None, tp_attention: bool) -> bool | Literal["tp-attention"] | None:
+    """`--ep/--no-ep` and `--tp-attention` as `estimate`'s `expert_parallel` value: tensor-parallel
+    attention is a layout of expert parallelism, so it implies `--ep` and refuses `--no-ep`."""
+    if not tp_attention:
+        return ep
+    if ep is False:
+        raise InputError("--tp-attention with --no-ep: tensor-parallel attention is a layout of expert parallelism")
+    return "tp-attention"
+
+
+@dataclass(frozen=True)
+class EstimateFlags:
+    """Every option of `pddplan estimate`, by the command's own parameter names: what a caller (the
+    command line or a library user) fills in, checked when it is estimated (`estimate`)."""
+
+    model: str
+    gpu: str
+    tp: int = 1
+    prefill: int | None = None
+    cached: int = 0
+    chunk: int | None = None
+    decode_batch: int | None = None
+    extend: int | None = None
+    context: int | None = None
+    kv_dtype: str | None = None
+    ep: bool | None = None
+    tp_attention: bool = False
+    stack: str | None = None
+    mtp: int = 0
+    accept: float | None = None
+    cuda_graph_max_batch: int | None = None
+    json_out: bool = False
+
+    def query(self) -> StepQuery:
+        """The step these options ask for (checked by `estimate`)."""
+        return StepQuery(
+            prefill_tokens=self.prefill,
+            cached_tokens=self.cached,
+            chunk_tokens=self.chunk,
+            decode_batch=self.decode_batch,
+            extend_tokens=self.extend,
+            context_tokens=self.context,
+            mtp_draft_tokens=self.mtp,
+            mtp_acceptance=self.accept,
+            cuda_graph_max_batch=self.cuda_graph_max_batch,
+        )
+
+    def estimate(self) -> dict[str, Any]:
+        """The prediction these options ask for (`estimate`), every option checked: the KV dtype,
+        the layout, then the step."""
+        kv_dtype = check_kv_dtype(self.kv_dtype)
+        layout = expert_parallel_of(self.ep, self.tp_attention)
+        return estimate(
+            self.model, self.gpu, self.tp, self.query(), kv_dtype=kv_dtype, expert_parallel=layout, stack=self.stack
+        )
 
 
 def estimate(

@@ -8,21 +8,25 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pddplan.cli.apps import app, hardware_app, models_app, workloads_app
-from pddplan.cli.options import JsonFlag, KvDtypeOption, _kv_dtype
+from pddplan.cli.options import JsonFlag, KvDtypeOption
 
 if TYPE_CHECKING:
     pass
 
 
 # -- browsing -------------------------------------------------------------------------------------
+HardwareNameArg = Annotated[str, typer.Argument(help="Profile name or YAML file.")]
+ModelNameArg = Annotated[str, typer.Argument(help="Catalog name, config.json path, or model YAML.")]
+WorkloadNameArg = Annotated[str, typer.Argument(help="Shipped workload name or YAML file.")]
+
+
 @hardware_app.command("list")
 def hardware_list(json_out: JsonFlag = False) -> None:
     """List the built-in GPU profiles with their four dimensions and price."""
-    from pddplan.inputs import load_hardware_catalog
-    from pddplan.inputs.browse import hardware_summary
+    from pddplan.inputs.browse import hardware_rows
     from pddplan.report import browse_tables, output
 
-    rows = [hardware_summary(p) for p in load_hardware_catalog().values()]
+    rows = hardware_rows()
     if json_out:
         output.emit_json(rows)
     else:
@@ -30,15 +34,12 @@ def hardware_list(json_out: JsonFlag = False) -> None:
 
 
 @hardware_app.command("show")
-def hardware_show(
-    name: Annotated[str, typer.Argument(help="Profile name or YAML file.")], json_out: JsonFlag = False
-) -> None:
+def hardware_show(name: HardwareNameArg, json_out: JsonFlag = False) -> None:
     """Show one GPU profile, every figure with its source."""
-    from pddplan.inputs import load_hardware
-    from pddplan.inputs.browse import hardware_summary
+    from pddplan.inputs.browse import hardware_details
     from pddplan.report import browse_tables, output
 
-    summary = hardware_summary(load_hardware(name))
+    summary = hardware_details(name)
     if json_out:
         output.emit_json(summary)
     else:
@@ -48,11 +49,10 @@ def hardware_show(
 @models_app.command("list")
 def models_list(kv_dtype: KvDtypeOption = None, json_out: JsonFlag = False) -> None:
     """List the model catalog with parameter counts and KV bytes per token."""
-    from pddplan.inputs import load_model, model_index
-    from pddplan.inputs.browse import model_summary
+    from pddplan.inputs.browse import model_rows
     from pddplan.report import browse_tables, output
 
-    rows = [model_summary(load_model(name, _kv_dtype(kv_dtype))) for name in model_index()]
+    rows = model_rows(kv_dtype)
     if json_out:
         output.emit_json(rows)
     else:
@@ -60,17 +60,12 @@ def models_list(kv_dtype: KvDtypeOption = None, json_out: JsonFlag = False) -> N
 
 
 @models_app.command("show")
-def models_show(
-    name: Annotated[str, typer.Argument(help="Catalog name, config.json path, or model YAML.")],
-    kv_dtype: KvDtypeOption = None,
-    json_out: JsonFlag = False,
-) -> None:
+def models_show(name: ModelNameArg, kv_dtype: KvDtypeOption = None, json_out: JsonFlag = False) -> None:
     """Show a model's parameters, weights and KV bytes per token, with each figure's formula."""
-    from pddplan.inputs import load_model
-    from pddplan.inputs.browse import model_summary
+    from pddplan.inputs.browse import model_details
     from pddplan.report import browse_tables, output
 
-    summary = model_summary(load_model(name, _kv_dtype(kv_dtype)))
+    summary = model_details(name, kv_dtype)
     if json_out:
         output.emit_json(summary)
     else:
@@ -93,12 +88,10 @@ def architectures_list(json_out: JsonFlag = False) -> None:
 @workloads_app.command("list")
 def workloads_list(json_out: JsonFlag = False) -> None:
     """List the shipped workloads."""
-    from pddplan.inputs import load_workload
-    from pddplan.inputs.browse import workload_summary
+    from pddplan.inputs.browse import workload_rows
     from pddplan.report import browse_tables, output
-    from pddplan.support.catalog import entries
 
-    rows = [workload_summary(load_workload(name)) for name in entries("workloads")]
+    rows = workload_rows()
     if json_out:
         output.emit_json(rows)
     else:
@@ -106,51 +99,50 @@ def workloads_list(json_out: JsonFlag = False) -> None:
 
 
 @workloads_app.command("show")
-def workloads_show(
-    name: Annotated[str, typer.Argument(help="Shipped workload name or YAML file.")], json_out: JsonFlag = False
-) -> None:
+def workloads_show(name: WorkloadNameArg, json_out: JsonFlag = False) -> None:
     """Show (and validate) one workload."""
-    from pddplan.inputs import load_workload
-    from pddplan.inputs.browse import workload_summary
+    from pddplan.inputs.browse import workload_details
     from pddplan.report import browse_tables, output
 
-    summary = workload_summary(load_workload(name))
+    summary = workload_details(name)
     if json_out:
         output.emit_json(summary)
     else:
         browse_tables.print_workload(output.results(), summary)
 
 
+# -- schemas --------------------------------------------------------------------------------------
+SchemaOutOption = Annotated[
+    Path | None, typer.Option("--out", help="Write one <kind>.schema.json per input kind here.")
+]
+SchemaKindArg = Annotated[
+    str | None, typer.Argument(help="One kind to print: hardware, model, workload, plan, baseline.")
+]
+SchemaMarkdownOption = Annotated[
+    Path | None, typer.Option("--markdown", help="Write a Markdown reference of every field and default.")
+]
+OutputSchemasOption = Annotated[
+    Path | None,
+    typer.Option("--outputs", help="Write one <command>.output.schema.json per command's --json output here."),
+]
+
+
 @app.command("schema")
 def schema(
-    out: Annotated[Path | None, typer.Option("--out", help="Write one <kind>.schema.json per input kind here.")] = None,
-    kind: Annotated[
-        str | None, typer.Argument(help="One kind to print: hardware, model, workload, plan, baseline.")
-    ] = None,
-    markdown_path: Annotated[
-        Path | None, typer.Option("--markdown", help="Write a Markdown reference of every field and default.")
-    ] = None,
-    outputs: Annotated[
-        Path | None,
-        typer.Option("--outputs", help="Write one <command>.output.schema.json per command's --json output here."),
-    ] = None,
+    out: SchemaOutOption = None,
+    kind: SchemaKindArg = None,
+    markdown_path: SchemaMarkdownOption = None,
+    outputs: OutputSchemasOption = None,
 ) -> None:
     """Write the JSON Schemas of every input file kind (for editors and CI), and of every command's
     --json output (`--outputs DIR`)."""
+    given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.report import output
-    from pddplan.report.schemas import markdown_reference, schema_for, write_output_schemas, write_schemas
-    from pddplan.support.loading import write_atomic
+    from pddplan.report.schemas import SchemaFlags
 
-    if outputs is not None:
-        for path in write_output_schemas(outputs):
-            output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
-        if out is None and markdown_path is None:
-            return
-    if markdown_path is not None:
-        write_atomic(markdown_path, markdown_reference())
-        output.diagnostics().print(f"wrote {markdown_path}", markup=False, highlight=False)
-    if out is not None:
-        for path in write_schemas(out):
-            output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
-    elif markdown_path is None:
-        output.emit_json(schema_for(kind or "workload"))
+    flags = SchemaFlags(**given)
+    for path in flags.written():
+        output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
+    printed = flags.printed()
+    if printed is not None:
+        output.emit_json(printed)

@@ -1,8 +1,10 @@
-"""Options and arguments several commands share, and the small steps they share (read a plan and
-its workload, write a report)."""
+"""Options and arguments several commands share, and the small steps they share (write a report,
+show a library call's progress)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -118,47 +120,23 @@ def _check_report(path: Path | None) -> None:
         check_report_path(path)
 
 
-def _scenario(plan: str, workload: str) -> Any:
-    from pddplan.api import scenario_of
-
-    return scenario_of(plan, workload)
-
-
-def _traced_scenario(plan: str, workload: str, trace: Path, fmt: str, cache_capacity: str | None) -> Any:
-    """`plan` on `workload`'s deployment, serving the trace's traffic (`workload_from_trace`)."""
-    from pddplan.errors import InputError
-    from pddplan.inputs import load_plan, load_workload, workload_dir
-    from pddplan.inputs.input_set import load_input_set
+@contextlib.contextmanager
+def _progress() -> Iterator[Callable[[str], None]]:
+    """A library call's `progress`: the first line it reports opens a status line on stderr
+    (`output.status`), each later one replaces it, and the status closes when the block ends; a
+    call that reports nothing shows nothing."""
     from pddplan.report import output
-    from pddplan.scenarios.scenario import build_scenario
-    from pddplan.trace.workload import CacheChoice, workload_from_trace
 
-    if fmt not in ("mooncake", "csv"):
-        raise InputError(f"--trace-format = {fmt!r}: expected mooncake or csv (hits need block hashes)")
-    with output.status(f"reading {trace}..."):
-        built = workload_from_trace(trace, fmt, load_workload(workload), CacheChoice(cache_capacity))
-    inputs = load_input_set(built.workload, workload_dir(workload))
-    return build_scenario(load_plan(plan), inputs, source=plan)
+    with contextlib.ExitStack() as stack:
+        shown: list[Any] = []
 
+        def show(text: str) -> None:
+            if shown:
+                shown[0].update(text)
+            else:
+                shown.append(stack.enter_context(output.status(text)))
 
-def _trace_replay(scenario: Any, trace: Path, fmt: str, cache_capacity: str | None, requests: int) -> Any:
-    """`simulate --trace`: the trace's first `requests` requests with their hits at the cache."""
-    from pddplan.errors import InputError
-    from pddplan.perf.kv import kv_bytes_per_token
-    from pddplan.report import output
-    from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
-    from pddplan.trace.replay import load_replay
-
-    if fmt not in ("mooncake", "csv"):
-        raise InputError(f"--trace-format = {fmt!r}: expected mooncake or csv (a replay needs block hashes)")
-    tokens = MAX_CAPACITY_TOKENS
-    if cache_capacity is not None:
-        capacities = parse_capacities(cache_capacity, kv_bytes_per_token(scenario.model))
-        if len(capacities) != 1:
-            raise InputError(f"--cache-capacity = {cache_capacity!r}: give one capacity")
-        tokens = capacities[0].tokens
-    with output.status(f"reading {trace}..."):
-        return load_replay(trace, fmt, int(tokens // 512), requests)  # type: ignore[arg-type]
+        yield show
 
 
 def _relay_placement(value: str) -> RelayPlacement:

@@ -9,52 +9,57 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pddplan.cli.apps import app
-from pddplan.cli.options import (
-    ArchitectureOption,
-    BackendOption,
-    JobsOption,
-    JsonFlag,
-    SchedulerOption,
-    _architecture_names,
-    _check_image_outputs,
-    _write_charts,
-)
+from pddplan.cli.options import ArchitectureOption, BackendOption, JobsOption, JsonFlag, SchedulerOption
 
 if TYPE_CHECKING:
     pass
 
 
+# -- curves: the files they write -----------------------------------------------------------------
+PngOption = Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")]
+SvgOption = Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")]
+HtmlOption = Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")]
+CsvOption = Annotated[Path | None, typer.Option("--csv", help="Write the points as CSV.")]
+
+
+# -- bathtub --------------------------------------------------------------------------------------
+BathtubWorkloadArg = Annotated[str, typer.Argument(help="Workload name or YAML file.")]
+ModeOption = Annotated[
+    str, typer.Option("--mode", help="fixed: every request at the hit rate; shift: move the whole distribution.")
+]
+PointsOption = Annotated[int, typer.Option("--points", help="Hit rates from 0 to 100%.")]
+ChunkOption = Annotated[int | None, typer.Option("--chunk", help="Chunked-prefill size (default: the workload's).")]
+FixedPlanOption = Annotated[
+    bool,
+    typer.Option(
+        "--fixed-plan/--resize",
+        help="Keep each plan as sized at the workload's own hit rate, only the hit rate moves (default); "
+        "or re-size it at every hit rate.",
+    ),
+]
+BathtubTraceOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--trace",
+        help="A request trace (Mooncake JSON lines): mark the hit its traffic reaches at each cache size, "
+        "and the cache that climbs out of a valley.",
+    ),
+]
+
+
 @app.command("bathtub")
 def bathtub(
-    workload: Annotated[str, typer.Argument(help="Workload name or YAML file.")] = "pdd-agent-64k",
-    mode: Annotated[
-        str, typer.Option("--mode", help="fixed: every request at the hit rate; shift: move the whole distribution.")
-    ] = "fixed",
-    points: Annotated[int, typer.Option("--points", help="Hit rates from 0 to 100%.")] = 101,
-    chunk: Annotated[
-        int | None, typer.Option("--chunk", help="Chunked-prefill size (default: the workload's).")
-    ] = None,
-    fixed_plan: Annotated[
-        bool,
-        typer.Option(
-            "--fixed-plan/--resize",
-            help="Keep each plan as sized at the workload's own hit rate, only the hit rate moves (default); "
-            "or re-size it at every hit rate.",
-        ),
-    ] = True,
+    workload: BathtubWorkloadArg = "pdd-agent-64k",
+    mode: ModeOption = "fixed",
+    points: PointsOption = 101,
+    chunk: ChunkOption = None,
+    fixed_plan: FixedPlanOption = True,
     architecture: ArchitectureOption = None,
-    trace: Annotated[
-        Path | None,
-        typer.Option(
-            "--trace",
-            help="A request trace (Mooncake JSON lines): mark the hit its traffic reaches at each cache size, "
-            "and the cache that climbs out of a valley.",
-        ),
-    ] = None,
-    png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
-    svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
-    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")] = None,
-    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the points as CSV.")] = None,
+    trace: BathtubTraceOption = None,
+    png: PngOption = None,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    csv_path: CsvOption = None,
     jobs: JobsOption = 1,
     backend: BackendOption = "loky",
     scheduler: SchedulerOption = None,
@@ -62,198 +67,104 @@ def bathtub(
 ) -> None:
     """Benefit against prefix-hit rate per architecture (the bathtub), with its valley, tail-chunk
     dips, crossovers and what it takes to climb out."""
+    given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.analyses import bathtub as tub
-    from pddplan.errors import InputError
-    from pddplan.inputs import load_workload, workload_dir
     from pddplan.report import bathtub_report, output
-    from pddplan.report.charts import terminal
-    from pddplan.support.distribute import Execution
-    from pddplan.support.loading import write_atomic
 
-    if mode not in ("fixed", "shift"):
-        raise InputError(f"--mode = {mode!r}: expected fixed or shift")
-    from pddplan.support.limits import check_points
-
-    check_points(points)  # before the progress bar starts
-    _check_image_outputs(png, svg)
-    names = _architecture_names(architecture)
-    spec = load_workload(workload)
-    console = output.results()
-
+    flags = tub.BathtubFlags(**given)
+    request = flags.request()  # every check before the progress bar starts
     with output.progress_bar() as progress:
         task = progress.add_task("hit-rate sweep", total=points)
-        options = tub.BathtubOptions(
-            mode,  # type: ignore[arg-type]
-            points,
-            chunk,
-            fixed_plan,
-            Execution(jobs, backend, False, scheduler),
-        )
-        result = tub.bathtub(
-            spec,
-            workload_dir(workload),
-            names,
-            options,
-            progress=lambda done, total: progress.update(task, completed=done),
-        )
-    charts = bathtub_report.charts(result)
-    notes = bathtub_report.findings_text(result)
-    marks = None
+        result = tub.run_request(request, progress=lambda done, total: progress.update(task, completed=done))
+    outcome = tub.BathtubOutcome(result)
     if trace is not None:
-        from pddplan.inputs import load_model
-        from pddplan.perf.kv import kv_bytes_per_token
-        from pddplan.trace.bathtub_marks import marks_text, trace_marks
-
         with output.status(f"replaying {trace} at each cache size..."):
-            kv = kv_bytes_per_token(load_model(spec.model, spec.kv_dtype))
-            marks = trace_marks(result.findings, trace, "mooncake", kv)
-        notes += marks_text(marks, spec.hit_rate.mean())
-    _write_charts(charts, f"pddplan bathtub: {spec.name}", notes, png, svg, html)
-    if csv_path is not None:
-        write_atomic(csv_path, bathtub_report.csv_text(result))
-    if json_out:
-        output.emit_json(result.to_dict() | ({"trace": marks} if marks is not None else {}))
-        return
-    for chart in charts:
-        console.print(terminal(chart), markup=False)
-        console.print()
-    for note in notes:
-        console.print(f"- {note}", markup=False)
+            outcome = tub.mark_trace(request, result)
+    bathtub_report.show(flags, outcome)
+
+
+# -- sweep ----------------------------------------------------------------------------------------
+SweepWorkloadArg = Annotated[str, typer.Argument(help="Workload name or YAML file.")]
+ParamOption = Annotated[str, typer.Option("--param", help="Field path, e.g. deployment.wan_lines[0].capacity_gbps.")]
+ValuesOption = Annotated[str | None, typer.Option("--values", help="Comma-separated values.")]
+RangeOption = Annotated[str | None, typer.Option("--range", help="START:STOP:NUM evenly spaced values.")]
+ExactOption = Annotated[
+    bool,
+    typer.Option(
+        "--optimize",
+        help="Run the integer program at each point (slower); figures are then the plan's goodput "
+        "at the offered rate, not its fluid capacity.",
+    ),
+]
 
 
 @app.command("sweep")
 def sweep(
-    workload: Annotated[str, typer.Argument(help="Workload name or YAML file.")],
-    param: Annotated[str, typer.Option("--param", help="Field path, e.g. deployment.wan_lines[0].capacity_gbps.")],
-    values: Annotated[str | None, typer.Option("--values", help="Comma-separated values.")] = None,
-    span: Annotated[str | None, typer.Option("--range", help="START:STOP:NUM evenly spaced values.")] = None,
+    workload: SweepWorkloadArg,
+    param: ParamOption,
+    values: ValuesOption = None,
+    span: RangeOption = None,
     architecture: ArchitectureOption = None,
     jobs: JobsOption = 1,
     backend: BackendOption = "loky",
     scheduler: SchedulerOption = None,
-    exact: Annotated[
-        bool,
-        typer.Option(
-            "--optimize",
-            help="Run the integer program at each point (slower); figures are then the plan's goodput "
-            "at the offered rate, not its fluid capacity.",
-        ),
-    ] = False,
-    png: Annotated[Path | None, typer.Option("--png", help="Write the chart as PNG (needs pddplan[plot]).")] = None,
-    svg: Annotated[Path | None, typer.Option("--svg", help="Write the chart as SVG (needs pddplan[plot]).")] = None,
-    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML page.")] = None,
-    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the points as CSV.")] = None,
+    exact: ExactOption = False,
+    png: PngOption = None,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    csv_path: CsvOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Cost, BCR and GPUs of each architecture as one numeric input of the workload varies."""
-
+    given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.analyses import sweep as sweeping
     from pddplan.report import output, sweep_report
-    from pddplan.report.charts import terminal
-    from pddplan.support import catalog
-    from pddplan.support.distribute import Execution
-    from pddplan.support.limits import check_jobs
-    from pddplan.support.loading import write_atomic
 
-    names = _architecture_names(architecture)
-    check_jobs(jobs)
-    _check_image_outputs(png, svg)
-    points_values = sweeping.parse_values(values, span)
-    path = catalog.resolve("workloads", workload, "workload")
-    console = output.results()
+    flags = sweeping.SweepFlags(**given)
+    request = flags.request()  # every check before the progress bar starts
     with output.progress_bar() as progress:
-        task = progress.add_task(f"sweeping {param}", total=len(points_values))
-        points = sweeping.sweep(
-            path,
-            param,
-            points_values,
-            names,
-            Execution(jobs, backend, exact, scheduler),
-            progress=lambda done, total: progress.update(task, completed=done),
-        )
-    chart = sweep_report.chart(param, points, names)
-    _write_charts([chart], f"pddplan sweep {param}", sweep_report.notes(param, points, names), png, svg, html)
-    if csv_path is not None:
-        write_atomic(csv_path, sweep_report.csv_text(points, names))
-    if json_out:
-        output.emit_json({"workload": workload, "param": param, "architectures": names, "points": points})
-        return
-    console.print(sweep_report.table(param, points, names))
-    console.print(terminal(chart), markup=False)
+        task = progress.add_task(f"sweeping {param}", total=len(request.values))
+        result = sweeping.run_request(request, progress=lambda done, total: progress.update(task, completed=done))
+    sweep_report.show(flags, result)
+
+
+# -- the article, and the two models side by side --------------------------------------------------
+RequestsOption = Annotated[int, typer.Option("--requests", help="Requests simulated per plan.")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the simulations.")]
+MarkdownOption = Annotated[Path | None, typer.Option("--markdown", help="Write the table as Markdown.")]
 
 
 @app.command("paper")
 def paper(
-    requests: Annotated[int, typer.Option("--requests", help="Requests simulated per plan.")] = 20_000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulations.")] = 0,
-    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the table as Markdown.")] = None,
+    requests: RequestsOption = 20_000,
+    seed: SeedOption = 0,
+    markdown_path: MarkdownOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """The PDD article's figures next to pddplan's for its scenario, with why each differs."""
-    from rich.table import Table
-
+    given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.analyses import paper as comparison
-    from pddplan.errors import InputError
-    from pddplan.report import output
+    from pddplan.report import output, paper_report
 
-    if requests < 1000:
-        raise InputError(f"--requests = {requests}: use at least 1000 for stable tails")
-    console = output.results()
+    flags = comparison.PaperFlags(**given)
     with output.status("running the paper scenario...") as status:
-        result = comparison.compare(requests, seed, progress=lambda text: status.update(text))
-    if markdown_path is not None:
-        from pddplan.report.paper_report import write_markdown
-
-        write_markdown(markdown_path, result)
-    if json_out:
-        output.emit_json(result)
-        return
-    table = Table(title="PDD article vs pddplan (pdd-agent-64k)", show_lines=True)
-    for header in ("figure", "article", "pddplan", "why they differ"):
-        table.add_column(header)
-    for row in result["rows"]:
-        table.add_row(row["metric"], row["article"], row["pddplan"], row["why"])
-    console.print(table)
-    from pddplan.optimize.robustness import RobustnessReport
-    from pddplan.report import robustness_report
-
-    robustness_report.print_report(console, RobustnessReport.from_dict(result["robustness"]))
+        result = flags.compare(progress=status.update)
+    paper_report.show(flags, result)
 
 
 @app.command("agreement")
 def agreement(
-    requests: Annotated[int, typer.Option("--requests", help="Requests simulated per plan.")] = 20_000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulations.")] = 0,
-    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="Write the table as Markdown.")] = None,
+    requests: RequestsOption = 20_000,
+    seed: SeedOption = 0,
+    markdown_path: MarkdownOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Where the closed-form evaluator and the simulation disagree on the shipped workloads."""
-    from rich.table import Table
-
+    given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.analyses import agreement as check
-    from pddplan.report import output
-    from pddplan.support.loading import write_atomic
+    from pddplan.report import agreement_report, output
 
-    console = output.results()
+    flags = check.AgreementFlags(**given)
     with output.status("comparing...") as status:
-        rows = check.agreement(requests, seed, progress=lambda text: status.update(text))
-    if markdown_path is not None:
-        from pddplan.report.agreement_report import markdown as agreement_markdown
-
-        write_atomic(markdown_path, agreement_markdown(rows, requests))
-    if json_out:
-        output.emit_json(rows)
-        return
-    table = Table(title="evaluate vs simulate")
-    for header in ("workload", "architecture", "figure", "evaluate", "simulate", "gap"):
-        table.add_column(header, justify="right" if header in ("evaluate", "simulate", "gap") else "left")
-    for r in rows:
-        table.add_row(
-            r["workload"],
-            r["architecture"],
-            r["figure"],
-            f"{r['evaluate']:.4g}",
-            f"{r['simulate']:.4g}",
-            f"{r['relative_gap']:+.1%}",
-        )
-    console.print(table)
+        rows = flags.agreement(progress=status.update)
+    agreement_report.show(flags, rows)

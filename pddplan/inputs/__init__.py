@@ -58,6 +58,17 @@ def model_index() -> dict[str, dict[str, Any]]:
     return data
 
 
+def check_kv_dtype(value: str | None) -> KvDtype | None:
+    """`--kv-dtype`'s value, checked: bf16, fp8, or None (the model's own)."""
+    if value is None:
+        return None
+    dtypes: tuple[KvDtype, ...] = ("bf16", "fp8")
+    for dtype in dtypes:
+        if value == dtype:
+            return dtype
+    raise InputError(f"--kv-dtype = {value!r}: expected bf16 or fp8")
+
+
 def load_model(name_or_path: str, kv_dtype: KvDtype | None = None) -> ModelArchitecture:
     """A model architecture from the catalog, a Hugging Face config.json, or a YAML architecture.
 

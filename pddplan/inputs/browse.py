@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from pddplan.inputs import (
+    check_kv_dtype,
+    load_hardware,
+    load_hardware_catalog,
+    load_model,
+    load_workload,
+    model_index,
+)
 from pddplan.perf.arithmetic import param_counts, weight_bytes
 from pddplan.perf.kv import kv_breakdown, kv_bytes_per_token, kv_formula
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.workload import Workload
+from pddplan.support.catalog import entries
 
 
 def hardware_summary(profile: HardwareProfile) -> dict[str, Any]:
@@ -94,3 +103,37 @@ def workload_summary(workload: Workload) -> dict[str, Any]:
         "wan_lines": [line.model_dump() for line in workload.deployment.wan_lines],
         "serving": workload.serving.model_dump(),
     }
+
+
+# -- what each browsing command shows -------------------------------------------------------------
+def hardware_rows() -> list[dict[str, Any]]:
+    """`hardware list`: the summary of every built-in GPU profile."""
+    return [hardware_summary(profile) for profile in load_hardware_catalog().values()]
+
+
+def hardware_details(name: str) -> dict[str, Any]:
+    """`hardware show`: the summary of one GPU profile (a built-in name or a YAML file)."""
+    return hardware_summary(load_hardware(name))
+
+
+def model_rows(kv_dtype: str | None = None) -> list[dict[str, Any]]:
+    """`models list`: the summary of every catalog model, its KV cache in `kv_dtype` (checked;
+    None: each model's own)."""
+    dtype = check_kv_dtype(kv_dtype)
+    return [model_summary(load_model(name, dtype)) for name in model_index()]
+
+
+def model_details(name: str, kv_dtype: str | None = None) -> dict[str, Any]:
+    """`models show`: the summary of one model (a catalog name, config.json or model YAML), its KV
+    cache in `kv_dtype` (checked; None: the model's own)."""
+    return model_summary(load_model(name, check_kv_dtype(kv_dtype)))
+
+
+def workload_rows() -> list[dict[str, Any]]:
+    """`workloads list`: the summary of every shipped workload."""
+    return [workload_summary(load_workload(name)) for name in entries("workloads")]
+
+
+def workload_details(name: str) -> dict[str, Any]:
+    """`workloads show`: the summary of one workload (a shipped name or a YAML file), validated."""
+    return workload_summary(load_workload(name))

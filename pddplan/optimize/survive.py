@@ -16,15 +16,22 @@ plan; the price of N+1 is its cost over the plan's.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import evaluate
+from pddplan.inputs import load_plan
 from pddplan.inputs.input_set import InputSet
 from pddplan.scenarios.failures import Change, apply
+from pddplan.scenarios.files import workload_inputs
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.specs.plan import Plan
+from pddplan.support.loading import write_atomic
 
 KINDS = ("instance", "line")
 MAX_STEPS = 64
@@ -156,3 +163,39 @@ def survive(inputs: InputSet, plan: Plan, kinds: set[str], degraded_sla: float =
     final = build_scenario(plan, inputs, source="survive")
     modes = {f: survives(inputs, final, f, degraded_sla)[1] for f in failures_of(plan, kinds)}
     return Survival(plan, original, final.cost_per_hour, added, modes, degraded_sla)
+
+
+@dataclass(frozen=True)
+class SurviveFlags:
+    """Every option of `pddplan survive`, by the command's parameter names; the degraded SLA is
+    checked when the flags are made, the failure kinds by `survive`."""
+
+    plan: str
+    workload: str
+    kinds: str = "instance,line"
+    output_path: Path | None = None
+    degraded_sla: float = 1.0
+    json_out: bool = False
+
+    def __post_init__(self) -> None:
+        """InputError for a degraded SLA factor out of bounds (`check_degraded_sla`)."""
+        check_degraded_sla(self.degraded_sla)
+
+    def run(self, progress: Callable[[str], None] | None = None) -> Survival:
+        """The plan grown to survive every single failure of the comma-separated `kinds`
+        (`survive`), on the workload's inputs."""
+        inputs = workload_inputs(self.workload)
+        if progress is not None:
+            progress("checking every single failure...")
+        kinds = {k.strip() for k in self.kinds.split(",") if k.strip()}
+        return survive(inputs, load_plan(self.plan), kinds, self.degraded_sla)
+
+    def write_plan(self, result: Survival) -> Path | None:
+        """Write the grown plan to `output_path` (YAML, under a comment saying what it was grown
+        from and how), atomically; the path written, or None without one."""
+        if self.output_path is None:
+            return None
+        grown_by = f"`pddplan survive --survive {self.kinds}`"
+        header = f"# {Path(self.plan).name} grown by {grown_by} to survive any single failure.\n"
+        write_atomic(self.output_path, header + yaml.safe_dump(result.plan.model_dump(mode="json"), sort_keys=False))
+        return self.output_path

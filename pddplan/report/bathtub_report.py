@@ -1,4 +1,4 @@
-"""Views of a hit-rate sweep: charts, findings in words, CSV rows."""
+"""Views of a hit-rate sweep: charts, findings in words, CSV rows, and `pddplan bathtub`'s output."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ import csv
 import io
 import math
 
-from pddplan.analyses.bathtub import FIGURES, BathtubResult
-from pddplan.report.charts import Chart, Series
+from pddplan.analyses.bathtub import FIGURES, BathtubFlags, BathtubOutcome, BathtubResult
+from pddplan.report import output
+from pddplan.report.chart_files import write_charts
+from pddplan.report.charts import Chart, Series, terminal
+from pddplan.support.loading import write_atomic
+from pddplan.trace.bathtub_marks import marks_text
 
 LABELS = {
     "revenue_per_cost": ("Revenue per cost", "revenue / cost"),
@@ -103,3 +107,30 @@ def csv_text(result: BathtubResult) -> str:
                 row.append("" if not math.isfinite(value) else f"{value:.8g}")
         writer.writerow(row)
     return buffer.getvalue()
+
+
+def notes(outcome: BathtubOutcome) -> list[str]:
+    """The findings as sentences, then what the trace's marks say (when there is a trace)."""
+    lines = findings_text(outcome.result)
+    if outcome.marks is not None:
+        lines += marks_text(outcome.marks, outcome.result.workload.hit_rate.mean())
+    return lines
+
+
+def show(flags: BathtubFlags, outcome: BathtubOutcome) -> None:
+    """`bathtub`'s output: the files its options ask for (the charts as HTML, PNG and SVG, the
+    points as CSV), then JSON on stdout, or each chart in the terminal and the notes."""
+    drawn, said = charts(outcome.result), notes(outcome)
+    title = f"pddplan bathtub: {outcome.result.workload.name}"
+    write_charts(drawn, title, said, flags.png, flags.svg, flags.html)
+    if flags.csv_path is not None:
+        write_atomic(flags.csv_path, csv_text(outcome.result))
+    if flags.json_out:
+        output.emit_json(outcome.to_dict())
+        return
+    console = output.results()
+    for chart in drawn:
+        console.print(terminal(chart), markup=False)
+        console.print()
+    for note in said:
+        console.print(f"- {note}", markup=False)

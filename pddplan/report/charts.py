@@ -7,7 +7,6 @@ matplotlib, an optional extra (`pip install 'pddplan[plot]'`).
 from __future__ import annotations
 
 import html
-import importlib.util
 import io
 import math
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pddplan.errors import InputError
+from pddplan.support.images import require_image_support as require_image_support  # re-exported
 
 MARKERS = ("o", "x", "*", "+", "#", "@")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
@@ -191,13 +191,6 @@ def html_page(title: str, charts: Sequence[Chart], notes: Sequence[str]) -> str:
         "figure{margin:1em 0}li{margin:.3em 0}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>\n{body}\n<h2>Findings</h2><ul>\n{items}\n</ul></body></html>\n"
     )
-
-
-def require_image_support(fmt: str) -> None:
-    """InputError when matplotlib (the `plot` extra) is not installed: checked before a command
-    starts its work, not after it."""
-    if importlib.util.find_spec("matplotlib") is None:
-        raise InputError(f"--{fmt} needs matplotlib, an optional extra: pip install 'pddplan[plot]' (or use --html)")
 
 
 def image(charts: Sequence[Chart], title: str, fmt: str) -> bytes:

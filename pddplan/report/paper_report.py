@@ -1,12 +1,16 @@
-"""The Markdown view of `pddplan paper` (examples/pdd-paper/comparison.md)."""
+"""The views of `pddplan paper`: Markdown (examples/pdd-paper/comparison.md) and the terminal's tables."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from pddplan.analyses.paper import COMPARED, NOMINAL_PREMIUM
-from pddplan.report import robustness_report
+from rich.console import Console
+from rich.table import Table
+
+from pddplan.analyses.paper import COMPARED, NOMINAL_PREMIUM, PaperFlags
+from pddplan.optimize.robustness import RobustnessReport
+from pddplan.report import output, robustness_report
 from pddplan.support.loading import write_atomic
 
 
@@ -40,3 +44,29 @@ def markdown(result: dict[str, Any]) -> str:
 def write_markdown(path: Path, result: dict[str, Any]) -> None:
     """Write the comparison atomically."""
     write_atomic(path, markdown(result))
+
+
+def table(result: dict[str, Any]) -> Table:
+    """The comparison, one row per figure: the article's, pddplan's, and why they differ."""
+    out = Table(title="PDD article vs pddplan (pdd-agent-64k)", show_lines=True)
+    for header in ("figure", "article", "pddplan", "why they differ"):
+        out.add_column(header)
+    for row in result["rows"]:
+        out.add_row(row["metric"], row["article"], row["pddplan"], row["why"])
+    return out
+
+
+def print_comparison(console: Console, result: dict[str, Any]) -> None:
+    """The comparison table, then how the decision moves (`robustness_report`)."""
+    console.print(table(result))
+    robustness_report.print_report(console, RobustnessReport.from_dict(result["robustness"]))
+
+
+def show(flags: PaperFlags, result: dict[str, Any]) -> None:
+    """`paper`'s output: the Markdown file its options ask for, then JSON on stdout or the tables."""
+    if flags.markdown_path is not None:
+        write_markdown(flags.markdown_path, result)
+    if flags.json_out:
+        output.emit_json(result)
+    else:
+        print_comparison(output.results(), result)

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from pddplan.calibration.calibrate import CalibrationResult, factors_on_bounds
+from pddplan.calibration.command import CalibrateFlags, CalibrationFit
+from pddplan.report import output
 
 
 def _ms(seconds: float) -> str:
@@ -92,6 +94,27 @@ def calibration_summary(result: CalibrationResult, target: str, output: Path | N
         ],
         "output": str(output) if output else None,
     }
+
+
+def show_calibration(flags: CalibrateFlags, fit: CalibrationFit) -> None:
+    """`calibrate`'s output: a warning on stderr for each factor left on a bound, then JSON on
+    stdout or the tables, then the profile written (`--output`)."""
+    summary = calibration_summary(fit.result, fit.label, flags.output_path)
+    if fit.bench is not None:
+        summary["from_bench"] = fit.bench.summary()
+    for item in summary["factors_on_bounds"]:
+        output.diagnostics().print(
+            f"warning: {item['factor']} = {item['value']:.4g} sits on its {item['bound']} bound: the step "
+            "model's structure, not the data, limits this fit (see docs/model.md)",
+            markup=False,
+            highlight=False,
+        )
+    if flags.json_out:
+        output.emit_json(summary)
+    else:
+        print_calibration(output.results(), summary)
+    if flags.output_path is not None:
+        output.diagnostics().print(f"wrote {flags.output_path}")
 
 
 def _share(value: float | None) -> str:

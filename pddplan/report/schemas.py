@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,35 @@ def write_schemas(folder: Path) -> list[Path]:
         write_atomic(path, to_json(schema_for(kind)) + "\n")
         paths.append(path)
     return paths
+
+
+@dataclass(frozen=True)
+class SchemaFlags:
+    """Every option of `pddplan schema`, by the command's own parameter names: which files to write,
+    or which kind's schema to print when no file is asked for."""
+
+    out: Path | None = None
+    kind: str | None = None
+    markdown_path: Path | None = None
+    outputs: Path | None = None
+
+    def written(self) -> Iterator[Path]:
+        """Write the files asked for, yielding each as it is written: every command's output
+        schema (`--outputs`), then the Markdown reference (`--markdown`), then every input kind's
+        schema (`--out`)."""
+        if self.outputs is not None:
+            yield from write_output_schemas(self.outputs)
+        if self.markdown_path is not None:
+            write_atomic(self.markdown_path, markdown_reference())
+            yield self.markdown_path
+        if self.out is not None:
+            yield from write_schemas(self.out)
+
+    def printed(self) -> dict[str, Any] | None:
+        """The schema to print: `kind`'s (default: workload) when no file is asked for, else None."""
+        if self.out is None and self.markdown_path is None and self.outputs is None:
+            return schema_for(self.kind or "workload")
+        return None
 
 
 def markdown_reference() -> str:

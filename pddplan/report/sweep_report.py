@@ -1,4 +1,4 @@
-"""Views of a parameter sweep: table, chart, notes, CSV."""
+"""Views of a parameter sweep: table, chart, notes, CSV, and `pddplan sweep`'s output."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from pddplan.analyses.sweep import best_of
-from pddplan.report.charts import Chart, Series
+from pddplan.analyses.sweep import SweepFlags, SweepResult, best_of
+from pddplan.report import output
+from pddplan.report.chart_files import write_charts
+from pddplan.report.charts import Chart, Series, terminal
+from pddplan.support.loading import write_atomic
 
 
 def _value(point: dict[str, Any], arch: str, key: str) -> float:
@@ -96,3 +99,19 @@ def csv_text(points: list[dict[str, Any]], architectures: Sequence[str]) -> str:
             row += [entry.get(k, "") for k in keys]
         writer.writerow(row)
     return buffer.getvalue()
+
+
+def show(flags: SweepFlags, result: SweepResult) -> None:
+    """`sweep`'s output: the files its options ask for (the chart as HTML, PNG and SVG, the points
+    as CSV), then JSON on stdout, or the table and the chart in the terminal."""
+    param, points, names = result.param, result.points, result.architectures
+    drawn = chart(param, points, names)
+    write_charts([drawn], f"pddplan sweep {param}", notes(param, points, names), flags.png, flags.svg, flags.html)
+    if flags.csv_path is not None:
+        write_atomic(flags.csv_path, csv_text(points, names))
+    if flags.json_out:
+        output.emit_json(result.to_dict())
+        return
+    console = output.results()
+    console.print(table(param, points, names))
+    console.print(terminal(drawn), markup=False)

@@ -57,6 +57,15 @@ def parse_capacities(text: str, kv_bytes_per_token: float | None) -> list[Capaci
     return out
 
 
+def parse_capacity(text: str, kv_bytes_per_token: float | None, flag: str = "--cache-capacity") -> Capacity:
+    """One capacity, written as `parse_capacities` reads it; InputError naming `flag` when `text`
+    gives several."""
+    capacities = parse_capacities(text, kv_bytes_per_token)
+    if len(capacities) != 1:
+        raise InputError(f"{flag} = {text!r}: give one capacity")
+    return capacities[0]
+
+
 def cache_curve(
     trace: Path,
     fmt: TraceFormat,

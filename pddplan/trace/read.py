@@ -25,8 +25,18 @@ from pddplan.support.loading import check_readable
 
 TraceFormat = Literal["mooncake", "csv", "azure"]
 FORMATS: tuple[TraceFormat, ...] = ("mooncake", "csv", "azure")
+HASHED_FORMATS: tuple[TraceFormat, ...] = ("mooncake", "csv")  # the formats with prompt block hashes
 MAX_TOKENS = 100_000_000  # per request: beyond any context window
 MAX_TRACE_BYTES = 10**13  # streamed, so only a sanity bound
+
+
+def hashed_format(fmt: str, flag: str = "--trace-format", why: str = "hits need block hashes") -> TraceFormat:
+    """`fmt` as a format whose requests carry prompt block hashes (mooncake, csv), which a hit rate
+    or a replay needs; InputError naming `flag` and saying `why` for any other."""
+    chosen = next((name for name in HASHED_FORMATS if name == fmt), None)
+    if chosen is None:
+        raise InputError(f"{flag} = {fmt!r}: expected mooncake or csv ({why})")
+    return chosen
 
 
 class TraceRequest(NamedTuple):

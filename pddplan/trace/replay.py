@@ -5,6 +5,7 @@ met (`pddplan.trace.cache.replay`)."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,11 @@ from typing import Any
 import numpy as np
 
 from pddplan.errors import InputError
+from pddplan.perf.kv import kv_bytes_per_token
+from pddplan.scenarios.scenario import Scenario
 from pddplan.trace.cache import Eviction, replay
-from pddplan.trace.read import TraceFormat, TraceRequest, read_trace
+from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacity
+from pddplan.trace.read import TraceFormat, TraceRequest, hashed_format, read_trace
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,27 @@ def load_replay(
         output_tokens=np.asarray(output, dtype=np.int64),
         source=str(path),
     )
+
+
+def trace_replay(
+    scenario: Scenario,
+    trace: Path,
+    fmt: str,
+    cache_capacity: str | None,
+    requests: int,
+    progress: Callable[[str], None] | None = None,
+) -> TraceReplay:
+    """`simulate --trace`: the trace's first `requests` requests with their hits at one LRU prefix
+    cache of `cache_capacity` (bytes with `scenario`'s model's KV bytes per token, or tokens; None:
+    unbounded), in blocks of 512 tokens. InputError for a format without block hashes, or for a
+    cache capacity that is not exactly one size, before the trace is read."""
+    chosen = hashed_format(fmt, why="a replay needs block hashes")
+    tokens = MAX_CAPACITY_TOKENS
+    if cache_capacity is not None:
+        tokens = parse_capacity(cache_capacity, kv_bytes_per_token(scenario.model)).tokens
+    if progress is not None:
+        progress(f"reading {trace}...")
+    return load_replay(trace, chosen, int(tokens // 512), requests)
 
 
 def replay_scenario(scenario: Any, replay: TraceReplay) -> Any:

@@ -22,22 +22,25 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from pddplan.errors import InputError
-from pddplan.inputs import load_model
+from pddplan.inputs import load_model, load_plan, load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
 from pddplan.perf.kv import kv_bytes_per_token
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.specs.workload import Workload
-from pddplan.support.loading import validate
+from pddplan.support.loading import validate, write_atomic
 from pddplan.trace.cache import Eviction, Routing, replay
-from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacities
+from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacity
 from pddplan.trace.prefetch import stream_trace
-from pddplan.trace.read import TraceRequest
+from pddplan.trace.read import TraceFormat, TraceRequest, hashed_format
 from pddplan.trace.stats import summarize
 from pddplan.trace.tiers import parse_tier, replay_tiers
 
@@ -266,11 +269,8 @@ def workload_from_trace(
     if cache_capacity is None:
         tokens, capacity_text = MAX_CAPACITY_TOKENS, "unbounded"
     else:
-        kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
-        capacities = parse_capacities(cache_capacity, kv)
-        if len(capacities) != 1:
-            raise InputError(f"--cache-capacity = {cache_capacity!r}: give one capacity")
-        tokens, capacity_text = capacities[0].tokens, f"{capacities[0].text} ({capacities[0].tokens:,.0f} tokens)"
+        capacity = parse_capacity(cache_capacity, kv_bytes_per_token(load_model(template.model, template.kv_dtype)))
+        tokens, capacity_text = capacity.tokens, f"{capacity.text} ({capacity.tokens:,.0f} tokens)"
     summary = summarize(stream_trace(trace, fmt, block_tokens), block_tokens).to_dict()
     if tiers:
         if cache_capacity is not None:
@@ -290,3 +290,44 @@ def workload_from_trace(
     description = f"{template.name}'s deployment serving the traffic of {source}"
     workload = build_workload(template, fields, name or template.name, description)
     return TraceWorkload(workload, histogram.requests, summary, capacity_text, eviction)
+
+
+def traced_scenario(
+    plan: str,
+    workload: str,
+    trace: Path,
+    fmt: str,
+    cache_capacity: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Scenario:
+    """The plan file `plan` on `workload`'s deployment, serving the trace's traffic
+    (`workload_from_trace`, hits through one LRU cache of `cache_capacity`; None: unbounded).
+    InputError for a format without block hashes, before any file is read."""
+    chosen = hashed_format(fmt)
+    if progress is not None:
+        progress(f"reading {trace}...")
+    built = workload_from_trace(trace, chosen, load_workload(workload), CacheChoice(cache_capacity))
+    inputs = load_input_set(built.workload, workload_dir(workload))
+    return build_scenario(load_plan(plan), inputs, source=plan)
+
+
+def write_trace_workload(
+    trace: Path, fmt: TraceFormat, like: str, path: Path, cache: CacheChoice, block_tokens: int = 512
+) -> None:
+    """`trace import --workload-out`: the trace's traffic (`workload_from_trace`, hits through
+    `cache`) with `like`'s model, SLA, prices and deployment, written atomically to `path` as YAML
+    under a header saying where each part came from."""
+    built = workload_from_trace(trace, fmt, load_workload(like), cache, block_tokens, name=path.stem)
+    summary = built.summary
+    cv, peak = summary.get("interarrival_cv") or 1.0, summary.get("peak_to_mean_per_minute") or 1.0
+    header = (
+        f"# Written by `pddplan trace import {trace.name} --workload-out {path.name} --like {like}`.\n"
+        f"# From the trace ({built.requests:,} requests with block hashes): arrival (mean rate,\n"
+        f"# inter-arrival CV {cv:.2f}), prompt and output lengths, and request_mix, the joint (prompt, hit)\n"
+        f"# distribution with hits replayed through a {built.capacity_text} {built.eviction.upper()} prefix cache.\n"
+        f"# The trace's per-minute rate peaks at {peak:.2f}x its mean: arrivals follow that profile in\n"
+        "# the simulation (and optimize's verification); the closed form sees the mean rate.\n"
+        f"# From {like}: model, SLA, prices, deployment, serving.\n"
+    )
+    data = built.workload.model_dump(mode="json", exclude_none=True)
+    write_atomic(path, header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
