@@ -74,12 +74,13 @@ def test_a_bigger_lru_cache_never_hits_less(prompts: list[list[int]], small: int
 
 
 def test_capacities_with_units() -> None:
-    parsed = parse_capacities("1GB, 2M,500k,1e3", kv_bytes_per_token=50_000.0)
-    assert [c.tokens for c in parsed] == pytest.approx([20_000.0, 2e6, 5e5, 1e3])
+    parsed = parse_capacities("1GB, 2M tokens,500ktok,1GiB,0", kv_bytes_per_token=50_000.0)
+    # 1e9 / 5e4 = 20,000 tokens; 2**30 / 5e4 = 21,474.83648 tokens
+    assert [c.tokens for c in parsed] == pytest.approx([20_000.0, 2e6, 5e5, 21_474.83648, 0.0])
     assert parsed[0].capacity_bytes == 1e9 and parsed[1].capacity_bytes is None
     with pytest.raises(InputError, match="needs --model"):
         parse_capacities("1GB", None)
-    for bad in ("ten", "5XB", "-1GB", "1e30"):
+    for bad in ("ten", "5XB", "-1GB", "1e30tokens", "10G", "1T", "2M", "100"):
         with pytest.raises(InputError, match="--capacity"):
             parse_capacities(bad, 1.0)
 
@@ -98,9 +99,13 @@ def test_the_curve_on_the_shipped_trace_reaches_the_unbounded_hit(cli: Any) -> N
 
 def test_cache_curve_html_and_bad_flags(cli: Any, tmp_path: Path) -> None:
     page = tmp_path / "curve.html"
-    result = cli("cache-curve", str(MOONCAKE), "--capacity", "1M,10M", "--html", str(page))
+    result = cli("cache-curve", str(MOONCAKE), "--capacity", "1Mtok,10Mtok", "--html", str(page))
     assert result.exit_code == 0 and "<svg" in page.read_text()
-    one_error_line(cli("cache-curve", str(MOONCAKE), "--capacity", "1M", "--eviction", "fifo"), "--eviction = 'fifo'")
+    one_error_line(
+        cli("cache-curve", str(MOONCAKE), "--capacity", "1Mtok", "--eviction", "fifo"), "--eviction = 'fifo'"
+    )
     one_error_line(cli("cache-curve", str(MOONCAKE), "--capacity", "1GB"), "needs --model")
-    one_error_line(cli("cache-curve", str(MOONCAKE), "--capacity", "1M", "--instances", "0"), "--instances")
-    one_error_line(cli("cache-curve", str(MOONCAKE), "--capacity", "1M", "--html", str(tmp_path / "x.png")), "--html")
+    one_error_line(cli("cache-curve", str(MOONCAKE), "--capacity", "1Mtok", "--instances", "0"), "--instances")
+    one_error_line(
+        cli("cache-curve", str(MOONCAKE), "--capacity", "1Mtok", "--html", str(tmp_path / "x.png")), "--html"
+    )

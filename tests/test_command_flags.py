@@ -81,20 +81,28 @@ CASES: dict[str, tuple[Callable[[], Any], list[str]]] = {
         ["trace", "import", str(TRACE), "--workload-out", "w.yaml"],
     ),
     "cache-curve routing": (
-        lambda: CacheCurveFlags(TRACE, capacity="1M", routing="random"),
-        ["cache-curve", str(TRACE), "--capacity", "1M", "--routing", "random"],
+        lambda: CacheCurveFlags(TRACE, capacity="1Mtok", routing="random"),
+        ["cache-curve", str(TRACE), "--capacity", "1Mtok", "--routing", "random"],
     ),
     "cache-curve both": (
-        lambda: CacheCurveFlags(TRACE, capacity="1M", tier=["hbm:1M"]).sizes(),
-        ["cache-curve", str(TRACE), "--capacity", "1M", "--tier", "hbm:1M"],
+        lambda: CacheCurveFlags(TRACE, capacity="1Mtok", tier=["hbm:1Mtok"]).sizes(),
+        ["cache-curve", str(TRACE), "--capacity", "1Mtok", "--tier", "hbm:1Mtok"],
     ),
     "cache-curve tier without model": (
-        lambda: CacheCurveFlags(TRACE, tier=["hbm:1M"]).sizes(),
-        ["cache-curve", str(TRACE), "--tier", "hbm:1M"],
+        lambda: CacheCurveFlags(TRACE, tier=["hbm:1Mtok"]).sizes(),
+        ["cache-curve", str(TRACE), "--tier", "hbm:1Mtok"],
     ),
     "cache-plan format": (
         lambda: CachePlanFlags(TRACE, WORKLOAD, "0", fmt="azure"),
         ["cache-plan", str(TRACE), "--like", WORKLOAD, "--capacity", "0", "--format", "azure"],
+    ),
+    "cache-plan unknown architecture": (  # was a KeyError traceback
+        lambda: CachePlanFlags(TRACE, WORKLOAD, "0", architecture=["nope"], usd_per_gb_month=2.0),
+        ["cache-plan", str(TRACE), "--like", WORKLOAD, "--capacity", "0", "-a", "nope", "--usd-per-gb-month", "2"],
+    ),
+    "cache-curve ambiguous size": (  # 10G read as 10 billion tokens before
+        lambda: CacheCurveFlags(TRACE, capacity="10G").sizes(),
+        ["cache-curve", str(TRACE), "--capacity", "10G"],
     ),
     "cache-plan price": (
         lambda: CachePlanFlags(TRACE, WORKLOAD, "0").request(),

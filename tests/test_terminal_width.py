@@ -32,7 +32,12 @@ COMMANDS = [
     ("accuracy",),
     ("gate", str(ROOT / "examples" / "ci" / "baseline.json")),
     ("trace", "import", str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl")),
-    ("cache-curve", str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl"), "--capacity", "1M,10M,100M"),
+    (
+        "cache-curve",
+        str(ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl"),
+        "--capacity",
+        "1Mtok,10Mtok,100Mtok",
+    ),
     (
         "estimate",
         "--model",

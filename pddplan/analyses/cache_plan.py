@@ -23,6 +23,7 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_model, load_workload, workload_dir
+from pddplan.optimize.command import architecture_names
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import architecture_figures
 from pddplan.optimize.run import optimize as run_optimize
@@ -220,8 +221,10 @@ class CachePlanFlags:
     json_out: bool = False
 
     def __post_init__(self) -> None:
-        """InputError for a format without block hashes, then for a rate out of bounds."""
+        """InputError for a format without block hashes, then for an unknown architecture, then
+        for a rate out of bounds."""
         hashed_format(self.fmt, "--format")
+        architecture_names(self.architecture)
         if self.rate is not None:
             check_rate(self.rate)
 

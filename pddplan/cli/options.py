@@ -26,7 +26,7 @@ TraceFormatOption = Annotated[str, typer.Option("--trace-format", help="With --t
 TraceCacheOption = Annotated[
     str | None,
     typer.Option(
-        "--cache-capacity", help="With --trace: the prefix cache, bytes (100GB) or tokens; default unbounded."
+        "--cache-capacity", help="With --trace: the prefix cache, bytes (100GB) or tokens (5Mtok); default unbounded."
     ),
 ]
 
@@ -59,17 +59,6 @@ def _kv_dtype(value: str | None) -> Any:
     if value not in (None, "bf16", "fp8"):
         raise InputError(f"--kv-dtype = {value!r}: expected bf16 or fp8")
     return value
-
-
-def _architecture_names(given: list[str] | None) -> list[str]:
-    """The --architecture values, checked against the registry (default: every architecture)."""
-    from pddplan import architectures
-    from pddplan.errors import InputError
-
-    for name in given or []:
-        if name not in architectures.names():
-            raise InputError(f"--architecture = {name!r}: expected one of {', '.join(architectures.names())}")
-    return list(given) if given else list(architectures.names())
 
 
 def _layout_flag(ep: bool | None, tp_attention: bool) -> bool | Literal["tp-attention"] | None:

@@ -89,7 +89,7 @@ PlanLikeOption = Annotated[
     str, typer.Option("--like", help="The workload whose model, SLA, prices and deployment apply.")
 ]
 PricedCapacityOption = Annotated[
-    str, typer.Option("--capacity", help="Cache capacities to price: bytes (0,100GB,1TB) or tokens (0,5M).")
+    str, typer.Option("--capacity", help="Cache capacities to price: bytes (0,100GB,1TiB) or tokens (0,5Mtok).")
 ]
 UsdPerGbMonthOption = Annotated[
     float | None,
@@ -135,7 +135,11 @@ def cache_plan(
 
 # -- cache-curve ----------------------------------------------------------------------------------
 CurveCapacityOption = Annotated[
-    str | None, typer.Option("--capacity", help="Capacities: bytes (1GB,10GB, with --model) or tokens (1M,10M).")
+    str | None,
+    typer.Option(
+        "--capacity",
+        help="Capacities: bytes (1GB,10GiB, with --model) or tokens ('1M tokens',10Mtok); 10G alone is refused.",
+    ),
 ]
 CurveTierOption = Annotated[
     list[str] | None,

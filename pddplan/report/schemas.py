@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+import pddplan.architectures  # noqa: F401  (registers the architecture names the plan schema lists)
 from pddplan.errors import InputError
 from pddplan.report.output_schemas import OUTPUTS, output_schema
 from pddplan.specs.baseline import Baseline

@@ -3,13 +3,35 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from pddplan.errors import InputError
+from pddplan.support.units import parse_bandwidth, parse_seconds
 
 #: Source tags that need no entry in a file's `sources` table.
 FREE_SOURCE_PREFIXES = ("assumption:", "derived:", "unknown:", "user:", "calibrated:")
 
+
+
+def _written_with_unit(parse: Callable[[str, str], float], unit: float) -> BeforeValidator:
+    """A number field that also takes its quantity written with a unit (`"500ms"` in a field in
+    seconds, `"40Gbps"` in one in Gbps): value = parse(text) / unit, the field's own unit in SI."""
+
+    def convert(value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            return parse(value, "value") / unit
+        except InputError as error:
+            raise ValueError(str(error).removeprefix(f"value = {value!r}: ")) from None
+
+    return BeforeValidator(convert)
+
+
+_IN_SECONDS = _written_with_unit(parse_seconds, 1.0)
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
@@ -26,19 +48,19 @@ RateRps = Annotated[float, Field(gt=0, le=1e6)]
 #: a chunked-prefill budget: engines use 512-16,384; fewer than 16 tokens per step is not an engine
 ChunkTokens = Annotated[int, Field(ge=16, le=10_000_000)]
 #: a time in seconds the model steps through (fluctuation steps): at least a millisecond
-StepSeconds = Annotated[float, Field(ge=1e-3, le=86_400)]
+StepSeconds = Annotated[float, Field(ge=1e-3, le=86_400), _IN_SECONDS]
 #: a duration in seconds (SLA targets, retention, gaps): at most a day
-Seconds = Annotated[float, Field(gt=0, le=86_400)]
-NonNegativeSeconds = Annotated[float, Field(ge=0, le=86_400)]
+Seconds = Annotated[float, Field(gt=0, le=86_400), _IN_SECONDS]
+NonNegativeSeconds = Annotated[float, Field(ge=0, le=86_400), _IN_SECONDS]
 #: bins of a histogram: each costs memory in the closed form's classes
 MAX_BINS = 1000
 #: money per unit ($/h, $/month, $ per million tokens): a billion is beyond any price
 Usd = Annotated[float, Field(ge=0, le=1e9)]
 PositiveUsd = Annotated[float, Field(gt=0, le=1e9)]
 #: a line's capacity in Gbps: 1 Pbps is beyond any leased line
-LineGbps = Annotated[float, Field(gt=0, le=1e6)]
+LineGbps = Annotated[float, Field(gt=0, le=1e6), _written_with_unit(parse_bandwidth, 1e9 / 8)]
 #: a round-trip time in milliseconds: a minute is beyond any network path
-RttMs = Annotated[float, Field(gt=0, le=60_000)]
+RttMs = Annotated[float, Field(gt=0, le=60_000), _written_with_unit(parse_seconds, 1e-3)]
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", min_length=1, max_length=64)]
 
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")

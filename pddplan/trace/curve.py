@@ -1,23 +1,21 @@
 """Hit rate against cache capacity for a trace (`pddplan cache-curve`): one streamed replay of the
 trace per capacity (`pddplan.trace.cache.replay`), so memory stays the cache state.
 
-Capacities are written with a unit: bytes (`500MB`, `10GB`, `2TB`; decimal units), which the
-model's KV bytes per token turn into tokens, or tokens (`2M`, `500k`, `100000`).
+Capacities are written with a unit (`pddplan.support.units`): bytes (`500MB`, `10GB`, `2TiB`),
+which the model's KV bytes per token turn into tokens, or tokens (`2M tokens`, `500ktok`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from pddplan.errors import InputError
+from pddplan.support.units import parse_size
 from pddplan.trace.cache import CacheResult, Eviction, Routing, replay
 from pddplan.trace.read import TraceFormat, read_trace
 
-BYTE_UNITS = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15}
-TOKEN_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
 MAX_CAPACITY_TOKENS = 1e13
 
 
@@ -30,37 +28,33 @@ class Capacity:
     tokens: float
 
 
-def parse_capacities(text: str, kv_bytes_per_token: float | None) -> list[Capacity]:
-    """`--capacity 1GB,10GB` (bytes, needs the model's KV bytes per token) or `1M,10M` (tokens)."""
+def parse_capacities(text: str, kv_bytes_per_token: float | None, flag: str = "--capacity") -> list[Capacity]:
+    """`--capacity 1GB,10GiB` (bytes, needs the model's KV bytes per token) or `1M tokens` (tokens),
+    each read by `pddplan.support.units.parse_size`."""
     out = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
-        match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)", item)
-        unit = match.group(2).upper() if match else ""
-        if match is None or (unit not in BYTE_UNITS and unit not in TOKEN_UNITS):
-            raise InputError(f"--capacity {item!r}: expected a size like 10GB (bytes) or 2M (tokens)")
-        value = float(match.group(1))
-        if unit in BYTE_UNITS:
-            if kv_bytes_per_token is None:
-                raise InputError(f"--capacity {item!r}: a size in bytes needs --model (its KV bytes per token)")
-            size_bytes = value * BYTE_UNITS[unit]
-            capacity_bytes: float | None = size_bytes
-            tokens = size_bytes / kv_bytes_per_token
+        size = parse_size(item, flag)
+        if size.tokens is not None:
+            capacity_bytes, tokens = size.size_bytes, size.tokens
+        elif kv_bytes_per_token is None:
+            raise InputError(f"{flag} = {item!r}: a size in bytes needs --model (its KV bytes per token)")
         else:
-            capacity_bytes, tokens = None, value * TOKEN_UNITS[unit]
+            capacity_bytes = size.size_bytes
+            tokens = float(capacity_bytes or 0.0) / kv_bytes_per_token
         if not (math.isfinite(tokens) and 0 <= tokens <= MAX_CAPACITY_TOKENS):
-            raise InputError(f"--capacity {item!r}: expected 0 to {MAX_CAPACITY_TOKENS:g} tokens")
+            raise InputError(f"{flag} = {item!r}: expected 0 to {MAX_CAPACITY_TOKENS:g} tokens")
         out.append(Capacity(item, capacity_bytes, tokens))
     if not out:
-        raise InputError("--capacity: no capacities given")
+        raise InputError(f"{flag}: no capacities given")
     return out
 
 
 def parse_capacity(text: str, kv_bytes_per_token: float | None, flag: str = "--cache-capacity") -> Capacity:
     """One capacity, written as `parse_capacities` reads it; InputError naming `flag` when `text`
     gives several."""
-    capacities = parse_capacities(text, kv_bytes_per_token)
+    capacities = parse_capacities(text, kv_bytes_per_token, flag)
     if len(capacities) != 1:
         raise InputError(f"{flag} = {text!r}: give one capacity")
     return capacities[0]

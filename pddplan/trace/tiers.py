@@ -16,7 +16,6 @@ block count at the tier that holds it, as in `replay`.
 from __future__ import annotations
 
 import math
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pddplan.errors import InputError
-from pddplan.trace.curve import BYTE_UNITS, parse_capacities
+from pddplan.support.units import parse_bandwidth
+from pddplan.trace.curve import parse_capacities
 from pddplan.trace.read import TraceRequest
 
 MAX_TIERS = 8
@@ -46,16 +46,10 @@ def parse_tier(text: str, kv_bytes_per_token: float | None) -> Tier:
     parts = text.split(":")
     if len(parts) not in (2, 3) or not parts[0]:
         raise InputError(f"--tier {text!r}: expected NAME:CAPACITY[:BANDWIDTH], e.g. dram:1TB:100GB/s")
-    capacity = parse_capacities(parts[1], kv_bytes_per_token)[0]
+    capacity = parse_capacities(parts[1], kv_bytes_per_token, f"--tier {text!r}: the capacity")[0]
     bandwidth = None
     if len(parts) == 3:
-        match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]+)/s", parts[2].strip())
-        if match is not None and match.group(2).endswith("b"):
-            raise InputError(f"--tier {text!r}: {parts[2]!r} reads as bits; give bytes per second, e.g. 6GB/s")
-        unit = match.group(2).upper() if match else ""
-        if match is None or unit not in BYTE_UNITS:
-            raise InputError(f"--tier {text!r}: the bandwidth {parts[2]!r} should read like 100GB/s")
-        bandwidth = float(match.group(1)) * BYTE_UNITS[unit]
+        bandwidth = parse_bandwidth(parts[2].strip(), f"--tier {text!r}: the bandwidth")
         if not (math.isfinite(bandwidth) and bandwidth > 0):
             raise InputError(f"--tier {text!r}: the bandwidth must be above 0")
     return Tier(parts[0], parts[1], capacity.tokens, bandwidth)
