@@ -71,3 +71,20 @@ def test_a_cross_field_check_shows_the_path_not_the_mapping(cli: Any, tmp_path: 
     one_error_line(
         cli("workloads", "show", str(path)), f"error: {path}: output_tokens: min_tokens (16) exceeds max_tokens (10)"
     )
+
+
+def test_an_upper_case_gpu_name_is_pointed_at_the_gpu_it_names(cli: Any) -> None:
+    # it suggested h800 before: the closest spelling of "H100" by edit distance
+    line = one_error_line(
+        cli("estimate", "--model", "llama-3.1-8b", "--gpu", "H100", "--decode-batch", "1", "--context", "9")
+    )
+    assert line == "error: unknown GPU 'H100'; did you mean 'h100-sxm'?"
+
+
+def test_a_hugging_face_id_that_is_no_local_file_names_the_catalog_model(cli: Any, tmp_path: Path) -> None:
+    # it said only "file not found" before
+    line = one_error_line(cli("models", "show", "Qwen/Qwen3-32B"))
+    assert line == "error: Qwen/Qwen3-32B: file not found, nor a catalog model; did you mean 'qwen3-32b'?"
+    moved = tmp_path / "pdd-agent-64k.yaml"
+    line = one_error_line(cli("workloads", "show", str(moved)))
+    assert line == f"error: {moved}: file not found, nor a catalog workload; did you mean 'pdd-agent-64k'?"

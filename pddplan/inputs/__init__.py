@@ -99,7 +99,7 @@ def load_model(name_or_path: str, kv_dtype: KvDtype | None = None) -> ModelArchi
         path = path / "config.json"
     if not path.exists():
         if path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in name_or_path:
-            raise InputError(f"{name_or_path}: file not found")
+            raise InputError(catalog.not_found(name_or_path, "model", list(index)))
         raise InputError(f"unknown model '{name_or_path}'{catalog.suggest(name_or_path, list(index))}")
     data = read_data(path)
     if isinstance(data, dict) and ("layer_kinds" in data or "num_layers" in data):

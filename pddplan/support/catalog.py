@@ -58,15 +58,41 @@ def resolve(kind: str, name_or_path: str, what: str) -> Path:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists() or "/" in name_or_path:
         if not path.exists():
-            raise InputError(f"{name_or_path}: file not found")
+            raise InputError(not_found(name_or_path, what, list(known)))
         return path
     raise InputError(f"unknown {what} '{name_or_path}'{suggest(name_or_path, list(known))}")
 
 
 def suggest(name: str, known: list[str]) -> str:
-    """A "; did you mean 'x'?" hint (prefix matches first), or the list of known names."""
-    prefixed = [k for k in known if k.startswith(name)]
-    folded = {k.lower().replace("-", "").replace("_", ""): k for k in known}
-    same = folded.get(name.lower().replace("-", "").replace("_", ""))
-    guess = ([same] if same else []) or prefixed[:1] or difflib.get_close_matches(name, known, n=1, cutoff=0.5)
-    return f"; did you mean '{guess[0]}'?" if guess else f"; known: {', '.join(known)}"
+    """A "; did you mean 'x'?" hint (`closest`), or the list of known names."""
+    guess = closest(name, known)
+    return f"; did you mean '{guess}'?" if guess else f"; known: {', '.join(known)}"
+
+
+def closest(name: str, known: list[str]) -> str | None:
+    """The known name `name` most likely meant, None for none. Tried in turn, case, dashes and dots
+    ignored, on the last part of a path: the same name, a known name it starts (`h100` ->
+    `h100-sxm`), the closest spelling, a known name inside it (`Qwen/Qwen3-32B-FP8` -> `qwen3-32b`)."""
+
+    def fold(text: str) -> str:
+        return text.lower().replace("-", "").replace("_", "").replace(".", "")
+
+    folded = {fold(k): k for k in known}
+    base = name.rsplit("/", 1)[-1]
+    key = fold(Path(base).stem if Path(base).suffix.lower() in (".json", ".yaml", ".yml") else base)
+    if not key:
+        return None
+    if key in folded:
+        return folded[key]
+    prefixed = [k for f, k in folded.items() if f.startswith(key)]
+    inside = sorted((k for f, k in folded.items() if f and f in key), key=len, reverse=True)
+    close = difflib.get_close_matches(base.lower(), known, n=1, cutoff=0.6)
+    guess = prefixed[:1] or close or inside[:1]
+    return guess[0] if guess else None
+
+
+def not_found(name_or_path: str, what: str, known: list[str]) -> str:
+    """`X: file not found` for a path that names nothing, with the catalog entry it may have
+    meant: `Qwen/Qwen3-32B: file not found, nor a catalog model; did you mean 'qwen3-32b'?`."""
+    guess = closest(name_or_path, known)
+    return f"{name_or_path}: file not found" + (f", nor a catalog {what}; did you mean '{guess}'?" if guess else "")
