@@ -41,8 +41,8 @@ def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "300")
 
 
-def run(*args: str | Path) -> Any:
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+def run(*args: str | Path, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
 
 
 def workload_data(price: float | None = None, **changes: Any) -> dict[str, Any]:
@@ -173,8 +173,20 @@ def test_unchanged_inputs_pass(work: Path) -> None:
     result = run("gate", work / "b.json")
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
-    assert "pddplan cost gate" in result.stdout
+    assert "w: best pd-intra -> pd-intra" in result.stdout
     assert "unchanged" in result.stdout and "regression" not in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "gate passed: 1 scenarios, none regressed"
+
+
+def test_a_failed_gate_says_so_in_words_and_keeps_its_labels_at_80_columns(work: Path) -> None:
+    write_workload(work / "dearer.yaml", price=1.6)
+    with_scenario(work, "dearer", "dearer.yaml")
+    result = run("gate", work / "b.json", env={"COLUMNS": "80"})
+    assert result.exit_code == 1
+    lines = result.stdout.strip().splitlines()
+    assert lines[-1] == "gate FAILED: 1 of 2 scenarios regressed (dearer)"  # only the exit code said it before
+    assert max(len(line) for line in lines) <= 80
+    assert sum("metric" in line and "verdict" in line for line in lines) == 2  # one labelled table each
 
 
 # -- price changes --------------------------------------------------------------------------------
@@ -775,7 +787,7 @@ def test_terminal_table_of_hand_made_checks() -> None:
     print_checks(console, checks())
     text = console.export_text()
     assert "pddplan cost gate" in text
-    for name in ("flat", "cheaper", "gone", "pdd -> pdd", "pdd -> None"):
+    for name in ("flat", "cheaper", "gone", "pdd -> pdd", "pdd -> no plan"):
         assert name in text
     assert "improvement" in text and "regression" in text and "unchanged" in text
     assert "gone: no feasible plan meets the SLA any more" in text

@@ -12,25 +12,36 @@ STYLE = {"regression": "[red]regression[/red]", "improvement": "[green]improveme
 
 
 def print_checks(console: Console, checks: list[ScenarioCheck]) -> None:
-    """One row per scenario and metric: before, after, change, verdict."""
-    table = Table(title="pddplan cost gate")
-    for header in ("scenario", "best before -> after", "metric", "before", "after", "change", "verdict"):
-        table.add_column(header, justify="right" if header in ("before", "after", "change") else "left")
+    """One table per scenario (its best architecture before -> after in the title; one row per
+    metric: before, after, change, verdict), each narrow enough for 80 columns, then the reasons
+    and one verdict line: passed, or failed naming the scenarios that regressed."""
+    console.print(f"[bold]pddplan cost gate[/bold]: {len(checks)} scenarios against the baseline")
     for check in checks:
-        for i, m in enumerate(check.metrics):
+        table = Table(title=f"{check.name}: best {check.before.best or 'no plan'} -> {check.after.best or 'no plan'}")
+        for header in ("metric", "before", "after", "change", "verdict"):
+            table.add_column(header, justify="right" if header in ("before", "after", "change") else "left")
+        for m in check.metrics:
             table.add_row(
-                check.name if i == 0 else "",
-                f"{check.before.best} -> {check.after.best}" if i == 0 else "",
                 m.metric,
                 "-" if m.before is None else f"{m.before:,.4g}",
                 "-" if m.after is None else f"{m.after:,.4g}",
                 "-" if m.change is None else f"{m.change:+.2%}",
                 STYLE[m.verdict],
             )
-    console.print(table)
+        console.print(table)
     for check in checks:
         for reason in check.reasons:
             console.print(f"[red]{check.name}[/red]: {reason}")
+    console.print(verdict_line(checks))
+
+
+def verdict_line(checks: list[ScenarioCheck]) -> str:
+    """`gate passed: N scenarios, none regressed` or `gate FAILED: k of N scenarios regressed
+    (names)`; the exit code says the same (1 when failed)."""
+    failed = [c.name for c in checks if c.verdict == "regression"]
+    if not failed:
+        return f"[green]gate passed[/green]: {len(checks)} scenarios, none regressed"
+    return f"[red]gate FAILED[/red]: {len(failed)} of {len(checks)} scenarios regressed ({', '.join(failed)})"
 
 
 def markdown(checks: list[ScenarioCheck]) -> str:
