@@ -83,3 +83,64 @@ def test_a_broken_hardware_file_is_reported_as_broken_not_unknown(cli: Any, tmp_
     assert "unknown GPU" not in line
     path.write_text(workload.replace("type: h100-sxm", "type: h100-sxn", 1), encoding="utf-8")
     one_error_line(cli("workloads", "show", str(path)), "unknown GPU", "h100-sxm")
+
+
+TRACE_ROW = '{"timestamp": %s, "input_length": %s, "output_length": 10, "hash_ids": %s}\n'
+
+# each was a traceback, a silent misreading or runaway memory before (issue 37, items 13-15)
+TRACES = {
+    "5,000-digit integer": (TRACE_ROW % (0, "9" * 5000, "[1]"), "line 1: not JSON (a number too long to read)"),
+    "100,000-deep nesting": ("[" * 100_000 + "]" * 100_000 + "\n", "line 1: not JSON (nested too deeply)"),
+    "Infinity in the hashes": (TRACE_ROW % (0, 100, "[Infinity]"), "not JSON (Infinity is not a number JSON allows)"),
+    "a length as a string": (
+        TRACE_ROW % (0, '"36640"', "[1]"),
+        "input_length = '36640': expected a whole number of tokens, not a string",
+    ),
+    "fractional hashes": (TRACE_ROW % (0, 1000, "[1.5, 2.7]"), "hash_ids: expected integers, got 1.5"),
+    "a boolean timestamp": (TRACE_ROW % ("false", 100, "[1]"), "timestamp = False: expected a number, not a boolean"),
+    "arrivals 1e15 ms apart": (
+        TRACE_ROW % (0, 100, "[1]") + TRACE_ROW % ("1e15", 100, "[1]"),
+        "line 2: arrives 1e+12 s after the first request, more than a year",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(TRACES))
+def test_a_hostile_trace_is_one_line(cli: Any, tmp_path: Path, case: str) -> None:
+    text, message = TRACES[case]
+    path = tmp_path / "t.jsonl"
+    path.write_text(text, encoding="utf-8")
+    one_error_line(cli("trace", "import", str(path)), str(path), message)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON: nested too deeply"),
+        ('{"version": ' + "9" * 5000 + "}", "not valid JSON: a number too long to read"),
+        ('{"version": NaN}', "not valid JSON: NaN is not a number JSON allows"),
+    ],
+)
+def test_a_hostile_baseline_is_one_line(cli: Any, tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(text, encoding="utf-8")
+    one_error_line(cli("gate", str(path)), str(path), message)
+
+
+def test_a_5000_digit_integer_in_a_workload_is_one_line(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(AGENT.replace("max_count: ", "max_count: " + "9" * 5000 + "0", 1), encoding="utf-8")
+    one_error_line(cli("workloads", "show", str(path)), str(path), "not valid YAML: a number too long to read")
+
+
+def test_a_sweep_of_100000_points_is_refused_before_any_work(cli: Any) -> None:
+    result = cli("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--range", "0.5:8:100000")
+    one_error_line(result, "--range '0.5:8:100000': NUM must be 1 to 1000")
+
+
+def test_a_rate_of_1e_minus_300_is_refused_not_simulated_forever(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(AGENT.replace("rate_rps: 4.0", "rate_rps: 1.0e-300", 1), encoding="utf-8")
+    plan = str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")
+    one_error_line(cli("simulate", plan, str(path)), "arrival.rate_rps = 1e-300", "greater than or equal to 0.000001")
+    one_error_line(cli("evaluate", plan, "pdd-agent-64k", "--rate", "1e-300"), "--rate = 1e-300: must be above 0")

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from pydantic import Field
 
+import pddplan.architectures  # noqa: F401  (registers the names a workload's `architectures` field checks)
 from pddplan.errors import InfeasibleError, InputError, PddplanError
 from pddplan.specs.common import StrictModel
 from pddplan.specs.hardware import HardwareProfile
@@ -268,16 +269,17 @@ def test_hit_rate_above_one() -> None:
 def test_more_problems_are_counted() -> None:
     data = good_workload()
     data["arrival"]["rate_rps"] = -1
-    assert message(Workload, data, "w.yaml") == "w.yaml: arrival.rate_rps = -1: Input should be greater than 0"
+    expected = "w.yaml: arrival.rate_rps = -1: Input should be greater than or equal to 0.000001"
+    assert message(Workload, data, "w.yaml") == expected
     data["sla"]["ttft_p90_s"] = -1
     assert message(Workload, data, "w.yaml") == (
-        "w.yaml: arrival.rate_rps = -1: Input should be greater than 0 "
+        "w.yaml: arrival.rate_rps = -1: Input should be greater than or equal to 0.000001 "
         "(also sla.ttft_p90_s = -1: Input should be greater than 0)"
     )
     data["deployment"]["wan_lines"][0]["capacity_gbps"] = -1
     data["serving"]["chunk_tokens"] = 0
     assert message(Workload, data, "w.yaml") == (
-        "w.yaml: arrival.rate_rps = -1: Input should be greater than 0 "
+        "w.yaml: arrival.rate_rps = -1: Input should be greater than or equal to 0.000001 "
         "(also sla.ttft_p90_s = -1: Input should be greater than 0; and 2 more)"
     )
 

@@ -145,6 +145,14 @@ def test_link_single_flow_is_capped_by_tcp() -> None:
     assert link.bytes_delivered == pytest.approx(4e8)
 
 
+def test_a_link_far_out_in_time_still_finishes_its_flows() -> None:
+    """At t = 1e15 s a 1 KB transfer at 1 GB/s (1 us) is below the clock's resolution (0.125 s):
+    the next event is one ulp ahead, not the same instant, so the loop ends (it spun forever)."""
+    link = Link(1e9, math.inf, constant_path())
+    done = run_link(link, np.array([1e15]), np.array([1e3]))
+    assert done[0] == math.nextafter(1e15, math.inf)
+
+
 def test_link_two_flows_share_the_line() -> None:
     """Both start at 0 with 1 GB on a 1 GB/s line: each gets 0.5 GB/s, the smaller (0.5 GB) leaves
     at 1 s, then the other has 0.5 GB left alone: done at 1.5 s."""

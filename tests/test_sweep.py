@@ -164,7 +164,7 @@ def test_parse_values_range_includes_both_ends() -> None:
         (None, "1:2:3:4", "START:STOP:NUM"),
         (None, "1:2:x", "START:STOP:NUM"),
         (None, "1:2:2.5", "START:STOP:NUM"),
-        (None, "1:2:0", "NUM must be at least 1"),
+        (None, "1:2:0", "NUM must be 1 to 1000"),
     ],
 )
 def test_parse_values_errors(values: str | None, span: str | None, fragment: str) -> None:

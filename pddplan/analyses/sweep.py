@@ -41,6 +41,11 @@ if TYPE_CHECKING:
     from pddplan.inputs.input_set import InputSet
 
 
+#: Points one sweep evaluates at most: each is an evaluation (or an optimization) of every
+#: architecture, about a second; 1,000 is a quarter of an hour on two cores.
+MAX_SWEEP_POINTS = 1000
+
+
 def parse_values(values: str | None, span: str | None) -> list[float]:
     """`--values 1,2,4` or `--range START:STOP:NUM` (NUM evenly spaced values, both ends included)."""
     if (values is None) == (span is None):
@@ -52,6 +57,8 @@ def parse_values(values: str | None, span: str | None) -> list[float]:
             raise InputError(f"--values {values!r}: expected numbers separated by commas") from None
         if not out:
             raise InputError("--values: no values")
+        if len(out) > MAX_SWEEP_POINTS:
+            raise InputError(f"--values: {len(out)} values, more than {MAX_SWEEP_POINTS} (each is a whole evaluation)")
         return out
     assert span is not None
     try:
@@ -60,8 +67,8 @@ def parse_values(values: str | None, span: str | None) -> list[float]:
         first, last = float(start), float(stop)
     except ValueError:
         raise InputError(f"--range {span!r}: expected START:STOP:NUM, e.g. 10:100:10") from None
-    if count < 1:
-        raise InputError(f"--range {span!r}: NUM must be at least 1")
+    if not 1 <= count <= MAX_SWEEP_POINTS:
+        raise InputError(f"--range {span!r}: NUM must be 1 to {MAX_SWEEP_POINTS} (each point is a whole evaluation)")
     if count == 1:
         return [first]
     # The last point is STOP exactly (the formula can land one ulp off, e.g. 0.1 + 0.8 * 1.0).

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any, Literal
 from pddplan.calibration.calibrate import Measurement, calibrate_rows, data_tag
 from pddplan.errors import InputError
 from pddplan.inputs import model_index
+from pddplan.support.jsontext import JsonError, parse_json
 from pddplan.support.loading import read_text
 
 BenchFormat = Literal["sglang-bench", "vllm-bench"]
@@ -72,8 +72,8 @@ def _records(path: Path) -> list[tuple[int, Any]]:
     if not text.strip():
         raise InputError(f"{path}: empty file")
     try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
+        whole = parse_json(text, allow_constants=True)
+    except JsonError:
         whole = None
     if isinstance(whole, dict):
         return [(1, whole)]
@@ -84,19 +84,30 @@ def _records(path: Path) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            out.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {number}: not JSON ({exc.msg})") from None
+            out.append((number, parse_json(line, allow_constants=True)))
+        except JsonError as exc:
+            raise InputError(f"{path}: line {number}: not JSON ({exc.reason})") from None
     return out
 
 
 def _number(record: dict[str, Any], key: str, where: str, positive: bool = False) -> float:
+    """A finite JSON number (not a boolean, not beyond a float's range: 1e400 as an integer)."""
     value = record.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"{where}: {key} = {value!r}: expected a finite number")
-    if value < 0 or (positive and value == 0):
+    try:
+        number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+    except OverflowError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise InputError(f"{where}: {key} = {_shown(value)}: expected a finite number")
+    if number < 0 or (positive and number == 0):
         raise InputError(f"{where}: {key} = {value!r}: must be {'> 0' if positive else '>= 0'}")
-    return float(value)
+    return number
+
+
+def _shown(value: Any) -> str:
+    """`value` as a message shows it: a long number cut to its first digits."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 def _optional_number(record: dict[str, Any], key: str, where: str) -> float | None:
@@ -148,6 +159,10 @@ def _in_flight(record: dict[str, Any], max_concurrency: int | None, where: str) 
     return None, "unknown (no max_concurrency, concurrency, mean latency, or mean TTFT and TPOT)"
 
 
+#: Largest concurrency a benchmark run can have meant: no serving benchmark holds a million requests open.
+MAX_CONCURRENCY = 1_000_000
+
+
 def read_bench(path: Path, fmt: BenchFormat) -> list[BenchRun]:
     """Every run in a benchmark result file; InputError (one line: file, line, field) on bad data."""
     if fmt not in FORMATS:
@@ -164,9 +179,12 @@ def read_bench(path: Path, fmt: BenchFormat) -> list[BenchRun]:
         raw_concurrency = record.get("max_concurrency")
         max_concurrency = None
         if raw_concurrency is not None:
-            max_concurrency = int(_number(record, "max_concurrency", where))
-            if max_concurrency < 1:
-                raise InputError(f"{where}: max_concurrency = {raw_concurrency!r}: must be at least 1")
+            concurrency = _number(record, "max_concurrency", where)
+            if not 1 <= concurrency <= MAX_CONCURRENCY:
+                raise InputError(
+                    f"{where}: max_concurrency = {raw_concurrency!r}: must be at least 1, at most {MAX_CONCURRENCY:,}"
+                )
+            max_concurrency = int(concurrency)
         in_flight, source = _in_flight(record, max_concurrency, where)
         ttft_ms = _optional_number(record, "median_ttft_ms", where)
         server = _server_info(record)

@@ -261,7 +261,9 @@ class Link:
             return math.inf
         per_flow = self.rate()
         finish = self.last_t + (self.heap[0][0] - self.clock) / per_flow if per_flow > 0 else math.inf
-        return min(finish, self.next_change)
+        # at least one ulp ahead: a gap below the clock's resolution would leave it where it is and
+        # the event loop would call again forever
+        return max(min(finish, self.next_change), math.nextafter(self.last_t, math.inf))
 
     def pop_finished(self, t: float, on_done: Callable[[int, float], None]) -> None:
         """Complete every flow whose bytes are all sent by `t`."""

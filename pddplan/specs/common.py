@@ -43,8 +43,9 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 #: a sequence length: no model's context comes near 10 million tokens
 TokenCount = Annotated[int, Field(gt=0, le=10_000_000)]
 TokenLength = Annotated[float, Field(gt=0, le=10_000_000)]
-#: an offered rate: a million requests/s is beyond any single deployment
-RateRps = Annotated[float, Field(gt=0, le=1e6)]
+#: an offered rate: a million requests/s is beyond any single deployment; one request in 11.6 days
+#: (1e-6/s) is the slowest that keeps arrival times resolvable to a microsecond
+RateRps = Annotated[float, Field(ge=1e-6, le=1e6)]
 #: a chunked-prefill budget: engines use 512-16,384; fewer than 16 tokens per step is not an engine
 ChunkTokens = Annotated[int, Field(ge=16, le=10_000_000)]
 #: a time in seconds the model steps through (fluctuation steps): at least a millisecond

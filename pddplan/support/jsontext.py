@@ -24,3 +24,34 @@ def _clean(value: Any) -> Any:
 def to_json(data: Any) -> str:
     """Deterministic JSON text: sorted keys are not used, so documents keep their logical order."""
     return json.dumps(_clean(data), indent=2, allow_nan=False)
+
+
+class JsonError(ValueError):
+    """Text that is not JSON pddplan accepts; `reason` says why, in a few words."""
+
+    def __init__(self, reason: str, where: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where = where  # "at line L, column C" where the parser says
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JsonError(f"{name} is not a number JSON allows")
+
+
+def parse_json(text: str, allow_constants: bool = False) -> Any:
+    """`json.loads` for untrusted text: JsonError (never a traceback) for invalid JSON, NaN and
+    infinities, integers beyond Python's 4,300-digit conversion limit, and nesting deep enough to
+    exhaust the parser's recursion (the C parser stops at the interpreter's recursion limit).
+    `allow_constants` reads NaN and Infinity as floats, for files that tools write with them
+    (Python's `json.dumps` writes `"request_rate": Infinity`); their reader checks what it uses."""
+    try:
+        return json.loads(text) if allow_constants else json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise JsonError(exc.msg, f"at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise JsonError("nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        if isinstance(exc, JsonError):
+            raise
+        raise JsonError("a number too long to read") from None

@@ -18,6 +18,9 @@ MAX_POINTS = 10_001
 MAX_SEED = 2**64 - 1
 #: an offered or target rate: a million requests/s is beyond any single deployment
 MAX_RATE_RPS = 1e6
+#: Slowest offered rate: one request in 11.6 days. Below it arrival times grow so large that a
+#: millisecond no longer changes them in floating point, and no capacity question remains.
+MIN_RATE_RPS = 1e-6
 
 
 def check_requests(requests: int, flag: str = "--requests") -> None:
@@ -35,9 +38,11 @@ def check_seed(seed: int, flag: str = "--seed") -> None:
 
 
 def check_rate(rate_rps: float, flag: str = "--rate") -> None:
-    """0 < rate <= MAX_RATE_RPS, finite."""
-    if not 0 < rate_rps <= MAX_RATE_RPS:  # False for NaN too
-        raise InputError(f"{flag} = {rate_rps}: must be above 0 and at most {MAX_RATE_RPS:g} requests/s")
+    """MIN_RATE_RPS <= rate <= MAX_RATE_RPS, finite."""
+    if not MIN_RATE_RPS <= rate_rps <= MAX_RATE_RPS:  # False for NaN too
+        raise InputError(
+            f"{flag} = {rate_rps}: must be above 0 and at most {MAX_RATE_RPS:g} requests/s (at least {MIN_RATE_RPS:g})"
+        )
 
 
 def check_points(points: int, flag: str = "--points") -> None:

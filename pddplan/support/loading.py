@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from pddplan.errors import InputError
+from pddplan.support.jsontext import JsonError, parse_json
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -70,6 +71,10 @@ def parse_text(text: str, source: str) -> Any:
     """Parse YAML (a superset of JSON) text; `source` names it in error messages."""
     try:
         return yaml.load(text, Loader=_PlainLoader)
+    except ValueError:  # an integer of more than 4,300 digits (Python's conversion limit)
+        raise InputError(f"{source}: not valid YAML: a number too long to read") from None
+    except RecursionError:
+        raise InputError(f"{source}: not valid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -118,9 +123,9 @@ def read_data(path: Path) -> Any:
     text = read_text(path)
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            return parse_json(text)
+        except JsonError as exc:
+            raise InputError(f"{path}: not valid JSON{' ' + exc.where if exc.where else ''}: {exc.reason}") from None
     return parse_text(text, str(path))
 
 

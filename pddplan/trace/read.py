@@ -13,7 +13,6 @@ file, the line and the field.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Iterator
 from datetime import datetime
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from pddplan.errors import InputError
+from pddplan.support.jsontext import JsonError, parse_json
 from pddplan.support.loading import check_readable
 
 TraceFormat = Literal["mooncake", "csv", "azure"]
@@ -49,12 +49,18 @@ class TraceRequest(NamedTuple):
     hash_ids: tuple[int, ...] | None
 
 
-def _count(path: Path, line: int, field: str, value: Any) -> int:
+def _count(path: Path, line: int, field: str, value: Any, typed: bool = False) -> int:
+    """A whole number of tokens, 0 to MAX_TOKENS. `typed` (JSON): only a JSON number, not a string
+    or a boolean (CSV cells are all text)."""
     if type(value) is int and 0 <= value <= MAX_TOKENS:  # the common case, checked in one step
         return value
+    if typed and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise InputError(
+            f"{path}: line {line}: {field} = {value!r}: expected a whole number of tokens, not a {_kind(value)}"
+        )
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"{path}: line {line}: {field} = {value!r}: expected a whole number of tokens") from None
     if not math.isfinite(number) or number < 0 or number != int(number) or number > MAX_TOKENS:
         raise InputError(
@@ -63,12 +69,24 @@ def _count(path: Path, line: int, field: str, value: Any) -> int:
     return int(number)
 
 
-def _seconds(path: Path, line: int, field: str, value: Any, scale: float) -> float:
+def _kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    return {bool: "boolean", str: "string", list: "list", dict: "object", type(None): "null"}.get(type(value), "value")
+
+
+#: Latest arrival a trace may give, in seconds from its first request: a year. Arrivals further
+#: apart are a unit or clock error, and the per-minute views built from them would not fit in memory.
+MAX_TRACE_SPAN_S = 366 * 86_400.0
+
+
+def _seconds(path: Path, line: int, field: str, value: Any, scale: float, typed: bool = False) -> float:
     if type(value) is int and value >= 0:  # the common case (Mooncake's integer milliseconds)
         return value * scale
+    if typed and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise InputError(f"{path}: line {line}: {field} = {value!r}: expected a number, not a {_kind(value)}")
     try:
         number = float(value) * scale
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"{path}: line {line}: {field} = {value!r}: expected a number") from None
     if not math.isfinite(number) or number < 0:
         raise InputError(f"{path}: line {line}: {field} = {value!r}: expected a finite time, at least 0")
@@ -76,18 +94,32 @@ def _seconds(path: Path, line: int, field: str, value: Any, scale: float) -> flo
 
 
 def _hashes(path: Path, line: int, value: Any) -> tuple[int, ...]:
-    if type(value) is list:
-        try:
-            return tuple(map(int, value))
-        except (TypeError, ValueError):
-            raise InputError(f"{path}: line {line}: hash_ids: expected integers, got {value[:3]!r}...") from None
+    """Block hashes: a JSON list of integers, or a text of whole numbers separated by spaces (CSV).
+    A fractional, boolean or non-finite entry is refused, not truncated."""
     items = value.split() if isinstance(value, str) else value
     if not isinstance(items, list | tuple):
         raise InputError(f"{path}: line {line}: hash_ids = {value!r}: expected a list of integers")
     try:
-        return tuple(map(int, items))
-    except (TypeError, ValueError):
-        raise InputError(f"{path}: line {line}: hash_ids: expected integers, got {items[:3]!r}...") from None
+        return tuple(map(_whole, items))
+    except (TypeError, ValueError, OverflowError):
+        bad = next((v for v in items if not _is_whole(v)), items[:1])
+        raise InputError(f"{path}: line {line}: hash_ids: expected integers, got {bad!r}") from None
+
+
+def _whole(value: Any) -> int:
+    if type(value) is int:
+        return value
+    if type(value) is str:
+        return int(value)  # ValueError for '1.5', 'x'
+    raise ValueError(value)
+
+
+def _is_whole(value: Any) -> bool:
+    try:
+        _whole(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
 
 
 def _mooncake(path: Path, lines: Iterator[str]) -> Iterator[tuple[int, float, int, int, tuple[int, ...] | None]]:
@@ -95,9 +127,9 @@ def _mooncake(path: Path, lines: Iterator[str]) -> Iterator[tuple[int, float, in
         if not text.strip():
             continue
         try:
-            row = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {number}: not JSON ({exc.msg})") from None
+            row = parse_json(text)
+        except JsonError as exc:
+            raise InputError(f"{path}: line {number}: not JSON ({exc.reason})") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}: line {number}: expected a JSON object")
         for key in ("timestamp", "input_length", "output_length"):
@@ -106,9 +138,9 @@ def _mooncake(path: Path, lines: Iterator[str]) -> Iterator[tuple[int, float, in
         hashes = _hashes(path, number, row["hash_ids"]) if "hash_ids" in row else None
         yield (
             number,
-            _seconds(path, number, "timestamp", row["timestamp"], 1e-3),
-            _count(path, number, "input_length", row["input_length"]),
-            _count(path, number, "output_length", row["output_length"]),
+            _seconds(path, number, "timestamp", row["timestamp"], 1e-3, typed=True),
+            _count(path, number, "input_length", row["input_length"], typed=True),
+            _count(path, number, "output_length", row["output_length"], typed=True),
             hashes,
         )
 
@@ -153,8 +185,8 @@ def _table(
 def read_trace(path: Path, fmt: TraceFormat = "mooncake", block_tokens: int = 512) -> Iterator[TraceRequest]:
     """The trace's requests in file order, arrivals in seconds from the first request's. InputError
     when a timestamp goes backwards (traces are in arrival order), when a request lists more block
-    hashes than its prompt has blocks of `block_tokens` (ceil(prompt / block_tokens)), or when the
-    file holds no request."""
+    hashes than its prompt has blocks of `block_tokens` (ceil(prompt / block_tokens)), when it
+    arrives more than MAX_TRACE_SPAN_S after the first, or when the file holds no request."""
     if fmt not in FORMATS:
         raise InputError(f"--format = {fmt!r}: expected one of {', '.join(FORMATS)}")
     check_readable(path, max_bytes=MAX_TRACE_BYTES)  # a regular file: not a pipe, device or folder
@@ -175,6 +207,11 @@ def read_trace(path: Path, fmt: TraceFormat = "mooncake", block_tokens: int = 51
                     )
                 last = arrival
                 first = arrival if first is None else first
+                if arrival - first > MAX_TRACE_SPAN_S:
+                    raise InputError(
+                        f"{path}: line {number}: arrives {arrival - first:.3g} s after the first request, more "
+                        f"than a year ({MAX_TRACE_SPAN_S:.0f} s): a unit or clock error"
+                    )
                 yield TraceRequest(arrival - first, inputs, outputs, hashes)
             if first is None:
                 raise InputError(f"{path}: no requests (an empty trace)")
