@@ -78,7 +78,7 @@ def test_hardware_show_human(cli: Any) -> None:
     hbm = next(line for line in text.splitlines() if "memory.hbm_tb_per_s" in line)
     assert "3.35" in hbm and "klockwood-h100" in hbm
     assert "https://glennklockwood.com/garden/processors/h100" in text
-    assert "efficiency factors:" in text
+    assert "efficiency factors" in text
 
 
 def test_hardware_show_file(cli: Any, root: Any, tmp_path: Any) -> None:
@@ -350,3 +350,10 @@ def test_results_go_to_stdout_so_they_can_be_grepped(cli: Any) -> None:
     for command in (("models", "list"), ("hardware", "list"), ("architectures",)):
         shown = cli(*command)
         assert shown.exit_code == 0 and shown.stderr == "" and shown.stdout.strip()
+
+
+def test_hardware_show_prints_figures_as_people_read_them(cli: Any) -> None:
+    """A purchase price printed as 2.5e+04 and the factors as a raw Python dict before."""
+    out = human_of(cli("hardware", "show", "h200"))
+    assert "25,000" in out and "e+04" not in out
+    assert "efficiency factors (stack-agnostic)" in out and "{'" not in out

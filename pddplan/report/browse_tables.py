@@ -12,6 +12,16 @@ def _num(value: Any, fmt: str = ",.1f") -> str:
     return "unknown" if value is None else format(value, fmt)
 
 
+def _figure(value: Any) -> str:
+    """A figure as people read it: 25,000 (not 2.5e+04) from ten thousand up, four significant
+    digits below; `unknown` for none."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, int | float) and abs(value) >= 1e4:
+        return f"{value:,.0f}"
+    return format(value, ",.4g")
+
+
 def flat_figures(figures: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A profile summary's nested figures under dotted paths (`memory.hbm_gb`), for tables."""
     return {f"{group}.{name}": fig for group, entries in figures.items() for name, fig in entries.items()}
@@ -66,10 +76,18 @@ def print_hardware(console: Console, summary: dict[str, Any]) -> None:
     for header in ("figure", "value", "source", "as of", "note"):
         table.add_column(header)
     for path, fig in flat_figures(summary["figures"]).items():
-        table.add_row(path, _num(fig["value"], ",.4g"), fig["source"], fig["as_of"] or "", fig["note"] or "")
+        table.add_row(path, _figure(fig["value"]), fig["source"], fig["as_of"] or "", fig["note"] or "")
     console.print(table)
     if summary["efficiency"]:
-        console.print(f"efficiency factors: {summary['efficiency']}")
+        factors = Table(title="efficiency factors (stack-agnostic)")
+        factors.add_column("factor")
+        factors.add_column("value", justify="right")
+        for name, value in summary["efficiency"].items():
+            if name != "source":
+                factors.add_row(name, value if isinstance(value, str) else _figure(value))
+        console.print(factors)
+        if summary["efficiency"].get("source"):
+            console.print(f"source of the factors: {summary['efficiency']['source']}")
     else:
         console.print("efficiency factors: shipped defaults (pddplan/perf/efficiency.py)")
     stacks = summary.get("stack_efficiency") or {}

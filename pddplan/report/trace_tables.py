@@ -144,7 +144,11 @@ def print_cache_plan(console: Console, data: dict[str, Any]) -> None:
     console.print(table)
     best = data["best_capacity"]
     console.print(
-        f"buy {best} of prefix cache" if best is not None else "no capacity gives a feasible plan",
+        "no capacity gives a feasible plan"
+        if best is None
+        else "buy no prefix cache: the plan without one is the best"
+        if _is_zero(best)
+        else f"buy {best} of prefix cache",
         highlight=False,
     )
     console.print(
@@ -174,3 +178,12 @@ def print_tiers(console: Console, data: dict[str, Any]) -> None:
         f"max {tiered['load_s_max'] * 1e3:,.1f} ms",
         highlight=False,
     )
+
+
+def _is_zero(capacity: str) -> bool:
+    """Whether a capacity as written (`0`, `0GB`, `0 tokens`) is none at all."""
+    digits = capacity.strip().rstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz /")
+    try:
+        return float(digits) == 0.0
+    except ValueError:
+        return False

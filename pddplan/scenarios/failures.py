@@ -64,7 +64,7 @@ def _without_line(inputs: InputSet, scenario: Scenario, option: str) -> tuple[Sc
     if left:
         return _rebuilt(
             inputs, plan.model_copy(update={"wan": left})
-        ), f"one {option} line down, {len(left)} option(s) left"
+        ), f"one {option} line down, {len(left)} line option{'' if len(left) == 1 else 's'} left"
     return _datacenters_cut(inputs, scenario, "the WAN is down")
 
 
