@@ -22,6 +22,8 @@ import yaml
 
 from pddplan.api import scenario_of
 from pddplan.export import export_plan
+from pddplan.export.engines import ENGINE_VERSIONS
+from pddplan.export.k8s import DEFAULT_IMAGE
 from pddplan.export.layout import deployment_of
 from pddplan.export.scripts import address_variable
 
@@ -391,3 +393,12 @@ def test_shell_metacharacters_in_every_input_value_reach_the_engine_as_data(targ
 def test_gpus_per_node_is_bounded(cli: Any) -> None:
     result = cli("export", str(PLANS["pd-intra"]), "pdd-agent-64k", "--target", "k8s", "--gpus-per-node", "1000000000")
     assert result.exit_code == 2 and "--gpus-per-node = 1000000000: must be 1 to 384" in result.stderr
+
+
+def test_manifests_pin_the_engine_release_the_flags_were_checked_against() -> None:
+    """They pulled `:latest` before (issue 37, item 10), whose flags move under the manifests."""
+    for engine in ("sglang", "vllm"):
+        image = DEFAULT_IMAGE[engine]
+        assert not image.endswith(":latest")
+        version = ENGINE_VERSIONS[engine].split()[1]  # "SGLang 0.5.23 (...)" -> "0.5.23"
+        assert f":v{version}" in image

@@ -34,7 +34,12 @@ from pddplan.export.layout import Deployment, EngineInstance
 from pddplan.export.scripts import pdd_router_config, render_command
 
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "huawei": "huawei.com/Ascend910"}
-DEFAULT_IMAGE: dict[Engine, str] = {"sglang": "lmsysorg/sglang:latest", "vllm": "vllm/vllm-openai:latest"}
+#: The images of the releases the generated flags were checked against (`engines.ENGINE_VERSIONS`),
+#: never `latest`, whose flags move under the manifests. Tags follow each project's published scheme:
+#: lmsysorg/sglang `vX.Y.Z-cu130` (as tagged for v0.5.11-v0.5.19 in SemiAnalysisAI/InferenceX's configs;
+#: SGLang's install docs: CUDA 13 images only after v0.5.19), vllm/vllm-openai `vX.Y.Z`. Not pulled
+#: here (no network at run time): a registry without the tag needs `--image`.
+DEFAULT_IMAGE: dict[Engine, str] = {"sglang": "lmsysorg/sglang:v0.5.23-cu130", "vllm": "vllm/vllm-openai:v0.34.0"}
 DATACENTER_LABEL = "pddplan/datacenter"
 GPU_LABEL = "pddplan/gpu"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
