@@ -114,9 +114,16 @@ def main_job_words() -> str:
     lines = [
         f"**On the article's scenario, as pddplan models it, the best plan is {report['best']}'s**: PDD is "
         f"{cheaper(gains['pd-intra']['cost_change'])} intra-datacenter PD ({money(pdd['cost_usd_per_hour'])} "
-        f"against {money(intra['cost_usd_per_hour'])}, BCR {pct(gains['pd-intra']['bcr_change'])}) and "
-        f"{cheaper(gains['pd-cross']['cost_change'])} cross-datacenter PD without a relay, whose first-token "
-        f"tail it cuts by {-gains['pd-cross']['ttft_p90_change']:.0%} (P90; the article reports 51.5%).",
+        f"against {money(intra['cost_usd_per_hour'])}, BCR {pct(gains['pd-intra']['bcr_change'])}); "
+        + (
+            f"it is {cheaper(gains['pd-cross']['cost_change'])} cross-datacenter PD without a relay, whose "
+            f"first-token tail it cuts by {-gains['pd-cross']['ttft_p90_change']:.0%} (P90; the article reports "
+            "51.5%)."
+            if "pd-cross" in gains
+            else "cross-datacenter PD without a relay finds no plan at all: "
+            + archs["pd-cross"]["infeasibility"][0]["message"].split("; loosen")[0]
+            + "; the article reports PDD cutting its P90 by 51.5%."
+        ),
         f"Every architecture pays for the prefix cache behind the workload's {workload.hit_rate.mean():.0%} mean "
         f"hit by the same rule (`pddplan.cache`): {prefix['holds_gb']:,.0f} GB on the prefill instances, and "
         f"for PDD also a {radix['holds_gb']:,.0f} GB radix cache on its main decoders "
@@ -124,8 +131,13 @@ def main_job_words() -> str:
         f"With `cache_tiers: {serving.cache_tiers}` (as SGLang's hierarchical cache) both sit in the servers' "
         f"host memory, which comes with the GPUs; a hit then loads over PCIe in "
         f"{prefix['mean_hit_load_s'] * 1e3:,.0f} ms before prefill. Kept in HBM only (`cache_tiers: hbm`), "
-        f"PDD is {cheaper(hbm['cost_change_vs_best_baseline'])} {hbm['best_baseline']} "
-        f"({money(hbm['subject_cost_usd_per_hour'])} against {money(hbm['best_baseline_cost_usd_per_hour'])})"
+        + (
+            f"PDD is {cheaper(hbm['cost_change_vs_best_baseline'])} {hbm['best_baseline']} "
+            f"({money(hbm['subject_cost_usd_per_hour'])} against {money(hbm['best_baseline_cost_usd_per_hour'])})"
+            if hbm["subject_feasible"]
+            else f"PDD finds no plan within the SLA and {hbm['best_baseline']} costs "
+            f"{money(hbm['best_baseline_cost_usd_per_hour'])}"
+        )
         + (f": {why_hbm}." if why_hbm else ".")
         + " Where the caches live decides this comparison; `--robustness` shows it beside rate, price, widths, "
         "retention and caps.",

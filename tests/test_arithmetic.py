@@ -195,10 +195,14 @@ def test_param_counts_linear_model() -> None:
 def test_weight_bytes_mixed_dtypes_keep_embeddings_bf16() -> None:
     model = arch(**MLA_MOE)
     c = param_counts(model)
-    # experts at fp4 (0.5 B), the rest at fp8 (1 B), embedding and LM head at bf16 (2 B)
-    expected = c.routed_experts_total * 0.5 + (c.non_expert - c.lm_head) * 1.0 + (c.embedding + c.lm_head) * 2.0
+    # experts at fp4 = NVFP4 (0.5 B a value + one 1-byte e4m3 scale per 16 values: 0.5 + 1/16 =
+    # 0.5625 B), the rest at fp8 (1 B, per-tensor scales), embedding and LM head at bf16 (2 B)
+    expected = c.routed_experts_total * 0.5625 + (c.non_expert - c.lm_head) * 1.0 + (c.embedding + c.lm_head) * 2.0
     assert weight_bytes(model) == pytest.approx(expected, rel=1e-15)
-    assert expert_bytes(model) == 786_432 * 0.5
+    assert expert_bytes(model) == 786_432 * 0.5625 == 442_368
+    # block-scaled fp8 experts: 786,432 values in 786,432 / (128 * 128) = 48 blocks of 4-byte scales
+    fp8_block = arch(**{**MLA_MOE, "expert_weight_dtype": "fp8-block"})
+    assert expert_bytes(fp8_block) == 786_432 * 1.0 + 48 * 4 == 786_624
     # a bf16 model is just two bytes per parameter
     assert weight_bytes(arch(**GQA)) == 2 * 32_461_824
     # expert_weight_dtype falls back to weight_dtype
@@ -252,5 +256,7 @@ def test_catalog_deepseek_expert_bytes() -> None:
     model = catalog("deepseek-v3.2")
     assert model.moe is not None
     assert routed_expert_params(model) == 3 * 7168 * 2048
-    assert expert_bytes(model) == 3 * 7168 * 2048 * 1.0  # fp8 experts
+    # block-scaled fp8 experts: 1 B a value plus a 4-byte fp32 scale per 128 x 128 block; each of
+    # the three 7168 x 2048 matrices has 56 x 16 = 896 blocks
+    assert expert_bytes(model) == 3 * 7168 * 2048 * 1.0 + 3 * 896 * 4 == 44_050_944
     assert param_counts(model).routed_experts_total == 58 * 256 * 3 * 7168 * 2048

@@ -33,7 +33,7 @@ from pddplan.calibration.calibrate import (
     ridge_spread,
     with_efficiency_block,
 )
-from pddplan.calibration.refit import refit, write_catalog
+from pddplan.calibration.refit import MIN_GPU_FIT_MODELS, MIN_GPU_FIT_ROWS, refit, write_catalog
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
@@ -88,6 +88,7 @@ def row(
     weight_dtype: str = "",
     kv_dtype: str = "",
     stack: str = "",
+    expert_weight_dtype: str = "",
 ) -> Measurement:
     return Measurement(
         model,
@@ -103,7 +104,8 @@ def row(
         kv_dtype,
         split,
         0,
-        stack,
+        expert_weight_dtype=expert_weight_dtype,
+        stack=stack,
     )
 
 
@@ -112,7 +114,7 @@ def synthetic_csv(path: Path, rows: list[Measurement], efficiency: Efficiency) -
     measured = predict(rows, efficiency)
     with path.open("w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle)
-        out.writerow([*REQUIRED_COLUMNS, "weight_dtype", "kv_dtype", "split", "stack"])
+        out.writerow([*REQUIRED_COLUMNS, "weight_dtype", "kv_dtype", "split", "stack", "expert_weight_dtype"])
         for m, seconds in zip(rows, measured, strict=True):
             out.writerow(
                 [
@@ -129,6 +131,7 @@ def synthetic_csv(path: Path, rows: list[Measurement], efficiency: Efficiency) -
                     m.kv_dtype,
                     m.split,
                     m.stack,
+                    m.expert_weight_dtype,
                 ]
             )
     return path
@@ -168,10 +171,13 @@ def test_read_measurements_parses_and_defaults(tmp_path: Path) -> None:
             "line 2: kind = 'train': expected one of prefill, decode, extend",
         ),
         ("llama-3.1-8b,h100-sxm,x,decode,1,0,1,10,0.01", "line 2: tp = 'x': expected a whole number"),
-        ("llama-3.1-8b,h100-sxm,1,decode,1,-5,1,10,0.01", "line 2: cached = -5: must be >= 0"),
+        ("llama-3.1-8b,h100-sxm,1,decode,1,-5,1,10,0.01", "line 2: cached = -5: expected 0 to 10,000,000"),
+        ("llama-3.1-8b,h100-sxm,inf,decode,1,0,1,10,0.01", "line 2: tp = inf: expected 0 to 4,096"),  # was a traceback
+        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1e30,10,0.01", "line 2: batch = 1e30: expected 0 to 1,000,000"),
+        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,inf", "line 2: measured_s = inf: expected above 0, at most a day"),
         ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,fast", "line 2: measured_s = 'fast': expected seconds"),
-        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0", "line 2: measured_s = 0.0: must be > 0"),
-        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,nan", "line 2: measured_s = nan: must be > 0"),
+        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,0", "line 2: measured_s = 0.0: expected above 0, at most a day"),
+        ("llama-3.1-8b,h100-sxm,1,decode,1,0,1,10,nan", "line 2: measured_s = nan: expected above 0, at most a day"),
         ("llama-3.1-8b,h100-sxm,0,decode,1,0,1,10,0.01", "line 2: tp = 0: must be >= 1"),
     ],
 )
@@ -258,11 +264,12 @@ def test_predict_each_kind_is_its_step() -> None:
     rows = [row("prefill", 4000, 1000, 2), row("decode", 7, 0, 32, 5000), row("extend", 64, 0, 1, 3000)]
     out = predict(rows, TRUE)
     assert out[0] == pytest.approx(float(step_time(inst, 4000, 1000, 2).total_s) + TRUE.request_overhead_s, rel=1e-12)
-    assert out[1] == pytest.approx(float(step_time(inst, 1, 5000, 32).total_s), rel=1e-12)  # tokens ignored
+    # tokens ignored; a decode step (decode=True: its CUDA-graph cap and low-latency all-to-all)
+    assert out[1] == pytest.approx(float(step_time(inst, 1, 5000, 32, decode=True).total_s), rel=1e-12)
     assert out[2] == pytest.approx(float(step_time(inst, 64, 3000, 1).total_s), rel=1e-12)
     # without factors each GPU uses its own profile's
     own = predict([row("decode", 1, 0, 1, 100)])
-    assert own[0] == pytest.approx(float(step_time(Instance(model, hw, 1), 1, 100, 1).total_s), rel=1e-12)
+    assert own[0] == pytest.approx(float(step_time(Instance(model, hw, 1), 1, 100, 1, decode=True).total_s), rel=1e-12)
 
 
 def test_predict_dtype_columns() -> None:
@@ -274,10 +281,24 @@ def test_predict_dtype_columns() -> None:
         float(step_time(Instance(fp8, hw, 1, None, TRUE), 8000, 0, 1).total_s) + TRUE.request_overhead_s, rel=1e-12
     )
     assert out[1] == pytest.approx(
-        float(step_time(Instance(model.with_kv_dtype("fp8"), hw, 1, None, TRUE), 1, 60_000, 8).total_s), rel=1e-12
+        float(step_time(Instance(model.with_kv_dtype("fp8"), hw, 1, None, TRUE), 1, 60_000, 8, decode=True).total_s),
+        rel=1e-12,
     )
-    with pytest.raises(InputError, match="weight_dtype = 'int4'"):
-        predict([row("decode", weight_dtype="int4")], TRUE)
+    # weight_dtype sets every weight's format, then expert_weight_dtype the routed experts' alone
+    moe = load_model("qwen3-30b-a3b")
+    mixed = moe.model_copy(update={"weight_dtype": "fp8", "expert_weight_dtype": "mxfp4"})
+    both = row("decode", 1, 0, 8, 4000, model="qwen3-30b-a3b", weight_dtype="fp8", expert_weight_dtype="mxfp4")
+    only_weights = replace(both, expert_weight_dtype="")
+    got, fp8_experts = predict([both, only_weights], TRUE)
+    expected = float(step_time(Instance(mixed, hw, 1, None, TRUE), 1, 4000, 8, decode=True).total_s)
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert got != pytest.approx(fp8_experts, rel=1e-6)
+    # int4 (AWQ / GPTQ) is a format of v3; 8-bit integer weights are not (no step-time model for them)
+    predict([row("decode", weight_dtype="int4")], TRUE)
+    with pytest.raises(InputError, match="weight_dtype = 'int8'"):
+        predict([row("decode", weight_dtype="int8")], TRUE)
+    with pytest.raises(InputError, match="expert_weight_dtype = 'int8'"):
+        predict([row("decode", model="qwen3-30b-a3b", expert_weight_dtype="int8")], TRUE)
 
 
 def test_error_summary() -> None:
@@ -304,6 +325,9 @@ SYNTHETIC_ROWS = [
     row("prefill", 3000, split="holdout"),
 ]
 FREE = ("compute_max_fraction", "memory_fraction", "kernel_floor_s", "request_overhead_s")
+#: A second model's rows on h100-sxm: a GPU-level refit needs rows of at least MIN_GPU_FIT_MODELS
+#: models (one model's quirks would otherwise become the GPU's).
+SECOND_MODEL_ROWS = [row("decode", 1, 0, 32, 2000, model="llama-2-7b"), row("prefill", 1000, model="llama-2-7b")]
 
 
 def test_fit_recovers_known_factors(tmp_path: Path) -> None:
@@ -533,13 +557,20 @@ def test_calibrate_profile_for_one_stack(tmp_path: Path) -> None:
 
 
 def test_refit_builds_the_three_levels_and_writes_them(tmp_path: Path, root: Path) -> None:
-    rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS if r.tp == 1]
-    rows += [row("decode", 1, 0, 4, 1000, gpu="h200", stack="s-1"), row("prefill", 800, gpu="h200", stack="s-1")]
+    assert (MIN_GPU_FIT_ROWS, MIN_GPU_FIT_MODELS) == (3, 2)
+    rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS + SECOND_MODEL_ROWS if r.tp == 1]
+    rows += [
+        row("decode", 1, 0, 4, 1000, gpu="h200", stack="s-1"),
+        row("prefill", 800, gpu="h200", stack="s-1"),
+        row("decode", 1, 0, 64, 2000, gpu="h200", stack="s-1"),
+    ]
     rows += [row("decode", 1, 0, 2, 500, stack="s-2", split="holdout")]  # a stack with no fit row: no block
     rows += [row("decode", 1, 0, 8, 3000, gpu="h800", stack="s-3")]  # the copying GPU's own stack
     fit = refit(read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE)), "r.csv")
-    # h200 has 2 fit rows (< 3); h800 and gpu-a copy h100; GPUs with public kernel priors keep them
+    # h200 has 3 fit rows, all of one model (< 2 models): no GPU-level fit; h100 has rows of two;
+    # h800 and gpu-a copy h100; GPUs with public kernel priors keep them
     assert set(fit.per_gpu) == {"h100-sxm", "h800", "gpu-a"} | set(GPU_PRIORS)
+    assert "to 9 h100-sxm rows" in fit.per_gpu["h100-sxm"].source  # 7 + 2 fit rows
     assert fit.per_gpu["h20"].attention_compute_fraction == GPU_PRIORS["h20"]["attention_compute_fraction"][0]
     assert "own kernel priors" in fit.per_gpu["h20"].source
     assert set(fit.per_stack["h100-sxm"]) == {"s-1"} and set(fit.per_stack["h200"]) == {"s-1"}
@@ -583,8 +614,10 @@ def test_refit_does_not_depend_on_the_shipped_defaults(tmp_path: Path, monkeypat
     """The global fit starts from FIT_START, not from the file it rewrites, so a refit repeats."""
     import pddplan.calibration.calibrate as calibrate_module
 
-    rows = read_measurements(synthetic_csv(tmp_path / "d.csv", [r for r in SYNTHETIC_ROWS if r.tp == 1], TRUE))
+    single = [r for r in SYNTHETIC_ROWS + SECOND_MODEL_ROWS if r.tp == 1]
+    rows = read_measurements(synthetic_csv(tmp_path / "d.csv", single, TRUE))
     first = refit(rows, "d.csv")
+    assert "h100-sxm" in first.per_gpu  # two models' rows: a GPU-level fit to compare
     monkeypatch.setattr(calibrate_module, "DEFAULT_EFFICIENCY", TRUE)
     second = refit(rows, "d.csv")
     assert second.defaults == first.defaults
@@ -616,7 +649,7 @@ def test_refit_starts_a_copying_gpus_stack_from_its_originals_factors(
         return real_fit(rows, start, *args, **kwargs)
 
     monkeypatch.setattr(calibrate_module, "fit_efficiency", recording)
-    rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS if r.tp == 1]
+    rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS + SECOND_MODEL_ROWS if r.tp == 1]
     rows += [row("decode", 1, 0, 8, 3000, gpu="h800", stack="s-3")]
     fit = refit(read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE)), "r.csv")
     assert starts[("h800/s-3",)] == fit.per_gpu["h100-sxm"]
@@ -635,8 +668,9 @@ def test_expert_parallel_column_sets_the_layout(tmp_path: Path) -> None:
     ep, tensor, default = read_measurements(path)
     assert (ep.expert_parallel, tensor.expert_parallel, default.expert_parallel) == (True, False, None)
     model, hardware = load_model("deepseek-v3"), load_hardware("h200")
+    # decode rows are decode steps: under expert parallelism their all-to-all runs the low-latency kernels
     expected = [
-        float(step_time(Instance(model, hardware, 8, layout, DEFAULT_EFFICIENCY), 1, 4096, 64).total_s)
+        float(step_time(Instance(model, hardware, 8, layout, DEFAULT_EFFICIENCY), 1, 4096, 64, decode=True).total_s)
         for layout in (True, False, None)
     ]
     assert predict([ep, tensor, default], DEFAULT_EFFICIENCY).tolist() == pytest.approx(expected, rel=1e-12)
@@ -702,3 +736,17 @@ def test_a_fit_names_its_data_by_hash_and_is_stamped_with_source_date_epoch(
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "soon")
     with pytest.raises(InputError, match="SOURCE_DATE_EPOCH"):
         data_tag(path)
+
+
+def test_a_fit_that_worsens_the_held_out_rows_is_not_written_without_force(cli: Any, tmp_path: Path) -> None:
+    """calibrate wrote such factors silently before (issue 37, item 7): h100-sxm's nine held-out rows
+    go from 3.0% to 4.7% median |error| when its stack-agnostic factors are refitted to its fit rows."""
+    measurements = str(ROOT / "tests" / "data" / "measurements.csv")
+    out = tmp_path / "h100.yaml"
+    result = cli("calibrate", measurements, "--gpu", "h100-sxm", "--output", str(out))
+    assert result.exit_code == 2 and not out.exists()
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("warning: the fitted factors make the 9 held-out rows worse: median |error|")
+    assert lines[-1].endswith(f"{out} not written (--force writes it anyway)")
+    forced = cli("calibrate", measurements, "--gpu", "h100-sxm", "--output", str(out), "--force")
+    assert forced.exit_code == 0 and out.exists() and "warning: the fitted factors make" in forced.stderr

@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 
 from pddplan.api import scenario_of
 from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate.classes import request_classes
 from pddplan.inputs import load_workload
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import optimize_architecture
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
-from pddplan.perf.roofline import linear_step_s, step_time
+from pddplan.perf.roofline import linear_step_s, prefill_cost, step_time
 from pddplan.simulate.prefill import PrefillPool, run_prefill_pool
 from pddplan.simulate.servers import ColocatedRelay
 from pddplan.simulate.summary import simulate
@@ -61,13 +62,33 @@ def test_marginal_step_is_the_extra_rows_plus_decode_attention(tmp_path: Path) -
     assert float(relay_marginal_step_s(instance, 0.0, context, chunk)) == 0.0
 
 
-def test_busy_step_is_a_requests_chunk_at_most_a_full_chunk(tmp_path: Path) -> None:
-    """s_C = min(T_lin(C) + C a, E[A] / E[chunks]); the full chunk's step when nothing is prefilled."""
-    instance = scenario_of(colocated_plan_file(tmp_path), WORKLOAD).prefill.instance
+def test_busy_step_is_a_requests_own_chunk_step(tmp_path: Path) -> None:
+    """s_C = E[A] / E[chunks] (A a request's chunks' engine time alone), whatever a full chunk
+    takes; the full packed chunk's step T_lin(C) + C a when nothing is prefilled. Not capped at a
+    full packed chunk: under data-parallel attention a lone chunk runs its attention and dense
+    layers on one rank and takes longer than a packed one spread over all (the hand plan's TP16 EP
+    prefill: s_C 0.58 s, a lone 8,192-token chunk 0.63 s, a full packed chunk 0.13 s)."""
+    scenario = scenario_of(colocated_plan_file(tmp_path), WORKLOAD)
+    instance = scenario.prefill.instance
     full = float(linear_step_s(instance, 4096.0)) + 4096 * 2e-6
-    assert busy_step_s(instance, 4096, 2e-6, full / 3) == pytest.approx(full / 3, rel=1e-12)
-    assert busy_step_s(instance, 4096, 2e-6, full * 3) == pytest.approx(full, rel=1e-12)
+    for mean_chunk_s in (full / 3, full * 3):
+        assert busy_step_s(instance, 4096, 2e-6, mean_chunk_s) == pytest.approx(mean_chunk_s, rel=1e-12)
     assert busy_step_s(instance, 4096, 2e-6, 0.0) == pytest.approx(full, rel=1e-12)
+    # on the workload's requests: E[A] / E[chunks] by hand
+    classes = request_classes(scenario)
+    chunk, prob = scenario.chunk_tokens, classes.input_prob
+    chunks = float(np.ceil(classes.new_tokens / chunk) @ prob)
+    by_hand = float(classes.prefill_alone_s @ prob) / chunks
+    attention = classes.attention_s_per_new_token()
+    busy = busy_step_s(instance, chunk, attention, classes.alone_s_per_chunk())
+    assert busy == pytest.approx(by_hand, rel=1e-12)
+    # data-parallel attention: a lone full chunk, and so the busy step, exceed a full packed chunk
+    assert instance.uses_dp_attention
+    packed_full = float(linear_step_s(instance, float(chunk))) + chunk * attention
+    lone = prefill_cost(instance, float(chunk), 0.0, chunk)
+    assert float(lone.alone_s) > float(lone.batched_s)  # the same chunk, alone and packed
+    assert float(lone.alone_s) > 2 * packed_full
+    assert busy > 2 * packed_full
 
 
 @settings(max_examples=30, deadline=None)
@@ -157,8 +178,19 @@ def test_colocated_relay_costs_the_relay_less_and_slows_prefill(tmp_path: Path) 
 def test_simulation_agrees_with_the_closed_form(tmp_path: Path) -> None:
     """Two seeds of 20,000 requests: relay share, relayed TTFT P90 and relay utilization within
     stated tolerances of the closed form (the simulator's relay decodes in the prefill steps it
-    simulates; the closed form mixes busy and idle rates)."""
-    scenario = scenario_of(colocated_plan_file(tmp_path), WORKLOAD)
+    simulates; the closed form mixes busy and idle rates).
+
+    The prefill instances run tensor-parallel attention, at 2 req/s (~58% busy), where a chunk of one
+    request and a packed chunk cost alike. Under data-parallel attention a lone chunk runs its
+    attention and dense layers on one rank, ~4.5x a packed chunk: the closed form's busy step (a
+    request's own chunk alone) and the simulator's mix of lone and packed steps then part with the
+    load, the closed-form queue's known limit there (docs/model.md, section 7)."""
+    spec = yaml.safe_load(colocated_plan_file(tmp_path).read_text())
+    spec["prefill"]["tp_attention"] = True
+    spec["rate_rps"] = 2.0
+    path = tmp_path / "colocated-tp-attention.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    scenario = scenario_of(path, WORKLOAD)
     closed = evaluate(scenario)
     for seed in (0, 1):
         sim = simulate(scenario, 20_000, seed).summary
@@ -171,10 +203,13 @@ def test_simulation_agrees_with_the_closed_form(tmp_path: Path) -> None:
 
 # -- the optimizer's choice ----------------------------------------------------------------------------
 def starved(tmp_path: Path) -> Any:
-    """pdd-agent-64k with 16 GPU-A in the home datacenter: one TP16 instance."""
+    """pdd-agent-64k with 16 GPU-A in the home datacenter (one TP16 instance), at 1 req/s: a rate
+    one TP16 prefill instance carries (at 4 req/s, where a lone prefill runs its attention and dense
+    layers on one data-parallel rank, it takes more than one)."""
     spec = yaml.safe_load(WORKLOAD.read_text())
     spec["name"] = "starved-a"
     spec["deployment"]["datacenters"][0]["gpus"][0]["max_count"] = 16
+    spec["arrival"]["rate_rps"] = 1.0
     path = tmp_path / "starved-a.yaml"
     path.write_text(yaml.safe_dump(spec))
     return load_input_set(load_workload(str(path)), tmp_path)

@@ -48,13 +48,15 @@ H20_PREFILL = {
 
 
 def test_prefill_on_instances_too_small_for_one_prompt_is_refused() -> None:
-    """DeepSeek-V3.2 on 8 x H20 leaves ~1.17 GB of KV per instance (674 GB of weights on 8 x 96 GB
-    at 90%); a 64,512-token FP8 prompt needs 3.1 GB (48,068 B/token, MLA kept on every TP rank)."""
+    """DeepSeek-V3.2 on 8 x H20 leaves ~1.15 GB of KV per instance: 8 x 96 GB at 90% is 691.2 GB, less
+    673.9 GB of weights (FP8 with a 4-byte scale per 128 x 128 block, 1 + 4/16384 B per weight) and
+    8 x 1.0 GB of activations is 9.2 GB, over 8 copies (the MLA latent is kept on every TP rank);
+    a 64,512-token FP8 prompt needs 3.1 GB (48,068 B/token)."""
     inputs = agent_with_h20()
     with pytest.raises(InputError) as info:
         build_scenario(Plan.model_validate(H20_PREFILL), inputs, source="plan.yaml")
     message = str(info.value)
-    assert message.startswith("plan.yaml: prefill: one h20 TP8 instance keeps 1.17 GB of KV")
+    assert message.startswith("plan.yaml: prefill: one h20 TP8 instance keeps 1.15 GB of KV")
     assert "the longest prompt (64,512 tokens) needs 3.1 GB" in message
     assert "\n" not in message
 

@@ -169,7 +169,8 @@ def test_mla_config() -> None:
     assert (model.moe.num_shared_experts, model.moe.shared_expert_intermediate_size) == (1, 2048)
     assert model.moe.router_bias  # noaux_tc
     assert model.intermediate_size == 18432
-    assert (model.weight_dtype, model.expert_dtype) == ("fp8", "fp8")
+    # quant_method fp8 with weight_block_size [128, 128]: block-scaled FP8 (an fp32 scale per block)
+    assert (model.weight_dtype, model.expert_dtype) == ("fp8-block", "fp8-block")
 
 
 def test_dsa_indexer_config() -> None:
@@ -187,7 +188,9 @@ def test_sliding_window_config() -> None:
     assert model.moe is not None and model.moe.expert_bias and model.moe.router_bias
     assert model.intermediate_size == 0  # every layer is MoE; 2880 is the expert width
     assert model.moe.expert_intermediate_size == 2880
-    assert (model.weight_dtype, model.expert_dtype) == ("bf16", "fp4")
+    # quant_method mxfp4 converts the experts only (attention, router, embeddings stay bf16); the
+    # format is OCP MXFP4 (an e8m0 scale per 32 values), not NVFP4, which `fp4` names
+    assert (model.weight_dtype, model.expert_dtype) == ("bf16", "mxfp4")
 
 
 def test_hybrid_linear_config() -> None:

@@ -118,7 +118,6 @@ def test_a_hostile_trace_is_one_line(cli: Any, tmp_path: Path, case: str) -> Non
     [
         ("[" * 100_000 + "]" * 100_000, "not valid JSON: nested too deeply"),
         ('{"version": ' + "9" * 5000 + "}", "not valid JSON: a number too long to read"),
-        ('{"version": NaN}', "not valid JSON: NaN is not a number JSON allows"),
     ],
 )
 def test_a_hostile_baseline_is_one_line(cli: Any, tmp_path: Path, text: str, message: str) -> None:

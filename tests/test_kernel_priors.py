@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from pddplan.inputs import load_hardware
+from pddplan.perf.moe import grouped_gemm_efficiency
 from pddplan.perf.priors import GPU_PRIORS, PRIOR_EFFICIENCY, PRIORS, STACK_PRIORS, gpu_start, stack_start
 from pddplan.perf.roofline import (
     ATTENTION_TILE_ROWS,
     attention_efficiency,
     gemm_efficiency,
-    grouped_gemm_efficiency,
     head_dim_factor,
     kv_read_efficiency,
     split_kv_attention_efficiency,

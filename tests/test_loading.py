@@ -168,7 +168,8 @@ def test_unknown_key_without_a_near_name_lists_the_fields() -> None:
     data = good_workload()
     data["zzz"] = 1
     assert message(Workload, data, "w.yaml") == (
-        "w.yaml: zzz: unknown field; expected one of: name, description, model, kv_dtype, arrival, "
+        "w.yaml: zzz: unknown field; expected one of: name, description, model, kv_dtype, weights, expert_weights, "
+        "arrival, "
         "prompt_tokens, output_tokens, hit_rate, request_mix, sla, prices, deployment, serving, scenarios, sources"
     )
 

@@ -97,7 +97,8 @@ def test_memory_budget_ep_replicates_non_expert_weights() -> None:
     from pddplan.perf.arithmetic import weight_bytes
 
     total = weight_bytes(MOE)
-    experts = 2 * 8 * (3 * 1024 * 256) * 0.5  # 2 MoE layers x 8 experts, fp4
+    # 2 MoE layers x 8 experts, fp4 = NVFP4: 0.5 B a value + a 1-byte scale per 16 values
+    experts = 2 * 8 * (3 * 1024 * 256) * (0.5 + 1 / 16)
     ep = memory_budget(inst(MOE, tp=16))  # spans two domains of 8: EP
     assert ep.weight_bytes == pytest.approx(total - experts + experts / 16, rel=1e-15)
     tp = memory_budget(inst(MOE, tp=16, ep=False))

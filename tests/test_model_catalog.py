@@ -347,9 +347,13 @@ def test_attention_kinds() -> None:
 
 
 def test_weight_dtypes() -> None:
-    assert (load_model("gpt-oss-120b").weight_dtype, load_model("gpt-oss-120b").expert_dtype) == ("bf16", "fp4")
-    assert (load_model("deepseek-v3").weight_dtype, load_model("deepseek-v3").expert_dtype) == ("fp8", "fp8")
-    assert (load_model("kimi-k2").weight_dtype, load_model("kimi-k2").expert_dtype) == ("fp8", "fp8")
+    # gpt-oss ships MXFP4 experts (quant_method mxfp4); DeepSeek-V3's quantization_config has
+    # weight_block_size [128, 128] (block-scaled FP8). Kimi-K2's abridged config lost its
+    # quantization_config and the index sets what the hub checkpoint holds: block-128 FP8.
+    assert (load_model("gpt-oss-120b").weight_dtype, load_model("gpt-oss-120b").expert_dtype) == ("bf16", "mxfp4")
+    deepseek = load_model("deepseek-v3")
+    assert (deepseek.weight_dtype, deepseek.expert_dtype) == ("fp8-block", "fp8-block")
+    assert (load_model("kimi-k2").weight_dtype, load_model("kimi-k2").expert_dtype) == ("fp8-block", "fp8-block")
     assert load_model("llama-3.1-70b").weight_dtype == "bf16"
     assert load_model("minimax-m2").weight_dtype == "fp8"
 
@@ -357,12 +361,14 @@ def test_weight_dtypes() -> None:
 def test_weight_bytes_hand_computed() -> None:
     # llama-3.1-8b: all bf16
     assert summary("llama-3.1-8b")["weight_bytes"] == 8_030_261_248 * 2
-    # gpt-oss-120b: routed experts fp4 (0.5 B), everything else bf16
+    # gpt-oss-120b: routed experts MXFP4 (0.5 B a value + one 1-byte e8m0 scale per 32 values:
+    # 0.5 + 1/32 = 0.53125 B), everything else bf16
     s = summary("gpt-oss-120b")
     experts = s["params_breakdown"]["routed_experts"]
     assert experts == 36 * 128 * (3 * 2880 * 2880 + 2 * 2880 + 2880)
-    assert s["weight_bytes"] == experts * 0.5 + (s["params_total"] - experts) * 2
-    # deepseek-v3: fp8 checkpoint, embedding and LM head kept at bf16
+    assert s["weight_bytes"] == experts * 0.53125 + (s["params_total"] - experts) * 2
+    # deepseek-v3: block-scaled fp8 checkpoint (1 B a value + one 4-byte fp32 scale per 128 x 128
+    # block: 1 + 4/16384 B), embedding and LM head kept at bf16
     s = summary("deepseek-v3")
     emb = 2 * 129280 * 7168
-    assert s["weight_bytes"] == (s["params_total"] - emb) * 1 + emb * 2
+    assert s["weight_bytes"] == (s["params_total"] - emb) * (1 + 4 / 16384) + emb * 2

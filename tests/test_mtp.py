@@ -31,8 +31,10 @@ def test_tokens_per_step_by_hand() -> None:
 def test_decode_time_per_token_by_hand() -> None:
     """(step(K + 1 tokens) + K * step(1 token) / L) / (1 + a + ... + a^K) at K = 2, a = 0.5."""
     with_mtp = instance(Mtp(2, 0.5))
-    verify = float(step_time(with_mtp, 3.0, 60_000.0, 32.0).total_s)
-    one = float(step_time(with_mtp, 1.0, 60_000.0, 32.0).total_s)
+    # both are decode steps (decode=True): their dispatch and combine run DeepEP's low-latency
+    # kernels, one copy per routed expert, not the prefill kernels' one per destination rank
+    verify = float(step_time(with_mtp, 3.0, 60_000.0, 32.0, decode=True).total_s)
+    one = float(step_time(with_mtp, 1.0, 60_000.0, 32.0, decode=True).total_s)
     expected = (verify + 2 * one / with_mtp.model.num_layers) / 1.75
     assert float(decode_step_time(with_mtp, 32.0, 60_000.0)) == pytest.approx(expected, rel=1e-12)
     assert float(decode_step_time(instance(None), 32.0, 60_000.0)) == pytest.approx(one, rel=1e-12)

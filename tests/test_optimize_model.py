@@ -708,28 +708,41 @@ def test_instance_candidates_follow_the_offers() -> None:
             assert cand.max_count == offer.max_count // cand.tp
             assert cand.usd_per_hour == pytest.approx(cand.tp * gpu_price(hardware, workload, cand.datacenter))
             assert fits(cand.instance, workload.serving.hbm_utilization, chunk)
-            layout = "/ep" if cand.instance.uses_ep else ""
+            layout = ("/ep" if cand.instance.uses_ep else "") + ("/tp-attention" if cand.tp_attention else "")
             assert cand.key == f"{cand.datacenter}/{cand.gpu}/tp{cand.tp}{layout}"
             # an MoE model's candidate says its layout outright; a dense model's leaves the default
             assert cand.expert_parallel == (cand.instance.uses_ep if model.moe is not None else None)
+            assert cand.tp_attention == cand.instance.tp_attention
         if workload.deployment.tp_options:
             assert {c.tp for c in found} <= set(workload.deployment.tp_options)
         keys = [c.key for c in found]
         assert len(keys) == len(set(keys))
-        # inside one scale-up domain an MoE model tries both layouts (each where it fits); else the default
+        # an MoE model on more than one GPU tries, each where it fits: inside one scale-up domain TP,
+        # EP with data-parallel attention and EP under tensor-parallel attention; across domains the
+        # two EP layouts (EP is the default there); a dense model or a single GPU only the default
         for cand in found:
             hardware = load_hardware(cand.gpu)
             layouts = {
-                c.instance.uses_ep for c in found if (c.datacenter, c.gpu, c.tp) == (cand.datacenter, cand.gpu, cand.tp)
+                (c.instance.uses_ep, c.tp_attention)
+                for c in found
+                if (c.datacenter, c.gpu, c.tp) == (cand.datacenter, cand.gpu, cand.tp)
             }
-            if model.moe is not None and 1 < cand.tp <= hardware.scale_up_domain:
-                for ep in (False, True):
-                    fits_ep = fits(Instance(model, hardware, cand.tp, ep), workload.serving.hbm_utilization, chunk)
-                    assert (ep in layouts) == fits_ep
+            if model.moe is not None and cand.tp > 1:
+                tried = [(True, False), (True, True)]
+                if cand.tp <= hardware.scale_up_domain:
+                    tried.append((False, False))
+                for ep, tp_attention in tried:
+                    fits_it = fits(
+                        Instance(model, hardware, cand.tp, ep, tp_attention=tp_attention),
+                        workload.serving.hbm_utilization,
+                        chunk,
+                    )
+                    assert ((ep, tp_attention) in layouts) == fits_it, (cand.key, ep, tp_attention)
+                assert layouts <= set(tried)
             else:
-                assert layouts == {cand.instance.uses_ep}
-    both = {c.key for c in instance_candidates(load_input_set(load_workload("pdd-agent-64k")), 8192)}
-    assert {"dc-b/gpu-b/tp8", "dc-b/gpu-b/tp8/ep"} <= both
+                assert layouts == {(cand.instance.uses_ep, False)}
+    every = {c.key for c in instance_candidates(load_input_set(load_workload("pdd-agent-64k")), 8192)}
+    assert {"dc-b/gpu-b/tp8", "dc-b/gpu-b/tp8/ep", "dc-b/gpu-b/tp8/ep/tp-attention"} <= every
 
 
 def test_tp_degrees_default_to_powers_of_two_up_to_eight_domains() -> None:
@@ -761,21 +774,24 @@ def test_wan_configs_enumerate_every_nonempty_line_combination() -> None:
         assert all(1 <= n <= o.max_lines for o, n in pool.leases)
 
 
-def test_in_domain_expert_parallel_kinds_decode_but_do_not_prefill() -> None:
-    """Kimi-K2 on B200: tp8 comes in both layouts; the expert-parallel one may decode or relay but
-    not prefill (one request's attention would run on one rank, which the step model does not
-    represent); tp16 spans two domains and is expert-parallel, the only layout, so it may prefill."""
-    from pddplan.optimize.candidates import instance_candidates, serves_prefill
+def test_every_moe_layout_may_prefill_and_a_lone_prompt_pays_its_one_rank() -> None:
+    """Kimi-K2 on B200: tp8 comes in three layouts (TP; EP with data-parallel attention; EP under
+    tensor-parallel attention), tp16 in two; each may prefill, since the step model puts a lone
+    request's attention and dense layers on one rank under data-parallel attention (`dp_rank_share`),
+    which makes that layout's lone prefill the slowest of the three."""
+    from pddplan.optimize.candidates import instance_candidates
     from pddplan.optimize.problem import ProblemBuilder, build_setup
+    from pddplan.perf.roofline import prefill_cost
 
     workload = load_workload("coding-agent-128k")
     found = {c.key: c for c in instance_candidates(load_input_set(workload), workload.serving.chunk_tokens)}
-    assert not serves_prefill(found["dc-a/b200/tp8/ep"])
-    assert serves_prefill(found["dc-a/b200/tp8"]) and serves_prefill(found["dc-a/b200/tp16/ep"])
+    tp8 = ["dc-a/b200/tp8", "dc-a/b200/tp8/ep", "dc-a/b200/tp8/ep/tp-attention"]
+    assert {*tp8, "dc-a/b200/tp16/ep", "dc-a/b200/tp16/ep/tp-attention"} <= set(found)
     setup = build_setup(
         load_input_set(workload, workload_dir("coding-agent-128k")), "pd-intra", workload.arrival.rate_rps
     )
     data = ProblemBuilder(setup, OptimizeOptions()).build(None)
     keys = {setup.candidates[c].key for c, _ in data.prefill_caps}
-    assert "dc-a/b200/tp8/ep" not in keys and "dc-a/b200/tp8" in keys
-    assert any(d.candidate.key == "dc-a/b200/tp8/ep" for d in data.decode)
+    assert set(tp8) <= keys
+    lone = [float(prefill_cost(found[k].instance, 8192, 0, None).alone_s) for k in tp8]
+    assert lone[1] > max(lone[0], lone[2])

@@ -44,7 +44,7 @@ from pddplan.optimize.search import MAX_ROUNDS, TIGHTEN, optimize_architecture, 
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import decode_step_time
 from pddplan.specs.distributions import FixedLength
-from pddplan.specs.workload import Fluctuation
+from pddplan.specs.workload import Fluctuation, Sla
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -177,7 +177,7 @@ class FixedBuilder:
         ttft90: float = 2.0,
         ttft99: float = 5.0,
     ) -> None:
-        sla = SimpleNamespace(tpot_p90_s=tpot, ttft_p90_s=ttft90, ttft_p99_s=ttft99)
+        sla = Sla(tpot_p90_s=tpot, ttft_p90_s=ttft90, ttft_p99_s=ttft99)
         prompts = FixedLength(kind="fixed", tokens=1800)
         self.setup = SimpleNamespace(
             architecture=data.architecture,
@@ -301,7 +301,7 @@ def test_diagnose_ttft_nothing_can_meet() -> None:
     finding = only(run_diagnose(ample_pdd(prefill_caps=caps), ttft90=0.01, ttft99=0.02))
     assert finding["constraint"] == "prefill-capacity"
     assert finding["shortfall"] == pytest.approx(3.0)
-    assert "no prefill pool meets TTFT P90 0.01 s" in finding["message"]
+    assert "no prefill pool meets TTFT P90 0.01 s / TTFT P99 0.02 s at any rate" in finding["message"]
     assert "loosen the TTFT SLA" in finding["message"]
 
 
@@ -368,8 +368,15 @@ def test_pdd_agent_search_without_verification() -> None:
 
 def test_prefill_and_relay_share_a_starved_inventory(tmp_path: Path) -> None:
     """16 GPU-A in DC A hold one TP16 instance: PDD with a dedicated relay needs a prefill and a
-    relay instance there."""
-    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", set_max_count(0, 16))
+    relay instance there, so it is short by exactly one instance. At 1 req/s one TP16 prefill
+    instance carries the load (at the workload's 4 req/s, where a lone prefill runs its attention
+    and dense layers on one data-parallel rank, it takes more than one)."""
+
+    def edit(spec: dict[str, Any]) -> None:
+        set_max_count(0, 16)(spec)
+        spec["arrival"]["rate_rps"] = 1.0
+
+    workload, folder = workload_copy(tmp_path, "pdd-agent-64k", edit)
     result = optimize_architecture(load_input_set(workload, folder), "pdd", DEDICATED_RELAY)
     assert not result.feasible
     assert "inventory" in constraints(result)

@@ -21,6 +21,7 @@ def paper(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
     markdown = tmp_path_factory.mktemp("paper") / "comparison.md"
     result = CliRunner().invoke(app, ["paper", "--json", "--markdown", str(markdown)], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
+    assert f"wrote {markdown}" in result.stderr  # it wrote the file silently before
     return json.loads(result.stdout), markdown.read_text(encoding="utf-8")
 
 

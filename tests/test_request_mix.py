@@ -181,7 +181,10 @@ def test_a_trace_built_workload_optimizes_end_to_end_and_keeps_the_correlation(c
     [
         (("--workload-out", "w.yaml"), "--workload-out and --like go together"),
         (("--cache-capacity", "1GB"), "--cache-capacity and --tier go with --workload-out"),
-        (("--workload-out", "w.yaml", "--like", "pdd-agent-64k", "--cache-capacity", "lots"), "--capacity 'lots'"),
+        (
+            ("--workload-out", "w.yaml", "--like", "pdd-agent-64k", "--cache-capacity", "lots"),
+            "--cache-capacity = 'lots'",
+        ),
         (("--workload-out", "w.yaml", "--like", "pdd-agent-64k", "--eviction", "fifo"), "--eviction = 'fifo'"),
         (("--workload-out", "w.yaml", "--like", "no-such-workload"), "no-such-workload"),
     ],
@@ -223,7 +226,11 @@ def test_the_written_file_is_a_workload_file_with_a_header(cli: Any, tmp_path: P
 def test_a_slow_tier_load_delays_the_first_token_and_not_the_prefill_instance() -> None:
     """Every class loading its cached KV for 1 s from a slower tier: the closed form's TTFT
     percentiles rise by that second (it is off the engine, as the request overhead), the prefill
-    pool's utilization does not move; the simulation agrees on the shift of the median."""
+    pool's utilization does not move; the simulation agrees on the shift of the median.
+
+    At 0.3 req/s the plan's one prefill instance is about half busy with this mix: half the
+    requests prefill 32K new tokens, each alone for seconds (its attention and dense layers on one
+    data-parallel rank), so at the workload's 4 req/s the pool would not keep up at all."""
     from dataclasses import replace
 
     from pddplan.api import scenario_of
@@ -231,7 +238,9 @@ def test_a_slow_tier_load_delays_the_first_token_and_not_the_prefill_instance() 
     from pddplan.simulate.summary import simulate
 
     scenario = scenario_of(ROOT / "tests" / "data" / "export" / "pdd-agent-64k-pd-intra.yaml", "pdd-agent-64k")
-    workload = scenario.workload
+    workload = scenario.workload.model_copy(
+        update={"arrival": scenario.workload.arrival.model_copy(update={"rate_rps": 0.3})}
+    )
     hits = workload.hit_rate.model_validate(
         {"buckets": [{"low": 0.5, "high": 0.5, "share": 0.5}, {"low": 0.96, "high": 0.96, "share": 0.5}]}
     )

@@ -88,8 +88,10 @@ def test_brute_force_finds_nothing_cheaper() -> None:
 def test_the_joint_program_buys_for_scenarios_no_single_plan_covers() -> None:
     """A prompt-heavy and an answer-heavy scenario: the first's own optimum has many prefill and
     one decode instance, the second's the reverse, and neither meets the other. The joint program
-    buys for both at once; brute force over every pd-intra plan of 1-8 prefill and 1-8 decode
-    instances of either GPU kind (H100 in dc-a, H20 in dc-b) finds nothing cheaper that meets both."""
+    buys for both at once (trimmed where the closed form needs less: its capacities are linear and
+    conservative, by one prefill instance here); brute force over every pd-intra plan of 1-8 prefill
+    and 1-8 decode instances of either GPU kind (H100 in dc-a, H20 in dc-b) finds nothing cheaper
+    that meets both."""
     workload = _small(
         [
             {
@@ -114,7 +116,7 @@ def test_the_joint_program_buys_for_scenarios_no_single_plan_covers() -> None:
     )
     result = _robust(workload)
     assert result.plan is not None and result.cost_usd_per_hour is not None
-    assert result.note == "the joint program's purchase"
+    assert result.note.startswith("the joint program's purchase")
     here = workload_dir("chat-short-lowhit")
     cases = [(spec, load_input_set(w, here)) for spec, w in scenario_workloads(workload)]
     home = load_input_set(workload, here)

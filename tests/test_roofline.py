@@ -1,4 +1,4 @@
-"""Step-time model v2: each part of the breakdown recomputed by hand from the module docstring.
+"""Step-time model v3: each part of the breakdown recomputed by hand from the module docstring.
 
 Instances use a hand-built GPU with round numbers (1000 TFLOPS bf16, 2000 fp8, 4 TB/s, 500 GB/s
 scale-up in domains of 8, 400 Gbps NIC) and an explicit Efficiency, so nothing depends on the
@@ -18,15 +18,15 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.arithmetic import param_counts
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
+from pddplan.perf.moe import busiest_rank_share, experts_touched, grouped_gemm_efficiency
 from pddplan.perf.roofline import (
     Instance,
+    StepTime,
     attention_efficiency,
     decode_step_time,
-    experts_touched,
     extend_time,
     floor_time,
     gemm_efficiency,
-    grouped_gemm_efficiency,
     head_dim_factor,
     kernels_launched,
     keys_seen,
@@ -143,8 +143,12 @@ def test_saturating_curves_by_hand() -> None:
     assert float(saturating(300, 0.9, 100)) == pytest.approx(0.9 * 300 / 400)
     assert float(saturating(5, 0.9, 0)) == pytest.approx(0.9)  # no half point: the plateau
     assert float(gemm_efficiency(256, CURVES, "fp8")) == pytest.approx(0.6 * 256 / 356)  # the fp8 plateau
-    assert float(gemm_efficiency(256, CURVES, "fp4")) == pytest.approx(0.6 * 256 / 356)
-    assert float(grouped_gemm_efficiency(256, CURVES)) == pytest.approx(0.65 * 256 / 320)
+    # fp4 has its own plateau, fp4_compute_max_fraction (default 0.42: CUTLASS NVFP4 on SM100)
+    assert float(gemm_efficiency(256, CURVES, "fp4")) == pytest.approx(0.42 * 256 / 356)
+    # grouped GEMMs: e_max * min(1, plateau(dtype) / plateau(fp8)) * R / (R + R_half)
+    assert float(grouped_gemm_efficiency(256, CURVES)) == pytest.approx(0.65 * 256 / 320)  # fp8: the curve itself
+    assert float(grouped_gemm_efficiency(256, CURVES, "bf16")) == pytest.approx(0.65 * 256 / 320)  # 0.8 / 0.6 > 1
+    assert float(grouped_gemm_efficiency(256, CURVES, "fp4")) == pytest.approx(0.65 * (0.42 / 0.6) * 256 / 320)
     # attention: 0.7 * C / (C + 100) * K / (K + 450); 64 heads x 16 query tiles, 1,024 keys on average
     assert float(attention_efficiency(1024, 1024, CURVES)) == pytest.approx(0.7 * 1024 / 1124 * 1024 / 1474)
     assert float(kv_read_efficiency(134e6, CURVES)) == pytest.approx(0.9 * 134 / 159)
@@ -322,14 +326,25 @@ def test_dense_step_by_hand(n: int, c: int, b: int) -> None:
     assert set(parts) == {
         "dense_gemm_s",
         "expert_gemm_s",
+        "moe_routing_s",
+        "moe_permutation_s",
         "attention_s",
         "communication_s",
+        "moe_dispatch_s",
+        "moe_combine_s",
         "overhead_s",
+        "overlap_s",
         "host_bound_s",
         "compute_bound_s",
         "memory_bound_s",
+        "expert_imbalance",
+        "micro_batches",
     }
     assert parts["host_bound_s"] == 0.0  # no CUDA-graph cap: never bounded by its host
+    # a dense model on one GPU: no MoE parts, nothing overlapped, one batch, nobody to wait for
+    for part in ("moe_routing_s", "moe_permutation_s", "moe_dispatch_s", "moe_combine_s", "overlap_s"):
+        assert parts[part] == 0.0, part
+    assert parts["expert_imbalance"] == parts["micro_batches"] == 1.0
 
 
 def test_bound_names_the_largest_part() -> None:
@@ -349,39 +364,67 @@ def test_moe_mla_step_by_hand(n: int, c: int, b: int) -> None:
     step = step_time(inst(MOE), n, c, b)
     counts = param_counts(MOE)
     N = n * b
-    per_expert = 3 * 1024 * 256
-    assert counts.routed_experts_active == 2 * 2 * per_expert
+    d, w, E, t, moe_layers = 1024, 256, 8, 2, 2
+    per_expert = 3 * d * w
+    assert counts.routed_experts_active == moe_layers * t * per_expert
     # dense GEMMs at fp8 (the weight dtype), the LM head at bf16
     dense_flops = 2 * (counts.active - counts.embedding - counts.lm_head - counts.routed_experts_active)
     dense_compute = dense_flops * N / (F_FP8 * eff(N)) + 2 * 1024 * 1000 * b / (F_BF16 * eff(b))
     dense_bytes = (counts.non_expert - counts.lm_head) * 1 + counts.lm_head * 2
     dense_memory = dense_bytes / (BW * 0.8)
-    # experts: fp4 falls back to the fp8 peak (the toy GPU has no fp4); E_hit = E (1 - (1 - t/E)^N)
-    hit = 8 * (1 - (1 - 2 / 8) ** N)
-    rows = N * 2 / hit
-    expert_compute = 2 * (2 * 2 * per_expert) * N / (F_FP8 * eff(rows))
-    expert_memory = hit * 2 * (per_expert * 0.5) / (BW * 0.5)
-    # MLA attention: cheaper of absorbed and expanded, capped at top_k = 256; indexer at fp8 rate
+    # MoE layers (perf.moe), one GPU: tensor-parallel experts, every routed row on this rank.
+    # The toy GPU has no fp4 tensor cores, so the fp4 (NVFP4) experts run weight-only at bf16
+    # (`HardwareProfile.gemm_dtype`): the bf16 peak, and the grouped-GEMM plateau 0.8 times
+    # min(1, c_max(bf16) / c_max(fp8)) = min(1, 0.8 / 0.8) = 1; E_hit = E (1 - (1 - t/E)^N).
+    hit = E * (1 - (1 - t / E) ** N)
+    rows = N * t / hit
+    expert_compute = 2 * 3 * d * w * t * moe_layers * N / (F_BF16 * eff(rows))
+    # the weights keep NVFP4's bytes (0.5 + 1/16 per value) and stream at mu_e scaled for 4-bit
+    # floats by fp4_memory_fraction / memory_fraction: 0.5 * 0.65 / 0.8
+    expert_memory = hit * moe_layers * per_expert * (0.5 + 1 / 16) / (BW * 0.5 * 0.65 / 0.8)
+    glue = BW * 0.4  # routing and permutation kernels at glue_memory_fraction of HBM
+    routing = moe_layers * 2 * 4 * N * E / glue  # fp32 logits, N x E, written and read
+    # permutation: N t rows of width w, each SiLU x gate (read 2w, write w, bf16; no re-quantization
+    # for bf16 GEMMs) and its d-wide output row written by the down GEMM and read back by the weighted
+    # sum (no DeepEP combine under tensor parallelism), which writes one d-wide row per token
+    permutation = moe_layers * (N * t * (3 * w * 2 + d * 2 + d * 2) + N * d * 2) / glue
+    experts = routing + permutation + max(expert_compute, expert_memory)
+    # MLA attention: the faster of absorbed and expanded, capped at top_k = 256; indexer at fp8 rate
     h, kv_lora, rope, nope, v = 8, 128, 32, 64, 64
     absorbed = 2 * h * (kv_lora + rope) + 2 * h * kv_lora
     expanded = 2 * h * (nope + rope) + 2 * h * v
     upproject = 2 * kv_lora * h * (nope + v)
     assert (absorbed, expanded, upproject) == (4608, 2560, 262_144)
     pairs = sum(min(c + i + 1, 256) for i in range(n))  # query i sees c + i + 1 keys, at most top_k
-    full = 3 * min(absorbed * pairs, expanded * pairs + upproject * min(c + n, 256))
     indexer = 3 * (2 * 4 * 32) * n * (c + (n + 1) / 2) * (F_BF16 / F_FP8)  # the indexer scores every key
-    attn_compute = b * (full + indexer) / (F_BF16 * 0.5)
+    absorbed_s = b * (3 * absorbed * pairs + indexer) / (F_BF16 * 0.5)
+    # expanded: the up-projection of min(c + n, top_k) latents per sequence is a dense fp8 GEMM of
+    # (c + n) * b rows, then attention over the expanded heads
+    upproject_s = b * 3 * upproject * min(c + n, 256) / (F_FP8 * eff((c + n) * b))
+    expanded_s = b * (3 * expanded * pairs + indexer) / (F_BF16 * 0.5) + upproject_s
+    attn_compute = min(absorbed_s, expanded_s)
     latent, index_key = 128 + 4 + 2 * 32, 32 + 4
     attn_memory = b * 3 * (latent * min(c + n, 256) + index_key * (c + n)) / (BW * 0.8)
     overhead = MOE_OVERHEAD
     assert float(step.dense_gemm_s) == pytest.approx(max(dense_compute, dense_memory), rel=1e-12)
     assert float(step.expert_gemm_s) == pytest.approx(max(expert_compute, expert_memory), rel=1e-12)
+    assert float(step.moe_routing_s) == pytest.approx(routing, rel=1e-12)
+    assert float(step.moe_permutation_s) == pytest.approx(permutation, rel=1e-12)
+    assert float(step.experts_s) == pytest.approx(experts, rel=1e-12)
     assert float(step.attention_s) == pytest.approx(max(attn_compute, attn_memory), rel=1e-12)
+    assert float(step.communication_s) == 0.0  # one GPU: no all-reduce, no all-to-all
     assert float(step.overhead_s) == pytest.approx(overhead)
-    expected = (
-        max(dense_compute, dense_memory) + max(expert_compute, expert_memory) + max(attn_compute, attn_memory)
-    ) + overhead
+    assert float(step.expert_imbalance) == 1.0 and float(step.micro_batches) == 1.0
+    expected = max(dense_compute, dense_memory) + experts + max(attn_compute, attn_memory) + overhead
     assert float(step.total_s) == pytest.approx(expected, rel=1e-12)
+    # routing and permutation only move bytes: they count as memory-bound time
+    compute = (
+        (dense_compute >= dense_memory) * max(dense_compute, dense_memory)
+        + (expert_compute >= expert_memory) * max(expert_compute, expert_memory)
+        + (attn_compute >= attn_memory) * max(attn_compute, attn_memory)
+    )
+    assert float(step.compute_bound_s) == pytest.approx(compute, rel=1e-12)
+    assert float(step.memory_bound_s) == pytest.approx(expected - overhead - compute, rel=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -449,40 +492,114 @@ def test_tp_ring_all_reduce(tp: int, link: float) -> None:
 
 
 def test_ep_across_domains() -> None:
-    n, tp = 4096, 16
+    """Data-parallel attention on 16 GPUs in two domains of 8, a prefill step (the all-to-all's normal
+    kernels: one copy per destination rank). 16 sequences of 256 tokens put one on each rank."""
+    b, n, tp = 16, 256, 16
     instance = inst(MOE, tp=tp)
-    assert instance.uses_ep
-    step = step_time(instance, n, 0)
-    m = 2  # two scale-up domains of 8
-    remote = m * (1 - (1 - 1 / m) ** 2) * (m - 1) / m  # t = 2 routed experts per token
-    assert remote == 0.75
-    seconds = n / tp * remote * 1024 * 3 / (NIC * 0.5)
-    comm = 2 * (seconds + 2 * 5e-5)  # two MoE layers, two collectives each at the NIC latency
+    assert instance.uses_ep and instance.uses_dp_attention
+    step = step_time(instance, n, 0, b)
+    tokens_per_rank = n * b / tp  # s_DP = ceil(16 / 16) * 16 / 16 = 1
+    # the busiest expert rank: 4,096 tokens touch all 8 experts (E_hit = 8 (1 - 0.75^4096) = 8), half
+    # an expert per rank: clip(mu + 0, ceil(8 / 16) = 1, E / tp = 0.5) / mu = 1; plus the skew 1.18 - 1
+    share = 1.0 + (1.18 - 1.0)
+    assert float(step.expert_imbalance) == pytest.approx(share)
+    m, r, t = 2, 8, 2  # domains, ranks per domain, experts per token
+    remote = m * (1 - (1 - 1 / m) ** t) * (m - 1) / m  # NIC crossings per token
+    local = r * (1 - (1 - 1 / r) ** t) * (r - 1) / r  # copies to other ranks of the domain
+    assert (remote, local) == (0.75, 105 / 64)
+
+    def collective(bytes_per_value: int, sent: float) -> float:
+        """L_moe (alpha + the slower link), alpha the NIC latency across domains."""
+        row = 1024 * bytes_per_value
+        return 2 * (5e-5 + max(sent * local * row / (SCALE_UP * 0.5), sent * remote * row / (NIC * 0.5)))
+
+    dispatch, combine = collective(1, tokens_per_rank * share), collective(2, tokens_per_rank * share)
+    assert float(step.moe_dispatch_s) == pytest.approx(dispatch, rel=1e-12)  # fp8 out
+    assert float(step.moe_combine_s) == pytest.approx(combine, rel=1e-12)  # bf16 back
+    comm = dispatch + combine
     assert float(step.communication_s) == pytest.approx(comm, rel=1e-12)
     # every rank reads its whole replica of the non-expert weights
     counts = param_counts(MOE)
     dense_bytes = (counts.non_expert - counts.lm_head) * 1 + counts.lm_head * 2
     assert float(step.dense_gemm_s) >= dense_bytes / (BW * 0.8) * (1 - 1e-12)
-    work = float(step.dense_gemm_s + step.expert_gemm_s + step.attention_s)
-    # two micro-batches: max(W, C) + min(W, C) / 2
-    assert float(step.total_s) == pytest.approx(max(work, comm) + min(work, comm) / 2 + MOE_OVERHEAD, rel=1e-12)
+    work = float(step.dense_gemm_s + step.experts_s + step.attention_s)
+    # two micro-batches would hide min(W, C) / 2 and cost a second launch of every kernel and a second
+    # latency of every all-to-all, 78 * 1e-4 + 2 * 2 * 5e-5 = 8 ms: far more on this toy, so one batch
+    extra = MOE_KERNELS * 1e-4 + 2 * 2 * 5e-5
+    assert min(work, comm) / 2 < extra
+    assert float(step.micro_batches) == 1 and float(step.overlap_s) == 0.0
+    assert float(step.total_s) == pytest.approx(work + comm + MOE_OVERHEAD, rel=1e-12)
+    # forced (SGLang --enable-two-batch-overlap): max(W, C) + min(W, C) / 2, plus the second launches
+    forced = step_time(Instance(MOE, instance.hardware, tp, None, EFF, two_batch_overlap=True), n, 0, b)
+    assert float(forced.micro_batches) == 2
+    assert float(forced.overlap_s) == pytest.approx(min(work, comm) / 2, rel=1e-12)
+    expected = max(work, comm) + min(work, comm) / 2 + MOE_OVERHEAD + extra
+    assert float(forced.total_s) == pytest.approx(expected, rel=1e-12)
+    # a lone request sits on one rank (s_DP = tp): that rank runs its dense layers on all 4,096 rows
+    # and sends all of its tokens' all-to-all; the collective waits for that sender, max(s_DP = 16,
+    # s_EP = 1.18) = 16 times the mean rank's tokens, not for the skewed receivers on top of it
+    lone = step_time(instance, n * b, 0)
+    assert float(lone.moe_dispatch_s) == pytest.approx(collective(1, n * b / tp * max(tp, share)), rel=1e-12)
+    assert float(lone.moe_combine_s) == pytest.approx(collective(2, n * b / tp * max(tp, share)), rel=1e-12)
+    dense_flops = 2 * (counts.active - counts.embedding - counts.lm_head - counts.routed_experts_active)
+    dense_compute = dense_flops * n * b / (F_FP8 * eff(n * b)) + 2 * 1024 * 1000 / (F_BF16 * eff(1))
+    assert float(lone.dense_gemm_s) == pytest.approx(max(dense_compute, dense_bytes / (BW * 0.8)), rel=1e-12)
 
 
 def test_ep_within_one_domain() -> None:
-    n, tp = 512, 4
-    step = step_time(inst(MOE, tp=tp, ep=True), n, 0)
-    seconds = n / tp * 2 * 1024 * 3 * (tp - 1) / tp / (SCALE_UP * 0.5)
-    assert float(step.communication_s) == pytest.approx(2 * (seconds + 2e-5), rel=1e-12)
+    """EP4 in one domain, `ep_latency_s` (4e-5) per all-to-all, no NIC. Prefill's normal kernels send a
+    token once per destination rank it routes to; decode's low-latency ones once per routed expert."""
+    tp, t = 4, 2
+    instance = inst(MOE, tp=tp, ep=True)
+    # prefill: 4 sequences of 128 tokens, one per rank; 512 tokens touch all 8 experts, 2 per rank:
+    # clip(2 + 0, ceil(8 / 4) = 2, 2) / 2 = 1, plus the skew 0.18
+    step = step_time(instance, 128, 0, 4)
+    share = 1.18
+    ranks_reached = tp * (1 - (1 - 1 / tp) ** t) * (tp - 1) / tp  # other ranks a token is sent to
+    assert ranks_reached == 21 / 16
+    seconds = 128 * share * ranks_reached * 1024 * 1 / (SCALE_UP * 0.5)
+    assert float(step.moe_dispatch_s) == pytest.approx(2 * (4e-5 + seconds), rel=1e-12)
+    assert float(step.communication_s) == pytest.approx(2 * (4e-5 + seconds) + 2 * (4e-5 + 2 * seconds), rel=1e-12)
+    # decode: 4 sequences of one token, one per rank; 4 tokens leave experts idle on some ranks
+    decode = step_time(instance, 1, 1000, 4, decode=True)
+    share = float(busiest_rank_share(experts_touched(4, 8, t), 8, tp)) + 0.18
+    assert float(decode.expert_imbalance) == pytest.approx(share, rel=1e-12)
+    seconds = 1 * share * t * (tp - 1) / tp * 1024 * 1 / (SCALE_UP * 0.5)  # t (r - 1) / tp remote copies
+    assert float(decode.moe_dispatch_s) == pytest.approx(2 * (4e-5 + seconds), rel=1e-12)
+    assert float(decode.moe_combine_s) == pytest.approx(2 * (4e-5 + 2 * seconds), rel=1e-12)
 
 
 def test_ep_overlaps_communication_tp_adds_it() -> None:
+    """Under data-parallel attention a step may run as two micro-batches, each one's all-to-all hidden
+    behind the other's work (max(W, C) + min(W, C) / 2), at the price of launching every kernel and
+    waiting for every all-to-all's latency twice; by default the step takes the faster way. Tensor
+    parallelism adds its all-reduces to the work."""
     n = 4096
-    ep = step_time(inst(MOE, tp=4, ep=True, su=0.01), n, 0)  # a crawling fabric: communication dominates
-    work = float(ep.dense_gemm_s + ep.expert_gemm_s + ep.attention_s)
-    hidden = float(ep.communication_s) + work / 2  # half the work is exposed at the pipeline's ends
-    assert float(ep.total_s) == pytest.approx(hidden + float(ep.overhead_s), rel=1e-12)
+    crawling = toy_gpu(su=0.01)  # a crawling fabric: communication dominates
+
+    def ep(factors: Efficiency, overlap: bool | None) -> StepTime:
+        return step_time(Instance(MOE, crawling, 4, True, factors, two_batch_overlap=overlap), n, 0)
+
+    one, two, best = ep(EFF, False), ep(EFF, True), ep(EFF, None)
+    work = float(one.dense_gemm_s + one.experts_s + one.attention_s)
+    comm = float(one.communication_s)
+    assert comm > work
+    assert float(one.total_s) == pytest.approx(work + comm + MOE_OVERHEAD, rel=1e-12)
+    extra = MOE_KERNELS * 1e-4 + 2 * 2 * 4e-5  # 78 kernels again, 2 MoE layers x 2 all-to-alls again
+    assert float(two.micro_batches) == 2
+    assert float(two.overhead_s) == pytest.approx(MOE_OVERHEAD + extra, rel=1e-12)
+    assert float(two.total_s) == pytest.approx(comm + work / 2 + MOE_OVERHEAD + extra, rel=1e-12)
+    # the hidden half of the work is far less than the 8 ms of second launches: one batch
+    assert work / 2 < extra
+    assert float(best.micro_batches) == 1 and float(best.total_s) == float(one.total_s)
+    # with free launches and latencies the second micro-batch costs nothing: two batches (the
+    # all-to-alls lose their 4e-5 latency too, and the step keeps its 1 ms host overhead)
+    free = EFF.model_copy(update={"kernel_floor_s": 0.0, "ep_latency_s": 0.0})
+    overlapped = ep(free, None)
+    assert float(overlapped.micro_batches) == 2
+    assert float(overlapped.total_s) == pytest.approx(comm - 2 * 2 * 4e-5 + work / 2 + 1e-3, rel=1e-12)
     tp = step_time(inst(MOE, tp=4, ep=False), n, 0)
-    work = float(tp.dense_gemm_s + tp.expert_gemm_s + tp.attention_s)
+    work = float(tp.dense_gemm_s + tp.experts_s + tp.attention_s)
     assert float(tp.total_s) == pytest.approx(work + float(tp.communication_s) + float(tp.overhead_s), rel=1e-12)
 
 
@@ -573,8 +690,6 @@ def test_busiest_rank_share_by_hand() -> None:
     mu + sigma sqrt(2 ln R), at least ceil(E_hit / R), at most E/R, over the mean mu."""
     import math
 
-    from pddplan.perf.roofline import busiest_rank_share
-
     hit = float(experts_touched(8, 256, 8))  # DeepSeek-V3, 8 tokens on EP8
     mu = 32 * hit / 256
     expected = (mu + math.sqrt(mu * (1 - hit / 256)) * math.sqrt(2 * math.log(8))) / mu
@@ -591,7 +706,6 @@ def test_tensor_parallel_attention_with_expert_parallel_experts() -> None:
     """TP attention + EP experts: TP's dense, attention and all-reduces, the experts waiting for the
     busiest rank (whole experts per rank), no two-batch overlap; TP's memory, KV copies and senders."""
     from pddplan.perf.memory import memory_budget
-    from pddplan.perf.roofline import busiest_rank_share
 
     n, tp = 8, 4
     mixed = inst(MOE, tp=tp, ep=True)
@@ -601,25 +715,60 @@ def test_tensor_parallel_attention_with_expert_parallel_experts() -> None:
     assert (mixed.kv_pools, mixed.kv_senders) == (1, tp) == (tensor.kv_pools, tensor.kv_senders)
     assert memory_budget(mixed).weight_bytes == memory_budget(tensor).weight_bytes
     a, b = step_time(mixed, 1, 1000, n), step_time(tensor, 1, 1000, n)
-    share = float(busiest_rank_share(experts_touched(n, 8, 2), 8, tp))
-    for part in ("dense_gemm_s", "attention_s", "communication_s", "overhead_s"):
+    # the busiest rank: uniform routing's floor plus the skew beyond it (1.18 - 1)
+    share = float(busiest_rank_share(experts_touched(n, 8, 2), 8, tp)) + 0.18
+    for part in ("dense_gemm_s", "attention_s", "communication_s", "overhead_s", "moe_routing_s"):
         assert float(getattr(a, part)) == pytest.approx(float(getattr(b, part)), rel=1e-12), part
     assert float(a.expert_gemm_s) == pytest.approx(float(b.expert_gemm_s) * share, rel=1e-12)
-    expected = float(a.dense_gemm_s + a.expert_gemm_s + a.attention_s + a.communication_s + a.overhead_s)
+    # permutation: every rank holds every token after attention (d-wide rows written and read back,
+    # one row per token written), but an EP rank permutes only its own experts' rows, n t / tp * share
+    # of width w, where a TP rank permutes all n t rows on a w / tp slice of each expert (bf16 GEMMs
+    # on the toy GPU: no re-quantization)
+    d, w, t, glue = 1024, 256, 2, BW * 0.4
+    ep_permutation = 2 * (n * t / tp * share * (3 * w * 2 + 4 * d) + n * 2 * d) / glue
+    tp_permutation = 2 * (n * t * (3 * w / tp * 2 + 4 * d) + n * 2 * d) / glue
+    assert float(a.moe_permutation_s) == pytest.approx(ep_permutation, rel=1e-12)
+    assert float(b.moe_permutation_s) == pytest.approx(tp_permutation, rel=1e-12)
+    assert float(a.moe_dispatch_s) == float(a.moe_combine_s) == 0.0  # no all-to-all: TP's all-reduces
+    expected = float(a.dense_gemm_s + a.experts_s + a.attention_s + a.communication_s + a.overhead_s)
     assert float(a.total_s) == pytest.approx(expected, rel=1e-12)  # work + comm: nothing overlaps
+    assert float(a.micro_batches) == 1
 
 
 @pytest.mark.parametrize("tokens", [1, 64, 4096])
-def test_tensor_parallel_attention_ep_is_never_faster_than_tp(tokens: int) -> None:
-    """Why the optimizer does not try the layout: same memory, same work, plus the busiest rank."""
+def test_tensor_parallel_attention_ep_against_tp(tokens: int) -> None:
+    """DeepSeek-V3 on 8 x H200, TP attention + EP experts against TP throughout: the same dense GEMMs,
+    attention, routing, all-reduces and overheads. The experts differ two ways: whole experts
+    per rank make the grouped GEMMs wait for the busiest rank (times s_EP = the uniform floor + the
+    skew - 1 >= 1.18), and each rank permutes only its own experts' N t / tp * s_EP rows where a TP
+    rank permutes all N t (the d-wide output rows of its expert slices, written and read back, do not
+    shrink with tp). Decode and short prefills stream expert weights: the wait costs more than the
+    bytes saved, never faster (why the optimizer does not try the layout). Step-time model v2 had no
+    permutation and the layout was never faster at any size; under v3 a 4K-token prefill, whose TP
+    ranks each write and re-read 4096 * 8 rows of 7,168 values per MoE layer, runs faster with it."""
     model, hardware = load_model("deepseek-v3"), load_hardware("h200")
-    batch = np.array([1, 4, 16, 64, 256])
+    batch = np.array([1, 4, 16, 64, 256]) if tokens == 1 else np.array([1])
     mixed = Instance(model, hardware, 8, True, tp_attention=True)
     tensor = Instance(model, hardware, 8, False)
-    new = np.full(batch.shape, tokens) if tokens > 1 else 1
-    slower = step_time(mixed, new, 4096, batch if tokens == 1 else 1).total_s
-    faster = step_time(tensor, new, 4096, batch if tokens == 1 else 1).total_s
-    assert np.all(slower >= faster * (1 - 1e-12))
+    a, b = step_time(mixed, tokens, 4096, batch), step_time(tensor, tokens, 4096, batch)
+    for part in ("dense_gemm_s", "attention_s", "communication_s", "overhead_s", "moe_routing_s"):
+        assert np.allclose(getattr(a, part), getattr(b, part), rtol=1e-12, atol=0), part
+    N = tokens * batch
+    skew = mixed.efficiency.expert_skew
+    share = busiest_rank_share(experts_touched(N, 256, 8), 256, 8) + skew - 1
+    assert np.allclose(a.expert_gemm_s, b.expert_gemm_s * share, rtol=1e-12, atol=0)
+    # permutation bytes per MoE layer (fp8-block experts run fp8 GEMMs: the activation is re-quantized,
+    # read at 2 B and written at 1 B); the ratio leaves out the layers and the glue bandwidth
+    d, w, t, tp = 7168, 2048, 8, 8
+    ep_bytes = N * t / tp * share * (3 * w * 2 + w * 3 + 4 * d) + N * 2 * d
+    tp_bytes = N * t * (3 * w / tp * 2 + w / tp * 3 + 4 * d) + N * 2 * d
+    assert np.allclose(a.moe_permutation_s / b.moe_permutation_s, ep_bytes / tp_bytes, rtol=1e-12, atol=0)
+    difference = (a.expert_gemm_s - b.expert_gemm_s) + (a.moe_permutation_s - b.moe_permutation_s)
+    assert np.allclose(a.total_s - b.total_s, difference, rtol=1e-9, atol=1e-15)
+    if tokens <= 64:
+        assert np.all(a.total_s >= b.total_s * (1 - 1e-12))
+    else:
+        assert np.all(a.total_s < b.total_s)
 
 
 def test_tensor_parallel_attention_needs_expert_parallelism() -> None:
@@ -633,8 +782,16 @@ def test_ep_experts_wait_for_the_busiest_rank() -> None:
     n, tp = 8, 4
     ep = step_time(inst(MOE, tp=tp, ep=True), 1, 1000, n)
     tp_step = step_time(inst(MOE, tp=tp, ep=False), 1, 1000, n)
-    from pddplan.perf.roofline import busiest_rank_share
 
-    share = float(busiest_rank_share(experts_touched(n, 8, 2), 8, tp))
-    assert share > 1
+    # uniform routing's floor (8 tokens leave some of the 8 experts untouched) plus the skew of real
+    # routing beyond it, expert_skew - 1 = 0.18
+    floor = float(busiest_rank_share(experts_touched(n, 8, 2), 8, tp))
+    assert floor > 1
+    share = floor + 0.18
+    assert float(ep.expert_imbalance) == pytest.approx(share, rel=1e-12)
     assert float(ep.expert_gemm_s) == pytest.approx(float(tp_step.expert_gemm_s) * share, rel=1e-12)
+    # a perfectly balanced deployment (expert_skew 1) waits for the uniform floor alone
+    balanced = Instance(MOE, toy_gpu(), tp, True, EFF.model_copy(update={"expert_skew": 1.0}))
+    assert float(step_time(balanced, 1, 1000, n).expert_gemm_s) == pytest.approx(
+        float(tp_step.expert_gemm_s) * floor, rel=1e-12
+    )

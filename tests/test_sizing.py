@@ -8,17 +8,20 @@ that role's capacity fall below the workload's rate.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from pddplan.errors import InfeasibleError
-from pddplan.evaluate.capacity import WAN_MAX_UTILIZATION
+from pddplan.evaluate.capacity import WAN_MAX_UTILIZATION, decoder_capacity
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.evaluate.classes import request_classes
+from pddplan.evaluate.moments import workload_moments
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize.candidates import instance_candidates
 from pddplan.optimize.search import OptimizeOptions, optimize_architecture
 from pddplan.optimize.sizing import SizedPlan, choose_shape, size_counts, size_plan
 from pddplan.scenarios.scenario import build_scenario
@@ -107,18 +110,33 @@ def test_counts_are_minimal(sized: Any, name: str, arch: str, role: str) -> None
 def test_pd_cross_sizing_reports_the_ttft_wall() -> None:
     """Cross-datacenter PD sends every request's incremental KV over the WAN before the first
     token: no prefill pool of any kind meets chat-short-lowhit's TTFT targets (the optimizer
-    agrees). On pdd-agent-64k the cheapest prefill kind (TP16) meets none either, and sizing falls
-    back to a wider one (TP32), the width the optimizer picks."""
+    agrees), nor pdd-agent-64k's, where the cheapest kind is TP16 and no wider one prefills a lone
+    request faster (its attention and dense layers stay on one rank, or its all-reduces cross more
+    of the NIC): sizing reports the first kind's error. Where the cheapest kind's own prefill is
+    what misses the SLA, sizing falls back to the next kinds in order until one meets it:
+    pdd-agent-64k's traffic on gpt-oss-120b (one GPU-A holds it) under a TTFT SLA of 4.6 s / 9.2 s,
+    which one GPU prefilling a lone 64K prompt cannot meet and a wider instance can."""
     workload = load_workload("chat-short-lowhit")
     shape = choose_shape(load_input_set(workload, workload_dir("chat-short-lowhit")), "pd-cross")
     with pytest.raises(InfeasibleError, match="TTFT"):
         size_plan(workload, shape)
     agent = load_workload("pdd-agent-64k")
     shape = choose_shape(load_input_set(agent, workload_dir("pdd-agent-64k")), "pd-cross")
-    assert shape.prefill.tp == 16
+    assert shape.prefill.tp == 16 and shape.prefill_fallbacks
+    with pytest.raises(InfeasibleError, match=f"{shape.prefill.key} meets the TTFT SLA"):
+        size_plan(agent, shape)
+    sla = agent.sla.model_copy(update={"ttft_p90_s": 4.6, "ttft_p99_s": 9.2})
+    small = agent.model_copy(update={"model": "gpt-oss-120b", "sla": sla})
+    shape = choose_shape(load_input_set(small, workload_dir("pdd-agent-64k")), "pd-cross")
+    assert shape.prefill.tp == 1
     with pytest.raises(InfeasibleError, match="TTFT"):
-        size_counts(agent, shape)
-    assert size_plan(agent, shape).plan.prefill.tp == 32
+        size_counts(small, shape)
+    sized = size_plan(small, shape).plan.prefill
+    chosen = next(i for i, kind in enumerate(shape.prefill_fallbacks) if kind.role(sized.count) == sized)
+    for kind in shape.prefill_fallbacks[:chosen]:  # the kinds tried before it meet it no better
+        with pytest.raises(InfeasibleError, match="TTFT"):
+            size_counts(small, replace(shape, prefill=kind))
+    assert sized.tp > 1
 
 
 @pytest.mark.parametrize(("name", "arch"), [c for c in CASES if c[1] == "pdd"])
@@ -144,33 +162,41 @@ def test_pdd_line_is_the_cheapest_that_carries_the_bytes(shapes: Any, sized: Any
 
 
 def test_sizing_matches_the_program_on_pdd_agent() -> None:
-    """The sizer picks each role's kind by $ per request/s (pd-intra's decoder: TP64), the program by
-    the whole count (one TP32 instance carries 4 req/s): the program's plan is never dearer than the
-    sizer's, and where both pick the same kinds they pick the same counts."""
+    """The sizer picks each role's kind by $ per request/s (a prefill kind by its time alone, so
+    pd-intra's prefill is TP16 EP under tensor-parallel attention, and its decoder TP64), the program
+    by the whole count (unverified, two TP16 EP instances with data-parallel attention, whose packed
+    steps are far cheaper than a lone request's, prefill 4 req/s; one TP32 instance decodes them): the
+    program's plan is never dearer than the sizer's, and given the program's kinds (layouts
+    included) the sizer picks the program's counts."""
     workload = load_workload("pdd-agent-64k")
     inputs = load_input_set(workload, workload_dir("pdd-agent-64k"))
+    kinds = instance_candidates(inputs, workload.serving.chunk_tokens)
+    moments = workload_moments(workload)
     for arch in ("pd-intra", "pdd"):
-        sized_plan = size_plan(workload, choose_shape(inputs, arch)).plan
+        shape = choose_shape(inputs, arch)
+        sized_plan = size_plan(workload, shape).plan
         result = optimize_architecture(inputs, arch, OptimizeOptions(verify=False))
         assert result.plan is not None and result.scenario is not None
         sized_cost = build_scenario(sized_plan, inputs).cost_per_hour
         assert result.scenario.cost_per_hour <= sized_cost * (1 + 1e-9), arch
         if arch != "pd-intra":
             continue
-        for role in ROLES:
-            mine, theirs = getattr(sized_plan, role), getattr(result.plan, role)
-            if mine is None:
-                assert theirs is None
-                continue
-            if (mine.gpu, mine.tp) != (theirs.gpu, theirs.tp):
-                continue
-            assert (mine.datacenter, mine.gpu, mine.tp, mine.count) == (
-                theirs.datacenter,
-                theirs.gpu,
-                theirs.tp,
-                theirs.count,
-            ), (arch, role)
-        assert sized_plan.wan == result.plan.wan
+        program = result.plan
+        assert program.relay is None and sized_plan.relay is None
+
+        def kind_of(spec: Any) -> Any:  # the candidate a role was sized from: datacenter, GPU, width, layout
+            return next(c for c in kinds if c.role(spec.count) == spec)
+
+        decode = kind_of(program.decode)
+        same_kinds = replace(
+            shape,
+            prefill=kind_of(program.prefill),
+            decode=decoder_capacity(decode, workload, inputs.model, moments.context_tokens, moments.output_tokens),
+        )
+        resized = size_counts(workload, same_kinds).plan
+        for role in ("prefill", "decode"):
+            assert getattr(resized, role) == getattr(program, role), (arch, role)
+        assert resized.wan == program.wan == sized_plan.wan
 
 
 # -- the capacity functions sizing and the program share (pddplan.evaluate.capacity) ----------------------
@@ -203,11 +229,15 @@ def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setu
     workload, model = agent_setup.workload, agent_setup.model
     context, mean_output = agent_setup.moments.context_tokens, agent_setup.moments.output_tokens
     tpot = workload.sla.tpot_p90_s
+    layouts = set()
     for cand in agent_setup.candidates:
         cap = decoder_capacity(cand, workload, model, context, mean_output)
         per_sequence = float(request_kv_bytes(model, context, workload.serving.page_tokens))
-        pools = cand.instance.kv_pools  # expert parallel: a sequence lives on one of the tp ranks
-        assert pools == (cand.tp if cand.instance.uses_ep else 1)
+        # data-parallel attention: a sequence lives on one of the tp ranks; tensor-parallel attention
+        # (TP throughout, or EP under tp-attention) shards every sequence over all of them
+        pools = cand.instance.kv_pools
+        assert pools == (cand.tp if cand.instance.uses_dp_attention else 1)
+        layouts.add((cand.instance.uses_ep, cand.tp_attention))
         by_memory = pools * int(cand.kv_capacity_bytes / pools // per_sequence)
         assert cap.usable
         assert cap.batch <= min(workload.serving.decode_batch_limit, by_memory)
@@ -232,6 +262,7 @@ def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setu
         assert cap.memory_rate(100.0, 5.0) == pytest.approx(min(cap.memory_bytes / running, both))
         strict = workload.model_copy(update={"sla": workload.sla.model_copy(update={"tpot_p90_s": cap.step_s / 1000})})
         assert not decoder_capacity(cand, strict, model, context, mean_output).usable
+    assert layouts == {(False, False), (True, False), (True, True)}  # TP, EP with DP attention, EP + tp-attention
 
 
 def test_path_load_per_architecture(agent_setup: Any) -> None:

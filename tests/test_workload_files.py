@@ -205,7 +205,7 @@ def test_several_problems(cli: Any, tmp_path: Path) -> None:
     path = tmp_path / "w.yaml"
     path.write_text(text)
     assert shows_one_error(cli, path) == (
-        f"error: {path}: arrival.rate_rps = 0: Input should be greater than 0 "
+        f"error: {path}: arrival.rate_rps = 0: Input should be greater than or equal to 0.000001 "
         "(also sla.ttft_p90_s = -1: Input should be greater than 0)"
     )
 

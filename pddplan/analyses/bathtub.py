@@ -35,7 +35,7 @@ from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.capacity_view import capacity_view
-from pddplan.inputs import load_model, load_workload, workload_dir
+from pddplan.inputs import load_workload, workload_dir, workload_model
 from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.command import architecture_names
 from pddplan.optimize.sizing import Shape, choose_shape, relay_on_prefill_if_cheaper, size_plan
@@ -436,5 +436,5 @@ def mark_trace(request: BathtubRequest, result: BathtubResult) -> BathtubOutcome
     cache size and the cache that climbs out of each valley, when the request names a trace."""
     if request.trace is None:
         return BathtubOutcome(result)
-    kv = kv_bytes_per_token(load_model(request.workload.model, request.workload.kv_dtype))
+    kv = kv_bytes_per_token(workload_model(request.workload))
     return BathtubOutcome(result, trace_marks(result.findings, request.trace, "mooncake", kv))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pddplan.errors import InputError
-from pddplan.inputs import load_model, load_workload, workload_dir
+from pddplan.inputs import load_workload, workload_dir, workload_model
 from pddplan.optimize.command import architecture_names
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import architecture_figures
@@ -119,13 +119,13 @@ def cache_plan(
     if not (usd_per_gb_month >= 0 and np.isfinite(usd_per_gb_month)) or usd_per_gb_month > 1e4:
         raise InputError(f"--usd-per-gb-month = {usd_per_gb_month}: expected 0 to 10,000 $ per GB-month")
 
-    kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
+    kv = kv_bytes_per_token(workload_model(template))
     points = []
     for capacity in capacities:
         if progress:
             progress(f"cache {capacity.text}: replaying the trace and optimizing...")
         size_bytes = capacity.capacity_bytes if capacity.capacity_bytes is not None else capacity.tokens * kv
-        built = workload_from_trace(traffic.trace, traffic.fmt, template, CacheChoice(f"{capacity.tokens:.0f}"))
+        built = workload_from_trace(traffic.trace, traffic.fmt, template, CacheChoice(f"{capacity.tokens:.0f} tokens"))
         report = run_optimize(built.workload, traffic.base_dir, options, architectures)
         best = report.best
         figures = architecture_figures(best) if best is not None else None
@@ -239,7 +239,7 @@ class CachePlanFlags:
         cheapest plan at the rate when one is given, else the best BCR."""
         template = load_workload(self.like)
         price = cache_price(template, self.usd_per_gb_month)
-        capacities = parse_capacities(self.capacity, kv_bytes_per_token(load_model(template.model, template.kv_dtype)))
+        capacities = parse_capacities(self.capacity, kv_bytes_per_token(workload_model(template)))
         options = OptimizeOptions(mode="rate", rate=self.rate) if self.rate is not None else OptimizeOptions()
         traffic = Traffic(self.trace, self.trace_format, template, workload_dir(self.like))
         return CachePlanRequest(traffic, capacities, price, options, self.architecture)

@@ -4,7 +4,11 @@ Every scored row is predicted twice: with the factors its GPU's profile holds fo
 serving stack (what `pddplan estimate --stack` uses; the stack was calibrated on its `fit` rows),
 and with the GPU's stack-agnostic factors (what `estimate` without `--stack` uses). Excluded rows
 are predicted too and listed with their reason, but not scored. Held-out rows are also scored
-apart by what they measure (engine step or client-side time) and step kind, and by model family.
+apart by what they measure (engine step or client-side time) and step kind, by model family, by
+architecture class (dense, MoE with expert-parallel or tensor-parallel experts, MLA) and by the
+weight precision the experts (or the dense weights) run at (bf16, fp8, fp4, int4).
+Cross-validation folds leave whole models (or serving stacks) out, never single rows: a held-out
+row whose model fed the fit is flattered by it.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import numpy as np
 from pddplan.calibration.calibrate import ErrorSummary, Measurement, accuracy_rows, predict, read_measurements
 from pddplan.calibration.refit import refit
 from pddplan.errors import InputError
-from pddplan.inputs import load_model
+from pddplan.inputs import load_hardware, load_model
+from pddplan.perf.roofline import Instance
 from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.precision import weight_format
 from pddplan.support.catalog import shipped_measurements
 
 
@@ -66,6 +72,34 @@ def model_family(model: ModelArchitecture) -> str:
     return "MoE GQA" if model.moe is not None else "dense GQA"
 
 
+ARCHITECTURE_CLASSES = ("dense", "MoE expert-parallel", "MoE tensor-parallel", "MLA")
+PRECISION_CLASSES = ("bf16", "fp8", "fp4", "int4")
+
+
+def architecture_class(m: Measurement) -> str:
+    """dense, MoE expert-parallel (whole experts per rank), MoE tensor-parallel (experts sliced, or
+    one GPU) or MLA (DeepSeek-style latent attention, MoE or not)."""
+    model = load_model(m.model)
+    if model.mla is not None:
+        return "MLA"
+    if model.moe is None:
+        return "dense"
+    instance = Instance(model, load_hardware(m.gpu), m.tp, m.expert_parallel, tp_attention=m.tp_attention)
+    return "MoE expert-parallel" if instance.uses_ep else "MoE tensor-parallel"
+
+
+def precision_class(m: Measurement) -> str:
+    """The format family the row's largest weights are stored in: its routed experts' for an MoE
+    model, its weights' otherwise (fp8 and fp8-block: fp8; nvfp4 and mxfp4: fp4)."""
+    model = load_model(m.model)
+    dense = m.weight_dtype or model.weight_dtype
+    experts = m.expert_weight_dtype or (m.weight_dtype if m.weight_dtype else model.expert_dtype)
+    fmt = weight_format(experts if model.moe is not None else dense)
+    if fmt.weight_only:
+        return "int4"
+    return {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4"}[fmt.compute]
+
+
 def step_kind(m: Measurement) -> str:
     """prefill, cached prefill (a prefill on cached tokens), decode or extend."""
     if m.kind == "prefill" and m.cached > 0:
@@ -77,8 +111,8 @@ def _grouped(
     rows: list[Measurement], predicted: np.ndarray, measured: np.ndarray, scored: np.ndarray | None = None
 ) -> dict[str, Any]:
     """Errors of the `scored` rows (default: the held-out ones) per (engine or client measurement,
-    step kind), per measurement over every step kind (`"<kind> all"`, where it has several) and per
-    model family."""
+    step kind), per measurement over every step kind (`"<kind> all"`, where it has several), per
+    model family, per architecture class and per weight precision."""
 
     families = {name: model_family(load_model(name)) for name in {m.model for m in rows}}
     held = np.array([m.split == "holdout" for m in rows]) if scored is None else scored
@@ -96,6 +130,17 @@ def _grouped(
         mask = held & np.array([families[m.model] == family for m in rows])
         if mask.any():
             groups["by_family"][family] = mask
+    classes = {
+        "by_class": (ARCHITECTURE_CLASSES, architecture_class),
+        "by_precision": (PRECISION_CLASSES, precision_class),
+    }
+    for name, (names, classify) in classes.items():
+        groups[name] = {}
+        labels = np.array([classify(m) for m in rows])
+        for label in names:
+            mask = held & (labels == label)
+            if mask.any():
+                groups[name][label] = mask
     return {
         name: {key: _percentiles(predicted[mask], measured[mask]) for key, mask in masks.items()}
         for name, masks in groups.items()
@@ -149,25 +194,49 @@ def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
     }
 
 
+FOLD_UNITS = ("model", "stack")
+
+
+def fold_groups(rows: list[Measurement], folds: int, unit: str = "model") -> list[list[int]]:
+    """The fit rows' indices in `folds` folds, each holding whole models (or serving stacks): the
+    units sorted by name are dealt to the folds in turn, largest first so that folds stay even."""
+    if unit not in FOLD_UNITS:
+        raise InputError(f"--fold-by = {unit!r}: expected one of {', '.join(FOLD_UNITS)}")
+    fit_index = [i for i, m in enumerate(rows) if m.split == "fit"]
+    units: dict[str, list[int]] = {}
+    for i in fit_index:
+        key = rows[i].model if unit == "model" else (rows[i].stack or f"{rows[i].gpu} (no stack)")
+        units.setdefault(key, []).append(i)
+    if len(units) < folds:
+        raise InputError(f"--folds = {folds}: more folds than the {len(units)} {unit}s with fit rows")
+    groups: list[list[int]] = [[] for _ in range(folds)]
+    for key in sorted(units, key=lambda k: (-len(units[k]), k)):
+        smallest = min(range(folds), key=lambda k: (len(groups[k]), k))
+        groups[smallest].extend(units[key])
+    return [sorted(group) for group in groups]
+
+
 def cross_validation(
-    rows: list[Measurement], folds: int = 5, progress: Callable[[str], None] | None = None
+    rows: list[Measurement],
+    folds: int = 5,
+    progress: Callable[[str], None] | None = None,
+    unit: str = "model",
 ) -> dict[str, Any]:
     """K-fold cross-validation of the whole refit (`pddplan.calibration.refit`: defaults, per GPU, per
-    stack) on the `fit` rows: fold k holds the fit rows at positions k, k + K, k + 2K, ... in file
-    order; each fold is predicted by the factors refitted without it (with the most specific level
-    its row has, as `accuracy` does). Held-out and excluded rows never enter. Errors are
-    |predicted / measured - 1|: median, p90 and worst, overall and per group (`_grouped`)."""
+    stack) on the `fit` rows, by whole models (or stacks, `unit`): fold k holds every fit row of the
+    models `fold_groups` deals it; each fold is predicted by the factors refitted without it (with
+    the most specific level its row has, as `accuracy` does). Held-out and excluded rows never
+    enter. Errors are |predicted / measured - 1|: median, p90 and worst, overall and per group
+    (`_grouped`)."""
 
     if folds < 2:
         raise InputError(f"--folds = {folds}: cross-validation needs at least 2 folds")
-    fit_index = [i for i, m in enumerate(rows) if m.split == "fit"]
-    if len(fit_index) < folds:
-        raise InputError(f"--folds = {folds}: more folds than the {len(fit_index)} fit rows")
     predicted = np.full(len(rows), np.nan)
-    for k in range(folds):
-        held = set(fit_index[k::folds])
+    for k, group in enumerate(fold_groups(rows, folds, unit)):
+        held = set(group)
+        names = sorted({rows[i].model if unit == "model" else rows[i].stack for i in held})
         if progress:
-            progress(f"cross-validation: fold {k + 1} of {folds} ({len(held)} rows held out)")
+            progress(f"cross-validation: fold {k + 1} of {folds} ({len(held)} rows of {', '.join(names)} held out)")
         train = [replace(m, split="holdout") if i in held else m for i, m in enumerate(rows)]
         fit = refit(train)
         for i in sorted(held):
@@ -177,6 +246,7 @@ def cross_validation(
     measured = np.array([m.measured_s for m in rows])
     return {
         "folds": folds,
+        "fold_by": unit,
         "overall": _percentiles(predicted[scored], measured[scored]),
         **_grouped(rows, np.where(scored, predicted, 1.0), measured, scored),
     }
@@ -188,7 +258,12 @@ class AccuracyFlags:
 
     measurements: Path | None = None
     folds: int = 0
+    fold_by: str = "model"
     json_out: bool = False
+
+    def __post_init__(self) -> None:
+        if self.fold_by not in FOLD_UNITS:
+            raise InputError(f"--fold-by = {self.fold_by!r}: expected one of {', '.join(FOLD_UNITS)}")
 
     def report(self) -> dict[str, Any]:
         """The accuracy report of these measurements (`accuracy_report`; default: the shipped set)."""
@@ -200,4 +275,4 @@ class AccuracyFlags:
         if not self.folds:
             return report
         rows = read_measurements(Path(report["measurements"]))
-        return report | {"cross_validation": cross_validation(rows, self.folds, progress)}
+        return report | {"cross_validation": cross_validation(rows, self.folds, progress, unit=self.fold_by)}

@@ -2,7 +2,8 @@
 
 Measurements are a CSV with columns
     model, gpu, tp, kind (prefill | decode | extend), tokens, cached, batch, context, measured_s
-and optionally weight_dtype (bf16 | fp8 | fp4; empty = the model's own), kv_dtype, split (fit | holdout | excluded)
+and optionally weight_dtype (bf16 | fp8 | fp8-block | nvfp4 | mxfp4 | int4, fp4 = nvfp4; empty = the
+model's own), kv_dtype, split (fit | holdout | excluded)
 and stack (the serving stack that measured the row, e.g. sglang-0.5; see `efficiency_of`),
 expert_parallel (true: experts expert-parallel with data-parallel attention; tp-attention: experts
 expert-parallel under tensor-parallel attention; false: tensor parallelism throughout; empty: the
@@ -54,8 +55,14 @@ from pddplan.perf.priors import (
 from pddplan.perf.roofline import Instance, step_time
 from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.precision import WEIGHT_FORMATS
 from pddplan.support.loading import read_text
 
+#: Largest value each count column may hold: a GPU count of one instance, tokens of one step, sequences
+#: of one batch; beyond them a row is a typo, and an infinite one would not convert.
+COLUMN_BOUNDS = {"tp": 4096, "tokens": 10_000_000, "cached": 10_000_000, "batch": 1_000_000, "context": 10_000_000}
+#: A measured step or first token longer than a day is no step time.
+MAX_MEASURED_S = 86_400.0
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "kind", "tokens", "cached", "batch", "context", "measured_s")
 KINDS = ("prefill", "decode", "extend")
 MEASURED_KINDS = ("engine_step", "client_ttft", "client_itl")
@@ -89,6 +96,9 @@ GPU_PRIOR_WEIGHT = 0.7
 STACK_PRIOR_WEIGHT = 0.33
 
 
+FORMAT_NAMES = ", ".join(WEIGHT_FORMATS)
+
+
 @dataclass(frozen=True)
 class Measurement:
     """One measured step."""
@@ -106,6 +116,7 @@ class Measurement:
     kv_dtype: str
     split: str
     line: int
+    expert_weight_dtype: str = ""
     stack: str = ""
     expert_parallel: bool | None = None
     measured_kind: str = ""
@@ -146,20 +157,21 @@ def read_measurements(path: Path) -> list[Measurement]:
         if kind not in KINDS:
             raise InputError(f"{path}: line {number}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
         values: dict[str, Any] = {}
-        for column in ("tp", "tokens", "cached", "batch", "context"):
+        for column, most in COLUMN_BOUNDS.items():
             text = (row[column] or "0").strip()
             try:
-                values[column] = int(float(text))
+                figure = float(text)
             except ValueError:
                 raise InputError(f"{path}: line {number}: {column} = {text!r}: expected a whole number") from None
-            if values[column] < 0:
-                raise InputError(f"{path}: line {number}: {column} = {text}: must be >= 0")
+            if not 0 <= figure <= most:  # NaN fails too
+                raise InputError(f"{path}: line {number}: {column} = {text}: expected 0 to {most:,}")
+            values[column] = int(figure)
         try:
             measured = float(row["measured_s"])
         except (TypeError, ValueError):
             raise InputError(f"{path}: line {number}: measured_s = {row['measured_s']!r}: expected seconds") from None
-        if not measured > 0:
-            raise InputError(f"{path}: line {number}: measured_s = {measured}: must be > 0")
+        if not 0 < measured <= MAX_MEASURED_S:
+            raise InputError(f"{path}: line {number}: measured_s = {measured}: expected above 0, at most a day")
         if values["tp"] < 1:
             raise InputError(f"{path}: line {number}: tp = {values['tp']}: must be >= 1")
         layout = (row.get("expert_parallel") or "").strip().lower()
@@ -184,6 +196,7 @@ def read_measurements(path: Path) -> list[Measurement]:
                 context=values["context"],
                 measured_s=measured,
                 weight_dtype=(row.get("weight_dtype") or "").strip(),
+                expert_weight_dtype=(row.get("expert_weight_dtype") or "").strip(),
                 kv_dtype=(row.get("kv_dtype") or "").strip(),
                 split=split,
                 line=number,
@@ -202,7 +215,8 @@ def _check_names(rows: list[Measurement], path: Path) -> None:
     that uses a bad one (not "unknown GPU" later, with no file or line)."""
     checked: set[tuple[str, str]] = set()
     for m in rows:
-        for column, value in (("gpu", m.gpu), ("model", m.model), ("weight_dtype", m.weight_dtype)):
+        named = (("gpu", m.gpu), ("model", m.model), ("weight_dtype", m.weight_dtype))
+        for column, value in (*named, ("expert_weight_dtype", m.expert_weight_dtype)):
             if (column, value) in checked:
                 continue
             checked.add((column, value))
@@ -211,20 +225,25 @@ def _check_names(rows: list[Measurement], path: Path) -> None:
                     load_hardware(value)
                 elif column == "model":
                     load_model(value)
-                elif value and value not in ("bf16", "fp8", "fp4"):
-                    raise InputError("expected bf16, fp8 or fp4")
+                elif value and value not in WEIGHT_FORMATS:
+                    raise InputError(f"expected one of {FORMAT_NAMES}")
             except InputError as exc:
                 raise InputError(f"{path}: line {m.line}: {column} = {value!r}: {exc}") from None
 
 
-def _model_for(m: Measurement, cache: dict[tuple[str, str, str], ModelArchitecture]) -> ModelArchitecture:
-    key = (m.model, m.weight_dtype, m.kv_dtype)
+def _model_for(m: Measurement, cache: dict[tuple[str, str, str, str], ModelArchitecture]) -> ModelArchitecture:
+    """The row's model at the row's weight formats: `weight_dtype` for every weight, then
+    `expert_weight_dtype` for the routed experts where the row sets it."""
+    key = (m.model, m.weight_dtype, m.expert_weight_dtype, m.kv_dtype)
     if key not in cache:
         model = load_model(m.model, m.kv_dtype or None)  # type: ignore[arg-type]
+        for column, value in (("weight_dtype", m.weight_dtype), ("expert_weight_dtype", m.expert_weight_dtype)):
+            if value and value not in WEIGHT_FORMATS:  # read_measurements checked the file's rows
+                raise InputError(f"line {m.line}: {column} = {value!r}: expected one of {FORMAT_NAMES}")
         if m.weight_dtype:
-            if m.weight_dtype not in ("bf16", "fp8", "fp4"):  # read_measurements checked the file's rows
-                raise InputError(f"line {m.line}: weight_dtype = {m.weight_dtype!r}: expected bf16, fp8 or fp4")
             model = model.model_copy(update={"weight_dtype": m.weight_dtype, "expert_weight_dtype": None})
+        if m.expert_weight_dtype:
+            model = model.model_copy(update={"expert_weight_dtype": m.expert_weight_dtype})
         cache[key] = model
     return cache[key]
 
@@ -237,7 +256,7 @@ def predict(
 ) -> np.ndarray:
     """Predicted step seconds for each row: with `efficiency` for every GPU, or each GPU's own
     factors (`by_stack`: those of the row's stack where the GPU's profile holds them)."""
-    models: dict[tuple[str, str, str], ModelArchitecture] = {}
+    models: dict[tuple[str, str, str, str], ModelArchitecture] = {}
     profiles = dict(hardware or {})
     out = []
     for m in rows:
@@ -258,7 +277,7 @@ def predict(
             if m.adds_request_overhead:
                 seconds = seconds + instance.efficiency.request_overhead_s
         elif m.kind == "decode":
-            seconds = step_time(instance, 1.0, m.context, m.batch).total_s
+            seconds = step_time(instance, 1.0, m.context, m.batch, decode=True).total_s
         else:
             seconds = step_time(instance, m.tokens, m.context, 1.0).total_s
         out.append(float(seconds))

@@ -71,6 +71,7 @@ class CalibrateFlags:
     all_gpus: bool = False
     output_path: Path | None = None
     write_catalog: bool = False
+    force: bool = False
     json_out: bool = False
 
     def check(self) -> None:
@@ -130,14 +131,36 @@ class CalibrateFlags:
 
     def write_profile(self, fit: CalibrationFit) -> None:
         """`--output`: the calibrated profile (`write_calibrated_profile`), or with `--all` the
-        default factors as an efficiency block."""
+        default factors as an efficiency block. Refused (InputError, nothing written) when the fit
+        makes its held-out rows worse (`worsens`), unless `--force`; a fit without held-out rows
+        that raises its own rows' median is only warned about (it lowers what it minimizes, their
+        RMS log error)."""
         if self.output_path is None:
             return
+        harm = worsens(fit.result)
+        if harm is not None and fit.result.before_holdout.count and not self.force:
+            raise InputError(f"{harm}; {self.output_path} not written (--force writes it anyway)")
         if fit.gpu is None:
             write_atomic(self.output_path, efficiency_yaml(fit.result.efficiency))
         else:
             assert fit.profile is not None
             write_calibrated_profile(self.output_path, fit.gpu, fit.profile, fit.result, fit.stack)
+
+
+def worsens(result: CalibrationResult) -> str | None:
+    """What the fit makes worse, in words, or None: the held-out rows' median |error| when there are
+    held-out rows (the fit's own rows cannot judge it), else the fit rows' median; a rise of more
+    than half a point counts."""
+    if result.before_holdout.count:
+        before, after, rows = result.before_holdout, result.after_holdout, "held-out"
+    else:
+        before, after, rows = result.before_fit, result.after_fit, "fitted"
+    if not after.median > before.median + 0.005:
+        return None
+    return (
+        f"the fitted factors make the {after.count} {rows} rows worse: median |error| {before.median:.1%} -> "
+        f"{after.median:.1%}"
+    )
 
 
 def write_calibrated_profile(

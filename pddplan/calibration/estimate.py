@@ -11,13 +11,15 @@ from pddplan.inputs import check_kv_dtype, load_hardware, load_model
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
 from pddplan.perf.roofline import (
     Instance,
+    StepTime,
     decode_step_time,
     eager_host_time,
     floor_time,
     prefill_cost,
     step_time,
 )
-from pddplan.specs.model import KvDtype
+from pddplan.specs.model import KvDtype, ModelArchitecture
+from pddplan.specs.precision import WEIGHT_FORMATS, WeightDtype, weight_bytes_per_value
 from pddplan.specs.workload import Mtp
 from pddplan.support.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 
@@ -103,6 +105,8 @@ class EstimateFlags:
     mtp: int = 0
     accept: float | None = None
     cuda_graph_max_batch: int | None = None
+    weights: str | None = None
+    expert_weights: str | None = None
     json_out: bool = False
 
     def query(self) -> StepQuery:
@@ -124,9 +128,73 @@ class EstimateFlags:
         the layout, then the step."""
         kv_dtype = check_kv_dtype(self.kv_dtype)
         layout = expert_parallel_of(self.ep, self.tp_attention)
+        weights = check_format(self.weights, "--weights")
+        formats = Formats(weights, check_format(self.expert_weights, "--expert-weights"), kv_dtype)
         return estimate(
-            self.model, self.gpu, self.tp, self.query(), kv_dtype=kv_dtype, expert_parallel=layout, stack=self.stack
+            self.model, self.gpu, self.tp, self.query(), expert_parallel=layout, stack=self.stack, formats=formats
         )
+
+
+@dataclass(frozen=True)
+class Formats:
+    """Formats that override a model's own: `weights` for every weight, then `experts` for the
+    routed experts, `kv` for the KV cache (None: the model's)."""
+
+    weights: WeightDtype | None = None
+    experts: WeightDtype | None = None
+    kv: KvDtype | None = None
+
+    def apply(self, model: ModelArchitecture) -> ModelArchitecture:
+        """`model` stored in these formats (`ModelArchitecture.with_weights`)."""
+        if self.experts is not None and model.moe is None:
+            raise InputError(f"--expert-weights = {self.experts!r}: {model.name} has no routed experts")
+        return model.with_weights(self.weights, self.experts)
+
+
+def check_format(value: str | None, flag: str) -> WeightDtype | None:
+    """A weight format named on the command line, checked (None stays None)."""
+    if value is None:
+        return None
+    if value not in WEIGHT_FORMATS:
+        raise InputError(f"{flag} = {value!r}: expected one of {', '.join(WEIGHT_FORMATS)}")
+    return value  # type: ignore[return-value]
+
+
+def precision_of(instance: Instance) -> dict[str, Any]:
+    """The weight formats an instance runs and the dtype its GEMMs run at on its GPU (a format
+    the GPU has no tensor cores for runs weight-only at bf16)."""
+    model, hardware = instance.model, instance.hardware
+    out: dict[str, Any] = {
+        "weights": model.weight_dtype,
+        "weight_bytes_per_value": weight_bytes_per_value(model.weight_dtype),
+        "dense_gemm_dtype": hardware.gemm_dtype(model.weight_dtype),
+    }
+    if model.moe is not None:
+        out |= {
+            "experts": model.expert_dtype,
+            "expert_bytes_per_value": weight_bytes_per_value(model.expert_dtype),
+            "expert_gemm_dtype": hardware.gemm_dtype(model.expert_dtype),
+        }
+    return out
+
+
+def moe_parts(instance: Instance, step: StepTime) -> dict[str, Any] | None:
+    """The shown step's MoE layers: routing, permutation, grouped GEMMs, dispatch, combine (seconds),
+    the busiest expert-parallel rank's load over the mean and the skew factor in it, and whether the
+    step runs as two micro-batches; None for a dense model."""
+    if instance.model.moe is None:
+        return None
+    return {
+        "routing_s": float(step.moe_routing_s),
+        "permutation_s": float(step.moe_permutation_s),
+        "grouped_gemm_s": float(step.expert_gemm_s),
+        "dispatch_s": float(step.moe_dispatch_s),
+        "combine_s": float(step.moe_combine_s),
+        "busiest_rank_share": float(step.expert_imbalance),
+        "expert_skew": instance.efficiency.expert_skew if instance.uses_ep else 1.0,
+        "micro_batches": int(step.micro_batches),
+        "overlap_s": float(step.overlap_s),
+    }
 
 
 def estimate(
@@ -135,9 +203,9 @@ def estimate(
     tp: int,
     query: StepQuery,
     *,
-    kv_dtype: KvDtype | None = None,
     expert_parallel: bool | Literal["tp-attention"] | None = None,
     stack: str | None = None,
+    formats: Formats | None = None,
 ) -> dict[str, Any]:
     """Predict a prefill, a decode step or an extend step (see `StepQuery`): engine times.
 
@@ -152,7 +220,9 @@ def estimate(
     `stack` picks the factors the GPU's profile holds for that serving stack (else its default ones).
     `expert_parallel` takes the values of the measurements' column of that name: True (experts EP,
     data-parallel attention), "tp-attention" (experts EP under tensor-parallel attention), False
-    (tensor parallelism throughout), None (the default rule; see `Instance`).
+    (tensor parallelism throughout), None (the default rule; see `Instance`). `formats` stores the
+    model's weights in other formats (`precision` reports the formats and the GEMMs' dtypes; `moe`
+    the MoE layers' parts, `moe_parts`).
     """
     prefill_tokens, cached_tokens, chunk_tokens = query.prefill_tokens, query.cached_tokens, query.chunk_tokens
     decode_batch, extend_tokens, context_tokens = query.decode_batch, query.extend_tokens, query.context_tokens
@@ -174,7 +244,8 @@ def estimate(
     check_gpus_per_instance(tp, "--tp")
     mtp = query.mtp()
     graph_cap = query.graph_cap()
-    model = load_model(model_name, kv_dtype)
+    formats = formats or Formats()
+    model = formats.apply(load_model(model_name, formats.kv))
     tp_attention = expert_parallel == "tp-attention"
     ep = True if expert_parallel == "tp-attention" else expert_parallel
     instance = Instance(
@@ -251,7 +322,9 @@ def estimate(
             context_tokens=context_tokens,
             equivalent_decode_steps=float(step.total_s) / one,
         )
-    result["breakdown"] = step.breakdown()
+    result["breakdown"] = {name: value for name, value in step.breakdown().items() if name.endswith("_s")}
+    result["precision"] = precision_of(instance)
+    result["moe"] = moe_parts(instance, step)
     result["bound"] = str(step.bound)
     result["floor_s"] = floor
     result["times_floor"] = float(step.total_s) / floor if floor > 0 else None

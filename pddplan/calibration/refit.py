@@ -3,7 +3,9 @@
   1. defaults: the kernel priors (`pddplan.perf.priors`), not fitted (see `refit`); the per-stack
      software costs (`PER_STACK_FACTORS`: step and request overheads) keep their priors at this
      level and the next;
-  2. per GPU: each GPU with at least `MIN_GPU_FIT_ROWS` fit rows, fitted to its rows and pulled
+  2. per GPU: each GPU with at least `MIN_GPU_FIT_ROWS` fit rows of at least `MIN_GPU_FIT_MODELS`
+     models (one model's rows would make its quirks the GPU's, and no fold that leaves whole models
+     out could check them), fitted to its rows and pulled
      towards the defaults with the GPU's own kernel priors (`gpu_start`, `GPU_PRIOR_WEIGHT`); a GPU
      with public kernel figures (`GPU_PRIORS`) but fewer rows keeps those priors;
   3. per (GPU, stack): each pair with a fit row, fitted to that pair's rows, starting from (and
@@ -34,6 +36,7 @@ from pddplan.support.catalog import catalog_dir
 from pddplan.support.loading import write_atomic
 
 MIN_GPU_FIT_ROWS = 3
+MIN_GPU_FIT_MODELS = 2
 
 #: profile -> (profile whose factors it takes, why).
 COPIES: dict[str, tuple[str, str]] = {
@@ -83,8 +86,9 @@ def refit(
     for gpu in sorted({m.gpu for m in scored} | set(GPU_PRIORS)):
         mine = [m for m in scored if m.gpu == gpu]
         count = sum(m.split == "fit" for m in mine)
+        models = len({m.model for m in mine if m.split == "fit"})
         start = gpu_start(gpu, defaults)
-        if count >= MIN_GPU_FIT_ROWS:
+        if count >= MIN_GPU_FIT_ROWS and models >= MIN_GPU_FIT_MODELS:
             say(f"fitting {gpu}")
             source = f"calibrated: fitted by `pddplan calibrate` to {count} {gpu} rows of {name}"
             result.per_gpu[gpu] = fit_gpu_efficiency(mine, start, source).efficiency

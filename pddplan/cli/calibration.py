@@ -48,6 +48,18 @@ MtpOption = Annotated[int, typer.Option("--mtp", help="Decode with multi-token p
 AcceptOption = Annotated[
     float | None, typer.Option("--accept", help="With --mtp: share of draft tokens accepted (0-1].")
 ]
+WeightsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--weights",
+        help="Weight format of every weight: bf16, fp8, fp8-block, nvfp4 (fp4), mxfp4 or int4. Default: the "
+        "model's own (its quantization_config).",
+    ),
+]
+ExpertWeightsOption = Annotated[
+    str | None,
+    typer.Option("--expert-weights", help="Weight format of the routed experts alone (after --weights)."),
+]
 CudaGraphMaxBatchOption = Annotated[
     int | None,
     typer.Option(
@@ -76,6 +88,8 @@ def estimate(
     mtp: MtpOption = 0,
     accept: AcceptOption = None,
     cuda_graph_max_batch: CudaGraphMaxBatchOption = None,
+    weights: WeightsOption = None,
+    expert_weights: ExpertWeightsOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Predict one prefill, decode step or extend step, with its breakdown and binding resource."""
@@ -135,6 +149,11 @@ WriteCatalogOption = Annotated[
     ),
 ]
 
+ForceOption = Annotated[
+    bool,
+    typer.Option("--force", help="With --output: write the factors even when they make the held-out rows worse."),
+]
+
 
 @app.command("calibrate")
 def calibrate(
@@ -149,17 +168,21 @@ def calibrate(
     all_gpus: AllGpusOption = False,
     output_path: ProfileOutputOption = None,
     write_catalog: WriteCatalogOption = False,
+    force: ForceOption = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Fit efficiency factors to measured step times; report the error before and after."""
     given = dict(locals())  # the parameters above are the command's options, by name
-    from pddplan.calibration.command import CalibrateFlags
+    from pddplan.calibration.command import CalibrateFlags, worsens
     from pddplan.report import output, perf_tables
 
     flags = CalibrateFlags(**given)
     fit = flags.fit()
     for note in fit.notes:
         output.diagnostics().print(f"note: {note}", markup=False, highlight=False)
+    harm = worsens(fit.result)
+    if harm is not None:
+        output.diagnostics().print(f"warning: {harm}", markup=False, highlight=False)
     flags.write_rows(fit)
     if write_catalog:
         with output.status("refitting the catalog...") as status:
@@ -181,8 +204,22 @@ FoldsOption = Annotated[
 ]
 
 
+FoldByOption = Annotated[
+    str,
+    typer.Option(
+        "--fold-by",
+        help="What a fold leaves out whole: model (every row of a model) or stack (every row of a serving stack).",
+    ),
+]
+
+
 @app.command("accuracy")
-def accuracy(measurements: MeasurementsArg = None, folds: FoldsOption = 0, json_out: JsonFlag = False) -> None:
+def accuracy(
+    measurements: MeasurementsArg = None,
+    folds: FoldsOption = 0,
+    fold_by: FoldByOption = "model",
+    json_out: JsonFlag = False,
+) -> None:
     """Error of the shipped step-time model against measured points, held-out rows apart."""
     given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.calibration.accuracy import AccuracyFlags

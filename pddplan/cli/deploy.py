@@ -149,6 +149,8 @@ def simulate(
     with _progress() as progress:
         run = flags.prepare(progress)
     result = flags.simulate(run)
+    if per_request is not None:
+        output.diagnostics().print(f"wrote {per_request}", markup=False, highlight=False)
     if report is not None:
         _write_report(
             report,

@@ -533,7 +533,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     cost = scenario.cost_per_hour
     verdict = judge(
         sla,
-        Tails(float(ttft_q[1]), float(ttft_q[2]), float(tpot_q[1])),
+        Tails.of(ttft_q, tpot_q),
         lam,
         attainment,
         (revenue_per_request(workload, classes), cost),

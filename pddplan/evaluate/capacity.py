@@ -159,7 +159,7 @@ def decoder_capacity(
     lower = sum(t.capacity_bytes for t in tiers)
     batches = np.arange(1, max(min(limit, by_memory), 1) + 1, dtype=np.float64)
     steps = decode_step_time(candidate.instance, batches, context)
-    target = workload.sla.tpot_p90_s or math.inf
+    target = workload.sla.tpot_step_limit_s()
     ok = steps <= target
     if by_memory < 1 or not ok.any():
         return DecoderCapacity(candidate, 0, math.inf, 0.0, 0.0, memory, per_sequence, lower)
@@ -351,8 +351,9 @@ def prefill_capacity_by_line(
     # rows: every (line, pool size) pair, line-major
     line_of_row = np.repeat(np.arange(len(lines)), len(sizes))
     weights_l = (p_in[None, :, None] * prob_lf[:, None, :]).reshape(len(lines), -1)
-    targets = np.array([sla.ttft_p90_s, sla.ttft_p99_s]) * sla_scale
-    allowed = np.array([0.10, 0.01])
+    ttft_targets = sla.targets("ttft")
+    targets = np.array([t.target_s for t in ttft_targets]) * sla_scale
+    allowed = np.array([1.0 - t.quantile for t in ttft_targets])
 
     def feasible(rows: np.ndarray, n: np.ndarray, rate: np.ndarray) -> np.ndarray:
         queue = prefill_queue(classes, n, rate, cv2_a)

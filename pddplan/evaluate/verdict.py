@@ -12,9 +12,11 @@ Both report the same keys with the same meaning:
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from pddplan.specs.workload import Sla, Workload
 
@@ -24,11 +26,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Tails:
-    """The percentiles the SLA names (seconds)."""
+    """The percentiles an SLA may name (seconds): TTFT and TPOT at P50, P90 and P99."""
 
+    ttft_p50_s: float
     ttft_p90_s: float
     ttft_p99_s: float
+    tpot_p50_s: float
     tpot_p90_s: float
+    tpot_p99_s: float
+
+    @classmethod
+    def of(cls, ttft: Sequence[float] | np.ndarray, tpot: Sequence[float] | np.ndarray) -> Tails:
+        """From (P50, P90, P99) of TTFT and of TPOT."""
+        return cls(*(float(v) for v in ttft), *(float(v) for v in tpot))
 
 
 @dataclass(frozen=True)
@@ -46,14 +56,15 @@ class Verdict:
 
 
 def sla_violations(sla: Sla, tails: Tails) -> list[str]:
-    """Each SLA percentile over its target, as a sentence."""
+    """Each SLA percentile over its target, as a sentence (TTFT in s, TPOT in ms)."""
     out = []
-    if tails.ttft_p90_s > sla.ttft_p90_s:
-        out.append(f"TTFT P90 {tails.ttft_p90_s:.2f} s > {sla.ttft_p90_s:g} s")
-    if tails.ttft_p99_s > sla.ttft_p99_s:
-        out.append(f"TTFT P99 {tails.ttft_p99_s:.2f} s > {sla.ttft_p99_s:g} s")
-    if sla.tpot_p90_s is not None and tails.tpot_p90_s > sla.tpot_p90_s:
-        out.append(f"TPOT P90 {tails.tpot_p90_s * 1e3:.1f} ms > {sla.tpot_p90_s * 1e3:g} ms")
+    for target in sla.targets():
+        value = getattr(tails, target.key)
+        if value > target.target_s:
+            if target.metric == "ttft":
+                out.append(f"{target.name} {value:.2f} s > {target.target_s:g} s")
+            else:
+                out.append(f"{target.name} {value * 1e3:.1f} ms > {target.target_s * 1e3:g} ms")
     return out
 
 
@@ -88,4 +99,5 @@ def revenue_per_request(workload: Workload, classes: RequestClasses) -> float:
 
 
 def tpot_target(sla: Sla) -> float:
-    return sla.tpot_p90_s if sla.tpot_p90_s is not None else math.inf
+    """The TPOT a request must keep to count toward goodput (`Sla.tpot_per_request_s`)."""
+    return sla.tpot_per_request_s()

@@ -84,7 +84,8 @@ def export_plan(
         raise InputError(f"--engine = {engine!r}: expected one of {', '.join(ENGINES)}")
     if image is not None:
         check_script_text("--image", image)
-    deployment = deployment_of(scenario, model_repo_of(scenario.workload.model, model_path), gpus_per_node)
+    repo = model_repo_of(scenario.workload.model, model_path)
+    deployment = deployment_of(scenario, repo, gpus_per_node, checkpoint_given=bool(model_path))
     if target == "k8s":
         return Export(target, engine, deployment, k8s_files(engine, deployment, image))
 

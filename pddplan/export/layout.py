@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pddplan.errors import InputError
+from pddplan.inputs import load_model
 from pddplan.scenarios.scenario import Scenario
+from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import RoleName
 
 #: GPUs per server (Kubernetes node) unless told otherwise: an HGX board holds 8.
@@ -95,6 +97,7 @@ class Deployment:
     hbm_utilization: float
     context_tokens: int
     kv_dtype: str | None  # "fp8" or None (the model's own)
+    quantization: str | None  # "fp8": the engine quantizes a 16-bit checkpoint as it loads it (`online_quantization`)
     mtp_draft_tokens: int
     cuda_graph_max_batch: int | None  # largest decode batch captured as a CUDA graph; None: the engine's default
     routing: dict[str, Any] | None  # PDD's routing rule and handoff, None for the baselines
@@ -114,9 +117,30 @@ def _vendor(description: str) -> str:
     return "nvidia"
 
 
-def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> Deployment:
+def online_quantization(served: ModelArchitecture, checkpoint: ModelArchitecture) -> str | None:
+    """How the engines reach the weight formats a workload asks for (`weights`, `expert_weights`)
+    from the model's own checkpoint: None when they are its own; `fp8` when it is 16-bit and every
+    weight is asked in FP8 (SGLang and vLLM `--quantization fp8` quantize it as they load it);
+    InputError otherwise: 4-bit and mixed formats need a checkpoint quantized offline."""
+    asked = (served.weight_dtype, served.expert_dtype)
+    own = (checkpoint.weight_dtype, checkpoint.expert_dtype)
+    if asked == own:
+        return None
+    if own == ("bf16", "bf16") and asked in (("fp8", "fp8"), ("fp8-block", "fp8-block")):
+        return "fp8"
+    raise InputError(
+        f"weights {'/'.join(asked)}: the engines quantize a 16-bit checkpoint to fp8 as they load it, nothing "
+        f"else; {served.name}'s own is {'/'.join(own)}: give --model-path a checkpoint already in that format"
+    )
+
+
+def deployment_of(
+    scenario: Scenario, model_repo: str, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, checkpoint_given: bool = False
+) -> Deployment:
     """The engine instances that realize `scenario`'s plan; InputError when an instance's GPUs do
-    not fill whole nodes (a 12-GPU instance on 8-GPU nodes)."""
+    not fill whole nodes (a 12-GPU instance on 8-GPU nodes). `checkpoint_given`: the user named
+    the checkpoint (`--model-path`), which is then taken to be in the workload's weight formats
+    (no online quantization)."""
     if not 1 <= gpus_per_node <= MAX_GPUS_PER_NODE:
         raise InputError(f"--gpus-per-node = {gpus_per_node}: must be 1 to {MAX_GPUS_PER_NODE}")
     plan, workload = scenario.plan, scenario.workload
@@ -177,6 +201,9 @@ def deployment_of(scenario: Scenario, model_repo: str, gpus_per_node: int = DEFA
         hbm_utilization=workload.serving.hbm_utilization,
         context_tokens=workload.prompt_tokens.largest() + workload.output_tokens.largest(),
         kv_dtype="fp8" if workload.kv_dtype == "fp8" else None,
+        quantization=None
+        if checkpoint_given
+        else online_quantization(scenario.model, load_model(workload.model, workload.kv_dtype)),
         mtp_draft_tokens=workload.serving.mtp_draft_tokens if mtp is not None else 0,
         cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
         routing=routing,

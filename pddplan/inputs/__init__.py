@@ -69,6 +69,12 @@ def check_kv_dtype(value: str | None) -> KvDtype | None:
     raise InputError(f"--kv-dtype = {value!r}: expected bf16 or fp8")
 
 
+def workload_model(workload: Workload) -> ModelArchitecture:
+    """The model `workload` serves: its catalog entry or config, with the workload's KV dtype and
+    weight formats (`weights`, `expert_weights`) where it sets them."""
+    return load_model(workload.model, workload.kv_dtype).with_weights(workload.weights, workload.expert_weights)
+
+
 def load_model(name_or_path: str, kv_dtype: KvDtype | None = None) -> ModelArchitecture:
     """A model architecture from the catalog, a Hugging Face config.json, or a YAML architecture.
 
@@ -154,9 +160,13 @@ def check_workload(workload: Workload, path: Path) -> Workload:
             hint = catalog.suggest(offer.type, list(known))
             raise InputError(f"{where}: unknown GPU{hint}")
     try:
-        load_model(workload.model, workload.kv_dtype)
+        served = load_model(workload.model, workload.kv_dtype)
     except InputError as exc:
         raise InputError(f"{path}: model = {workload.model!r}: {exc}") from None
+    try:
+        served.with_weights(workload.weights, workload.expert_weights)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
     stack = workload.serving.stack
     if stack is not None:
         for dc in workload.deployment.datacenters:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pddplan.errors import InputError
+from pddplan.inputs.quantization import weight_formats
 from pddplan.specs.model import (
     IndexerSpec,
     KvDtype,
@@ -21,7 +22,6 @@ from pddplan.specs.model import (
     MlaSpec,
     ModelArchitecture,
     MoeSpec,
-    WeightDtype,
 )
 
 
@@ -76,7 +76,7 @@ def architecture_from_hf_config(
         moe = _moe(cfg, num_layers)
         layer_kinds = _layer_kinds(cfg, num_layers)
         linear = _linear(cfg) if "linear" in layer_kinds else None
-        weight_dtype, expert_dtype = _weight_dtypes(cfg)
+        weight_dtype, expert_dtype = weight_formats(data, source)
         return ModelArchitecture(
             name=name,
             source=source,
@@ -228,16 +228,3 @@ def _linear(cfg: _Config) -> LinearAttentionSpec:
         value_head_dim=cfg.int("linear_value_head_dim"),
         conv_kernel=cfg.int("linear_conv_kernel_dim", default=4),
     )
-
-
-def _weight_dtypes(cfg: _Config) -> tuple[WeightDtype, WeightDtype]:
-    """(dense weight dtype, expert weight dtype) from `quantization_config` and `torch_dtype`."""
-    quant = cfg.get("quantization_config") or {}
-    method = str(quant.get("quant_method", "")).lower() if isinstance(quant, Mapping) else ""
-    if method == "mxfp4":
-        return "bf16", "fp4"
-    if method in ("fp8", "fbgemm_fp8", "compressed-tensors") and "fp8" in str(quant).lower():
-        return "fp8", "fp8"
-    if method == "fp8":
-        return "fp8", "fp8"
-    return "bf16", "bf16"

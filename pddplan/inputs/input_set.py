@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pddplan.errors import InputError
-from pddplan.inputs import load_hardware, load_model
+from pddplan.inputs import load_hardware, workload_model
 from pddplan.net.fluctuation import CapacityTrace, read_trace
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
@@ -84,7 +84,7 @@ def load_input_set(workload: Workload, base_dir: Path | None = None) -> InputSet
     """Read what `workload` names: its model (catalog, config.json or YAML), the profile of every
     GPU type it offers, and the capacity trace of every line option with `kind: trace` (a relative
     trace path, like a GPU profile file, is read from `base_dir`, the workload file's folder)."""
-    model = load_model(workload.model, workload.kv_dtype)
+    model = workload_model(workload)
     hardware = {gpu: load_hardware(gpu, base_dir) for gpu in sorted(_offered_types(workload))}
     traces = {}
     for option in workload.deployment.wan_lines:

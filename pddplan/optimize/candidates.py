@@ -1,14 +1,14 @@
 """What the optimizer may choose among: instance candidates per role and WAN line pools.
 
 An instance candidate is (datacenter, GPU type, TP degree, parallel layout) where the model fits.
-An MoE model gets two layouts inside one scale-up domain: tensor-parallel attention and experts,
-and expert parallelism with data-parallel attention (what DeepSeek-style deployments run: no KV
-copies per rank, so more sequences fit, at the price of a full copy of the non-expert weights per
-rank); across domains it is always expert-parallel (see `Instance`). The third layout, experts
-expert-parallel under tensor-parallel attention (`Instance.tp_attention`), is not tried: it holds
-the same weights and KV per GPU as tensor parallelism throughout and runs the same FLOPs, bytes and
-all-reduces, plus the wait for the busiest expert rank, so in this model it is never faster (a plan
-file or `estimate --ep --tp-attention` evaluates it). A WAN
+An MoE model gets three layouts inside one scale-up domain: tensor parallelism throughout; expert
+parallelism with data-parallel attention (what DeepSeek-style deployments run: no KV copies per
+rank, so more sequences fit, at the price of a full copy of the non-expert weights per rank and of
+one rank doing a lone request's attention and dense layers); and experts expert-parallel under
+tensor-parallel attention (`Instance.tp_attention`: the same weights and KV per GPU as tensor
+parallelism, each rank's experts whole, so its grouped GEMMs and permutation run on its own share of
+the rows; faster than TP for long prefills, never for decode). Across domains the experts are always
+expert-parallel, under data-parallel or tensor-parallel attention. A WAN
 configuration is a directed datacenter pair (prefill and relay at the source, main decode at the
 destination) with a count of lines per option joining them; all configurations of all pairs are
 enumerated, so nothing assumes exactly two datacenters.
@@ -31,8 +31,9 @@ from pddplan.specs.workload import WanLineOption, Workload
 
 @dataclass(frozen=True)
 class Candidate:
-    """One kind of instance: `tp` GPUs of `gpu` in `datacenter`; `expert_parallel` says the layout
-    of an MoE model's instance outright (so a written plan does too), None for a dense model."""
+    """One kind of instance: `tp` GPUs of `gpu` in `datacenter`; `expert_parallel` and `tp_attention`
+    say the layout of an MoE model's instance outright (so a written plan does too), None and False
+    for a dense model."""
 
     datacenter: str
     gpu: str
@@ -42,25 +43,23 @@ class Candidate:
     kv_capacity_bytes: float
     max_count: int
     expert_parallel: bool | None = None
+    tp_attention: bool = False
 
     @property
     def key(self) -> str:
-        return f"{self.datacenter}/{self.gpu}/tp{self.tp}" + ("/ep" if self.expert_parallel else "")
+        layout = ("/ep" if self.expert_parallel else "") + ("/tp-attention" if self.tp_attention else "")
+        return f"{self.datacenter}/{self.gpu}/tp{self.tp}" + layout
 
     def role(self, count: int) -> RoleSpec:
         """`count` instances of this kind, as a plan's role."""
         return RoleSpec(
-            datacenter=self.datacenter, gpu=self.gpu, tp=self.tp, count=count, expert_parallel=self.expert_parallel
+            datacenter=self.datacenter,
+            gpu=self.gpu,
+            tp=self.tp,
+            count=count,
+            expert_parallel=self.expert_parallel,
+            tp_attention=self.tp_attention,
         )
-
-
-def serves_prefill(candidate: Candidate) -> bool:
-    """Whether a kind may prefill: not the in-domain expert-parallel layout. Under data-parallel
-    attention one request's attention and dense layers run on a single rank, which the step model
-    (it splits a step's work over all tp ranks) does not represent, so it would flatter a single
-    request's prefill; across domains expert parallelism is the only layout and is kept (see
-    docs/model.md, section 3)."""
-    return not (candidate.expert_parallel and candidate.tp <= candidate.instance.hardware.scale_up_domain)
 
 
 def holds_longest_prompt(candidate: Candidate, workload: Workload) -> bool:
@@ -71,12 +70,15 @@ def holds_longest_prompt(candidate: Candidate, workload: Workload) -> bool:
     return room >= 1
 
 
-def layouts(model: ModelArchitecture, tp: int, domain: int) -> list[bool | None]:
-    """Parallel layouts to try: the default rule, plus expert parallelism for an MoE model whose
-    instance spans more than one GPU of a single scale-up domain (beyond it EP is the default)."""
-    if model.moe is not None and 1 < tp <= domain:
-        return [None, True]
-    return [None]
+def layouts(model: ModelArchitecture, tp: int, domain: int) -> list[tuple[bool | None, bool]]:
+    """(expert_parallel, tp_attention) layouts to try: the default rule (TP inside one scale-up
+    domain, EP with data-parallel attention beyond it), plus, for an MoE model on more than one GPU,
+    EP with data-parallel attention inside a domain and EP under tensor-parallel attention."""
+    if model.moe is None or tp == 1:
+        return [(None, False)]
+    if tp <= domain:
+        return [(None, False), (True, False), (True, True)]
+    return [(None, False), (True, True)]
 
 
 # Widest instance tried by default, in scale-up domains: production MoE deployments run expert
@@ -116,15 +118,17 @@ def instance_candidates(inputs: InputSet, chunk_tokens: int) -> list[Candidate]:
             for tp in tp_degrees(workload, hardware.scale_up_domain):
                 if tp > offer.max_count:
                     continue
-                for layout in layouts(model, tp, hardware.scale_up_domain):
+                for layout, tp_attention in layouts(model, tp, hardware.scale_up_domain):
                     instance = Instance(
                         model,
                         hardware,
                         tp,
                         layout,
+                        tp_attention=tp_attention,
                         stack=workload.serving.stack,
                         mtp=workload.serving.mtp(),
                         cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
+                        context_cv=min(workload.decode_context_cv(), 10.0),
                     )
                     if not fits(instance, utilization, chunk_tokens):
                         continue
@@ -138,6 +142,7 @@ def instance_candidates(inputs: InputSet, chunk_tokens: int) -> list[Candidate]:
                             kv_capacity_bytes=instance_kv_capacity_bytes(instance, utilization, chunk_tokens),
                             max_count=offer.max_count // tp,
                             expert_parallel=instance.uses_ep if model.moe is not None else None,
+                            tp_attention=tp_attention,
                         )
                     )
     return out

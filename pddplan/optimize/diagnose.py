@@ -67,6 +67,7 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
                     "more memory, allow a larger TP degree, or use a smaller kv_dtype",
                 }
             ]
+        tightest = min(sla.targets("tpot"), key=lambda t: t.target_s)
         best = min(
             (float(decode_step_time(d.candidate.instance, 1.0, setup.moments.context_tokens)) for d in data.decode),
             default=float("inf"),
@@ -74,18 +75,19 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
         findings.append(
             {
                 "constraint": "decode-capacity",
-                "shortfall": best - (sla.tpot_p90_s or 0.0),
-                "message": f"no decode candidate meets TPOT P90 {(sla.tpot_p90_s or 0) * 1e3:g} ms even at batch "
+                "shortfall": best - sla.tpot_step_limit_s(),
+                "message": f"no decode candidate meets {tightest.name} {tightest.target_s * 1e3:g} ms even at batch "
                 f"1 (best step {best * 1e3:.1f} ms); loosen the TPOT SLA or offer faster decode GPUs",
             }
         )
         return findings
     if not any((caps > 0).any() for caps in data.prefill_caps.values()):
+        ttft_targets = " / ".join(f"{t.name} {t.target_s:g} s" for t in sla.targets("ttft"))
         findings.append(
             {
                 "constraint": "prefill-capacity",
                 "shortfall": setup.rate_ceiling,
-                "message": f"no prefill pool meets TTFT P90 {sla.ttft_p90_s:g} s / P99 {sla.ttft_p99_s:g} s at "
+                "message": f"no prefill pool meets {ttft_targets} at "
                 "any rate (the prefill and transfer of the slowest requests alone exceed it); loosen the TTFT "
                 "SLA, use faster prefill GPUs, a smaller chunk, or more WAN bandwidth",
             }

@@ -38,7 +38,6 @@ from pddplan.optimize.candidates import (
     Candidate,
     holds_longest_prompt,
     instance_candidates,
-    serves_prefill,
     wan_configs,
 )
 from pddplan.optimize.options import OptimizeOptions
@@ -198,7 +197,7 @@ class ProblemBuilder:
         longest = float(request_kv_bytes(model, workload.prompt_tokens.largest(), page))
         out = {}
         for i, candidate in enumerate(setup.candidates):
-            if not (serves_prefill(candidate) and holds_longest_prompt(candidate, workload)):
+            if not holds_longest_prompt(candidate, workload):
                 continue
             room = replace(candidate, kv_capacity_bytes=candidate.kv_capacity_bytes - longest)
             d = decoder_capacity(room, workload, model, moments.context_tokens, moments.output_tokens)
@@ -287,8 +286,6 @@ class ProblemBuilder:
             longest = float(request_kv_bytes(setup.model, workload.prompt_tokens.largest(), serving.page_tokens))
             room = {}
             for i, candidate in enumerate(setup.candidates):
-                if not serves_prefill(candidate):
-                    continue
                 tiers, _ = instance_tiers(candidate.instance, serving.cache_tiers, serving.host_memory_utilization)
                 lower = sum(t.capacity_bytes for t in tiers)
                 room[i] = max(candidate.kv_capacity_bytes - longest, 0.0) + lower
@@ -307,14 +304,17 @@ class ProblemBuilder:
         caps: dict[tuple[int, int], np.ndarray] = {}
         least = self.options.least_rate(setup.rate_ceiling)
         for i, candidate in enumerate(setup.candidates):
-            if not (serves_prefill(candidate) and holds_longest_prompt(candidate, setup.workload)):
+            if not holds_longest_prompt(candidate, setup.workload):
                 continue
             mean_s = float(classes[i].prefill_s @ classes[i].input_prob)
             by_rate = math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4
             top = max(by_rate if self.beyond_inventory else min(candidate.max_count, by_rate), 1)
-            # a pool of n instances serves less than n / E[S]: smaller pools cannot reach the least rate
-            # the program may serve, so their capacity is left at 0 without computing it
-            lowest = min(max(math.floor(least * mean_s), 1), top)
+            # a pool of n instances serves less than n / E[P], P a request's work when fully packed (its
+            # least, `pddplan.evaluate.prefill_queue`; far below its time alone under data-parallel
+            # attention): smaller pools cannot reach the least rate the program may serve, so their
+            # capacity is left at 0 without computing it
+            least_work_s = float(classes[i].prefill_work_s @ classes[i].input_prob)
+            lowest = min(max(math.floor(least * least_work_s), 1), top)
             sizes = np.arange(lowest, top + 1)
             # one row per distinct line (pools of equal lines share it), searched in one call
             rows: dict[Any, int] = {}

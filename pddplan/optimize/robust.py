@@ -10,8 +10,9 @@ The search, per architecture:
    - each scenario's plan;
    - the joint program's purchase (`pddplan.optimize.joint`: one integer program over every
      required scenario, the purchase shared, each scenario's capacities with the routing rule of
-     its own optimum), grown greedily when the closed form finds it short (the program's
-     capacities are linear, as the steady program's are);
+     its own optimum), grown greedily when the closed form finds it short and trimmed when it
+     finds an instance to spare (the program's capacities are linear, as the steady program's
+     are, and conservative where the closed form is not: the steady search trims too);
    - when none of these meets them all, the plan of the scenario with the highest rate grown
      greedily (as `pddplan.optimize.survive` grows: the addition leaving the fewest scenarios unmet, ties
      to the cheapest) until it does;
@@ -295,6 +296,20 @@ def _grow(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], inputs: Inp
     return plan if not unmet else None
 
 
+def _trimmed(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> Plan:
+    """`plan` with each role's count lowered one instance at a time, decode, relay, then prefill, as
+    long as every required scenario is still met in closed form (`pddplan.optimize.search._trimmed`
+    does the same to the steady program's pick)."""
+
+    for role in ("decode", "relay", "prefill"):
+        while (spec := getattr(plan, role)) is not None and spec.count > 1:
+            smaller = plan.with_count(role, spec.count - 1)
+            if _unmet(smaller, cases):
+                break
+            plan = smaller
+    return plan
+
+
 def _verified(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], options: OptimizeOptions) -> bool:
     """Whether `plan`, operated as each required scenario chooses (`_operate`), meets that scenario's
     SLA in simulation too (`pddplan.simulate.sequential.verify`, as the steady optimizer checks)."""
@@ -319,7 +334,8 @@ def _joint_candidates(
     options: OptimizeOptions,
 ) -> list[tuple[Plan, str]]:
     """The joint program's purchase (`pddplan.optimize.joint`, each required scenario with the
-    routing rule of its own optimum) if it meets every required scenario in closed form, else grown
+    routing rule of its own optimum) if it meets every required scenario in closed form, and that
+    purchase trimmed (`_trimmed`) when the closed form needs less of it; else the purchase grown
     greedily until it does; none when the program cannot be built or solved."""
 
     joint_cases = []
@@ -334,7 +350,11 @@ def _joint_candidates(
         return []
     plan = plan.model_copy(update={"name": f"{home.workload.name}-{arch}-robust", "rate_rps": None})
     if not _unmet(plan, cases):
-        return [(plan, "the joint program's purchase")]
+        trimmed = _trimmed(plan, cases)
+        if trimmed == plan:
+            return [(plan, "the joint program's purchase")]
+        # the untrimmed purchase stays a candidate: the trimmed one may fail its simulations
+        return [(trimmed, "the joint program's purchase, trimmed"), (plan, "the joint program's purchase")]
     grown = _grow(plan, cases, home)
     return [(grown, "grown greedily from the joint program's purchase")] if grown is not None else []
 

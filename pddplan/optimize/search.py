@@ -14,7 +14,6 @@ from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.inputs.input_set import InputSet
 from pddplan.optimize import model as milp
-from pddplan.optimize.candidates import serves_prefill
 from pddplan.optimize.diagnose import diagnose
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.placement import relay_placements
@@ -115,13 +114,8 @@ def narrower_plans(plan: Plan, role: RoleName, setup: OptimizeSetup) -> list[Pla
     spec = getattr(plan, role)
     if spec is None or spec.count == 0 or spec.tp % 2:
         return []
-    kinds = [
-        c
-        for c in setup.candidates
-        if (c.datacenter, c.gpu, c.tp) == (spec.datacenter, spec.gpu, spec.tp // 2)
-        and (role != "prefill" or serves_prefill(c))
-    ]
-    kinds.sort(key=lambda c: c.expert_parallel != spec.expert_parallel)
+    kinds = [c for c in setup.candidates if (c.datacenter, c.gpu, c.tp) == (spec.datacenter, spec.gpu, spec.tp // 2)]
+    kinds.sort(key=lambda c: (c.expert_parallel != spec.expert_parallel, c.tp_attention != spec.tp_attention))
     return [plan.model_copy(update={role: c.role(spec.count)}) for c in kinds]
 
 

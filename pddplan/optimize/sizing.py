@@ -50,7 +50,6 @@ from pddplan.optimize.candidates import (
     Candidate,
     holds_longest_prompt,
     instance_candidates,
-    serves_prefill,
     wan_configs,
 )
 from pddplan.optimize.placement import relay_placements
@@ -101,7 +100,7 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
     moments = workload_moments(workload)
     home = workload.deployment.home
     candidates = instance_candidates(inputs, chunk)
-    at_home = [c for c in candidates if c.datacenter == home and serves_prefill(c)]
+    at_home = [c for c in candidates if c.datacenter == home]
     if not at_home:
         raise InfeasibleError(f"model '{model.name}' fits no GPU offered in the home datacenter {home}")
     at_home = [c for c in at_home if holds_longest_prompt(c, workload)]

@@ -86,14 +86,7 @@ def relaxed(scenario: Scenario, factor: float) -> Scenario:
     """`scenario` with every SLA target multiplied by `factor`."""
     if factor == 1.0:
         return scenario
-    sla = scenario.workload.sla
-    looser = sla.model_copy(
-        update={
-            "ttft_p90_s": sla.ttft_p90_s * factor,
-            "ttft_p99_s": sla.ttft_p99_s * factor,
-            "tpot_p90_s": None if sla.tpot_p90_s is None else sla.tpot_p90_s * factor,
-        }
-    )
+    looser = scenario.workload.sla.scaled(factor)
     return replace(scenario, workload=scenario.workload.model_copy(update={"sla": looser}))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pddplan.specs.model import DTYPE_BYTES, LayerKind, ModelArchitecture
+from pddplan.specs.precision import weight_bytes_per_value
 
 
 def attention_params(model: ModelArchitecture, kind: LayerKind) -> int:
@@ -166,14 +167,15 @@ def param_counts(model: ModelArchitecture) -> ParamCounts:
 
 
 def weight_bytes(model: ModelArchitecture) -> float:
-    """Bytes of all weights: routed experts at the expert dtype, the rest at the weight dtype.
+    """Bytes of all weights: routed experts at the expert format, the rest at the weight format,
+    block scales included (`precision.weight_format`).
 
-    Embedding tables stay at bf16 in every engine, whatever the checkpoint's dtype.
+    Embedding tables stay at bf16 in every engine, whatever the checkpoint's format.
     """
     counts = param_counts(model)
-    dense_bytes = DTYPE_BYTES[model.weight_dtype]
+    dense_bytes = weight_bytes_per_value(model.weight_dtype)
     return (
-        counts.routed_experts_total * DTYPE_BYTES[model.expert_dtype]
+        counts.routed_experts_total * weight_bytes_per_value(model.expert_dtype)
         + (counts.non_expert - counts.lm_head) * dense_bytes
         + (counts.embedding + counts.lm_head) * DTYPE_BYTES["bf16"]
     )
@@ -184,7 +186,7 @@ def expert_bytes(model: ModelArchitecture) -> float:
     moe = model.moe
     if moe is None:
         return 0.0
-    return routed_expert_params(model) * DTYPE_BYTES[model.expert_dtype]
+    return routed_expert_params(model) * weight_bytes_per_value(model.expert_dtype)
 
 
 def linear_flops_per_token(model: ModelArchitecture) -> float:

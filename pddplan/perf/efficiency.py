@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pddplan.errors import InputError
 from pddplan.specs.hardware import Efficiency, HardwareProfile
+from pddplan.specs.precision import ComputeDtype, weight_format
 from pddplan.support.loading import read_data, validate
 
 DEFAULT_EFFICIENCY_PATH = Path(__file__).with_name("default_efficiency.yaml")
@@ -44,3 +45,22 @@ def efficiency_of(hardware: HardwareProfile, stack: str | None = None) -> Effici
             )
         return hardware.stack_efficiency[stack]
     return hardware.efficiency or DEFAULT_EFFICIENCY
+
+
+def compute_plateau(eff: Efficiency, dtype: ComputeDtype) -> float:
+    """The dense GEMM plateau of `dtype`: `compute_max_fraction` (bf16), `fp8_compute_max_fraction`,
+    `fp4_compute_max_fraction`."""
+    if dtype == "fp4":
+        return eff.fp4_compute_max_fraction
+    if dtype == "fp8":
+        return eff.fp8_compute_max_fraction
+    return eff.compute_max_fraction
+
+
+def streaming_fraction(eff: Efficiency, dtype: str, base: float) -> float:
+    """HBM efficiency of streaming weights of `dtype`: `base` (the bf16/fp8 figure), scaled by
+    `fp4_memory_fraction` / `memory_fraction` for 4-bit floats (NVFP4 MoE weights stream at
+    0.60-0.68 of HBM where BF16 reaches 0.81-0.87)."""
+    if weight_format(dtype).compute == "fp4":
+        return base * min(1.0, eff.fp4_memory_fraction / eff.memory_fraction)
+    return base

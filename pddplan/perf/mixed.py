@@ -14,9 +14,9 @@ The relay's marginal cost in a mixed step is
 T_lin the step without attention (`roofline.linear_step_s`: weights, GEMMs, collectives, overheads,
 already paid by the chunk, so only the b extra rows cost) and A_dec the decode attention of b
 sequences over their context. s_C is the busy step: on average the step of one of a request's
-own chunks, E[A] / E[chunks] (A its chunks' engine time alone), at most a full chunk's, T_lin(C)
-plus C tokens' share of prefill attention. (Packing makes some steps longer: on chat-short-lowhit
-the simulated mean step is 0.129 s against 0.093 s here; the simulator uses its actual steps.)
+own chunks, E[A] / E[chunks] (A its chunks' engine time alone). (Packing makes some steps longer
+on a tensor-parallel instance, shorter under data-parallel attention, whose lone chunk runs on one
+rank; the simulator uses its actual steps.)
 A relay sequence's mean time per token, with prefill busy a fraction rho of the time, is
 
   tau_co = 1 / (rho / s_mix(b) + (1 - rho) / tau(b))
@@ -44,11 +44,13 @@ def relay_marginal_step_s(instance: Instance, batch: ArrayLike, context_tokens: 
 
 
 def busy_step_s(instance: Instance, chunk_tokens: int, attention_s_per_token: float, mean_chunk_s: float) -> float:
-    """s_C = min(T_lin(C) + C * (prefill attention per new token), E[A] / E[chunks]): a busy prefill
-    instance's mean step, a request's own chunk step on average, at most a full chunk's (the full
-    chunk's when no request brings a new token)."""
-    full = float(linear_step_s(instance, float(chunk_tokens))) + chunk_tokens * attention_s_per_token
-    return min(full, mean_chunk_s) if mean_chunk_s > 0 else full
+    """s_C = E[A] / E[chunks]: a busy prefill instance's mean step, a request's own chunk step on
+    average (a full chunk's, T_lin(C) + C * (prefill attention per new token), when no request
+    brings a new token). Not capped at a full packed chunk: under data-parallel attention a lone
+    request's chunk runs on one rank and takes longer than a packed one spread over all."""
+    if mean_chunk_s > 0:
+        return mean_chunk_s
+    return float(linear_step_s(instance, float(chunk_tokens))) + chunk_tokens * attention_s_per_token
 
 
 def colocated_token_s(busy_fraction: float, mixed_step_s: ArrayLike, alone_step_s: ArrayLike) -> np.ndarray:

@@ -57,6 +57,16 @@ PRIORS: tuple[Prior, ...] = (
         source="DeepGEMM FP8 (1x128 scaling) on H800: 0.57-0.77 of FP8 peak at M=4096 with K >= 1536, 0.39 at K=512",
     ),
     Prior(
+        name="fp4_compute_max_fraction",
+        value=0.42,
+        low=0.2,
+        high=0.85,
+        log=False,
+        spread=0.07,
+        source="vLLM CUTLASS NVFP4 GEMMs on SM100 (vLLM PR #20646): 3646-3904 TFLOP/s at M = 4096-16384, "
+        "0.41-0.43 of the 9000 peak (0.24 at M = 512); FP8 there 0.46-0.57 (vLLM PR #19566)",
+    ),
+    Prior(
         name="compute_half_tokens",
         value=64.0,
         low=16.0,
@@ -77,6 +87,16 @@ PRIORS: tuple[Prior, ...] = (
         source="BF16 GEMMs at M <= 128 stream weights at 0.85-0.92 of H100 HBM; FP8 0.72-0.91",
     ),
     Prior(
+        name="fp4_memory_fraction",
+        value=0.65,
+        low=0.2,
+        high=0.95,
+        log=False,
+        spread=0.08,
+        source="FlashInfer TRT-LLM NVFP4 MoE on B300 (flashinfer PR #5301): weights and scales stream at "
+        "4.8-5.4 TB/s, 0.60-0.68 of 8 TB/s, where BF16 reaches 0.81-0.87; mm_fp4 at M = 1 only 0.22 (issue #1732)",
+    ),
+    Prior(
         name="expert_compute_max_fraction",
         value=0.65,
         low=0.35,
@@ -87,24 +107,49 @@ PRIORS: tuple[Prior, ...] = (
     ),
     Prior(
         name="expert_half_rows",
-        value=64.0,
+        value=180.0,
         low=16.0,
         high=1500.0,
         log=True,
         spread=0.5,
         fitted=False,
-        source="DeepGEMM's masked (decode) grouped GEMM tiles 64 rows per expert (BLOCK_M); with the plateau "
-        "0.65 this gives 0.52 at 256 rows, where DeepGEMM measures 0.41-0.47",
+        source="DeepGEMM grouped FP8 GEMMs on H800 swept by InferSim (alibaba/InferSim bench_data/grouped_gemm "
+        "@f2293dab, 142 rows): least squares over masked (decode) and contiguous (prefill) layouts gives "
+        "plateau 0.66, half-saturation 160-220 rows per expert (0.30 of peak at 128 rows, 0.43 at 256, 0.54 at 512)",
     ),
     Prior(
         name="expert_memory_fraction",
-        value=0.6,
+        value=0.7,
         low=0.2,
-        high=0.92,
+        high=0.95,
+        log=False,
+        spread=0.12,
+        source="grouped MoE GEMMs stream expert weights at 0.75-0.89 of HBM when tuned (DeepGEMM masked FP8 on "
+        "H800 with >= 8 local experts, InferSim's sweep; tuned Triton fused MoE on H100, vLLM PR #24700) and at "
+        "0.44-0.53 in the configurations engines ship untuned for many shapes (Triton FP8 on H200 and B200, "
+        "SGLang PRs #11730 and #11816): 0.7 between them",
+    ),
+    Prior(
+        name="glue_memory_fraction",
+        value=0.4,
+        low=0.15,
+        high=0.9,
+        log=False,
+        spread=0.1,
+        source="MoE permutation on H200 (tile-ai/TileOPs PR #603): gather of 512 tokens x top-8 x 7168 at "
+        "1.6-1.8 TB/s, 0.33-0.38 of 4.8 TB/s; routing, align and activation kernels bandwidth-bound at "
+        "1.6-2.4 TB/s (0.33-0.5) at large token counts (SGLang PRs #7794, #14133)",
+    ),
+    Prior(
+        name="expert_skew",
+        value=1.18,
+        low=1.0,
+        high=3.0,
         log=False,
         spread=0.15,
-        source="DeepGEMM masked grouped GEMMs stream ~0.61 of HBM; dense FP8 GEMMs at M=64-128 0.45-0.80; "
-        "no public figure for Triton fused-MoE or ROCm grouped GEMMs, which many stacks run",
+        source="SGLang large-scale EP blog (2025-05-05): prefill at 16,384 tokens per GPU, EP32, default expert "
+        "placement 50,302 vs simulated perfect EPLB 59,337 tok/s/node: 1.18 beyond balanced routing; "
+        "with EPLB and redundant experts it falls towards 1.0",
     ),
     Prior(
         name="attention_compute_fraction",
@@ -191,6 +236,17 @@ PRIORS: tuple[Prior, ...] = (
         source="NVLSTree all-reduce 46-48 us for 4-512 B on 2 x 8 H20 (NDR); 136 us for 8 B on 2 x 8 H100",
     ),
     Prior(
+        name="ep_latency_s",
+        value=4e-05,
+        low=5e-06,
+        high=3e-04,
+        log=True,
+        spread=0.5,
+        source="expert-parallel all-to-all inside one 8-GPU node: pplx-kernels NVLink 41.6 / 41.7 us "
+        "(dispatch / combine) at 1 token per GPU; DeepEP low-latency EP8 36-37 us dispatch at 128 tokens "
+        "(DeepEP PR #425)",
+    ),
+    Prior(
         name="kernel_floor_s",
         value=5e-06,
         low=1e-06,
@@ -270,6 +326,29 @@ GPU_PRIORS: dict[str, dict[str, tuple[float, str]]] = {
     },
 }
 GPU_PRIORS["a100-40g"] = GPU_PRIORS["a100-80g"]
+GPU_PRIORS["h20"].update(
+    {
+        "expert_compute_max_fraction": (
+            0.74,
+            "DeepGEMM grouped FP8 GEMMs on H20 swept by InferSim (852 rows): plateau 0.74 of 296 TFLOP/s "
+            "(0.83 over its contiguous prefill rows), half-saturation 55 rows per expert: a compute-poor part "
+            "saturates near its roofline ridge (37 rows)",
+        ),
+        "expert_half_rows": (55.0, "the same InferSim H20 fit: half-saturation 42-55 rows per expert"),
+        "expert_memory_fraction": (0.8, "the same InferSim H20 fit: 0.80 of 4.0 TB/s"),
+    }
+)
+GPU_PRIORS["b200"] = {
+    "compute_max_fraction": (
+        0.67,
+        "torch BF16 GEMMs on SM100 (vLLM PR #19566): 1363 TFLOP/s at M = 1024, 1513 at M = 16384, 0.61-0.67 of 2250",
+    ),
+    "fp8_compute_max_fraction": (
+        0.52,
+        "vLLM CUTLASS FP8 GEMMs on SM100 (vLLM PR #19566): 2077-2545 TFLOP/s at M = 1024-16384, 0.46-0.57 of 4500",
+    ),
+}
+GPU_PRIORS["gb200"] = GPU_PRIORS["b200"]  # the same Blackwell GPU, in a Grace-Blackwell board
 
 
 def _with_priors(factors: Efficiency, own: dict[str, tuple[float, str]]) -> Efficiency:

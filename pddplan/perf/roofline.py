@@ -1,30 +1,33 @@
-"""Step-time model v2 for one serving instance (one GPU type x a tensor-parallel degree).
+"""Step-time model v3 for one serving instance (one GPU type x a tensor-parallel degree).
 
 A step processes `batch` sequences, each adding `new_tokens` tokens on top of `context` tokens
 already in its KV cache. Its time is the sum over three kernel families, each max(compute, memory),
 plus collectives and overheads:
 
   dense GEMMs   compute = 2 * P_dense * N / (tp * F(dtype) * g_dtype(M)) + LM head,  M = rows per GPU
-                memory  = W_dense / (tp * BW * mu)
-  MoE experts   compute = 2 * P_experts_active * N / (tp * F(dtype) * g_e(N * t / E_hit)),
-                memory  = E_hit * L_moe * W_expert / (tp * BW * mu_e),  E_hit = E * (1 - (1 - t/E)^N),
-                both times the busiest rank's share under expert parallelism (`busiest_rank_share`)
+                memory  = W_dense / (tp * BW * mu(dtype))
+  MoE layers    routing, permutation, grouped GEMMs, dispatch and combine, on the busiest rank
+                (`perf.moe`: each part from its kernel measurements)
   attention     compute = attention FLOPs / (tp * F(bf16) * a(C, K)),
                 memory  = KV bytes read * r / (tp * BW * k(bytes per GPU per layer))
   overheads     kernel_floor * kernels launched + step_overhead; a decode step the engine launches
                 eagerly (its batch above `cuda_graph_max_batch`) is at least its host's time,
                 step_overhead + launch_gap * (kernels + collectives)
 
-Each efficiency is a saturating curve f_max * x / (x + x_half) over what starves its kernel
-(`saturating`): g over GEMM rows M, g_e over rows per expert, a over attention thread blocks C (128
+F(dtype) is the peak of the dtype a GEMM runs at on this GPU (`HardwareProfile.gemm_dtype`: a
+weight format the chip has no tensor cores for runs weight-only at bf16), mu(dtype) the weight-
+streaming efficiency (`fp4_memory_fraction` for 4-bit floats); weight bytes include block scales
+(`specs.precision`). Each efficiency is a saturating curve f_max * x / (x + x_half) over what
+starves its kernel (`saturating`): g over GEMM rows M, a over attention thread blocks C (128
 query rows x one head) times keys per query K, k over the KV bytes one GPU reads per layer. The
-curves' priors come from public microbenchmarks (FlashAttention-3 and cuDNN attention, cuBLAS and
-DeepGEMM GEMMs, FlashInfer/cuDNN decode, nccl-tests; tests/data/kernel_priors.md); `pddplan
-calibrate` fits them around those priors. Tensor parallelism (TP): two ring all-reduces per layer.
-Expert parallelism (EP, DeepSeek-style: data-parallel attention, experts spread over the ranks,
-dispatch/combine all-to-all overlapped with compute by micro-batching): every rank reads its full
-replica of the non-expert weights (W_dense / (BW * mu), not divided by tp) and runs N / tp rows, and
-the step overlaps the two in two micro-batches (`two_batch_overlap`) instead of adding them.
+curves' priors come from public microbenchmarks (FlashAttention-3 and cuDNN attention, cuBLAS,
+CUTLASS and DeepGEMM GEMMs, FlashInfer/cuDNN decode, nccl-tests, DeepEP; tests/data/kernel_priors.md);
+`pddplan calibrate` fits them around those priors. Tensor parallelism (TP): two ring all-reduces
+per layer. Expert parallelism (EP, DeepSeek-style: data-parallel attention, experts spread over the
+ranks, dispatch/combine all-to-all): every rank reads its full replica of the non-expert weights
+(W_dense / (BW * mu), not divided by tp) and runs its own sequences, ceil(b / tp) of the b on the
+busiest rank (`dp_rank_share`); the step may run as two micro-batches whose all-to-all overlaps
+the other's work (`two_batch_overlap`), at the price of launching every kernel twice.
 F, BW: datasheet peaks. Every function accepts numpy arrays and broadcasts.
 """
 
@@ -39,10 +42,12 @@ from numpy.typing import ArrayLike
 
 from pddplan.errors import InputError
 from pddplan.perf.arithmetic import expert_bytes, lm_head_flops, param_counts
-from pddplan.perf.efficiency import efficiency_of
+from pddplan.perf.efficiency import compute_plateau, efficiency_of, streaming_fraction
 from pddplan.perf.kv import kv_replication, linear_state_bytes, per_token_layer_bytes
-from pddplan.specs.hardware import ComputeDtype, Efficiency, HardwareProfile
+from pddplan.perf.moe import MoeRun, moe_step
+from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import DTYPE_BYTES, ModelArchitecture
+from pddplan.specs.precision import ComputeDtype, weight_bytes_per_value
 from pddplan.specs.workload import Mtp
 
 ACTIVATION_BYTES = 2  # bf16 activations on the wire
@@ -80,6 +85,10 @@ class Instance:
     (`--disable-decode-cuda-graph`, vLLM `--enforce-eager`), None that every one is captured.
     `expert_parallel` None means: EP for an MoE model whose instance spans more than one scale-up
     domain (where all-reducing every layer over the NIC would be prohibitive), TP otherwise.
+    `two_batch_overlap` (data-parallel attention only): run each step as two micro-batches whose
+    all-to-all hides behind the other's work (SGLang `--enable-two-batch-overlap`); None lets each
+    step take the faster of the two ways. `context_cv`: the coefficient of variation of the
+    sequences' context lengths, which makes the busiest data-parallel rank's attention longer.
     Expert parallelism runs data-parallel attention (DeepSeek's and SGLang's `--enable-dp-attention`
     layout) unless `tp_attention`: then attention stays tensor-parallel and only the experts are
     spread whole over the ranks (SGLang `--tp N --ep N`, vLLM `--enable-expert-parallel`).
@@ -94,10 +103,14 @@ class Instance:
     mtp: Mtp | None = None
     tp_attention: bool = False
     cuda_graph_max_batch: int | None = None
+    two_batch_overlap: bool | None = None
+    context_cv: float = 0.0
 
     def __post_init__(self) -> None:
         if self.tp < 1:
             raise InputError(f"tp = {self.tp}: must be at least 1")
+        if not 0.0 <= self.context_cv <= 10.0:
+            raise InputError(f"context_cv = {self.context_cv}: must be between 0 and 10")
         if self.cuda_graph_max_batch is not None and self.cuda_graph_max_batch < 0:
             raise InputError(f"cuda_graph_max_batch = {self.cuda_graph_max_batch}: must be 0 (no graphs) or more")
         if self.tp_attention and not self.uses_ep:
@@ -183,7 +196,7 @@ class _ModelConstants:
 
 def _model_constants(model: ModelArchitecture) -> _ModelConstants:
     counts = param_counts(model)
-    dense_bytes = DTYPE_BYTES[model.weight_dtype]
+    dense_bytes = weight_bytes_per_value(model.weight_dtype)
     moe = model.moe
     h = model.num_heads
     if model.mla is not None:
@@ -238,7 +251,11 @@ def _model_constants(model: ModelArchitecture) -> _ModelConstants:
 
 @dataclass(frozen=True)
 class StepTime:
-    """A step's time and where it goes (arrays broadcast like the inputs)."""
+    """A step's time and where it goes (arrays broadcast like the inputs).
+
+    total = dense + experts + attention + communication + overhead - overlap + host_bound, where
+    experts = routing + permutation + grouped GEMMs of the MoE layers and communication includes
+    their dispatch and combine."""
 
     total_s: np.ndarray
     dense_gemm_s: np.ndarray
@@ -253,6 +270,19 @@ class StepTime:
     packed_attention_s: np.ndarray  # attention when the step is packed to `packed_tokens` (else attention_s)
     #: an eager decode step's wait for its host beyond the device's time (`eager_host_time`), in total_s
     host_bound_s: np.ndarray | float = 0.0
+    moe_routing_s: np.ndarray | float = 0.0
+    moe_permutation_s: np.ndarray | float = 0.0
+    moe_dispatch_s: np.ndarray | float = 0.0
+    moe_combine_s: np.ndarray | float = 0.0
+    expert_imbalance: np.ndarray | float = 1.0  # the busiest expert-parallel rank's load over the mean
+    #: work hidden behind communication by two-batch overlap (its extra launches are in overhead_s)
+    overlap_s: np.ndarray | float = 0.0
+    micro_batches: np.ndarray | int = 1
+
+    @property
+    def experts_s(self) -> np.ndarray:
+        """The MoE layers' work: routing + permutation + grouped GEMMs."""
+        return np.asarray(self.moe_routing_s + self.moe_permutation_s + self.expert_gemm_s)
 
     @property
     def bound(self) -> np.ndarray:
@@ -269,12 +299,19 @@ class StepTime:
         return {
             "dense_gemm_s": float(self.dense_gemm_s),
             "expert_gemm_s": float(self.expert_gemm_s),
+            "moe_routing_s": float(self.moe_routing_s),
+            "moe_permutation_s": float(self.moe_permutation_s),
             "attention_s": float(self.attention_s),
             "communication_s": float(self.communication_s),
+            "moe_dispatch_s": float(self.moe_dispatch_s),
+            "moe_combine_s": float(self.moe_combine_s),
             "overhead_s": float(self.overhead_s),
+            "overlap_s": float(self.overlap_s),
             "host_bound_s": float(self.host_bound_s),
             "compute_bound_s": float(self.compute_bound_s),
             "memory_bound_s": float(self.memory_bound_s),
+            "expert_imbalance": float(self.expert_imbalance),
+            "micro_batches": float(self.micro_batches),
         }
 
 
@@ -286,16 +323,9 @@ def saturating(x: ArrayLike, f_max: float, x_half: float) -> np.ndarray:
 
 def gemm_efficiency(rows: ArrayLike, eff: Efficiency, dtype: ComputeDtype = "bf16") -> np.ndarray:
     """Fraction of the `dtype` peak a dense GEMM with M = `rows` rows reaches: c_max * M / (M + M_half),
-    c_max the bf16 plateau, or the fp8 one for fp8 and fp4 GEMMs (fine-grained scaling and the
-    doubled tensor-core rate are harder to feed: DeepGEMM reaches 0.57-0.77 of FP8 peak)."""
-    plateau = eff.compute_max_fraction if dtype == "bf16" else eff.fp8_compute_max_fraction
-    return saturating(rows, plateau, eff.compute_half_tokens)
-
-
-def grouped_gemm_efficiency(rows_per_expert: ArrayLike, eff: Efficiency) -> np.ndarray:
-    """Fraction of peak a grouped MoE GEMM reaches with `rows_per_expert` rows in each expert's
-    group: e_max * R / (R + R_half) (DeepGEMM: 0.61-0.68 at >= 4096 rows, 0.41-0.47 at 256)."""
-    return saturating(rows_per_expert, eff.expert_compute_max_fraction, eff.expert_half_rows)
+    c_max the dtype's plateau (`compute_plateau`: bf16 0.78-0.81 of peak on H100 with cuBLAS, FP8
+    0.57-0.77 with DeepGEMM's fine-grained scaling, NVFP4 0.41-0.43 with CUTLASS on B200)."""
+    return saturating(rows, compute_plateau(eff, dtype), eff.compute_half_tokens)
 
 
 def attention_efficiency(thread_blocks: ArrayLike, keys_per_query: ArrayLike, eff: Efficiency) -> np.ndarray:
@@ -358,27 +388,22 @@ def two_batch_overlap(work_s: ArrayLike, comm_s: ArrayLike) -> np.ndarray:
     return np.maximum(w, c) + np.minimum(w, c) / 2.0
 
 
-def busiest_rank_share(touched: ArrayLike, num_experts: int, ranks: int) -> np.ndarray:
-    """How many times the mean rank's load the busiest expert-parallel rank carries, >= 1.
+def dp_rank_share(batch: ArrayLike, ranks: int, context_cv: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, attention) of the busiest data-parallel-attention rank over the mean rank's.
 
-    Each of `ranks` ranks holds E / ranks experts; with uniform routing each expert is touched with
-    probability p = E_hit / E, so a rank's touched experts are Binomial(E / ranks, p), mean mu and
-    deviation sigma = sqrt(mu (1 - p)). The step waits for the busiest rank, whose count is about
-    mu + sigma sqrt(2 ln ranks) (the expected maximum of `ranks` near-normal draws), at least
-    ceil(E_hit / ranks) (some rank holds that many) and at most E / ranks:
-    share = clip(mu + sigma sqrt(2 ln ranks), ceil(E_hit / ranks), E / ranks) / mu. Few tokens leave some ranks idle and
-    others loaded (DeepSeek's EPLB exists for this); many tokens touch every expert (share 1).
-    Skewed routing (hot experts) would add to it and is not modelled."""
-    hit = np.asarray(touched, dtype=np.float64)
-    if ranks <= 1 or num_experts == 0:
-        return np.ones_like(hit)
-    per_rank = num_experts / ranks
-    p = np.clip(hit / num_experts, 1e-12, 1.0)
-    mu = per_rank * p
-    sigma = np.sqrt(mu * (1.0 - p))
-    spread = mu + sigma * math.sqrt(2.0 * math.log(ranks))
-    busiest = np.minimum(np.maximum(spread, np.ceil(hit / ranks - 1e-9)), per_rank)
-    return np.maximum(busiest / mu, 1.0)
+    b sequences spread over r ranks leave ceil(b / r) on the busiest: rows share
+    s = ceil(b / r) * r / b (r for a lone sequence: one rank does all of its dense work and
+    attention). Unequal lengths add to its attention: the sum of k = ceil(b / r) contexts with
+    coefficient of variation v has its largest of r ranks about v * sqrt(2 ln r / k) above the
+    mean, so attention share = s * (1 + v * sqrt(2 ln r / k)). Both 1 on one rank."""
+    b = np.maximum(np.asarray(batch, dtype=np.float64), 1.0)
+    if ranks <= 1:
+        ones = np.ones_like(b)
+        return ones, ones
+    per_rank = np.ceil(b / ranks - 1e-9)
+    rows = per_rank * ranks / b
+    spread = context_cv * np.sqrt(2.0 * math.log(ranks) / per_rank)
+    return rows, rows * (1.0 + spread)
 
 
 def kernels_launched(model: ModelArchitecture) -> int:
@@ -418,18 +443,6 @@ def eager_host_time(instance: Instance) -> float:
     return eff.step_overhead_s + eff.launch_gap_s * launches
 
 
-def experts_touched(tokens: ArrayLike, num_experts: int, experts_per_token: int) -> np.ndarray:
-    """Expected distinct experts `tokens` tokens route to, uniformly: E * (1 - (1 - t/E)^N)."""
-    n = np.asarray(tokens, dtype=np.float64)
-    if num_experts == 0:
-        return np.zeros_like(n)
-    return num_experts * (1.0 - np.power(1.0 - experts_per_token / num_experts, n))
-
-
-def _gemm_dtype(dtype: str) -> ComputeDtype:
-    return "fp8" if dtype == "fp8" else ("fp4" if dtype == "fp4" else "bf16")
-
-
 def step_time(
     instance: Instance,
     new_tokens: ArrayLike,
@@ -437,6 +450,7 @@ def step_time(
     batch: ArrayLike = 1,
     packed_tokens: ArrayLike | None = None,
     decode: bool = False,
+    balanced: bool = False,
 ) -> StepTime:
     """Time of one engine step: `batch` sequences each adding `new_tokens` on `context_tokens`.
 
@@ -444,70 +458,103 @@ def step_time(
     instance's `cuda_graph_max_batch` and eagerly above it: an eager step takes
     max(its time, `eager_host_time`), the difference reported as `host_bound_s`. Prefill and extend
     steps launch eagerly, but their kernels are long enough to keep ahead of the host and are not
-    bounded so.
+    bounded so. Decode steps dispatch and combine with the low-latency all-to-all kernels, the
+    others with the normal ones (`perf.moe`).
 
     `packed_tokens`: the step's new tokens in all when these sequences share it with others
     (chunked prefill packs requests): `packed_attention_s` is then their attention with the
     kernel's thread blocks counting every request's query tiles, heads * max(packed / 128, 1) / tp,
-    not only these sequences' (the step's total still charges their own blocks' attention)."""
+    not only these sequences' (the step's total still charges their own blocks' attention), and
+    their share of an instance whose data-parallel ranks are all busy.
+
+    `balanced`: the step's tokens come from many sequences spread evenly over data-parallel ranks
+    (a packed chunked-prefill step), whatever `batch` says; otherwise the busiest rank carries
+    ceil(b / tp) of the b sequences (`dp_rank_share`)."""
     k = instance.constants
     hw = instance.hardware
     eff = instance.efficiency
+    model = instance.model
     tp = instance.tp
+    dp = instance.uses_dp_attention
     n = np.asarray(new_tokens, dtype=np.float64)
     c = np.asarray(context_tokens, dtype=np.float64)
     b = np.asarray(batch, dtype=np.float64)
     tokens = n * b
-    bw = tp * hw.hbm_bytes_per_s * eff.memory_fraction
+    if dp and not balanced:
+        rows_share, attention_share = dp_rank_share(b, tp, instance.context_cv)
+    else:
+        rows_share = attention_share = np.ones_like(b)
 
-    ranks = tp if instance.uses_dp_attention else 1  # data-parallel attention: each rank runs 1/tp of the rows
-    dense_dtype = _gemm_dtype(instance.model.weight_dtype)
+    ranks = tp if dp else 1  # data-parallel attention: each rank runs its own sequences' rows
+    dense_dtype = hw.gemm_dtype(model.weight_dtype)
     dense_peak = tp * hw.peak_flops_per_s(dense_dtype)
-    dense_compute = k.dense_flops_per_token * tokens / (dense_peak * gemm_efficiency(tokens / ranks, eff, dense_dtype))
+    rows = tokens / ranks * rows_share
+    dense_compute = (
+        k.dense_flops_per_token * tokens * rows_share / (dense_peak * gemm_efficiency(rows, eff, dense_dtype))
+    )
     bf16_peak = tp * hw.peak_flops_per_s("bf16")
-    dense_compute = dense_compute + k.lm_head_flops * b / (bf16_peak * gemm_efficiency(b / ranks, eff))
-    replicas = tp if instance.uses_dp_attention else 1
+    head_rows = b / ranks * rows_share
+    dense_compute = dense_compute + k.lm_head_flops * b * rows_share / (bf16_peak * gemm_efficiency(head_rows, eff))
+    bw = tp * hw.hbm_bytes_per_s * streaming_fraction(eff, model.weight_dtype, eff.memory_fraction)
+    replicas = tp if dp else 1
     dense_memory = np.broadcast_to(k.dense_weight_bytes * replicas / bw, np.shape(dense_compute))
     dense = np.maximum(dense_compute, dense_memory)
 
-    if k.moe_layers:
-        hit = experts_touched(tokens, k.num_experts, k.experts_per_token)
-        rows_per_expert = tokens * k.experts_per_token / np.maximum(hit, 1e-9)
-        expert_peak = tp * hw.peak_flops_per_s(_gemm_dtype(instance.model.expert_dtype))
-        expert_compute = (
-            k.expert_flops_per_token * tokens / (expert_peak * grouped_gemm_efficiency(rows_per_expert, eff))
-        )
-        expert_bw = tp * hw.hbm_bytes_per_s * eff.expert_memory_fraction
-        expert_memory = hit * k.moe_layers * k.expert_weight_bytes / expert_bw
-        if instance.uses_ep:  # whole experts per rank: the step waits for the busiest rank
-            imbalance = busiest_rank_share(hit, k.num_experts, tp)
-            expert_compute = expert_compute * imbalance
-            expert_memory = expert_memory * imbalance
-    else:
-        expert_compute = expert_memory = np.zeros_like(tokens)
-    experts = np.maximum(expert_compute, expert_memory)
+    run = MoeRun(
+        model=model,
+        hardware=hw,
+        eff=eff,
+        ranks=tp,
+        expert_parallel=instance.uses_ep,
+        dp_attention=dp,
+        gemm_dtype=hw.gemm_dtype(model.expert_dtype),
+        expert_bytes=k.expert_weight_bytes,
+    )
+    moe = moe_step(run, tokens, decode, sender_share=rows_share)
+    experts = moe.work_s
 
-    attn_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
+    attention_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
     thread_blocks = _query_tiles(instance, n, b)
     heads = head_dim_factor(k.gqa_head_dim, eff)
     attn_efficiency = np.minimum(split_kv_attention_efficiency(thread_blocks, keys_per_query, n, eff) * heads, 1.0)
-    attn_compute = attn_flops / (bf16_peak * attn_efficiency)
-    read_per_gpu_layer = attn_read / (tp * max(k.full_layers + k.sliding_layers + k.linear_layers, 1))
-    attn_memory = attn_read / (tp * hw.hbm_bytes_per_s * kv_read_efficiency(read_per_gpu_layer, eff))
+    gemm_rows = np.maximum((c + n) * b / ranks, 1.0)
+    upproject_s = attention_flops.upproject / (dense_peak * gemm_efficiency(gemm_rows, eff, dense_dtype))
+    attn_compute_mean = attention_flops.kernel_time(bf16_peak * attn_efficiency, upproject_s)
+    attn_compute = attn_compute_mean * attention_share
+    layers_read = max(k.full_layers + k.sliding_layers + k.linear_layers, 1)
+    read_per_gpu_layer = attn_read / (tp * layers_read) * attention_share
+    attn_memory_mean = attn_read / (tp * hw.hbm_bytes_per_s * kv_read_efficiency(read_per_gpu_layer, eff))
+    attn_memory = attn_memory_mean * attention_share
     attention = np.maximum(attn_compute, attn_memory)
-    packed_attention = attention
+    packed_attention = np.maximum(attn_compute_mean, attn_memory_mean)
     if packed_tokens is not None:
         packed_blocks = np.maximum(thread_blocks, _query_tiles(instance, np.asarray(packed_tokens)))
         packed = np.minimum(attention_efficiency(packed_blocks, keys_per_query, eff) * heads, 1.0)
         packed_efficiency = np.maximum(packed, attn_efficiency)
-        packed_compute = attn_flops / (bf16_peak * packed_efficiency)
-        packed_attention = np.maximum(packed_compute, attn_memory)
+        packed_compute = attention_flops.kernel_time(bf16_peak * packed_efficiency, upproject_s)
+        packed_attention = np.maximum(packed_compute, attn_memory_mean)
 
-    comm = _communication(instance, tokens)
-    per_step = eff.step_overhead_s + eff.kernel_floor_s * kernels_launched(instance.model)
+    comm = _communication(instance, tokens) + moe.communication_s
+    kernels = kernels_launched(model)
+    per_step = eff.step_overhead_s + eff.kernel_floor_s * kernels
     overhead = np.broadcast_to(np.asarray(per_step, dtype=np.float64), np.shape(tokens))
     work = dense + experts + attention
-    total = (two_batch_overlap(work, comm) if instance.uses_dp_attention else work + comm) + overhead
+    total = work + comm + overhead
+    overlap: np.ndarray | float = 0.0
+    micro_batches: np.ndarray | int = 1
+    if dp and tp > 1:
+        # A second micro-batch launches every kernel again and waits for its own all-to-alls.
+        extra = eff.kernel_floor_s * kernels + moe.latency_s
+        hidden = work + comm - two_batch_overlap(work, comm)
+        splittable = tokens >= 2.0
+        if instance.two_batch_overlap is None:
+            use = splittable & (hidden > extra)
+        else:
+            use = splittable & instance.two_batch_overlap
+        overlap = np.where(use, hidden, 0.0)
+        overhead = overhead + np.where(use, extra, 0.0)
+        total = work + comm + overhead - overlap
+        micro_batches = np.where(use, 2, 1)
     host_bound: np.ndarray | float = 0.0
     if decode and instance.cuda_graph_max_batch is not None:
         host_bound = np.where(instance.runs_eagerly(b), np.maximum(eager_host_time(instance) - total, 0.0), 0.0)
@@ -515,31 +562,42 @@ def step_time(
 
     compute_bound = (
         np.where(dense_compute >= dense_memory, dense, 0.0)
-        + np.where(expert_compute >= expert_memory, experts, 0.0)
+        + np.where(moe.gemm_compute_s >= moe.gemm_memory_s, moe.gemm_s, 0.0)
         + np.where(attn_compute >= attn_memory, attention, 0.0)
     )
     memory_bound = dense + experts + attention - compute_bound
     return StepTime(
         total_s=total,
         dense_gemm_s=dense,
-        expert_gemm_s=experts,
+        expert_gemm_s=moe.gemm_s,
         attention_s=attention,
         communication_s=comm,
         overhead_s=overhead,
         compute_bound_s=compute_bound,
         memory_bound_s=memory_bound,
-        flops_s=dense_compute + expert_compute + attn_compute,
-        bytes_s=dense_memory + expert_memory + attn_memory,
+        flops_s=dense_compute + moe.gemm_compute_s + attn_compute,
+        bytes_s=dense_memory + moe.gemm_memory_s + moe.routing_s + moe.permutation_s + attn_memory,
         packed_attention_s=packed_attention,
         host_bound_s=host_bound,
+        moe_routing_s=moe.routing_s,
+        moe_permutation_s=moe.permutation_s,
+        moe_dispatch_s=moe.dispatch_s,
+        moe_combine_s=moe.combine_s,
+        expert_imbalance=moe.imbalance,
+        overlap_s=overlap,
+        micro_batches=micro_batches,
     )
 
 
 #: Kernels that run at their datasheet roofs: what `floor_time` prices a step at. Every efficiency
-#: (a `*_fraction`) is 1, every half-saturation point, latency and overhead 0: built from the
-#: fields so that a factor added to `Efficiency` cannot be left out.
+#: (a `*_fraction`) is 1, routing no more skewed than uniform, every half-saturation point, latency
+#: and overhead 0: built from the fields so that a factor added to `Efficiency` cannot be left out.
 IDEAL_EFFICIENCY = Efficiency(
-    **{name: 1.0 if name.endswith("_fraction") else 0.0 for name in Efficiency.model_fields if name != "source"},
+    **{
+        name: 1.0 if name.endswith("_fraction") or name == "expert_skew" else 0.0
+        for name in Efficiency.model_fields
+        if name != "source"
+    },
     source="ideal: every kernel at its datasheet roof",
 )
 
@@ -556,6 +614,7 @@ def floor_time(
         expert_parallel=instance.expert_parallel,
         efficiency_override=IDEAL_EFFICIENCY,
         tp_attention=instance.tp_attention,
+        two_batch_overlap=False,
     )
     step = step_time(ideal, new_tokens, context_tokens, batch)
     return np.maximum(step.flops_s, step.bytes_s)
@@ -579,14 +638,29 @@ def keys_seen(cached: ArrayLike, new: ArrayLike, cap: float) -> np.ndarray:
     return below * c + below * (below + 1.0) / 2.0 + (n - below) * limit
 
 
+@dataclass(frozen=True)
+class AttentionFlops:
+    """A step's attention FLOPs two ways. MLA runs either absorbed (the latent read as one shared
+    key/value head of kv_lora + rope dims: FlashMLA's MQA mode) or expanded (the context first
+    up-projected to per-head keys and values by a GEMM, `upproject` FLOPs, then ordinary attention
+    over head dims nope + rope and v: MHA mode); other attention has one form (upproject 0)."""
+
+    absorbed: np.ndarray
+    expanded: np.ndarray
+    upproject: np.ndarray
+
+    def kernel_time(self, rate: np.ndarray, upproject_s: np.ndarray) -> np.ndarray:
+        """The faster form: min(absorbed / rate, expanded / rate + the up-projection's GEMM time)."""
+        return np.minimum(self.absorbed / rate, self.expanded / rate + upproject_s)
+
+
 def _attention(
     instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(attention FLOPs, KV bytes read, mean keys per new query) of a step, before dividing by rates.
+) -> tuple[AttentionFlops, np.ndarray, np.ndarray]:
+    """(attention FLOPs both ways, KV bytes read, mean keys per new query) of a step, before rates.
 
     A query at position i of the new tokens sees c + i + 1 tokens (causal), at most the window
-    (sliding layers) or top_k (sparse attention; its indexer scores every token): `keys_seen`. MLA runs
-    in the cheaper of its absorbed form or its expanded form (which first up-projects the context).
+    (sliding layers) or top_k (sparse attention; its indexer scores every token): `keys_seen`.
     KV is read once per step per sequence: c + n tokens per layer (capped the same way), by every
     rank that keeps a copy (`kv_replication`: a replicated GQA head or MLA latent is read once per
     copy), and linear layers read and write their state.
@@ -594,13 +668,15 @@ def _attention(
     k = instance.constants
     total_ctx = c + n
     full_pairs = keys_seen(c, n, k.top_k)
-    per_seq_absorbed = k.attn_flops_absorbed * full_pairs
-    per_seq_expanded = k.attn_flops_expanded * full_pairs + k.upproject_flops * np.minimum(total_ctx, k.top_k)
-    full_flops = k.full_layers * np.minimum(per_seq_absorbed, per_seq_expanded)
     sliding_flops = k.sliding_layers * k.attn_flops_expanded * keys_seen(c, n, k.window)
     bf16_over_fp8 = instance.hardware.peak_flops_per_s("bf16") / instance.hardware.peak_flops_per_s("fp8")
     indexer_flops = k.full_layers * k.indexer_flops * keys_seen(c, n, np.inf) * bf16_over_fp8
-    flops = b * (full_flops + sliding_flops + indexer_flops + k.linear_flops_per_token * n)
+    common = sliding_flops + indexer_flops + k.linear_flops_per_token * n
+    flops = AttentionFlops(
+        absorbed=b * (k.full_layers * k.attn_flops_absorbed * full_pairs + common),
+        expanded=b * (k.full_layers * k.attn_flops_expanded * full_pairs + common),
+        upproject=b * k.full_layers * k.upproject_flops * np.minimum(total_ctx, k.top_k),
+    )
     full_read = k.full_layers * (
         k.latent_read_bytes * np.minimum(total_ctx, k.top_k) + k.indexer_read_bytes * total_ctx
     )
@@ -612,8 +688,8 @@ def _attention(
 
 
 def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
-    """Collectives of a step, each alpha + bytes / (e * link) (the Hockney model; nccl-tests,
-    custom all-reduce and DeepEP figures set alpha and e), alpha the scale-up latency
+    """The tensor-parallel all-reduces of a step, each alpha + bytes / (e * link) (the Hockney model;
+    nccl-tests and custom all-reduce figures set alpha and e), alpha the scale-up latency
     `collective_latency_s` inside a domain and `nic_latency_s` across domains.
 
     TP: two all-reduces per layer of N * d bf16 activations, each
@@ -622,32 +698,18 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
         instance fits one domain, the NIC otherwise.
     TP attention + EP experts: as TP. After tensor-parallel attention every rank holds every token,
         runs the routed copies that land on its own experts, and the second all-reduce sums them.
-    EP (data-parallel attention): per MoE layer each rank dispatches (fp8, 1 B) and combines
-        (bf16, 2 B) its N/tp tokens, two collectives. Within one domain every one of the t routed copies moves over the
-        scale-up fabric: (N/tp) * t * d * 3 B * (tp-1)/tp / link. Across domains a token crosses
-        the NIC once per remote domain it touches (deduplicated, as DeepEP does),
-        m * (1 - (1 - 1/m)^t) * (m-1)/m domains on average for m domains: (N/tp) * that * d * 3 B / NIC.
+    Data-parallel attention has none: its dispatch and combine are the MoE layers' (`perf.moe`).
     """
     tp = instance.tp
-    if tp == 1:
+    if tp == 1 or instance.uses_dp_attention:
         return np.zeros_like(tokens)
     hw = instance.hardware
     eff = instance.efficiency
-    k = instance.constants
     model = instance.model
     domain = hw.scale_up_domain
     scale_up = hw.scale_up_bytes_per_s * eff.scale_up_fraction
     nic = hw.nic_bytes_per_s * eff.scale_up_fraction
     latency = eff.collective_latency_s if tp <= domain else eff.nic_latency_s
-    if instance.uses_dp_attention:
-        per_token = model.hidden_size * 3.0
-        if tp <= domain:
-            seconds = tokens / tp * k.experts_per_token * per_token * (tp - 1) / tp / scale_up
-        else:
-            m = math.ceil(tp / domain)
-            remote = m * (1.0 - (1.0 - 1.0 / m) ** k.experts_per_token) * (m - 1) / m
-            seconds = tokens / tp * remote * per_token / nic
-        return k.moe_layers * (seconds + 2.0 * latency)
     link = scale_up if tp <= domain else nic
     message = tokens * model.hidden_size * ACTIVATION_BYTES
     all_reduce = latency + 2.0 * (tp - 1) / tp * message / link
@@ -682,7 +744,7 @@ def linear_step_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
     step overlaps its all-to-all with the work (`two_batch_overlap`), so the difference is exact only when
     the work binds; attention is then charged on top.
     """
-    step = step_time(instance, np.maximum(np.asarray(tokens, dtype=np.float64), 1.0), 0.0, 1.0)
+    step = step_time(instance, np.maximum(np.asarray(tokens, dtype=np.float64), 1.0), 0.0, 1.0, balanced=True)
     return np.maximum(step.total_s - step.attention_s, 0.0)
 
 

@@ -52,6 +52,7 @@ def show(flags: AgreementFlags, rows: list[dict[str, Any]]) -> None:
     """`agreement`'s output: the Markdown file its options ask for, then JSON on stdout or the table."""
     if flags.markdown_path is not None:
         write_atomic(flags.markdown_path, markdown(rows, flags.requests))
+        output.diagnostics().print(f"wrote {flags.markdown_path}", markup=False, highlight=False)
     if flags.json_out:
         output.emit_json(rows)
     else:

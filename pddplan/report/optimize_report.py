@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.panel import Panel
@@ -11,6 +11,20 @@ from rich.table import Table
 
 from pddplan.optimize.run import OptimizeReport, architecture_figures
 from pddplan.report.plan_tables import drawing, parallel_label
+from pddplan.specs.workload import Sla
+
+
+def sla_text(sla: Sla) -> str:
+    """`TTFT P90 10 s, P99 20 s; TPOT P90 100 ms`: every target, grouped by metric."""
+    parts = []
+    metrics: tuple[tuple[Literal["ttft", "tpot"], str, float], ...] = (("ttft", "s", 1.0), ("tpot", "ms", 1e3))
+    for metric, unit, scale in metrics:
+        targets = sla.targets(metric)
+        if targets:
+            parts.append(
+                f"{metric.upper()} " + ", ".join(f"{t.name[5:]} {t.target_s * scale:g} {unit}" for t in targets)
+            )
+    return "; ".join(parts)
 
 
 def _s(value: float | None) -> str:
@@ -66,10 +80,7 @@ def print_report(console: Console, report: OptimizeReport) -> None:
         console.print(
             Panel("[red]no architecture meets the constraints[/red]", title=f"pddplan optimize {workload.name}")
         )
-    table = Table(
-        title=f"architectures under the same SLA (TTFT P90 {workload.sla.ttft_p90_s:g} s, "
-        f"P99 {workload.sla.ttft_p99_s:g} s) and prices"
-    )
+    table = Table(title=f"architectures under the same SLA ({sla_text(workload.sla)}) and prices")
     for header in ("", *[f["name"] for f in figures]):
         table.add_column(header, justify="right" if header else "left")
 

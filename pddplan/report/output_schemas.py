@@ -156,7 +156,9 @@ class ArchitectureResult(Output):
     ttft_p50_s: Seconds
     ttft_p90_s: Seconds
     ttft_p99_s: Seconds
+    tpot_p50_s: Seconds = None
     tpot_p90_s: Seconds = None
+    tpot_p99_s: Seconds = None
     rld_token_share: float | None = None
     link_utilization: float | None = None
     routing_threshold: float | None = None
@@ -246,17 +248,50 @@ class Optimize(Output):
 
 
 class Breakdown(Output):
+    """Where a step's time goes: total = dense + MoE layers (routing + permutation + grouped GEMMs) +
+    attention + communication (its dispatch and combine included) + overheads - overlap + host."""
+
     dense_gemm_s: float
-    expert_gemm_s: float
+    expert_gemm_s: float = Field(description="the MoE layers' grouped GEMMs (0 for a dense model)")
+    moe_routing_s: float
+    moe_permutation_s: float = Field(description="the MoE layers' activation, permutation and weighted sum")
     attention_s: float
     communication_s: float
+    moe_dispatch_s: float = Field(description="the expert-parallel dispatch all-to-alls, within communication_s")
+    moe_combine_s: float = Field(description="the expert-parallel combine all-to-alls, within communication_s")
     overhead_s: float
+    overlap_s: float = Field(description="work hidden behind the all-to-alls by two micro-batches")
     host_bound_s: float = Field(
         description="an eagerly launched decode step's wait for its host to issue the kernels, beyond the "
         "device's time (0 under a CUDA graph)"
     )
     compute_bound_s: float
     memory_bound_s: float
+
+
+class Precision(Output):
+    """The weight formats a step reads and the dtype its GEMMs run at on the GPU."""
+
+    weights: str
+    weight_bytes_per_value: float = Field(description="bytes per weight, block scales included")
+    dense_gemm_dtype: str = Field(description="bf16, fp8 or fp4: a format the GPU lacks runs weight-only at bf16")
+    experts: str | None = None
+    expert_bytes_per_value: float | None = None
+    expert_gemm_dtype: str | None = None
+
+
+class MoeParts(Output):
+    """An MoE step's layers by part, and the busiest expert-parallel rank's share."""
+
+    routing_s: float
+    permutation_s: float
+    grouped_gemm_s: float
+    dispatch_s: float
+    combine_s: float
+    busiest_rank_share: float = Field(description="the busiest rank's rows over the mean rank's (1 without EP)")
+    expert_skew: float = Field(description="the routing skew in that share beyond uniform routing's")
+    micro_batches: int
+    overlap_s: float
 
 
 class Estimate(Output):
@@ -272,6 +307,8 @@ class Estimate(Output):
     stack: str | None
     efficiency_source: str
     breakdown: Breakdown
+    precision: Precision
+    moe: MoeParts | None = Field(description="the MoE layers' parts; null for a dense model")
     bound: str
     floor_s: float = Field(description="the shown step at its pure floor: every FLOP at peak, every byte at peak HBM")
     times_floor: float | None = Field(description="the shown step over its floor")

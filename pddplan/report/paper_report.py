@@ -66,6 +66,7 @@ def show(flags: PaperFlags, result: dict[str, Any]) -> None:
     """`paper`'s output: the Markdown file its options ask for, then JSON on stdout or the tables."""
     if flags.markdown_path is not None:
         write_markdown(flags.markdown_path, result)
+        output.diagnostics().print(f"wrote {flags.markdown_path}", markup=False, highlight=False)
     if flags.json_out:
         output.emit_json(result)
     else:

@@ -62,15 +62,78 @@ def print_estimate(console: Console, result: dict[str, Any]) -> None:
     )
     table.add_column("part")
     table.add_column("time", justify="right")
-    for name, seconds in result["breakdown"].items():
-        table.add_row(name.removesuffix("_s").replace("_", " "), _ms(seconds))
+    for label, seconds in _breakdown_rows(result["breakdown"], result.get("moe")):
+        table.add_row(label, _ms(seconds))
     console.print(table)
+    console.print(_precision_line(result["precision"], result["gpu"]), markup=False, highlight=False)
+    if result.get("moe"):
+        console.print(_moe_line(result["moe"], result["expert_parallel"]), markup=False, highlight=False)
     mem = result["memory_per_gpu"]
     console.print(
         f"per GPU: weights {mem['weights_bytes'] / 1e9:,.1f} GB, activations {mem['activations_bytes'] / 1e9:,.1f} GB, "
         f"KV budget {mem['kv_budget_bytes'] / 1e9:,.1f} GB ({_copies(result['kv_copies'])} of each token's KV in the "
         f"instance); factors: {result['efficiency_source']}"
     )
+
+
+def _breakdown_rows(parts: dict[str, float], moe: dict[str, Any] | None) -> list[tuple[str, float]]:
+    """The breakdown as (label, seconds) rows: the MoE layers' and the all-to-alls' parts indented
+    under their family, the overlap of two micro-batches as a negative time, zero rows left out
+    but for the three families and the overheads."""
+    rows: list[tuple[str, float]] = [("dense GEMMs", parts["dense_gemm_s"])]
+    if moe is not None:
+        rows.append(("MoE layers", parts["moe_routing_s"] + parts["moe_permutation_s"] + parts["expert_gemm_s"]))
+        rows += [
+            ("  routing (router, top-k)", parts["moe_routing_s"]),
+            ("  permutation, activation", parts["moe_permutation_s"]),
+            ("  grouped GEMMs", parts["expert_gemm_s"]),
+        ]
+    rows.append(("attention", parts["attention_s"]))
+    rows.append(("communication", parts["communication_s"]))
+    if parts["moe_dispatch_s"] or parts["moe_combine_s"]:
+        rows += [
+            ("  dispatch (all-to-all)", parts["moe_dispatch_s"]),
+            ("  combine (all-to-all)", parts["moe_combine_s"]),
+        ]
+    rows.append(("overheads (kernel floors, host)", parts["overhead_s"]))
+    if parts["overlap_s"]:
+        rows.append(("hidden by two micro-batches", -parts["overlap_s"]))
+    if parts["host_bound_s"]:
+        rows.append(("waiting for the host (eager)", parts["host_bound_s"]))
+    rows += [("compute-bound part", parts["compute_bound_s"]), ("memory-bound part", parts["memory_bound_s"])]
+    return rows
+
+
+def _precision_line(precision: dict[str, Any], gpu: str) -> str:
+    """Which weight formats the step reads and the dtype its GEMMs run at on this GPU."""
+
+    def one(fmt: str, per_value: float, dtype: str) -> str:
+        native = {"bf16": "bf16", "fp8": "fp8", "fp8-block": "fp8", "nvfp4": "fp4", "fp4": "fp4", "mxfp4": "fp4"}
+        how = f"GEMMs at {dtype}"
+        if native.get(fmt, "bf16") != dtype:
+            how += f", weight-only on {gpu}"
+        return f"{fmt} ({per_value:g} B per weight; {how})"
+
+    text = "precision: weights " + one(
+        precision["weights"], precision["weight_bytes_per_value"], precision["dense_gemm_dtype"]
+    )
+    if "experts" in precision:
+        experts = one(precision["experts"], precision["expert_bytes_per_value"], precision["expert_gemm_dtype"])
+        text += f", routed experts {experts}"
+    return text
+
+
+def _moe_line(moe: dict[str, Any], expert_parallel: bool) -> str:
+    """The busiest expert-parallel rank's share and the micro-batches."""
+    if expert_parallel:
+        share = (
+            f"MoE: the busiest rank carries {moe['busiest_rank_share']:.2f}x the mean rank's rows "
+            f"(uniform routing's spread plus a skew of {moe['expert_skew']:.2f})"
+        )
+    else:
+        share = "MoE: experts tensor-parallel (every rank runs a slice of every expert; no rank waits for another)"
+    batches = "two micro-batches overlap the all-to-alls" if moe["micro_batches"] == 2 else "one micro-batch"
+    return f"{share}; {batches}"
 
 
 def _copies(count: float) -> str:
@@ -183,6 +246,12 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
             [*groups["by_measurement"].items(), *groups["by_family"].items()],
         )
     )
+    console.print(
+        _groups_table(
+            "held-out rows by architecture class and weight precision (stack-calibrated)",
+            [*groups["by_class"].items(), *groups["by_precision"].items()],
+        )
+    )
     for split, title in (("holdout", "held-out points, worst first"), ("excluded", "excluded points (not scored)")):
         chosen = [p for p in report["points"] if p["split"] == split]
         if chosen:
@@ -191,8 +260,15 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
     if cv:
         console.print(
             _groups_table(
-                f"{cv['folds']}-fold cross-validation of the refit on the fit rows (out of fold)",
-                [("all", cv["overall"]), *cv["by_measurement"].items(), *cv["by_family"].items()],
+                f"{cv['folds']}-fold cross-validation of the refit on the fit rows, whole {cv['fold_by']}s "
+                "left out (out of fold)",
+                [
+                    ("all", cv["overall"]),
+                    *cv["by_measurement"].items(),
+                    *cv["by_family"].items(),
+                    *cv["by_class"].items(),
+                    *cv["by_precision"].items(),
+                ],
             )
         )
 

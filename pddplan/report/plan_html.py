@@ -117,11 +117,13 @@ def _figures_table(figures: dict[str, Any], sla: Any) -> str:
     def s(value: Any) -> str:
         return "inf" if value is None or not math.isfinite(value) else f"{value:,.3f} s"
 
+    targets = {t.key: t.target_s for t in sla.targets()}
+    quantiles = [f"{metric}_{q}_s" for metric in ("ttft", "tpot") for q in ("p50", "p90", "p99")]
     rows = [
-        ("TTFT P50", s(figures["ttft_p50_s"]), ""),
-        ("TTFT P90", s(figures["ttft_p90_s"]), f"{sla.ttft_p90_s:g} s"),
-        ("TTFT P99", s(figures["ttft_p99_s"]), f"{sla.ttft_p99_s:g} s"),
-        ("TPOT P90", s(figures["tpot_p90_s"]), f"{sla.tpot_p90_s:g} s" if sla.tpot_p90_s else ""),
+        *(
+            (f"{key[:4].upper()} {key[5:8].upper()}", s(figures[key]), f"{targets[key]:g} s" if key in targets else "")
+            for key in quantiles
+        ),
         ("goodput", f"{figures['goodput_rps']:,.3f} req/s", ""),
         ("cost", f"${figures['cost_usd_per_hour']:,.2f} / h", ""),
         ("BCR", f"{figures['bcr']:,.2f} req/$", ""),
@@ -185,9 +187,9 @@ def plan_report_html(report: PlanReport) -> str:
     ttft = cdf_chart(
         "TTFT, cumulative",
         report.ttft_s,
-        [(sla.ttft_p90_s, "P90 target"), (sla.ttft_p99_s, "P99 target")],
+        [(t.target_s, f"{t.name[5:]} target") for t in sla.targets("ttft")],
     )
-    tpot_targets = [(sla.tpot_p90_s, "TPOT P90 target")] if sla.tpot_p90_s else []
+    tpot_targets = [(t.target_s, f"{t.name} target") for t in sla.targets("tpot")]
     tpot = cdf_chart("TPOT, cumulative", report.tpot_s, tpot_targets)
     sens = report.sensitivity
     sensitivity = Chart(

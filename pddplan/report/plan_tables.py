@@ -91,12 +91,16 @@ def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any],
     table = Table(show_header=True)
     for header in ("figure", "value", "target"):
         table.add_column(header, justify="right" if header != "figure" else "left")
-    table.add_row("TTFT P50", _s(figures["ttft_p50_s"]), "")
-    table.add_row("TTFT P90", _s(figures["ttft_p90_s"]), f"{sla.ttft_p90_s:g} s")
-    table.add_row("TTFT P99", _s(figures["ttft_p99_s"]), f"{sla.ttft_p99_s:g} s")
-    table.add_row(
-        "TPOT P90", f"{figures['tpot_p90_s'] * 1e3:,.1f} ms", f"{sla.tpot_p90_s * 1e3:g} ms" if sla.tpot_p90_s else ""
-    )
+    targets = {t.key: t.target_s for t in sla.targets()}
+    for key in ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s"):
+        target = targets.get(key)
+        table.add_row(
+            key[:4].upper() + " " + key[5:8].upper(), _s(figures[key]), "" if target is None else f"{target:g} s"
+        )
+    for key in ("tpot_p50_s", "tpot_p90_s", "tpot_p99_s"):
+        target = targets.get(key)
+        name = key[:4].upper() + " " + key[5:8].upper()
+        table.add_row(name, f"{figures[key] * 1e3:,.1f} ms", "" if target is None else f"{target * 1e3:g} ms")
     table.add_row("worst inter-token gap P99", f"{figures['worst_gap_p99_s'] * 1e3:,.0f} ms", "")
     table.add_row("goodput", f"{figures['goodput_rps']:,.3f} req/s", f"{figures['rate_rps']:g} offered")
     table.add_row("cost", f"${figures['cost_usd_per_hour']:,.2f} /h", "")

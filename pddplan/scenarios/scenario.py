@@ -177,6 +177,7 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
                 mtp=workload.serving.mtp(),
                 tp_attention=spec.tp_attention,
                 cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
+                context_cv=min(workload.decode_context_cv(), 10.0),
             )
             memory_budget(instance, workload.serving.hbm_utilization, chunk)
         except InputError as exc:

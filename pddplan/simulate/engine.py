@@ -45,7 +45,7 @@ from pddplan.net.fluctuation import CapacityPath, SteppedPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.mixed import relay_marginal_step_s
-from pddplan.perf.roofline import decode_step_time, extend_time, linear_step_s, prefill_cost
+from pddplan.perf.roofline import decode_step_time, extend_time, linear_step_s, prefill_cost, step_time
 from pddplan.scenarios.scenario import Role, Scenario
 from pddplan.simulate.prefill import PrefillPool, PrefillRun, run_prefill_pool
 from pddplan.simulate.servers import ColocatedRelay, DecodeInstance, Link
@@ -175,8 +175,18 @@ def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
     """The scenario's prefill pool: its instances, chunk budget and T_lin(T) for T = 0..C, each step
     `extra_step_s` longer (a co-located relay's tokens)."""
     chunk = scenario.chunk_tokens
-    linear = linear_step_s(scenario.prefill.instance, np.arange(chunk + 1, dtype=np.float64)).tolist()
-    return PrefillPool(instances=scenario.prefill.count, chunk_tokens=chunk, linear_s=linear, extra_step_s=extra_step_s)
+    instance = scenario.prefill.instance
+    tokens = np.arange(chunk + 1, dtype=np.float64)
+    linear = linear_step_s(instance, tokens).tolist()
+    alone = step_time(instance, np.maximum(tokens, 1.0), 0.0, 1.0)  # one sequence: not spread over DP ranks
+    alone_linear = np.maximum(alone.total_s - alone.attention_s, 0.0).tolist()
+    return PrefillPool(
+        instances=scenario.prefill.count,
+        chunk_tokens=chunk,
+        linear_s=linear,
+        extra_step_s=extra_step_s,
+        alone_linear_s=alone_linear,
+    )
 
 
 def _colocated_extra_step_s(scenario: Scenario, context: float) -> float:

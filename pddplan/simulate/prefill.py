@@ -11,8 +11,10 @@ T_lin the step without attention (`pddplan.perf.roofline.linear_step_s`) and A_i
 request i's n_i new tokens need, spread over its pieces in proportion to their tokens (the total is
 exact; its split across steps is not modelled): alone in its step, at its own thread blocks'
 efficiency (`PrefillCost.attention_s`), so a request alone on an idle instance takes its own
-chunks' time; sharing the step, at a full chunk's (`PrefillCost.packed_attention_s`). Requests
-with no new token skip the pool.
+chunks' time; sharing the step, at a full chunk's (`PrefillCost.packed_attention_s`). A step of
+one request's tokens alone takes T_lin of one sequence (`PrefillPool.alone_linear_s`): under
+data-parallel attention its dense layers run on one rank, as in its alone time
+(`PrefillCost.alone_s`). Requests with no new token skip the pool.
 A relay on the prefill instances adds its decode tokens to every step: `extra_step_s`, its marginal
 cost m(B) at the closed form's mean relay batch B (the coupling is one way: the relay's actual batch
 does not feed back into the prefill steps).
@@ -35,6 +37,9 @@ class PrefillPool:
     chunk_tokens: int
     linear_s: list[float]
     extra_step_s: float = 0.0  # added to every step: a co-located relay's tokens (`pddplan.perf.mixed`)
+    #: T_lin(T) of a step whose T tokens are one request's alone (None: `linear_s`); differs under
+    #: data-parallel attention, where one sequence's dense layers run on one rank (`dp_rank_share`)
+    alone_linear_s: list[float] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ def run_prefill_pool(
     waiting = [i for i in range(count) if tokens[i] > 0]
     budget = float(pool.chunk_tokens)
     linear = pool.linear_s
+    alone_linear = linear if pool.alone_linear_s is None else pool.alone_linear_s
     busy: list[tuple[float, int]] = []
     idle = list(range(pool.instances))
     current = [-1] * pool.instances  # the request an instance is in the middle of
@@ -126,8 +132,10 @@ def run_prefill_pool(
         if step_tokens == 0:
             heapq.heappush(idle, k)
             continue
-        attention = step_attention if pieces == 1 else packed_attention
-        step_s = linear[round(step_tokens)] + attention + pool.extra_step_s
+        if pieces == 1:
+            step_s = alone_linear[round(step_tokens)] + step_attention + pool.extra_step_s
+        else:
+            step_s = linear[round(step_tokens)] + packed_attention + pool.extra_step_s
         busy_s += step_s
         done = t + step_s
         steps[k][0].append(t)

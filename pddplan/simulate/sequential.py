@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from pddplan.evaluate.verdict import tpot_target
 from pddplan.scenarios.scenario import Scenario
 from pddplan.simulate.summary import WARMUP_FRACTION, Simulation, simulate
 
@@ -83,17 +82,16 @@ def share_interval(metric: str, values: np.ndarray, target_s: float, allowed: fl
 
 
 def share_intervals(simulation: Simulation, scenario: Scenario) -> list[ShareInterval]:
-    """The three SLA shares of a finished simulation, warm-up excluded as in its summary."""
+    """The share over each SLA target of a finished simulation, warm-up excluded as in its summary."""
     sla = scenario.workload.sla
     table = simulation.table
     count = len(table.arrival_s)
     keep = np.arange(count) >= int(count * WARMUP_FRACTION)
     ttft = table.ttft_s[keep]
     tpot = table.tpot_s[keep][table.output_tokens[keep] > 1]
+    values = {"ttft": ttft, "tpot": tpot}
     return [
-        share_interval("ttft_p90", ttft, sla.ttft_p90_s, 0.10),
-        share_interval("ttft_p99", ttft, sla.ttft_p99_s, 0.01),
-        share_interval("tpot_p90", tpot, tpot_target(sla), 0.10),
+        share_interval(t.key.removesuffix("_s"), values[t.metric], t.target_s, 1.0 - t.quantile) for t in sla.targets()
     ]
 
 

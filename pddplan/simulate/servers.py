@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pddplan.net.fluctuation import CapacityPath, SteppedPath
 
 
-@dataclass
+@dataclass(slots=True)
 class DecodeInstance:
     """One decode instance (main decoder, relay or plain decoder) in the simulation."""
 
@@ -43,9 +43,13 @@ class DecodeInstance:
     stalled_s: float = 0.0  # extend steps run so far (seconds)
 
     def step_s(self, batch: int | None = None) -> float:
-        """Step time at `batch` sequences (default: the current batch)."""
+        """Step time at `batch` sequences (default: the current batch): the table's entry, its
+        first (batch 1) below it, its last beyond it."""
         b = self.batch if batch is None else batch
-        return self.step_table[min(max(b, 1), len(self.step_table) - 1)]
+        table = self.step_table
+        if 0 < b < len(table):
+            return table[b]
+        return table[1] if b < 1 else table[-1]
 
     def advance(self, t: float) -> None:
         """Move the token clock to time `t` (frozen while stalled)."""

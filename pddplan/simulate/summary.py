@@ -86,7 +86,7 @@ def summarize(
     cost = scenario.cost_per_hour
     verdict = judge(
         sla,
-        Tails(ttft_pct["p90_s"], ttft_pct["p99_s"], tpot_pct["p90_s"]),
+        Tails.of(*([pct[k] for k in ("p50_s", "p90_s", "p99_s")] for pct in (ttft_pct, tpot_pct))),
         scenario.rate_rps,
         attainment,
         (

@@ -15,7 +15,6 @@ from pddplan.support.units import parse_bandwidth, parse_seconds
 FREE_SOURCE_PREFIXES = ("assumption:", "derived:", "unknown:", "user:", "calibrated:")
 
 
-
 def _written_with_unit(parse: Callable[[str, str], float], unit: float) -> BeforeValidator:
     """A number field that also takes its quantity written with a unit (`"500ms"` in a field in
     seconds, `"40Gbps"` in one in Gbps): value = parse(text) / unit, the field's own unit in SI."""

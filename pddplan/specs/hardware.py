@@ -17,8 +17,8 @@ from pddplan.specs.common import (
     StrictModel,
     check_sources_cited,
 )
+from pddplan.specs.precision import ComputeDtype, weight_format
 
-ComputeDtype = Literal["bf16", "fp8", "fp4"]
 HOURS_PER_YEAR = 8760.0
 
 #: The largest value each figure may take, with the reason. Beyond it a figure is a unit slip or an
@@ -111,11 +111,14 @@ class Efficiency(StrictModel):
     """How far real kernels fall short of the datasheet, one curve per kernel family (docs/model.md).
 
     Each curve saturates, f(x) = f_max * x / (x + x_half):
-    - dense GEMM: compute `compute_max_fraction` (bf16; `fp8_compute_max_fraction` for fp8 and
-      fp4) over M rows with `compute_half_tokens`; weights
-      stream at `memory_fraction` of HBM;
+    - dense GEMM: compute `compute_max_fraction` (bf16; `fp8_compute_max_fraction` for fp8,
+      `fp4_compute_max_fraction` for fp4) over M rows with `compute_half_tokens`; weights
+      stream at `memory_fraction` of HBM (`fp4_memory_fraction` for 4-bit floats with their scales);
     - grouped MoE GEMM: `expert_compute_max_fraction` over rows per expert with `expert_half_rows`;
-      expert weights stream at `expert_memory_fraction`;
+      expert weights stream at `expert_memory_fraction`; the MoE layer's routing, permutation and
+      activation kernels move their bytes at `glue_memory_fraction` of HBM; the busiest
+      expert-parallel rank carries `expert_skew` times the mean load beyond uniform routing's, and
+      each dispatch or combine inside a scale-up domain waits `ep_latency_s`;
     - attention (FlashAttention / FlashMLA class): `attention_compute_fraction` times a parallelism
       term over thread blocks (`attention_half_ctas`) times a work term over keys per query
       (`attention_half_keys`); its KV reads reach `kv_memory_fraction` of HBM over bytes per GPU per
@@ -135,15 +138,33 @@ class Efficiency(StrictModel):
     compute_half_tokens: float = Field(
         ge=0, le=10_000_000, description="GEMM rows (M) where dense GEMMs reach half their plateau"
     )
+    fp4_compute_max_fraction: float = Field(
+        default=0.42, gt=0, le=1, description="dense fp4 GEMM plateau, fraction of the fp4 peak FLOP/s"
+    )
     memory_fraction: float = Field(gt=0, le=1, description="HBM efficiency of streaming dense weights")
+    fp4_memory_fraction: float = Field(
+        default=0.65, gt=0, le=1, description="HBM efficiency of streaming 4-bit float weights, scales included"
+    )
     expert_compute_max_fraction: float = Field(
         default=0.65, gt=0, le=1, description="grouped MoE GEMM plateau, fraction of peak FLOP/s"
     )
     expert_half_rows: float = Field(
-        default=64.0, ge=0, le=10_000_000, description="rows per expert where grouped GEMMs reach half their plateau"
+        default=180.0, ge=0, le=10_000_000, description="rows per expert where grouped GEMMs reach half their plateau"
     )
     expert_memory_fraction: float = Field(
-        default=0.6, gt=0, le=1, description="HBM efficiency of grouped MoE expert GEMMs (many small weights)"
+        default=0.7, gt=0, le=1, description="HBM efficiency of grouped MoE expert GEMMs (many small weights)"
+    )
+    glue_memory_fraction: float = Field(
+        default=0.4,
+        gt=0,
+        le=1,
+        description="HBM efficiency of the MoE layer's routing, permutation and activation kernels",
+    )
+    expert_skew: float = Field(
+        default=1.18,
+        ge=1,
+        le=8,
+        description="the busiest expert-parallel rank's load over the mean beyond uniform routing's",
     )
     attention_compute_fraction: float = Field(gt=0, le=1, description="attention kernel plateau, fraction of bf16 peak")
     attention_half_ctas: float = Field(
@@ -168,6 +189,9 @@ class Efficiency(StrictModel):
     scale_up_fraction: float = Field(gt=0, le=1)
     collective_latency_s: OverheadSeconds = Field(description="one collective's latency inside a scale-up domain")
     nic_latency_s: OverheadSeconds = Field(default=5e-5, description="one collective's latency across scale-up domains")
+    ep_latency_s: OverheadSeconds = Field(
+        default=4e-5, description="one expert-parallel dispatch or combine's latency inside a scale-up domain"
+    )
     kernel_floor_s: OverheadSeconds = Field(default=5e-6, description="device time every kernel costs beyond its work")
     step_overhead_s: OverheadSeconds = Field(description="engine host work per step: scheduling, batch assembly")
     launch_gap_s: OverheadSeconds = Field(
@@ -263,6 +287,16 @@ class HardwareProfile(StrictModel):
                 "set it in the profile before using this GPU"
             )
         return figure.value
+
+    def gemm_dtype(self, weights: str) -> ComputeDtype:
+        """The dtype a GEMM on weights of format `weights` runs at on this chip: the format's own
+        where the chip has tensor cores for it, else bf16 (weight-only: the kernel dequantizes the
+        weights and multiplies at bf16, as Marlin W4A16 / W8A16 and Triton MXFP4 on Hopper do)."""
+        fmt = weight_format(weights)
+        if fmt.weight_only or fmt.compute == "bf16":
+            return "bf16"
+        figure: Figure | None = getattr(self.compute, f"{fmt.compute}_dense_tflops")
+        return fmt.compute if figure is not None and figure.value is not None else "bf16"
 
     # SI accessors -----------------------------------------------------------------------------
     def peak_flops_per_s(self, dtype: ComputeDtype) -> float:

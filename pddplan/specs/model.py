@@ -10,13 +10,14 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from pddplan.errors import InputError
 from pddplan.specs.common import NonNegativeInt, PositiveInt, StrictModel
+from pddplan.specs.precision import WeightDtype
 
 LayerKind = Literal["full", "sliding", "linear"]
-WeightDtype = Literal["bf16", "fp8", "fp4"]
 KvDtype = Literal["bf16", "fp8"]
 
-#: Bytes per element of each dtype (fp4 packs two values in a byte; block scales are ignored).
+#: Bytes per element of each activation, KV or state dtype (weights: `precision.weight_format`).
 DTYPE_BYTES: dict[str, float] = {"fp32": 4.0, "bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
@@ -153,3 +154,16 @@ class ModelArchitecture(StrictModel):
     def with_kv_dtype(self, kv_dtype: KvDtype) -> ModelArchitecture:
         """The same model with another KV-cache dtype."""
         return self.model_copy(update={"kv_dtype": kv_dtype})
+
+    def with_weights(self, weights: WeightDtype | None, experts: WeightDtype | None = None) -> ModelArchitecture:
+        """The same model stored in `weights` (every weight, the routed experts included), then its
+        routed experts in `experts`; None keeps the model's own. InputError for `experts` on a
+        model without routed experts."""
+        model = self
+        if weights is not None:
+            model = model.model_copy(update={"weight_dtype": weights, "expert_weight_dtype": None})
+        if experts is not None:
+            if model.moe is None:
+                raise InputError(f"expert_weights = {experts!r}: {self.name} has no routed experts")
+            model = model.model_copy(update={"expert_weight_dtype": experts})
+        return model

@@ -7,6 +7,8 @@ documented in `docs/inputs.md`.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -33,6 +35,7 @@ from pddplan.specs.common import (
 )
 from pddplan.specs.distributions import HitRateDistribution, LengthDistribution, RequestMix
 from pddplan.specs.model import KvDtype
+from pddplan.specs.precision import WeightDtype
 
 #: How far a request mix's mean hit rate may sit from its `hit_rate` marginal's (whose buckets are
 #: discretized into points for closed-form averages).
@@ -67,18 +70,76 @@ class Arrival(StrictModel):
         return self
 
 
-class Sla(StrictModel):
-    """Service-level targets on time to first token (P90 and P99) and time per output token."""
+#: The quantiles an SLA may target, as field suffixes: P50, P90, P99.
+SLA_QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 
+
+@dataclass(frozen=True)
+class SlaTarget:
+    """One SLA target: `metric` (ttft or tpot) at `quantile` at most `target_s`; the share of
+    requests allowed above it is 1 - quantile."""
+
+    metric: Literal["ttft", "tpot"]
+    quantile: float
+    target_s: float
+
+    @property
+    def name(self) -> str:
+        """`TTFT P90`, `TPOT P99`."""
+        return f"{self.metric.upper()} P{round(self.quantile * 100)}"
+
+    @property
+    def key(self) -> str:
+        """The figure's key in results: `ttft_p90_s`."""
+        return f"{self.metric}_p{round(self.quantile * 100)}_s"
+
+
+class Sla(StrictModel):
+    """Service-level targets on time to first token (P90 and P99, optionally P50) and time per
+    output token (any of P50, P90, P99; TPOT is also the inter-token latency pddplan reports)."""
+
+    ttft_p50_s: Seconds | None = None
     ttft_p90_s: Seconds
     ttft_p99_s: Seconds
+    tpot_p50_s: Seconds | None = None
     tpot_p90_s: Seconds | None = None
+    tpot_p99_s: Seconds | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> Sla:
-        if self.ttft_p99_s < self.ttft_p90_s:
-            raise ValueError(f"ttft_p99_s ({self.ttft_p99_s}) is below ttft_p90_s ({self.ttft_p90_s})")
+        for metric in ("ttft", "tpot"):
+            given = [(name, getattr(self, f"{metric}_{name}_s")) for name in SLA_QUANTILES]
+            given = [(name, value) for name, value in given if value is not None]
+            for (low_name, low), (high_name, high) in itertools.pairwise(given):
+                if high < low:
+                    raise ValueError(f"{metric}_{high_name}_s ({high}) is below {metric}_{low_name}_s ({low})")
         return self
+
+    def targets(self, metric: Literal["ttft", "tpot"] | None = None) -> list[SlaTarget]:
+        """Every target set (of `metric`, or both), lowest quantile first."""
+        return [
+            SlaTarget(m, quantile, value)
+            for m in ("ttft", "tpot")
+            if metric in (None, m)
+            for name, quantile in SLA_QUANTILES.items()
+            if (value := getattr(self, f"{m}_{name}_s")) is not None
+        ]
+
+    def tpot_step_limit_s(self) -> float:
+        """The longest decode step a sized batch may take: the tightest TPOT target (every
+        sequence of the batch waits one step per token, so the step at the sized batch bounds
+        every percentile); infinite without one."""
+        return min((t.target_s for t in self.targets("tpot")), default=math.inf)
+
+    def tpot_per_request_s(self) -> float:
+        """The TPOT a request must keep to count as served within the SLA (goodput's attainment):
+        the loosest TPOT target, as TTFT's is its P99 target; infinite without one."""
+        return max((t.target_s for t in self.targets("tpot")), default=math.inf)
+
+    def scaled(self, factor: float) -> Sla:
+        """Every target multiplied by `factor`."""
+        fields = (f"{m}_{name}_s" for m in ("ttft", "tpot") for name in SLA_QUANTILES)
+        return self.model_copy(update={f: getattr(self, f) * factor for f in fields if getattr(self, f) is not None})
 
 
 class TokenPrices(StrictModel):
@@ -365,6 +426,14 @@ class Workload(StrictModel):
     description: str = ""
     model: str = Field(min_length=1, description="model catalog name, or a path to a config.json")
     kv_dtype: KvDtype | None = None
+    weights: WeightDtype | None = Field(
+        default=None,
+        description="weight format of every weight (bf16, fp8, fp8-block, fp4/nvfp4, mxfp4, int4); default: the "
+        "model's own (its config's quantization_config)",
+    )
+    expert_weights: WeightDtype | None = Field(
+        default=None, description="weight format of the routed experts (MoE models), after `weights`"
+    )
     arrival: Arrival
     prompt_tokens: LengthDistribution
     output_tokens: LengthDistribution
@@ -421,6 +490,18 @@ class Workload(StrictModel):
         if self.request_mix is not None:
             return self.request_mix.load_s()
         return np.zeros(len(self.prompt_hit_support()[0]))
+
+    def decode_context_cv(self) -> float:
+        """The coefficient of variation of a decoding sequence's context C = P + U * O (prompt P,
+        output O, U uniform on [0, 1] for how far it has decoded): E[C] = E[P] + E[O] / 2,
+        Var[C] = Var[P] + E[O^2] / 3 - E[O]^2 / 4; sqrt(Var[C]) / E[C] (0 for a constant context)."""
+        prompts, _, prompt_probs = self.prompt_hit_support()
+        outputs, output_probs = self.output_tokens.support()
+        mean_p, mean_o = float(prompts @ prompt_probs), float(outputs @ output_probs)
+        var_p = float((prompts - mean_p) ** 2 @ prompt_probs)
+        var = var_p + float(outputs**2 @ output_probs) / 3.0 - mean_o**2 / 4.0
+        mean = mean_p + mean_o / 2.0
+        return float(np.sqrt(max(var, 0.0)) / mean) if mean > 0 else 0.0
 
     def prompt_hit_support(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(prompt tokens, hit, probability) over the (prompt, hit) pairs requests draw: the mix's

@@ -123,7 +123,7 @@ def read_data(path: Path) -> Any:
     text = read_text(path)
     if path.suffix.lower() == ".json":
         try:
-            return parse_json(text)
+            return parse_json(text, allow_constants=True)  # the schema names the field of a NaN or an Infinity
         except JsonError as exc:
             raise InputError(f"{path}: not valid JSON{' ' + exc.where if exc.where else ''}: {exc.reason}") from None
     return parse_text(text, str(path))

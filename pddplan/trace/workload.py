@@ -31,7 +31,7 @@ import numpy as np
 import yaml
 
 from pddplan.errors import InputError
-from pddplan.inputs import load_model, load_plan, load_workload, workload_dir
+from pddplan.inputs import load_plan, load_workload, workload_dir, workload_model
 from pddplan.inputs.input_set import load_input_set
 from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.scenarios.scenario import Scenario, build_scenario
@@ -269,13 +269,13 @@ def workload_from_trace(
     if cache_capacity is None:
         tokens, capacity_text = MAX_CAPACITY_TOKENS, "unbounded"
     else:
-        capacity = parse_capacity(cache_capacity, kv_bytes_per_token(load_model(template.model, template.kv_dtype)))
+        capacity = parse_capacity(cache_capacity, kv_bytes_per_token(workload_model(template)))
         tokens, capacity_text = capacity.tokens, f"{capacity.text} ({capacity.tokens:,.0f} tokens)"
     summary = summarize(stream_trace(trace, fmt, block_tokens), block_tokens).to_dict()
     if tiers:
         if cache_capacity is not None:
             raise InputError("give --cache-capacity (one cache) or --tier (a chain of tiers), not both")
-        kv = kv_bytes_per_token(load_model(template.model, template.kv_dtype))
+        kv = kv_bytes_per_token(workload_model(template))
         chain = [parse_tier(text, kv) for text in tiers]
         histogram = JointHistogram()
         replay_tiers(stream_trace(trace, fmt, block_tokens), chain, kv, block_tokens, on_request=histogram.add)
