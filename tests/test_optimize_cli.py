@@ -531,3 +531,12 @@ def test_an_architecture_without_a_plan_has_no_bcr(agent_data: dict[str, Any]) -
     hetero = by_name(agent_data)["pd-hetero"]
     assert hetero["feasible"] is False and hetero["cost_usd_per_hour"] is None
     assert hetero["bcr"] is None
+
+
+def test_a_time_limit_too_short_to_solve_says_so(cli: Any) -> None:
+    """`--time-limit 0.000001` was reported as "no architecture meets the constraints" with advice
+    about the deployment options (issue 37, item 16); the solver's limit is what bound."""
+    result = cli("optimize", "chat-short-lowhit", "-a", "pd-intra", "--time-limit", "0.000001")
+    assert result.exit_code == 3
+    [line] = result.stderr.strip().splitlines()
+    assert "the solver found no solution within --time-limit 1e-06 s" in line and "raise --time-limit" in line

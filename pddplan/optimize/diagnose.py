@@ -113,11 +113,15 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
             replace(at_target, elastic=True, elastic_families=CAPACITIES, slack_weights=weights), options
         )
     if solution is None:
+        limit = options.solver.time_limit_s
         return [
             {
-                "constraint": "unknown",
+                "constraint": "unknown" if limit is None else "solver-time-limit",
                 "shortfall": None,
-                "message": "the elastic program found no solution either; check the workload's deployment options",
+                "message": "the elastic program found no solution either; check the workload's deployment options"
+                if limit is None
+                else f"the solver found no solution within --time-limit {limit:g} s, not even for the relaxed "
+                "program; raise --time-limit (the constraints themselves may well be met)",
             }
         ]
     for name, amount in sorted(solution.slack.items(), key=lambda item: -item[1] * weights.get(item[0], 1.0)):
