@@ -22,6 +22,7 @@ from pddplan.analyses.sensitivity import Sensitivity
 from pddplan.report.charts import Chart, Series, svg
 from pddplan.scenarios.describe import scenario_roles, scenario_wan
 from pddplan.scenarios.scenario import Scenario
+from pddplan.specs.workload import SLA_QUANTILES
 
 CDF_POINTS = 200
 STYLE = (
@@ -118,7 +119,7 @@ def _figures_table(figures: dict[str, Any], sla: Any) -> str:
         return "inf" if value is None or not math.isfinite(value) else f"{value:,.3f} s"
 
     targets = {t.key: t.target_s for t in sla.targets()}
-    quantiles = [f"{metric}_{q}_s" for metric in ("ttft", "tpot") for q in ("p50", "p90", "p99")]
+    quantiles = [f"{metric}_{q}_s" for metric in ("ttft", "tpot") for q in SLA_QUANTILES]
     rows = [
         *(
             (f"{key[:4].upper()} {key[5:8].upper()}", s(figures[key]), f"{targets[key]:g} s" if key in targets else "")

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pddplan.report.charts import Chart, Series, terminal
+from pddplan.support.units import parse_size
 
 
 def _num(value: Any, fmt: str) -> str:
@@ -181,9 +182,7 @@ def print_tiers(console: Console, data: dict[str, Any]) -> None:
 
 
 def _is_zero(capacity: str) -> bool:
-    """Whether a capacity as written (`0`, `0GB`, `0 tokens`) is none at all."""
-    digits = capacity.strip().rstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz /")
-    try:
-        return float(digits) == 0.0
-    except ValueError:
-        return False
+    """Whether a capacity as written (`0`, `0GB`, `0 tokens`) is none at all, read as the flag
+    that took it reads it (`pddplan.support.units.parse_size`)."""
+    size = parse_size(capacity, "capacity")
+    return (size.size_bytes or 0.0) == 0.0 and (size.tokens or 0.0) == 0.0

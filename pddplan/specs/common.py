@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from pddplan.errors import InputError
+from pddplan.support.limits import MAX_RATE_RPS, MIN_RATE_RPS
 from pddplan.support.units import parse_bandwidth, parse_seconds
 
 #: Source tags that need no entry in a file's `sources` table.
@@ -44,7 +45,7 @@ TokenCount = Annotated[int, Field(gt=0, le=10_000_000)]
 TokenLength = Annotated[float, Field(gt=0, le=10_000_000)]
 #: an offered rate: a million requests/s is beyond any single deployment; one request in 11.6 days
 #: (1e-6/s) is the slowest that keeps arrival times resolvable to a microsecond
-RateRps = Annotated[float, Field(ge=1e-6, le=1e6)]
+RateRps = Annotated[float, Field(ge=MIN_RATE_RPS, le=MAX_RATE_RPS)]
 #: a chunked-prefill budget: engines use 512-16,384; fewer than 16 tokens per step is not an engine
 ChunkTokens = Annotated[int, Field(ge=16, le=10_000_000)]
 #: a time in seconds the model steps through (fluctuation steps): at least a millisecond
