@@ -24,16 +24,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pddplan"
 
 def test_registry_finds_one_architecture_per_module_in_table_order() -> None:
     modules = sorted(p.stem for p in (PACKAGE / "architectures").glob("*.py") if p.stem not in ("__init__", "base"))
-    assert len(architectures.names()) == len(modules) == 4
-    assert architectures.names() == ("pd-intra", "pd-hetero", "pd-cross", "pdd")
+    assert len(architectures.names()) == len(modules) == 5
+    assert architectures.names() == ("agg", "pd-intra", "pd-hetero", "pd-cross", "pdd")
     assert architectures.subject().name == "pdd"
-    assert [a.name for a in architectures.baselines()] == ["pd-intra", "pd-hetero", "pd-cross"]
-    with pytest.raises(KeyError, match="expected one of pd-intra"):
+    assert [a.name for a in architectures.baselines()] == ["agg", "pd-intra", "pd-hetero", "pd-cross"]
+    with pytest.raises(KeyError, match="expected one of agg, pd-intra"):
         architectures.get("pd-nowhere")
 
 
-NAME_COMPARISON = re.compile(r"""(==|!=|\bin|\bnot in)\s*[\(\[{]?\s*["'](pd-intra|pd-hetero|pd-cross|pdd)["']""")
-NAME_COMPARED = re.compile(r"""["'](pd-intra|pd-hetero|pd-cross|pdd)["']\s*(==|!=|\bin\b)""")
+NAME_COMPARISON = re.compile(r"""(==|!=|\bin|\bnot in)\s*[\(\[{]?\s*["'](agg|pd-intra|pd-hetero|pd-cross|pdd)["']""")
+NAME_COMPARED = re.compile(r"""["'](agg|pd-intra|pd-hetero|pd-cross|pdd)["']\s*(==|!=|\bin\b)""")
 
 
 def test_no_architecture_name_comparison_outside_the_registry() -> None:
@@ -168,7 +168,8 @@ def test_architectures_command_lists_the_registry() -> None:
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [row["name"] for row in rows] == list(architectures.names())
-    hetero = rows[1]
+    agg, hetero = rows[0], rows[2]
+    assert (agg["kv_path"], agg["decode_gpu"], agg["relay"]) == ("none", "same", False)
     assert (hetero["kv_path"], hetero["decode_gpu"], hetero["relay"], hetero["decode_datacenter"]) == (
         "rdma",
         "other",

@@ -33,6 +33,7 @@ PLANS = {
     "pdd": DATA / "pdd-agent-64k-pdd.yaml",  # `optimize pdd-agent-64k -a pdd --output`
     "pd-intra": DATA / "pdd-agent-64k-pd-intra.yaml",  # `optimize pdd-agent-64k -a pd-intra --output`
     "hand-pdd": ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml",  # dedicated relay, adaptive handoff
+    "agg": DATA / "pdd-agent-64k-agg.yaml",  # `optimize pdd-agent-64k -a agg --output`: co-located servers
 }
 TARGETS = ("sglang", "vllm", "k8s")
 LWS_SCHEMA = DATA.parent / "k8s" / "leaderworkerset-v1.schema.json"
@@ -43,7 +44,7 @@ def _export(plan: str, target: str, **options: Any) -> Any:
     return export_plan(scenario_of(PLANS[plan], "pdd-agent-64k"), target, **options)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("plan", ["pdd", "pd-intra"])
+@pytest.mark.parametrize("plan", ["pdd", "pd-intra", "agg"])
 @pytest.mark.parametrize("target", TARGETS)
 def test_export_matches_its_golden_files(plan: str, target: str) -> None:
     files = _export(plan, target).files
@@ -214,18 +215,18 @@ def _flags_in(text: str) -> set[str]:
     return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", text))
 
 
-def test_every_flag_used_is_in_the_docs_table() -> None:
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_every_flag_used_is_in_the_docs_table(plan: str) -> None:
     """docs/export.md lists every flag export writes, with the engine version and source line it
     was checked against: a flag added to the export without that check fails here."""
     docs = (ROOT / "docs" / "export.md").read_text()
     documented = {engine: _flags_in(section) for engine, section in _doc_sections(docs).items()}
-    for plan in PLANS:
-        for target in ("sglang", "vllm"):
-            used: set[str] = set()
-            for name, text in _export(plan, target).files.items():
-                if name.endswith(".sh"):
-                    used |= _flags_in("\n".join(line for line in text.splitlines() if not line.startswith("#")))
-            assert used <= documented[target], f"{target}: undocumented {sorted(used - documented[target])}"
+    for target in ("sglang", "vllm"):
+        used: set[str] = set()
+        for name, text in _export(plan, target).files.items():
+            if name.endswith(".sh"):
+                used |= _flags_in("\n".join(line for line in text.splitlines() if not line.startswith("#")))
+        assert used <= documented[target], f"{target}: undocumented {sorted(used - documented[target])}"
 
 
 def _doc_sections(docs: str) -> dict[str, str]:
@@ -402,3 +403,87 @@ def test_manifests_pin_the_engine_release_the_flags_were_checked_against() -> No
         assert not image.endswith(":latest")
         version = ENGINE_VERSIONS[engine].split()[1]  # "SGLang 0.5.23 (...)" -> "0.5.23"
         assert f":v{version}" in image
+
+
+def _agg_workload(tmp_path: Path, **serving: Any) -> Path:
+    """pdd-agent-64k with `serving` fields set (a decode batch cap, CUDA graphs, MTP)."""
+    data = yaml.safe_load((ROOT / "workloads" / "pdd-agent-64k.yaml").read_text(encoding="utf-8"))
+    data["serving"] |= serving
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_an_agg_plan_is_co_located_servers_without_kv_transfer() -> None:
+    """agg's one role, `prefill`, is servers that prefill and decode: no disaggregation mode, no KV
+    transfer (so no RDMA pinning, no SGLang bootstrap port), titled P+D; no PDD routing file."""
+    result = _export("agg", "k8s")
+    deployment = result.deployment
+    assert deployment.colocated and len(deployment.instances) == 7
+    assert all(i.disaggregation == "none" and i.kv_transfer == "none" for i in deployment.instances)
+    assert all(i.role == "prefill" and not i.decode_radix_cache for i in deployment.instances)
+    services = [d for d in _documents(result.files) if d["kind"] == "Service"]
+    assert all([p["name"] for p in d["spec"]["ports"]] == ["http"] for d in services)
+    pods = [d["spec"]["template"]["spec"] for d in _documents(result.files) if d["kind"] == "Deployment"]
+    assert not any("securityContext" in c for pod in pods for c in pod["containers"])
+    for target in ("sglang", "vllm"):
+        files = _export("agg", target).files
+        assert "pdd-router.yaml" not in files
+        assert "prefill + decode (P+D)" in files["prefill-0.sh"] and "| prefill + decode (P+D) |" in files["README.md"]
+        assert "regular mode over every server" in files["README.md"]
+    assert "co-locates" not in _export("pd-intra", "sglang").files["README.md"]
+
+
+@pytest.mark.parametrize("target", ["sglang", "vllm"])
+def test_agg_servers_mix_chunked_prefill_into_decode_steps(target: str, tmp_path: Path) -> None:
+    """Each agg server, as the engine receives it: no PD flags, the chunk budget with mixing
+    (SGLang `--enable-mixed-chunk`; vLLM V1 mixes by default), vLLM's prefix cache kept and
+    DeepEP's high-throughput kernels (its steps carry prefill chunks)."""
+    files = _export("agg", target).files
+    servers = [name for name in files if name.startswith("prefill-")]
+    assert len(servers) == 7
+    for name in servers:
+        argv = _run_with_fake_engine(files[name], [], {"PREFILL_0_ADDR": "10.0.0.1"}, tmp_path)
+        assert not any("disaggregation" in a or a == "--kv-transfer-config" for a in argv), argv
+        flags = dict(itertools.pairwise(argv))
+        if target == "sglang":
+            assert flags["--chunked-prefill-size"] == "8192" and "--enable-mixed-chunk" in argv
+        else:
+            assert flags["--max-num-batched-tokens"] == "8192" and "--enable-prefix-caching" in argv
+            assert flags["--all2all-backend"] == "deepep_high_throughput"
+
+
+@pytest.mark.parametrize("target", ["sglang", "vllm"])
+def test_the_agg_router_runs_in_regular_mode_over_every_server(target: str, tmp_path: Path) -> None:
+    """`router.sh` lists every server after one `--worker-urls`, cache-aware, with no PD mode."""
+    result = _export("agg", target)
+    addresses = {address_variable(i): f"10.0.0.{i.index + 1}" for i in result.deployment.instances}
+    argv = _run_with_fake_engine(result.files["router.sh"], [], addresses, tmp_path)
+    port = 30000 if target == "sglang" else 8000
+    workers = [f"http://10.0.0.{n}:{port}" for n in range(1, 8)]
+    head = ["-m", "sglang_router.launch_router"] if target == "sglang" else []
+    assert argv == [*head, "--worker-urls", *workers, "--policy", "cache_aware", "--host", "0.0.0.0", "--port", "8000"]
+    router = next(
+        d for d in _documents(_export("agg", "k8s", engine=target).files) if "router" in d["metadata"]["name"]
+    )
+    command = router["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert "--worker-urls http://pdd-agent-64k-agg-prefill-0:" in command and "disaggregation" not in command
+
+
+def test_agg_servers_take_the_decode_batch_cap_cuda_graphs_and_mtp(tmp_path: Path) -> None:
+    """The workload's decode batch cap and CUDA-graph bound reach every co-located server as they
+    reach decoders; with MTP, the SGLang README says mixed chunks are off and the step model fails."""
+    workload = _agg_workload(
+        tmp_path, max_decode_batch=64, cuda_graph_max_batch=32, mtp_draft_tokens=1, mtp_acceptance=0.8
+    )
+    scenario = scenario_of(PLANS["agg"], workload)
+    sglang = export_plan(scenario, "sglang").files
+    for flag in ("--max-running-requests 64", "--cuda-graph-max-bs-decode 32", "--speculative-algorithm NEXTN"):
+        assert flag in sglang["prefill-0.sh"], flag
+    assert "drafts 1 tokens per step with MTP" in sglang["README.md"]
+    vllm = export_plan(scenario, "vllm").files["prefill-0.sh"]
+    assert "--max-num-seqs 64" in vllm and """'{"max_decode_cudagraph_capture_requests":32}'""" in vllm
+    eager = scenario_of(PLANS["agg"], _agg_workload(tmp_path, cuda_graph_max_batch=0))
+    assert "--disable-decode-cuda-graph" in export_plan(eager, "sglang").files["prefill-0.sh"]
+    assert "--enforce-eager" in export_plan(eager, "vllm").files["prefill-0.sh"]
+    assert "MTP" not in export_plan(eager, "sglang").files["README.md"]

@@ -66,7 +66,7 @@ def write_workload(path: Path, price: float | None = None, **changes: Any) -> Pa
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with w.yaml and b.json, created by `pddplan gate b.json --init w.yaml`, then set to
-    gate pd-intra with 500 verification requests."""
+    gate agg (the best architecture on its one GPU type) with 500 verification requests."""
     folder = tmp_path_factory.mktemp("gate-template")
     write_workload(folder / "w.yaml")
     # the workload is named as the shell sees it (relative to the working directory) and stored
@@ -78,7 +78,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "wrote" in said and "1 scenario" in said
     data = json.loads((folder / "b.json").read_text())
     assert data["scenarios"][0]["workload"] == "w.yaml"
-    data["scenarios"][0]["options"].update({"architectures": ["pd-intra"], "requests": 500})
+    data["scenarios"][0]["options"].update({"architectures": ["agg"], "requests": 500})
     (folder / "b.json").write_text(json.dumps(data, indent=2) + "\n")
     return folder
 
@@ -136,7 +136,7 @@ def test_init_writes_a_valid_baseline(template: Path) -> None:
     assert scenario.name == "w"
     assert scenario.workload == "w.yaml"
     result = scenario.result
-    assert result.feasible and result.best == "pd-intra"
+    assert result.feasible and result.best == "agg"  # co-located serving is cheapest on one GPU type here
     assert list(result.gpus) == ["h100-sxm"] and result.gpus["h100-sxm"] > 0
     n = result.gpus["h100-sxm"]
     assert result.cost_usd_per_hour is not None
@@ -173,7 +173,7 @@ def test_unchanged_inputs_pass(work: Path) -> None:
     result = run("gate", work / "b.json")
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
-    assert "w: best pd-intra -> pd-intra" in result.stdout
+    assert "w: best agg -> agg" in result.stdout
     assert "unchanged" in result.stdout and "regression" not in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "gate passed: 1 scenarios, none regressed"
 
@@ -203,7 +203,7 @@ def test_price_increase_fails_the_right_scenario_and_metric(work: Path) -> None:
     assert steady["name"] == "w" and steady["verdict"] == "unchanged" and steady["reasons"] == []
     assert all(m["verdict"] == "unchanged" for m in steady["metrics"].values())
     assert dearer["name"] == "dearer" and dearer["verdict"] == "regression"
-    assert dearer["best_before"] == dearer["best_after"] == "pd-intra"
+    assert dearer["best_before"] == dearer["best_after"] == "agg"
     assert dearer["gpus_before"] == dearer["gpus_after"] == {"h100-sxm": n}
     cost = dearer["metrics"]["cost_usd_per_hour"]
     assert cost["verdict"] == "regression"

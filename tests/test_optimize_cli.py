@@ -171,7 +171,7 @@ def budget_runs(
 def test_json_stdout_is_one_document(agent_data: dict[str, Any]) -> None:
     assert {"best", "architectures"} <= set(agent_data)
     assert agent_data["workload"] == AGENT and agent_data["mode"] == "bcr"
-    assert [arch["name"] for arch in agent_data["architectures"]] == ["pd-intra", "pd-hetero", "pd-cross", "pdd"]
+    assert [arch["name"] for arch in agent_data["architectures"]] == ["agg", "pd-intra", "pd-hetero", "pd-cross", "pdd"]
 
 
 def test_highs_banner_goes_to_stderr_not_stdout(agent: tuple[Run, Path]) -> None:
@@ -239,6 +239,8 @@ def test_roles_gpus_and_lines_are_consistent(agent_data: dict[str, Any]) -> None
         assert arch["cost_usd_per_hour"] > 0 and arch["bcr"] > 0
         if arch["name"] == "pd-intra":
             assert arch["wan_lines"] == [] and set(arch["roles"]) == {"prefill", "decode"}
+        elif arch["name"] == "agg":  # one role: the instances prefill and decode
+            assert arch["wan_lines"] == [] and set(arch["roles"]) == {"prefill"}
         else:
             assert arch["wan_lines"]
         if arch["name"] == "pdd":

@@ -112,7 +112,7 @@ def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> mil
     arch = architectures.get(names[int(rng.integers(len(names)))])
     n_pools = int(rng.integers(1, 4))
     n_prefill = int(rng.integers(1, 3))
-    n_decode = int(rng.integers(1, 4))
+    n_decode = 0 if arch.colocated else int(rng.integers(1, 4))  # co-located: the prefill pool decodes
     n_relay = int(rng.integers(1, 3)) if arch.has_relay else 0
     ceiling = float(rng.uniform(1.0, 5.0))
 
@@ -221,7 +221,7 @@ def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> mil
 class Choice:
     pool: int
     prefill: tuple[int, int]
-    decode: tuple[int, int]
+    decode: tuple[int, int] | None  # None: co-located, the prefill pool decodes
     relay: tuple[int, int] | None
     cost: float
     max_rate: float
@@ -247,34 +247,39 @@ def prefill_cap(data: milp.ProblemData, c: int, n: int, k: int) -> float:
 
 
 def evaluate_choice(
-    data: milp.ProblemData, k: int, c: int, n: int, d: int, m: int, relay: tuple[int, int] | None
+    data: milp.ProblemData, k: int, c: int, n: int, decode: tuple[int, int] | None, relay: tuple[int, int] | None
 ) -> Choice | None:
-    """Cost and the largest rate a choice carries, or None when its integers break a constraint."""
+    """Cost and the largest rate a choice carries, or None when its integers break a constraint
+    (`decode` None: co-located, the prefill pool's capacity covers decoding)."""
     source, target = locations(data, k)
     pre = data.prefill[c]
-    dec = data.decode[d]
-    if pre.datacenter != source or dec.candidate.datacenter != target:
-        return None
-    rule = data.architecture.decode_gpu
-    if rule is DecodeGpu.SAME and dec.candidate.gpu != pre.gpu:
-        return None
-    if rule is DecodeGpu.OTHER and dec.candidate.gpu == pre.gpu:
+    if pre.datacenter != source:
         return None
     used: dict[tuple[str, str], int] = {}
     used[(pre.datacenter, pre.gpu)] = used.get((pre.datacenter, pre.gpu), 0) + n * pre.tp
-    key = (dec.candidate.datacenter, dec.candidate.gpu)
-    used[key] = used.get(key, 0) + m * dec.candidate.tp
     load = data.pools[k]
-    a = load.md_load_fraction
-    bounds = [
-        data.rate_ceiling,
-        prefill_cap(data, c, n, k),
-        dec.requests_per_s * m / a,
-        m * dec.memory_rate(a * data.mean_output_tokens, data.decode_cache_bytes_per_rps),
-    ]
+    bounds = [data.rate_ceiling, prefill_cap(data, c, n, k)]
+    cost = n * pre.usd_per_hour
+    if decode is not None:
+        d, m = decode
+        dec = data.decode[d]
+        if dec.candidate.datacenter != target:
+            return None
+        rule = data.architecture.decode_gpu
+        if rule is DecodeGpu.SAME and dec.candidate.gpu != pre.gpu:
+            return None
+        if rule is DecodeGpu.OTHER and dec.candidate.gpu == pre.gpu:
+            return None
+        key = (dec.candidate.datacenter, dec.candidate.gpu)
+        used[key] = used.get(key, 0) + m * dec.candidate.tp
+        a = load.md_load_fraction
+        bounds += [
+            dec.requests_per_s * m / a,
+            m * dec.memory_rate(a * data.mean_output_tokens, data.decode_cache_bytes_per_rps),
+        ]
+        cost += m * dec.candidate.usd_per_hour
     if data.prefill_cache_bytes_per_rps > 0 and data.prefill_cache_room:
         bounds.append(n * data.prefill_cache_room.get(c, 0.0) / data.prefill_cache_bytes_per_rps)
-    cost = n * pre.usd_per_hour + m * dec.candidate.usd_per_hour
     if relay is not None:
         r, mr = relay
         rel = data.relay[r]
@@ -290,7 +295,7 @@ def evaluate_choice(
     if load.line is not None:
         bounds.append(load.max_rate)
         cost += load.line.usd_per_hour
-    return Choice(k, (c, n), (d, m), relay, cost, max(min(bounds), 0.0))
+    return Choice(k, (c, n), decode, relay, cost, max(min(bounds), 0.0))
 
 
 def all_choices(data: milp.ProblemData) -> list[Choice]:
@@ -302,15 +307,19 @@ def all_choices(data: milp.ProblemData) -> list[Choice]:
         for n in range(1, sizes + 1)
         if any(prefill_cap(data, c, n, k) > 0 for k in range(len(data.pools)))
     ]
-    decode = [(d, m) for d, cap in enumerate(data.decode) if cap.usable for m in range(cap.candidate.max_count + 1)]
+    decode: list[tuple[int, int] | None] = [
+        (d, m) for d, cap in enumerate(data.decode) if cap.usable for m in range(cap.candidate.max_count + 1)
+    ]
+    if data.architecture.colocated:
+        decode = [None]
     relay: list[tuple[int, int] | None] = [None]
     if data.architecture.has_relay:
         relay = [
             (r, m) for r, cap in enumerate(data.relay) if cap.usable for m in range(1, cap.candidate.max_count + 1)
         ]
     out = []
-    for k, (c, n), (d, m), rl in itertools.product(range(len(data.pools)), prefill, decode, relay):
-        choice = evaluate_choice(data, k, c, n, d, m, rl)
+    for k, (c, n), dm, rl in itertools.product(range(len(data.pools)), prefill, decode, relay):
+        choice = evaluate_choice(data, k, c, n, dm, rl)
         if choice is not None:
             out.append(choice)
     return out
@@ -351,8 +360,7 @@ def brute_bcr(data: milp.ProblemData) -> float | None:
 def check_solution(data: milp.ProblemData, solution: milp.Solution) -> Choice:
     """The solver's integers form a valid choice, its rate fits it and its cost is that choice's cost."""
     c, n = solution.prefill
-    d, m = solution.decode
-    choice = evaluate_choice(data, solution.pool, c, n, d, m, solution.relay)
+    choice = evaluate_choice(data, solution.pool, c, n, solution.decode, solution.relay)
     assert choice is not None, f"solver picked a choice that breaks a constraint: {solution}"
     assert solution.rate <= choice.max_rate * (1 + 1e-6) + 1e-7, (solution, choice)
     assert close(solution.cost_per_hour, choice.cost, 1e-9), (solution, choice)

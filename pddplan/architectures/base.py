@@ -40,6 +40,7 @@ class Pipeline(StrEnum):
     P_MD = "P-MD"
     P_RLD_MD = "P-RLD-MD"
     P_RLD = "P-RLD"  # singular traffic: a relayed request the relay finished on its own
+    COLOCATED = "P+D"  # prefill and decode on the same instance (co-located serving)
 
 
 class Transport(StrEnum):
@@ -47,6 +48,7 @@ class Transport(StrEnum):
 
     RDMA = "rdma"  # same datacenter
     WAN = "wan"  # the other datacenter, over the leased lines
+    NONE = "none"  # decode runs where prefill wrote the KV (co-located serving): nothing moves
 
 
 class DecodeGpu(StrEnum):
@@ -68,6 +70,8 @@ class Dispatch(Protocol):
 
     def wan_to_decoder(self, request: int, t: float) -> None: ...
 
+    def decode_in_place(self, request: int, t: float) -> None: ...
+
 
 class Architecture:
     """One serving architecture (subclasses set the class attributes and override what differs)."""
@@ -80,6 +84,9 @@ class Architecture:
     has_relay: ClassVar[bool] = False
     direct_pipeline: ClassVar[Pipeline]
     subject: ClassVar[bool] = False  # the architecture the others are baselines for (PDD)
+    # prefill and decode share instances (chunked prefill mixed into decode steps): one role, the
+    # prefill instances, and no KV moves (`pddplan.evaluate.colocated`)
+    colocated: ClassVar[bool] = False
 
     @property
     def uses_wan(self) -> bool:
@@ -89,6 +96,14 @@ class Architecture:
     def decode_label(self) -> str:
         """Short name of the decode role in tables: MD (main decoder) beside a relay, else D."""
         return "MD" if self.has_relay else "D"
+
+    def role_label(self, role: str) -> str:
+        """Short name of a role in tables: P, RLD, D or MD; P+D for co-located instances."""
+        if role == "decode":
+            return self.decode_label
+        if role == "prefill":
+            return "P+D" if self.colocated else "P"
+        return "RLD"
 
     @property
     def caches(self) -> tuple[CacheKind, ...]:
@@ -110,6 +125,8 @@ class Architecture:
 
     def validate(self, plan: Plan) -> None:
         """Raise ValueError when `plan`'s roles, datacenters or lines do not fit this architecture."""
+        if plan.decode is None:
+            raise ValueError(f"architecture {self.name} needs decode instances (`decode`)")
         relay = plan.relay
         dedicated = relay is not None and relay.count > 0
         if self.has_relay and plan.relay_on_prefill:

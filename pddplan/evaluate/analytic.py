@@ -32,6 +32,7 @@ import numpy as np
 
 from pddplan.cache.sessions import CacheKind
 from pddplan.evaluate.classes import RequestClasses, request_classes
+from pddplan.evaluate.colocated import mixed_steps, operating_point
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
@@ -212,9 +213,10 @@ class _Decoding:
     gap_s: np.ndarray
     iterations: int
     relay_longest_step_s: float = 0.0  # a co-located relay's mixed step (its tokens' longest gap)
-    # a co-located relay's first token: after a mixed step (probability p), else a decode step:
-    # (p, mixed step, decode step); None: after the relay's step_s
-    relay_first_steps: tuple[float, float, float] | None = None
+    md_longest_step_s: float = 0.0  # a co-located decoder's full-chunk mixed step (agg)
+    # a co-located decoder's first token (the relay's, or agg's): after a mixed step (probability
+    # p), else a decode step: (p, mixed step, decode step); None: after the pool's step_s
+    first_steps: tuple[float, float, float] | None = None
 
 
 def _prefill_stage(scenario: Scenario, classes: RequestClasses, lam: float) -> _Prefill:
@@ -426,40 +428,88 @@ def _colocated_stages(
     extra_s, slowed, prefill = slowed_by(decoding.relay.batch)
     relay_batch = min(decoding.relay.batch, float(batches[-1]))
     alone_s = float(np.interp(max(relay_batch, 1.0), batches, alone))
-    rho = min(max(prefill.utilization, 0.0), 1.0)
+    leaves_work = min(max(prefill.p_wait, 0.0), 1.0)
     mixed_s = busy_s + extra_s
     # A relayed request's first token comes after one whole step of whichever kind runs next: a
-    # mixed step if prefill is still busy (probability rho, what a departure leaves behind), else
-    # a decode step; a two-point mixture, not tau_co (the harmonic mix of token rates).
+    # mixed step if its instance has prefill work left, else a decode step; a two-point mixture,
+    # not tau_co (the harmonic mix of token rates). Departures see what arrivals see: the instance
+    # keeps prefilling when a request waits in the pool's queue, probability P(wait) (rho for one
+    # instance, less for a pool).
     # the longest gap: a full chunk's mixed step
-    full_s = busy_step_s(instance, chunk, classes.attention_s_per_new_token(), math.inf) + extra_s
+    full_s = busy_step_s(instance, chunk, classes.attention_s_per_new_token(), 0.0) + extra_s
     longest = full_s if prefill.utilization > 0 else decoding.relay.step_s
-    first = (rho, mixed_s, alone_s)
-    return slowed, prefill, replace(decoding, relay_longest_step_s=longest, relay_first_steps=first)
+    first = (leaves_work, mixed_s, alone_s)
+    return slowed, prefill, replace(decoding, relay_longest_step_s=longest, first_steps=first)
+
+
+def _agg_stages(
+    scenario: Scenario, classes: RequestClasses, lam: float, states: _LinkStates
+) -> tuple[RequestClasses, _Prefill, _Decoding]:
+    """Co-located serving (`pddplan.evaluate.colocated`): the running batch B per instance from
+    Little's law at the token time its own rows and prefill's busy share set; prefill's engine
+    times slowed by f(B); TPOT tau(B), the longest gap a full chunk's mixed step; the first token
+    one step after prefill (mixed w.p. P(wait) of the slowed prefill queue, else a decode step)."""
+    count, context = scenario.prefill.count, classes.mean_context_tokens
+    room = colocated_relay_max_batch(scenario, context, lam)
+    steps = mixed_steps(scenario.prefill.instance, scenario.chunk_tokens, classes, int(room))
+    unslowed = _prefill_stage(scenario, classes, lam)
+    point = operating_point(steps, lam / count, unslowed.utilization, classes.mean_output_tokens, room)
+    slowdown = float(point.slowdown[0])
+    slowed = classes.with_prefill_slowed(slowdown)
+    prefill = _prefill_stage(scenario, slowed, lam)
+    batch, stable = float(point.batch[0]), bool(point.stable[0])
+    decoder = _Decoder(batch=batch, max_batch=room, step_s=float(point.token_s[0]), stable=stable)
+    shape = (len(classes.input_prob), len(classes.output_tokens), len(states.prob))
+    zeros = np.zeros(shape)
+    mixed_s = float(point.mixed_s[0])
+    # a step formed while requests wait is packed to the chunk budget
+    full_mixed_s = steps.full_chunk_s + (mixed_s - steps.busy_s)
+    return (
+        slowed,
+        prefill,
+        _Decoding(
+            md=decoder,
+            relay=None,
+            offered_bytes_per_s=0.0,
+            wan_s=np.zeros((shape[0], shape[2])),
+            eager_tokens=zeros,
+            finishes_on_relay=zeros.astype(bool),
+            gap_s=zeros,
+            iterations=1,
+            md_longest_step_s=full_mixed_s if prefill.utilization > 0 else 0.0,
+            first_steps=(min(max(float(prefill.p_wait), 0.0), 1.0), full_mixed_s, float(point.alone_s[0])),
+        ),
+    )
 
 
 def _first_token_delays(
     scenario: Scenario, classes: RequestClasses, decoding: _Decoding, states: _LinkStates
 ) -> tuple[np.ndarray, np.ndarray]:
     """Prefill plus the architecture's path to the first token, per (input class, state), and the
-    states' probabilities. A co-located relay's first step is a two-point mixture
-    (`_Decoding.relay_first_steps`): the states are then (mixed step, state f) and (decode step,
-    state f), stacked along the state axis."""
+    states' probabilities. A co-located decoder's first step (the relay's on prefill instances, or
+    agg's) is a two-point mixture (`_Decoding.first_steps`): the states are then (mixed step,
+    state f) and (decode step, state f), stacked along the state axis."""
     prefill = scenario.prefill
     full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)
     rdma = rdma_time_s(full_kv, prefill.instance.kv_senders, prefill.instance.hardware.nic_bytes_per_s)
-    if scenario.relay_colocated:  # the relay decodes where the KV already is
+    if scenario.colocated_pool is not None:  # the decoder is where the KV already is
         rdma = np.zeros_like(rdma)
 
-    def after(relay_step: float) -> np.ndarray:
+    def after(first_step: float | None) -> np.ndarray:
+        decode_step = decoding.md.step_s
+        relay_step = decoding.relay.step_s if decoding.relay is not None else 0.0
+        if first_step is not None and scenario.colocated_pool == "decode":
+            decode_step = first_step
+        elif first_step is not None:
+            relay_step = first_step
         first = scenario.architecture.first_token_delay(
-            rdma[:, None], decoding.wan_s, decoding.md.step_s, relay_step, classes.relay[:, None]
+            rdma[:, None], decoding.wan_s, decode_step, relay_step, classes.relay[:, None]
         )
         return classes.prefill_s[:, None] + classes.load_s[:, None] + first
 
-    if decoding.relay_first_steps is None:
-        return after(decoding.relay.step_s if decoding.relay is not None else 0.0), states.prob
-    busy, mixed_s, alone_s = decoding.relay_first_steps
+    if decoding.first_steps is None:
+        return after(None), states.prob
+    busy, mixed_s, alone_s = decoding.first_steps
     delays = np.concatenate([after(mixed_s), after(alone_s)], axis=1)
     return delays, np.concatenate([busy * states.prob, (1.0 - busy) * states.prob])
 
@@ -472,6 +522,7 @@ def _tpot_and_gaps(decoding: _Decoding, outputs: np.ndarray, shape: tuple[int, .
     tau_m = decoding.md.step_s
     tau_r = decoding.relay.step_s if decoding.relay is not None else 0.0
     relay_worst = max(tau_r, decoding.relay_longest_step_s)
+    md_worst = max(tau_m, decoding.md_longest_step_s)
     o = outputs[None, :, None]
     eager, finishes, gap = decoding.eager_tokens, decoding.finishes_on_relay, decoding.gap_s
     relayed = eager > 0
@@ -481,7 +532,7 @@ def _tpot_and_gaps(decoding: _Decoding, outputs: np.ndarray, shape: tuple[int, .
     worst = np.where(
         relayed & ~finishes,
         np.maximum(np.maximum(gap, tau_m), relay_worst),
-        np.where(finishes, relay_worst, tau_m),
+        np.where(finishes, relay_worst, md_worst),
     )
     return np.broadcast_to(tpot, shape), np.broadcast_to(worst, shape)
 
@@ -495,7 +546,9 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     classes = request_classes(scenario, lam)
     p_in, outputs, p_out = classes.input_prob, classes.output_tokens, classes.output_prob
     states = _link_states(scenario)
-    if scenario.relay_colocated:
+    if scenario.architecture.colocated:
+        classes, prefill, decoding = _agg_stages(scenario, classes, lam, states)
+    elif scenario.relay_colocated:
         classes, prefill, decoding = _colocated_stages(scenario, classes, lam, states)
     else:
         prefill = _prefill_stage(scenario, classes, lam)
@@ -579,7 +632,7 @@ def _cap_notes(scenario: Scenario, decoding: _Decoding, context: float, rate_rps
     reserve = scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, rate_rps)
     pools = [("decode", scenario.decode, decoding.md, reserve), ("relay", scenario.relay, decoding.relay, 0.0)]
     for name, role, decoder, reserved in pools:
-        if role is None or decoder is None or (name == "relay" and scenario.relay_colocated):
+        if role is None or decoder is None or name == scenario.colocated_pool:
             continue
         per_sequence = float(request_kv_bytes(scenario.model, context, scenario.workload.serving.page_tokens))
         room = float(sequences_that_fit(role.kv_capacity_bytes - reserved, per_sequence, role.instance.kv_pools))
@@ -673,7 +726,9 @@ def _slot_waits(
 
     Slots of a pool are servers of a G/G/c queue: c = instances * max batch, service = the time a
     sequence holds its slot (Little: batch * instances / arrival rate), service cv^2 that of the
-    output lengths. P-RLD-MD requests wait for a relay slot, the others for a decode slot.
+    output lengths. P-RLD-MD requests wait for a relay slot, the others for a decode slot. A decoder
+    on the prefill instances (agg's, or a relay there) holds a request where its prefill ran: its
+    queue is one instance's, c = max batch at the instance's share of the arrivals.
     """
     outputs, p_out = classes.output_tokens, classes.output_prob
     mean_o = float(outputs @ p_out)
@@ -691,13 +746,20 @@ def _slot_waits(
         p_arr, m_arr = allen_cunneen(instances * decoder.max_batch, arrivals, hold, cv2_out, cv2_arrival)
         return float(p_arr), float(m_arr)
 
+    def slots_wait(name: str, decoder: _Decoder, instances: int, arrivals: float) -> tuple[float, float]:
+        # a decoder on the prefill instances takes a request where its prefill ran: its slots
+        # are one instance's, not the pool's
+        if name == scenario.colocated_pool:
+            return pool_wait(decoder, 1, arrivals / instances)
+        return pool_wait(decoder, instances, arrivals)
+
     md_arrivals = lam * float(((~finishes_on_relay) * weights).sum())
-    md_p, md_m = pool_wait(md, scenario.decode.count, md_arrivals)
+    md_p, md_m = slots_wait("decode", md, scenario.decode.count, md_arrivals)
     direct = ~classes.relay
     p[direct], mean[direct] = md_p, md_m
     if relay is not None and scenario.relay is not None:
         relay_arrivals = lam * float(classes.relay @ classes.input_prob)
-        r_p, r_m = pool_wait(relay, scenario.relay.count, relay_arrivals)
+        r_p, r_m = slots_wait("relay", relay, scenario.relay.count, relay_arrivals)
         p[classes.relay], mean[classes.relay] = r_p, r_m
     return p, mean
 

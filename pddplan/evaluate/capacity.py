@@ -28,8 +28,11 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from pddplan.cache.accounting import demand_bytes_per_rps
+from pddplan.cache.sessions import CacheKind
 from pddplan.cache.tiers import instance_tiers
 from pddplan.evaluate.classes import RequestClasses
+from pddplan.evaluate.colocated import mixed_steps, operating_point
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import erlang_c, single_wait_survival
@@ -377,9 +380,22 @@ def prefill_capacity_by_line(
     wan_ceiling = WAN_MAX_UTILIZATION * mean_capacity / max(wan_bytes, 1.0)
     all_sizes = np.tile(sizes, len(lines))
     ceiling = np.minimum(np.minimum(all_sizes / packed_s * 0.999, rate_ceiling), wan_ceiling[line_of_row])
-    top_ok = feasible(line_of_row, all_sizes, ceiling)
+    out = largest_feasible_rate(feasible, line_of_row, all_sizes, ceiling)
+    return out.reshape(len(lines), len(sizes))
+
+
+def largest_feasible_rate(
+    feasible: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    rows: np.ndarray,
+    sizes: np.ndarray,
+    ceiling: np.ndarray,
+) -> np.ndarray:
+    """Per (row, pool size), the largest rate in [0, ceiling] that `feasible(rows, sizes, rates)`
+    accepts, feasibility falling with the rate: the ceiling when it is feasible, else a grid search
+    (GRID_POINTS rates per round, GRID_ROUNDS rounds; the feasible end of the bracket is kept)."""
+    top_ok = feasible(rows, sizes, ceiling)
     # only the pool sizes that cannot carry their ceiling need the search
-    rows, n, high = line_of_row[~top_ok], all_sizes[~top_ok], ceiling[~top_ok]
+    rows, n, high = rows[~top_ok], sizes[~top_ok], ceiling[~top_ok]
     low = np.zeros(len(n))
     steps = np.arange(1, GRID_POINTS + 1) / (GRID_POINTS + 1)
     index = np.arange(len(n))
@@ -395,4 +411,71 @@ def prefill_capacity_by_line(
         )
     out = ceiling.copy()
     out[~top_ok] = low
-    return out.reshape(len(lines), len(sizes))
+    return out
+
+
+def colocated_capacity(
+    candidate: InstanceKind,
+    classes: RequestClasses,
+    workload: Workload,
+    pool_sizes: np.ndarray,
+    rate_ceiling: float,
+    sla_scale: float,
+) -> np.ndarray:
+    """Largest rate each pool size of co-located instances of `candidate` sustains within the SLA
+    (0 if none), by the closed form's equations (`pddplan.evaluate.colocated`): the running batch
+    fits the KV room beside the longest prompt and the prefix cache's HBM share (lower tiers hold
+    first) at the slot utilization u* of one instance's slots (a request decodes where it
+    prefilled), the token time keeps the tightest TPOT target, and TTFT = wait + slowed prefill +
+    one step meets every TTFT target scaled by `sla_scale`."""
+    instance, model, serving = candidate.instance, candidate.instance.model, workload.serving
+    page, pools = serving.page_tokens, instance.kv_pools
+    sequence = float(request_kv_bytes(model, classes.mean_context_tokens, page))
+    beside = candidate.kv_capacity_bytes - float(request_kv_bytes(model, workload.prompt_tokens.largest(), page))
+    tiers, _ = instance_tiers(instance, serving.cache_tiers, serving.host_memory_utilization)
+    lower = sum(t.capacity_bytes for t in tiers)
+    cache_per_rps = demand_bytes_per_rps(CacheKind.PREFILL, workload, model)
+    limit = serving.decode_batch_limit
+    largest = int(min(limit, float(sequences_that_fit(beside, sequence, pools))))
+    if largest < 1:
+        return np.zeros(len(pool_sizes))
+    steps = mixed_steps(instance, classes.chunk_tokens, classes, largest)
+    tpot_limit = workload.sla.tpot_step_limit_s()
+    ttft_targets = workload.sla.targets("ttft")
+    targets = np.array([t.target_s for t in ttft_targets]) * sla_scale
+    allowed = np.array([1.0 - t.quantile for t in ttft_targets])
+    cv2_a = workload.arrival.cv**2
+    p_in = classes.input_prob
+    overhead = classes.prefill_s - classes.prefill_alone_s + classes.load_s
+    usable: dict[int, float] = {}
+
+    def slot_share(slots: int) -> float:
+        if slots not in usable:
+            usable[slots] = slot_utilization(slots)
+        return usable[slots]
+
+    def feasible(_rows: np.ndarray, n: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        unslowed = prefill_queue(classes, n, rate, cv2_a)
+        cache_hbm = np.maximum(cache_per_rps * rate / n - lower, 0.0)
+        room = np.minimum(limit, sequences_that_fit(beside - cache_hbm, sequence, pools))
+        share = np.array([slot_share(int(s)) for s in room])  # a request decodes where it prefilled
+        point = operating_point(steps, rate / n, unslowed.utilization, classes.mean_output_tokens, share * room)
+        ok = point.stable & (point.token_s <= tpot_limit)
+        f = point.slowdown
+        queue = prefill_queue(classes, n, rate * f, cv2_a)  # time scaling: waits f times longer
+        p_wait, wait_mean = queue.p_wait, queue.wait_mean_s * f
+        service = overhead[None, :] + f[:, None] * classes.prefill_alone_s[None, :]
+        packed = steps.full_chunk_s + point.mixed_s - steps.busy_s  # a step formed while requests wait
+        first = np.stack([packed, point.alone_s], axis=1)  # (rows, 2)
+        delays = (service[:, :, None] + first[:, None, :]).reshape(len(n), -1)
+        busy = np.clip(p_wait, 0.0, 1.0)  # the instance keeps prefilling after a departure (closed form)
+        weights = (p_in[None, :, None] * np.stack([busy, 1.0 - busy], axis=1)[:, None, :]).reshape(len(n), -1)
+        for target, allowed_share in zip(targets, allowed, strict=True):
+            tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])
+            ok &= np.einsum("rk,rk->r", tail, weights) <= allowed_share
+        return ok
+
+    sizes = pool_sizes.astype(np.float64)
+    packed_s = float(classes.prefill_work_s @ p_in)
+    ceiling = np.minimum(sizes / packed_s * 0.999, rate_ceiling)
+    return largest_feasible_rate(feasible, np.zeros(len(sizes), dtype=int), sizes, ceiling)

@@ -34,6 +34,7 @@ from pddplan.evaluate.capacity import (
     Downstream,
     K,
     PathLoad,
+    colocated_capacity,
     decoder_capacity,
     path_load,
     prefill_capacity,
@@ -86,6 +87,7 @@ DECODE_MEMORY = "HBM for the running sequences"
 DECODE_CACHE = "radix cache beyond the tiers below HBM"
 PREFILL_TTFT = "prefill within the TTFT targets"
 PREFILL_CACHE = "room for the prefix cache"
+COLOCATED_SLA = "prefill and decode together within the TTFT and TPOT targets"
 
 
 def decoder_limits(
@@ -173,6 +175,8 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     """The capacity view of `scenario` (see the module docstring)."""
     workload, model, plan = scenario.workload, scenario.model, scenario.plan
     classes = classes or request_classes(scenario)
+    if scenario.architecture.colocated:
+        return _colocated_view(scenario, classes)
     mean_output = classes.mean_output_tokens
     context = classes.mean_context_tokens
     decode = decoder_capacity(scenario.decode, workload, model, context, mean_output, scenario.decode.count)
@@ -201,12 +205,9 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         decode, load, mean_output, decode_cache_bytes_per_rps(workload, model, scenario.architecture.caches)
     )
     prefill_terms = {PREFILL_TTFT: float(pool[0]) / scenario.prefill.count}
-    prefix = scenario.cache(CacheKind.PREFILL, 1.0)  # per request/s
-    if prefix is not None and prefix.placement.demand_bytes > 0:
-        room = sum(t.capacity_bytes for t in prefix.placement.tiers) + max(
-            scenario.prefill.kv_capacity_bytes - scenario.longest_prompt_kv_bytes, 0.0
-        )
-        prefill_terms[PREFILL_CACHE] = room / prefix.placement.demand_bytes
+    cache_rate = prefill_cache_rate(scenario)
+    if cache_rate is not None:
+        prefill_terms[PREFILL_CACHE] = cache_rate
     limits = {
         "prefill": min(prefill_terms, key=prefill_terms.__getitem__),
         "decode": min(decode_terms, key=decode_terms.__getitem__),
@@ -227,6 +228,37 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         prefill_token_throughputs(classes, scenario.prefill.tp),
     )
     return replace(view, limits=limits)
+
+
+def prefill_cache_rate(scenario: Scenario) -> float | None:
+    """Requests/s whose prefix cache one prefill instance has room for: (its tiers below HBM + its
+    KV room beside the longest prompt) / bytes per request/s (None without a cache to hold)."""
+    prefix = scenario.cache(CacheKind.PREFILL, 1.0)  # per request/s
+    if prefix is None or prefix.placement.demand_bytes <= 0:
+        return None
+    room = sum(t.capacity_bytes for t in prefix.placement.tiers) + max(
+        scenario.prefill.kv_capacity_bytes - scenario.longest_prompt_kv_bytes, 0.0
+    )
+    return room / prefix.placement.demand_bytes
+
+
+def _colocated_view(scenario: Scenario, classes: RequestClasses) -> CapacityView:
+    """Co-located serving: one role does both, its capacity `colocated_capacity` of its pool (the
+    TTFT and TPOT targets and its KV room together), or its room for the prefix cache."""
+    prefill = scenario.prefill
+    pool = colocated_capacity(prefill, classes, scenario.workload, np.array([prefill.count]), UNBOUNDED_RATE, 1.0)
+    terms = {COLOCATED_SLA: float(pool[0]) / prefill.count}
+    cache_rate = prefill_cache_rate(scenario)
+    if cache_rate is not None:
+        terms[PREFILL_CACHE] = cache_rate
+    limit = min(terms, key=terms.__getitem__)
+    view = fluid_view(
+        {"prefill": RolePool(terms[limit], prefill.count, prefill.tp, prefill.usd_per_hour / prefill.count)},
+        None,
+        revenue_per_request(scenario.workload, classes),
+        prefill_token_throughputs(classes, prefill.tp),
+    )
+    return replace(view, limits={"prefill": limit})
 
 
 def prefill_token_throughputs(classes: RequestClasses, tp: int) -> tuple[float, float]:

@@ -1,4 +1,5 @@
-"""Engine launch arguments for one instance, SGLang's and vLLM's, and their PD routers'.
+"""Engine launch arguments for one instance, SGLang's and vLLM's, and their routers' (PD mode for
+disaggregated plans, regular mode over co-located servers).
 
 Every flag is one the engine's own argument parser defines at the version named in
 ENGINE_VERSIONS (docs/export.md tables each with its source line). Arguments are tokens: plain
@@ -9,6 +10,7 @@ or the Kubernetes pod fills in) and is written as is.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,7 +64,9 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
     --attn-dp-size N` with DeepEP all-to-all (SGLang 0.5.23 spells data-parallel attention so;
     `--enable-dp-attention --dp-size N` is deprecated); EP under tensor-parallel attention is
     `--ep-size N` alone (the experts' outputs summed by the all-reduce); TP is `--tp-size N` alone. Across the WAN
-    there is no RDMA, so KV travels by Mooncake over TCP.
+    there is no RDMA, so KV travels by Mooncake over TCP. A co-located server runs no disaggregation
+    mode and mixes its prefill chunks into decode steps (`--enable-mixed-chunk`; SGLang turns it off
+    under EAGLE/NEXTN speculative decoding).
     """
     n = instance.gpus
     args = ["python3", "-m", "sglang.launch_server", "--model-path", deployment.model_repo, "--tp-size", str(n)]
@@ -70,8 +74,11 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
         args += ["--ep-size", str(n), "--attn-dp-size", str(n), "--moe-a2a-backend", "deepep"]
     elif instance.layout == "tp-ep":
         args += ["--ep-size", str(n)]
-    args += ["--disaggregation-mode", instance.disaggregation]
-    args += ["--disaggregation-transfer-backend", "mooncake_tcp" if instance.kv_transfer == "tcp" else "mooncake"]
+    if instance.colocated:
+        args += ["--chunked-prefill-size", str(deployment.chunk_tokens), "--enable-mixed-chunk"]
+    else:
+        args += ["--disaggregation-mode", instance.disaggregation]
+        args += ["--disaggregation-transfer-backend", "mooncake_tcp" if instance.kv_transfer == "tcp" else "mooncake"]
     if instance.disaggregation == "prefill":
         args += ["--disaggregation-bootstrap-port", str(SGLANG_BOOTSTRAP_PORT)]
         args += ["--chunked-prefill-size", str(deployment.chunk_tokens)]
@@ -89,7 +96,9 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
         k = deployment.mtp_draft_tokens
         args += ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", str(k)]
         args += ["--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", str(k + 1)]
-    if instance.disaggregation == "decode" and deployment.cuda_graph_max_batch is not None:
+    # the decode-phase graph (SGLang's `--cuda-graph-max-bs` is a deprecated alias of the flag): it
+    # serves a co-located server's decode-only steps as it does a decode server's
+    if instance.decodes and deployment.cuda_graph_max_batch is not None:
         if deployment.cuda_graph_max_batch == 0:
             args += ["--disable-decode-cuda-graph"]
         else:
@@ -107,17 +116,20 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
     EP is vLLM's expert-parallel deployment: one data-parallel attention rank per GPU
     (`--data-parallel-size N --enable-expert-parallel`), DeepEP high-throughput kernels on prefill
     and low-latency ones on decode; a multi-node instance runs one command per node, the others
-    headless, each starting at its first rank. EP under tensor-parallel attention is
+    headless, each starting at its first rank (a co-located server's steps carry prefill chunks,
+    so it takes the high-throughput kernels). EP under tensor-parallel attention is
     `--tensor-parallel-size N --enable-expert-parallel` (one rank group, experts spread over it). TP
     is `--tensor-parallel-size N`; across nodes, with
     vLLM's multiprocessing executor (`--nnodes`, `--node-rank`, `--master-addr`; the others
     headless). KV moves with the NIXL connector; across the WAN its UCX transport is told to use TCP.
+    A co-located server has no KV connector: vLLM V1 mixes prefill chunks into decode steps by
+    default, `--max-num-batched-tokens` bounding each step.
     """
     args = ["vllm", "serve", deployment.model_repo]
     per_node = instance.gpus_per_node
     if instance.layout == "ep":
         args += ["--tensor-parallel-size", "1", "--data-parallel-size", str(instance.gpus), "--enable-expert-parallel"]
-        kernels = "deepep_high_throughput" if instance.disaggregation == "prefill" else "deepep_low_latency"
+        kernels = "deepep_high_throughput" if instance.prefills else "deepep_low_latency"
         args += ["--all2all-backend", kernels]
         if instance.nodes > 1:
             args += ["--data-parallel-size-local", str(per_node)]
@@ -131,7 +143,7 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
         if instance.nodes > 1:
             args += ["--nnodes", str(instance.nodes), "--node-rank", node.rank]
             args += ["--master-addr", node.leader_address, "--master-port", str(VLLM_MASTER_PORT)]
-    if instance.disaggregation == "prefill":
+    if instance.prefills:
         args += ["--max-num-batched-tokens", str(deployment.chunk_tokens)]
     if instance.max_running_requests is not None:
         args += ["--max-num-seqs", str(instance.max_running_requests)]
@@ -142,15 +154,16 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
     if deployment.quantization is not None:
         args += ["--quantization", deployment.quantization]
     args += ["--enable-prefix-caching"]
-    role = "kv_producer" if instance.disaggregation == "prefill" else "kv_consumer"
-    args += [
-        "--kv-transfer-config",
-        json.dumps({"kv_connector": "NixlConnector", "kv_role": role}, separators=(",", ":")),
-    ]
+    if not instance.colocated:
+        role = "kv_producer" if instance.disaggregation == "prefill" else "kv_consumer"
+        args += [
+            "--kv-transfer-config",
+            json.dumps({"kv_connector": "NixlConnector", "kv_role": role}, separators=(",", ":")),
+        ]
     if deployment.mtp_draft_tokens:
         spec = {"method": "mtp", "num_speculative_tokens": deployment.mtp_draft_tokens}
         args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
-    if instance.disaggregation == "decode" and deployment.cuda_graph_max_batch is not None:
+    if instance.decodes and deployment.cuda_graph_max_batch is not None:
         if deployment.cuda_graph_max_batch == 0:
             args += ["--enforce-eager"]
         else:
@@ -173,20 +186,33 @@ def server_env(engine: Engine, instance: EngineInstance) -> dict[str, str]:
     return {}
 
 
-def router_args(engine: Engine, prefill_urls: list[str], decode_urls: list[str]) -> list[str]:
-    """The engine's stock PD router over `prefill_urls` and `decode_urls` (SGLang's takes each
-    prefill server's bootstrap port after its URL)."""
+def router_args(engine: Engine, deployment: Deployment, url: Callable[[EngineInstance], str]) -> list[str]:
+    """The engine's stock router in front of `deployment`'s servers (`url`: each one's address).
+
+    Disaggregated: PD mode over the prefill servers and the (main) decoders (SGLang's takes each
+    prefill server's bootstrap port after its URL). Co-located: regular mode, each request to one
+    of the servers, chosen by prefix-cache affinity (`cache_aware`).
+    """
+    if deployment.colocated:
+        workers = [url(i) for i in deployment.instances]
+        if engine == "sglang":
+            args = ["python3", "-m", "sglang_router.launch_router", "--worker-urls", *workers]
+        else:
+            args = ["vllm-router", "--worker-urls", *workers]
+        return [*args, "--policy", "cache_aware", "--host", "0.0.0.0", "--port", str(ROUTER_PORT)]
+    prefill_urls = [url(i) for i in deployment.of_role("prefill")]
+    decode_urls = [url(i) for i in deployment.of_role("decode")]
     if engine == "sglang":
         args = ["python3", "-m", "sglang_router.launch_router", "--pd-disaggregation"]
-        for url in prefill_urls:
-            args += ["--prefill", url, str(SGLANG_BOOTSTRAP_PORT)]
-        for url in decode_urls:
-            args += ["--decode", url]
+        for address in prefill_urls:
+            args += ["--prefill", address, str(SGLANG_BOOTSTRAP_PORT)]
+        for address in decode_urls:
+            args += ["--decode", address]
         return [*args, "--policy", "cache_aware", "--host", "0.0.0.0", "--port", str(ROUTER_PORT)]
     args = ["vllm-router", "--vllm-pd-disaggregation"]
-    for url in prefill_urls:
-        args += ["--prefill", url]
-    for url in decode_urls:
-        args += ["--decode", url]
+    for address in prefill_urls:
+        args += ["--prefill", address]
+    for address in decode_urls:
+        args += ["--decode", address]
     args += ["--prefill-policy", "cache_aware", "--decode-policy", "power_of_two"]
     return [*args, "--host", "0.0.0.0", "--port", str(ROUTER_PORT)]

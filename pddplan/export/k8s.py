@@ -4,9 +4,9 @@ Each instance is a Deployment (one node) or a LeaderWorkerSet (several nodes; LW
 LWS_LEADER_ADDRESS and LWS_WORKER_INDEX into every pod), with a Service in front of its head pod.
 Pods ask for the instance's GPUs by the vendor's device-plugin resource and land on nodes
 labelled with the datacenter and GPU type (`pddplan/datacenter`, `pddplan/gpu`: label your nodes so).
-The router runs in the prefill datacenter; for PDD a ConfigMap carries the routing rule. The
-manifests assume one cluster whose nodes span both datacenters (or a multi-cluster Service mesh
-that resolves the Service names across them).
+The router runs in the prefill datacenter (PD mode; regular mode over co-located servers); for
+PDD a ConfigMap carries the routing rule. The manifests assume one cluster whose nodes span both
+datacenters (or a multi-cluster Service mesh that resolves the Service names across them).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pddplan.export.engines import (
     server_env,
 )
 from pddplan.export.layout import Deployment, EngineInstance
-from pddplan.export.scripts import pdd_router_config, render_command
+from pddplan.export.scripts import colocated_notes, pdd_router_config, render_command
 
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "huawei": "huawei.com/Ascend910"}
 #: The images of the releases the generated flags were checked against (`engines.ENGINE_VERSIONS`),
@@ -184,9 +184,7 @@ def _router(engine: Engine, deployment: Deployment, image: str) -> list[dict[str
     def url(i: EngineInstance) -> str:
         return f"http://{_object_name(deployment, i.label)}:{SERVER_PORT[engine]}"
 
-    args = router_args(
-        engine, [url(i) for i in deployment.of_role("prefill")], [url(i) for i in deployment.of_role("decode")]
-    )
+    args = router_args(engine, deployment, url)
     name = _object_name(deployment, "router")
     labels = _labels(deployment, "router", "router")
     datacenter = deployment.of_role("prefill")[0].datacenter
@@ -275,4 +273,7 @@ def k8s_files(engine: Engine, deployment: Deployment, image: str | None = None) 
         "in the prefill datacenter and reaches every instance by its Service name, so both datacenters\n"
         "must resolve each other's Services (one cluster spanning both, or a multi-cluster Service mesh).\n"
     )
+    if deployment.colocated:
+        notes = colocated_notes(engine, deployment, router="The router's Deployment starts")
+        files["README.md"] += "\n" + "\n".join(notes) + "\n"
     return files

@@ -3,7 +3,9 @@
 This is the one place that decides what a plan means for an engine (every target renders it):
 - roles: `prefill`; `relay` (PDD's relay decoder, a decode server in the prefill datacenter) or
   none when the relay runs on the prefill instances; `decode` (PDD's main decoder, or a baseline's
-  decoder);
+  decoder); a co-located architecture (`Architecture.colocated`, agg) has `prefill` alone, whose
+  servers run no disaggregation mode: each prefills and decodes, mixing prefill chunks into its
+  decode steps;
 - layout: experts expert-parallel with data-parallel attention (pddplan's EP, `Instance.uses_ep`),
   experts expert-parallel under tensor-parallel attention (`Instance.tp_attention`), or tensor
   parallelism throughout;
@@ -13,7 +15,8 @@ This is the one place that decides what a plan means for an engine (every target
 - caches: prefix cache on prefill (the prefix hits are the point); a radix cache on the decoders
   fed over the WAN (the decode-side cache that lets only incremental KV cross);
 - KV transfer: RDMA within a datacenter; TCP across the WAN line (no RDMA between datacenters);
-  PDD's prefill speaks RDMA to its relay, and its WAN leg to the main decoder is PDD's own.
+  PDD's prefill speaks RDMA to its relay, and its WAN leg to the main decoder is PDD's own; none
+  on co-located servers (the KV stays where prefill wrote it).
 """
 
 from __future__ import annotations
@@ -48,7 +51,11 @@ def check_script_text(field: str, value: str) -> str:
     return value
 
 
-Transport = Literal["rdma", "tcp"]
+#: How an instance's KV leaves (prefill) or arrives (decode); `none` on a co-located server.
+Transport = Literal["rdma", "tcp", "none"]
+#: The server's disaggregation mode: a prefill or a decode server of a PD pair, or `none` for a
+#: co-located server (prefill and decode in one server, no PD mode).
+Disaggregation = Literal["prefill", "decode", "none"]
 
 
 @dataclass(frozen=True)
@@ -65,10 +72,25 @@ class EngineInstance:
     nodes: int
     expert_parallel: bool
     tp_attention: bool  # with expert_parallel: attention tensor-parallel, not data-parallel
-    disaggregation: Literal["prefill", "decode"]
+    disaggregation: Disaggregation
     kv_transfer: Transport  # how this instance's KV leaves (prefill) or arrives (decode)
     max_running_requests: int | None
     decode_radix_cache: bool
+
+    @property
+    def colocated(self) -> bool:
+        """Whether the server prefills and decodes (no disaggregation mode, no KV transfer)."""
+        return self.disaggregation == "none"
+
+    @property
+    def decodes(self) -> bool:
+        """Whether the server runs decode steps: a decode server or a co-located one."""
+        return self.disaggregation != "prefill"
+
+    @property
+    def prefills(self) -> bool:
+        """Whether the server runs chunked prefill: a prefill server or a co-located one."""
+        return self.disaggregation != "decode"
 
     @property
     def gpus_per_node(self) -> int:
@@ -106,6 +128,12 @@ class Deployment:
 
     def of_role(self, role: RoleName) -> list[EngineInstance]:
         return [i for i in self.instances if i.role == role]
+
+    @property
+    def colocated(self) -> bool:
+        """Whether every server prefills and decodes (co-located serving): the router spreads
+        requests over them in its regular mode, not its PD mode."""
+        return all(i.colocated for i in self.instances)
 
 
 def _vendor(description: str) -> str:
@@ -148,6 +176,7 @@ def deployment_of(
     check_script_text("workload model", workload.model)
     check_script_text("plan name", plan.name)
     wan = scenario.architecture.uses_wan
+    colocated = scenario.architecture.colocated
     instances: list[EngineInstance] = []
     for role_name, role in scenario.roles.items():
         per_node = min(gpus_per_node, role.tp)
@@ -163,7 +192,8 @@ def deployment_of(
         # RDMA, to the relay beside them: the P -> MD leg over the WAN is PDD's own transfer,
         # which stock engines lack (the export's README says so).
         crosses_wan = role_name == "decode" or (role_name == "prefill" and not scenario.architecture.has_relay)
-        transport: Transport = "tcp" if wan and crosses_wan else "rdma"
+        transport: Transport = "none" if colocated else "tcp" if wan and crosses_wan else "rdma"
+        mode: Disaggregation = "none" if colocated else "decode" if is_decode else "prefill"
         instances.extend(
             EngineInstance(
                 role=role_name,
@@ -176,9 +206,9 @@ def deployment_of(
                 nodes=role.tp // per_node,
                 expert_parallel=role.instance.uses_ep,
                 tp_attention=role.instance.tp_attention,
-                disaggregation="decode" if is_decode else "prefill",
+                disaggregation=mode,
                 kv_transfer=transport,
-                max_running_requests=scenario.fixed_decode_batch if is_decode else None,
+                max_running_requests=scenario.fixed_decode_batch if mode != "prefill" else None,
                 decode_radix_cache=role_name == "decode" and scenario.architecture.decode_keeps_prefix_cache,
             )
             for index in range(role.count)

@@ -26,6 +26,12 @@ from pddplan.export.engines import (
 from pddplan.export.layout import Deployment, EngineInstance, nodes_total
 
 ROLE_TITLES = {"prefill": "prefill (P)", "relay": "relay decoder (RLD)", "decode": "decoder (D / MD)"}
+COLOCATED_TITLE = "prefill + decode (P+D)"
+
+
+def role_title(instance: EngineInstance) -> str:
+    """What the instance's server does, as the scripts and README name it."""
+    return COLOCATED_TITLE if instance.colocated else ROLE_TITLES[instance.role]
 
 
 def address_variable(instance: EngineInstance) -> str:
@@ -57,7 +63,7 @@ def instance_script(engine: Engine, deployment: Deployment, instance: EngineInst
     """The launch script of one instance (run on each of its nodes with the node's rank)."""
     variable = address_variable(instance)
     where = f"{instance.gpus} x {instance.gpu} in {instance.datacenter}"
-    text = f"#!/bin/sh\n{_header(deployment, engine)}# {instance.label}: {ROLE_TITLES[instance.role]}, {where}"
+    text = f"#!/bin/sh\n{_header(deployment, engine)}# {instance.label}: {role_title(instance)}, {where}"
     if instance.nodes == 1:
         text += ", one node\nset -eu\n"
         node = NodeContext(rank=Shell("0"), leader_address=Shell(f'"${{{variable}:-127.0.0.1}}"'))
@@ -93,16 +99,15 @@ def _url(engine: Engine, instance: EngineInstance) -> str:
 
 
 def router_script(engine: Engine, deployment: Deployment) -> str:
-    """The engine's stock PD router over the plan's prefill and (main) decode instances."""
-    prefill = [_url(engine, i) for i in deployment.of_role("prefill")]
-    decode = [_url(engine, i) for i in deployment.of_role("decode")]
+    """The engine's stock router: PD mode over the plan's prefill and (main) decode instances, or
+    regular mode over its co-located servers."""
     note = ""
     if deployment.routing is not None:
         note = (
             "# PDD: the stock router sends every request P -> MD. Sending low-hit requests through the relay\n"
             "# decoder and handing them to the main decoder is pdd-router.yaml's rule, for a PDD-aware router.\n"
         )
-    args = [Shell(a) if "${" in a else a for a in router_args(engine, prefill, decode)]
+    args = [Shell(a) if "${" in a else a for a in router_args(engine, deployment, lambda i: _url(engine, i))]
     return f"#!/bin/sh\n{_header(deployment, engine)}{note}set -eu\n" + render_command(args)
 
 
@@ -141,6 +146,7 @@ def pdd_router_config(
 
 def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
     """Which server runs which script, and what the export assumed."""
+    where_router = "servers'" if deployment.colocated else "prefill"
     lines = [
         f"# Launch files for plan `{deployment.plan_name}` ({deployment.architecture}) on {engine}",
         "",
@@ -155,14 +161,16 @@ def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
             i.layout
         ]
         lines.append(
-            f"| {i.label}.sh | {ROLE_TITLES[i.role]} | {i.datacenter} | {i.gpus} x {i.gpu} | {i.nodes} | {layout} "
+            f"| {i.label}.sh | {role_title(i)} | {i.datacenter} | {i.gpus} x {i.gpu} | {i.nodes} | {layout} "
             f"| {address_variable(i)} |"
         )
     lines += [
         "",
         "Set every address variable (each instance's head node) where the scripts run; start the servers,",
-        "then `router.sh` in the prefill datacenter.",
+        f"then `router.sh` in the {where_router} datacenter.",
     ]
+    if deployment.colocated:
+        lines += ["", *colocated_notes(engine, deployment)]
     if deployment.relay_on_prefill:
         lines += [
             "",
@@ -192,6 +200,38 @@ def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
     if "pdd-router.yaml" in files:
         lines += ["", "`pdd-router.yaml` holds PDD's routing rule and handoff for a PDD-aware router."]
     return "\n".join(lines) + "\n"
+
+
+def colocated_notes(engine: Engine, deployment: Deployment, router: str = "`router.sh` starts") -> list[str]:
+    """README lines for a co-located plan: how the servers mix prefill into decode, and when the
+    engine stops doing so (`router`: what starts the router, the subject of a sentence)."""
+    chunk = deployment.chunk_tokens
+    lines = [
+        "The plan co-locates prefill and decode: each server runs both, with no disaggregation mode and",
+        f"no KV transfer, mixing prefill chunks of up to {chunk} tokens into its decode steps.",
+        f"{router} the router in regular mode over every server",
+        "(cache-aware: a request goes to the server that holds its prefix).",
+    ]
+    if engine == "sglang":
+        lines += [
+            f"SGLang mixes them with `--chunked-prefill-size {chunk} --enable-mixed-chunk`, and turns mixed",
+            "chunks off under EAGLE/NEXTN speculative decoding: it then runs prefill chunks and decode steps",
+            "apart.",
+        ]
+        if deployment.mtp_draft_tokens:
+            lines += [
+                f"This plan drafts {deployment.mtp_draft_tokens} tokens per step with MTP "
+                "(`serving.mtp_draft_tokens`, NEXTN), so",
+                "the servers do not mix, and the plan's step model (decode rows sharing steps with prefill",
+                "chunks) does not hold on SGLang: re-plan with `serving.mtp_draft_tokens: 0`, or expect TTFT",
+                "and TPOT to differ from the plan's.",
+            ]
+    else:
+        lines += [
+            "vLLM V1 mixes prefill chunks into decode steps by default; `--max-num-batched-tokens "
+            f"{chunk}` bounds each step.",
+        ]
+    return lines
 
 
 def shell_files(engine: Engine, deployment: Deployment) -> dict[str, str]:

@@ -55,7 +55,7 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
         return [_prompt_memory_finding(setup)]
     data = builder.build(setup.architecture.default_routing())
     sla = setup.workload.sla
-    if not any(d.usable for d in data.decode):
+    if not setup.architecture.colocated and not any(d.usable for d in data.decode):
         if data.decode and all(d.memory_bytes < d.sequence_bytes for d in data.decode):
             roomiest = max(d.memory_bytes for d in data.decode)
             return [
@@ -183,7 +183,7 @@ def binding_pool(data: milp.ProblemData, solution: milp.Solution, family: str) -
     if family == "prefill-cache":
         c, n = solution.prefill
         return f"{n} x {data.prefill[c].key}"
-    if family in ("decode-capacity", "decode-memory"):
+    if family in ("decode-capacity", "decode-memory") and solution.decode is not None:
         return data.decode[solution.decode[0]].candidate.key
     if family == "relay-capacity" and solution.relay is not None:
         return data.relay[solution.relay[0]].candidate.key

@@ -192,6 +192,8 @@ def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variable
     request rate of one instance at its TPOT-limited batch, a_k its share of the output work
     (eager tokens done by the relay, extend steps counted as tokens); one decode type, placed at
     the pool's decode datacenter."""
+    if data.architecture.colocated:  # the prefill pool decodes too: its capacity holds both
+        return
     model += pulp.lpSum(v.decode_pick.values()) == 1, "one-decode-kind"
     supply = pulp.lpSum(data.decode[d].requests_per_s * count for d, count in v.decode_count.items())
     demand = pulp.lpSum(data.pools[k].md_load_fraction * pool_rps(data, v, k) for k in v.pool)
@@ -394,7 +396,7 @@ class Solution:
     """The chosen integers, read back from a solved program."""
 
     prefill: tuple[int, int]
-    decode: tuple[int, int]
+    decode: tuple[int, int] | None  # None: the prefill instances decode (co-located serving)
     relay: tuple[int, int] | None
     pool: int
     rate: float
@@ -407,7 +409,7 @@ class Solution:
 def read_solution(data: ProblemData, v: Variables) -> Solution:
     """Which candidate, how many, which pool; rounding guards against solver tolerances."""
     prefill = max(v.prefill, key=lambda key: v.prefill[key].value() or 0.0)
-    decode = max(v.decode_pick, key=lambda d: v.decode_pick[d].value() or 0.0)
+    decode = max(v.decode_pick, key=lambda d: v.decode_pick[d].value() or 0.0) if v.decode_pick else None
     relay = None
     on_prefill = v.relay_on_prefill is not None and (v.relay_on_prefill.value() or 0.0) > 0.5
     if v.relay_pick and not on_prefill:
@@ -416,7 +418,7 @@ def read_solution(data: ProblemData, v: Variables) -> Solution:
     pool = max(v.pool, key=lambda k: v.pool[k].value() or 0.0)
     return Solution(
         prefill=prefill,
-        decode=(decode, round(v.decode_count[decode].value() or 0)),
+        decode=(decode, round(v.decode_count[decode].value() or 0)) if decode is not None else None,
         relay=relay,
         pool=pool,
         rate=data.rate_unit * float(v.rate.value() or 0.0),

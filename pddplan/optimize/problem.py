@@ -23,6 +23,7 @@ from pddplan.evaluate.capacity import (
     DecoderCapacity,
     Downstream,
     PathLoad,
+    colocated_capacity,
     decoder_capacity,
     path_loads,
     pool_size_estimate,
@@ -226,7 +227,10 @@ class ProblemBuilder:
             }
         classes = self._classes_memo[routing_key]
         any_classes = next(iter(classes.values()))
-        datacenters = [workload.deployment.home]
+        # over RDMA the pools sit in the home datacenter; co-located pools may sit in any
+        datacenters = (
+            [dc.name for dc in workload.deployment.datacenters] if arch.colocated else [workload.deployment.home]
+        )
         downstream = Downstream(arch, None, md_step, md_step)
         # the handoff's extend cost comes from the slowest decoder kind: found once, not per line
         slowest = (
@@ -251,7 +255,9 @@ class ProblemBuilder:
         decoders = self.decoders(headroom.decode_scale, least_md_rps)
         memo_key = (routing_key, headroom.sla_scale)
         if memo_key not in self._prefill_memo:
-            self._prefill_memo[memo_key] = self._prefill_capacities(classes, pools, downstream, headroom.sla_scale)
+            self._prefill_memo[memo_key] = self._prefill_capacities(
+                classes, pools, datacenters, downstream, headroom.sla_scale
+            )
         inventory = {
             (dc.name, offer.type): offer.max_count for dc in workload.deployment.datacenters for offer in dc.gpus
         }
@@ -259,7 +265,7 @@ class ProblemBuilder:
             architecture=arch,
             prefill=setup.candidates,
             prefill_caps=self._prefill_memo[memo_key],
-            decode=decoders,
+            decode=[] if arch.colocated else decoders,
             relay=relays if arch.has_relay and options.relay_placement != "prefill" else [],
             pools=pools,
             datacenters=datacenters,
@@ -296,10 +302,12 @@ class ProblemBuilder:
         self,
         classes: dict[int, RequestClasses],
         pools: list[PathLoad],
+        datacenters: list[str],
         downstream: Downstream,
         sla_scale: float,
     ) -> dict[tuple[int, int], np.ndarray]:
-        """(prefill candidate, pool) -> the rate each pool size 1..N sustains within the TTFT SLA."""
+        """(prefill candidate, pool) -> the rate each pool size 1..N sustains within the TTFT SLA;
+        pool k without a line sits in `datacenters[k]`."""
         setup = self.setup
         caps: dict[tuple[int, int], np.ndarray] = {}
         least = self.options.least_rate(setup.rate_ceiling)
@@ -322,7 +330,7 @@ class ProblemBuilder:
             pool_row: dict[int, int] = {}
             for k, load in enumerate(pools):
                 line = load.line
-                source = line.source if line is not None else setup.workload.deployment.home
+                source = line.source if line is not None else datacenters[k]
                 if source != candidate.datacenter:
                     continue
                 link_key = (
@@ -336,10 +344,15 @@ class ProblemBuilder:
                 pool_row[k] = rows[link_key]
             if not line_rows:
                 continue
-            downstreams = [replace(downstream, line=line) for line in line_rows]
-            rates = prefill_capacity_by_line(
-                candidate, classes[i], downstreams, setup.workload, sizes, setup.rate_ceiling, sla_scale
-            )
+            if setup.architecture.colocated:  # the pool also decodes: one row, no line
+                rates = colocated_capacity(candidate, classes[i], setup.workload, sizes, setup.rate_ceiling, sla_scale)[
+                    None, :
+                ]
+            else:
+                downstreams = [replace(downstream, line=line) for line in line_rows]
+                rates = prefill_capacity_by_line(
+                    candidate, classes[i], downstreams, setup.workload, sizes, setup.rate_ceiling, sla_scale
+                )
             padded = np.concatenate([np.zeros((len(line_rows), lowest - 1)), rates], axis=1)
             for k, row in pool_row.items():
                 caps[(i, k)] = padded[row]

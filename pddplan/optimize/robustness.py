@@ -137,7 +137,7 @@ def repriced_types(report: OptimizeReport) -> list[str]:
     subject = report.result(architectures.subject().name)
     if subject is None or not subject.feasible or subject.plan is None:
         return []
-    decode = [subject.plan.decode.gpu]
+    decode = [spec.gpu for name, spec in subject.plan.roles().items() if name == "decode"]
     baseline = best_baseline(report)
     used = {spec.gpu for spec in baseline.plan.roles().values()} if baseline and baseline.plan else set()
     return [gpu for gpu in decode if gpu not in used]

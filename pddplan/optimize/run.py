@@ -70,6 +70,23 @@ class OptimizeReport:
             }
         return out
 
+    def disaggregation(self) -> dict[str, Any] | None:
+        """Should the workload disaggregate at all: the best co-located plan against the best
+        disaggregated one (by the mode's measure, as `best`), with the disaggregated one's cost and
+        BCR change over it (None unless both have a feasible plan)."""
+        colocated = OptimizeReport(self.workload, self.options, [r for r in self.feasible if _colocated(r)]).best
+        split = OptimizeReport(self.workload, self.options, [r for r in self.feasible if not _colocated(r)]).best
+        if colocated is None or split is None:
+            return None
+        mine, theirs = architecture_figures(split), architecture_figures(colocated)
+        return {
+            "colocated": colocated.name,
+            "disaggregated": split.name,
+            "winner": (self.best or colocated).name,
+            "cost_change": mine["cost_usd_per_hour"] / theirs["cost_usd_per_hour"] - 1,
+            "bcr_change": mine["bcr"] / theirs["bcr"] - 1 if theirs["bcr"] > 0 else float("inf"),
+        }
+
     def to_dict(self) -> dict[str, Any]:
         best = self.best
         return {
@@ -80,8 +97,13 @@ class OptimizeReport:
             "best": best.name if best else None,
             "architectures": [architecture_figures(r) for r in self.results],
             "gains": self.gains(),
+            "disaggregation": self.disaggregation(),
             "instance_widths": {"by_gpu": self.widths, "narrowed_by_workload": self.widths_narrowed},
         }
+
+
+def _colocated(result: ArchitectureResult) -> bool:
+    return architectures.get(result.name).colocated
 
 
 def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:

@@ -124,7 +124,10 @@ def plan_of_solution(
 ) -> Plan:
     """The plan file a solution describes."""
     c, n = solution.prefill
-    decode = data.decode[solution.decode[0]].candidate
+    decode = None
+    if solution.decode is not None:
+        picked, count = solution.decode
+        decode = data.decode[picked].candidate.role(max(count, 1))
     relay = None
     if solution.relay is not None:
         relay = data.relay[solution.relay[0]].candidate.role(max(solution.relay[1], 1))
@@ -139,7 +142,7 @@ def plan_of_solution(
         prefill=data.prefill[c].role(n),
         relay=relay,
         relay_on_prefill=solution.relay_on_prefill,
-        decode=decode.role(max(solution.decode[1], 1)),
+        decode=decode,
         wan=wan,
         routing=routing or Routing(),
         handoff=CAPACITY_HANDOFF,

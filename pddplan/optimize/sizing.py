@@ -25,6 +25,7 @@ from pddplan.evaluate.capacity import (
     DecoderCapacity,
     Downstream,
     PathLoad,
+    colocated_capacity,
     decoder_capacity,
     path_load,
     path_loads,
@@ -74,7 +75,7 @@ class Shape:
     architecture: Architecture
     model: ModelArchitecture
     prefill: Candidate
-    decode: DecoderCapacity[Candidate]
+    decode: DecoderCapacity[Candidate] | None  # None: the prefill instances decode (co-located)
     relay: DecoderCapacity[Candidate] | None
     line: LinePool | None
     routing: Routing | None
@@ -93,13 +94,17 @@ class SizedPlan:
 
 
 def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Routing | None = None) -> Shape:
-    """The cheapest instance kind per role (dollars per request/s) and the cheapest sufficient line pool."""
+    """The cheapest instance kind per role (dollars per request/s) and the cheapest sufficient line
+    pool; co-located serving: the kind whose smallest pool carrying the rate costs least, in any
+    datacenter."""
     arch = architectures.get(architecture)
     workload, model = inputs.workload, inputs.model
     chunk = workload.serving.chunk_tokens
     moments = workload_moments(workload)
     home = workload.deployment.home
     candidates = instance_candidates(inputs, chunk)
+    if arch.colocated:
+        return _colocated_shape(inputs, arch, candidates)
     at_home = [c for c in candidates if c.datacenter == home]
     if not at_home:
         raise InfeasibleError(f"model '{model.name}' fits no GPU offered in the home datacenter {home}")
@@ -149,6 +154,53 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
         key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob),
     )
     return Shape(arch, model, prefill, decode, relay, line, routing, line_options, tuple(fallbacks))
+
+
+def _colocated_shape(inputs: InputSet, arch: Architecture, candidates: list[Candidate]) -> Shape:
+    """Co-located serving's shape: every kind that holds the longest prompt, cheapest sized pool
+    first (the rest are the fallbacks `size_plan` tries)."""
+    workload = inputs.workload
+    kinds = [c for c in candidates if holds_longest_prompt(c, workload)]
+    if not kinds:
+        raise InfeasibleError(
+            f"no instance kind holds the KV of the longest prompt ({workload.prompt_tokens.largest():,} tokens)"
+        )
+    costs = {id(c): _colocated_pool_cost(workload, inputs.model, c) for c in kinds}
+    kinds.sort(key=lambda c: costs[id(c)])
+    return Shape(arch, inputs.model, kinds[0], None, None, None, None, (), tuple(kinds[1:]))
+
+
+def _colocated_pool_cost(workload: Workload, model: ModelArchitecture, candidate: Candidate) -> float:
+    """$/h of the smallest co-located pool of `candidate` carrying the workload's rate (inf if none)."""
+    try:
+        count, _ = _colocated_count(workload, model, candidate)
+    except InfeasibleError:
+        return math.inf
+    return count * candidate.usd_per_hour
+
+
+def _colocated_count(workload: Workload, model: ModelArchitecture, candidate: Candidate) -> tuple[int, float]:
+    """The fewest co-located instances of `candidate` that carry the workload's rate within the SLA
+    (`colocated_capacity`) and hold its prefix cache (`prefill_cache_count`), and the rate that
+    pool carries within the SLA."""
+    rate = workload.arrival.rate_rps
+    classes = workload_classes(
+        workload,
+        model,
+        candidate.instance,
+        workload.serving.chunk_tokens,
+        None,
+        planning_effects(workload, candidate.instance),
+    )
+    mean_s = float(classes.prefill_s @ classes.input_prob)
+    top = min(MAX_POOL, max(math.ceil(rate * mean_s * 2) + 8, 8), max(candidate.max_count, 1))
+    sizes = np.arange(1, top + 1)
+    caps = colocated_capacity(candidate, classes, workload, sizes, UNBOUNDED_RATE, 1.0)
+    enough = np.nonzero(caps >= rate * (1 - 1e-9))[0]
+    if len(enough) == 0:
+        raise InfeasibleError(f"no pool of up to {top} x {candidate.key} meets the SLA at {rate:g} req/s")
+    count = max(int(sizes[enough[0]]), prefill_cache_count(candidate, workload, model, rate))
+    return count, float(caps[min(count, top) - 1])
 
 
 def _choose_line(
@@ -216,6 +268,27 @@ def size_counts(workload: Workload, shape: Shape, name: str | None = None) -> Si
     model = shape.model
     rate = workload.arrival.rate_rps
     arch = shape.architecture
+    if shape.decode is None:  # co-located: one role
+        count, carried = _colocated_count(workload, model, shape.prefill)
+        plan = Plan(
+            name=name or f"{workload.name}-{arch.name}-sized", architecture=arch.name, prefill=shape.prefill.role(count)
+        )
+        _check_inventory(plan, workload)
+        classes = workload_classes(
+            workload,
+            model,
+            shape.prefill.instance,
+            workload.serving.chunk_tokens,
+            None,
+            planning_effects(workload, shape.prefill.instance),
+        )
+        view = fluid_view(
+            {"prefill": RolePool(carried / count, count, shape.prefill.tp, shape.prefill.usd_per_hour)},
+            None,
+            revenue_per_request(workload, classes),
+            prefill_token_throughputs(classes, shape.prefill.tp),
+        )
+        return SizedPlan(plan, view)
     relay_rule = arch.relay_rule(shape.routing) if shape.routing is not None else None
     effects = planning_effects(workload, shape.prefill.instance)
     classes = workload_classes(

@@ -45,9 +45,10 @@ def relay_marginal_step_s(instance: Instance, batch: ArrayLike, context_tokens: 
 
 def busy_step_s(instance: Instance, chunk_tokens: int, attention_s_per_token: float, mean_chunk_s: float) -> float:
     """s_C = E[A] / E[chunks]: a busy prefill instance's mean step, a request's own chunk step on
-    average (a full chunk's, T_lin(C) + C * (prefill attention per new token), when no request
-    brings a new token). Not capped at a full packed chunk: under data-parallel attention a lone
-    request's chunk runs on one rank and takes longer than a packed one spread over all."""
+    average (`mean_chunk_s`); a full chunk's, T_lin(C) + C * (prefill attention per new token),
+    when `mean_chunk_s` is 0 (no request brings a new token, or the full chunk is asked for).
+    Not capped at a full packed chunk: under data-parallel attention a lone request's chunk runs
+    on one rank and takes longer than a packed one spread over all."""
     if mean_chunk_s > 0:
         return mean_chunk_s
     return float(linear_step_s(instance, float(chunk_tokens))) + chunk_tokens * attention_s_per_token

@@ -89,7 +89,7 @@ def print_report(console: Console, report: OptimizeReport) -> None:
 
     row("feasible", lambda f: "yes" if f["feasible"] else "[red]no[/red]")
     row("GPUs", lambda f: ", ".join(f"{n} x {gpu}" for gpu, n in f["gpus"].items()) or "-")
-    for role, label in (("prefill", "P"), ("relay", "RLD"), ("decode", "D / MD")):
+    for role, label in (("prefill", "P (P+D)"), ("relay", "RLD"), ("decode", "D / MD")):
         row(
             label,
             lambda f, role=role: (
@@ -130,6 +130,9 @@ def print_report(console: Console, report: OptimizeReport) -> None:
                 f"TTFT P90 {_pct(g['ttft_p90_change'])}, P99 {_pct(g['ttft_p99_change'])}"
             )
         console.print("\n".join(lines))
+    split = report.disaggregation()
+    if split is not None:
+        console.print(_disaggregation_line(split), highlight=False)
     for result in report.results:
         for item in result.infeasibility:
             console.print(f"[yellow]{result.name}[/yellow]: {item['message']}")
@@ -137,6 +140,16 @@ def print_report(console: Console, report: OptimizeReport) -> None:
         for note in (f.get("evaluated") or {}).get("notes", []):
             console.print(f"{f['name']}: {note}", highlight=False)
     console.print(widths_note(report))
+
+
+def _disaggregation_line(split: dict[str, Any]) -> str:
+    """`disaggregate? no: co-located agg wins; the best disaggregated plan (pdd) costs 0.6% more, BCR -0.6%`."""
+    colocated_wins = split["winner"] == split["colocated"]
+    verdict = f"no: co-located {split['colocated']} wins" if colocated_wins else f"yes: {split['winner']} wins"
+    return (
+        f"disaggregate? {verdict}; the best disaggregated plan ({split['disaggregated']}) costs "
+        f"{_pct(split['cost_change'])} against co-located {split['colocated']}, BCR {_pct(split['bcr_change'])}"
+    )
 
 
 def _verified(figures: dict[str, Any]) -> str:

@@ -224,6 +224,17 @@ class RobustArchitecture(Output):
     note: str
 
 
+class Disaggregation(Output):
+    """Whether to disaggregate: the best disaggregated plan's cost and BCR change over the best
+    co-located one's (negative cost change: disaggregating is cheaper)."""
+
+    colocated: str
+    disaggregated: str
+    winner: str
+    cost_change: float
+    bcr_change: float
+
+
 class Optimize(Output):
     """`optimize --json`."""
 
@@ -234,6 +245,9 @@ class Optimize(Output):
     best: str | None
     architectures: list[ArchitectureResult]
     gains: dict[str, Gain]
+    disaggregation: Disaggregation | None = Field(
+        description="the best co-located plan against the best disaggregated one (null unless both exist)"
+    )
     instance_widths: InstanceWidths
     robustness: dict[str, Any] | None = None
     robust: list[RobustArchitecture] | None = Field(

@@ -37,7 +37,7 @@ def drawing(
     """
     by_dc: dict[str, list[str]] = {}
     for name, role in roles.items():
-        label = {"decode": architectures.get(architecture).decode_label, "prefill": "P", "relay": "RLD"}[name]
+        label = architectures.get(architecture).role_label(name)
         if role.get("relay_on_prefill"):  # the relay decodes in the prefill instances' steps
             label = "P+RLD"
         label = f"{label:<3}"

@@ -75,7 +75,19 @@ class Scenario:
 
     @property
     def decode(self) -> Role:
+        """The decode instances; co-located serving decodes on the prefill instances (priced and
+        counted under prefill)."""
+        if self.architecture.colocated:
+            return replace(self.prefill, name="decode")
         return self.roles["decode"]
+
+    @property
+    def colocated_pool(self) -> str | None:
+        """The decoder pool whose tokens ride in the prefill instances' steps: "decode" under
+        co-located serving, "relay" for a relay on the prefill instances, else None."""
+        if self.architecture.colocated:
+            return "decode"
+        return "relay" if self.relay_colocated else None
 
     @property
     def relay(self) -> Role | None:
@@ -230,8 +242,10 @@ def _check_prompt_room(
 
 def _build_link(plan: Plan, inputs: InputSet, source: str) -> LinePool:
     workload = inputs.workload
+    decode = plan.decode
+    assert decode is not None  # architectures over the WAN have decoders (`Architecture.validate`)
     options = {option.name: option for option in workload.deployment.wan_lines}
-    ends = {plan.prefill.datacenter, plan.decode.datacenter}
+    ends = {plan.prefill.datacenter, decode.datacenter}
     leases: list[tuple[WanLineOption, int]] = []
     for index, lease in enumerate(plan.wan):
         if lease.option not in options:
@@ -243,11 +257,11 @@ def _build_link(plan: Plan, inputs: InputSet, source: str) -> LinePool:
         if set(option.between) != ends:
             raise InputError(
                 f"{source}: wan[{index}].option = {lease.option!r} joins {option.between[0]}-{option.between[1]}, "
-                f"not {plan.prefill.datacenter}-{plan.decode.datacenter}"
+                f"not {plan.prefill.datacenter}-{decode.datacenter}"
             )
         if lease.count > option.max_lines:
             raise InputError(
                 f"{source}: wan[{index}].count = {lease.count}: option {lease.option} allows at most {option.max_lines}"
             )
         leases.append((option, lease.count))
-    return pool_lines(plan.prefill.datacenter, plan.decode.datacenter, leases, inputs.traces)
+    return pool_lines(plan.prefill.datacenter, decode.datacenter, leases, inputs.traces)

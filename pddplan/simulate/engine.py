@@ -190,18 +190,20 @@ def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
 
 
 def _colocated_extra_step_s(scenario: Scenario, context: float) -> float:
-    """m(B): what a relay on the prefill instances adds to each prefill step, at the closed form's
-    mean relay batch B (0 without such a relay)."""
-    if not scenario.relay_colocated:
+    """m(B): what decode rows on the prefill instances (a relay's, or agg's) add to each prefill
+    step, at the closed form's mean batch B (0 without such rows)."""
+    pool = scenario.colocated_pool
+    if pool is None:
         return 0.0
-    batch = evaluate(scenario).stages["relay"].batch_per_instance
+    batch = evaluate(scenario).stages[pool].batch_per_instance
     if not math.isfinite(batch):
         batch = colocated_relay_max_batch(scenario, context)
     return float(relay_marginal_step_s(scenario.prefill.instance, batch, context, scenario.chunk_tokens))
 
 
 def _colocated_relays(scenario: Scenario, run: PrefillRun, context: float) -> list[DecodeInstance]:
-    """One relay per prefill instance, decoding in that instance's steps (`ColocatedRelay`)."""
+    """One decoder per prefill instance (a relay, or agg's), decoding in that instance's steps
+    (`ColocatedRelay`)."""
     limit = max(int(colocated_relay_max_batch(scenario, context)), 1)
     batches = np.arange(0, limit + 1, dtype=np.float64)
     table = decode_step_time(scenario.prefill.instance, np.maximum(batches, 1.0), context).tolist()
@@ -269,7 +271,7 @@ class _Simulation:
         prefill = scenario.prefill.instance
         cost = prefill_cost(prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens)
         self.rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s).tolist()
-        if scenario.relay_colocated:  # the relay decodes where prefill left the KV
+        if scenario.colocated_pool is not None:  # the relay (or agg's decoder) is where prefill left the KV
             self.rdma = [0.0] * count
         self.relay = relayed(self.architecture.relay_rule(self.routing), self.hit, self.wan_size)
         context = workload_moments(workload).context_tokens
@@ -292,7 +294,11 @@ class _Simulation:
         self.wan_list: list[float] = self.wan_size.tolist()
 
         # the servers; step times at the mean context of the closed form (the same float)
-        self.pools: dict[str, list[DecodeInstance]] = {"decode": _decode_pool(scenario, scenario.decode, context, 0.0)}
+        if scenario.architecture.colocated:  # decoding in the prefill instances' own steps
+            decoders = _colocated_relays(scenario, run, context)
+        else:
+            decoders = _decode_pool(scenario, scenario.decode, context, 0.0)
+        self.pools: dict[str, list[DecodeInstance]] = {"decode": decoders}
         if scenario.architecture.decode_keeps_prefix_cache:
             # The main decoders reserve their radix cache's budget as planned: Little's law over the
             # prefixes that land (a singular transfer the filter cancels never does), which the
@@ -404,6 +410,10 @@ class _Simulation:
 
     def rdma_to_relay(self, request: int, t: float) -> None:
         self.push(t + self.rdma[request], Event.JOIN_RELAY, request)
+
+    def decode_in_place(self, request: int, t: float) -> None:
+        """Decode on the instance that prefilled the request, from now (co-located serving)."""
+        self.join(self.pools["decode"][self.prefill_instance[request]], request, self.output_list[request], t, 0.0)
 
     def wan_to_decoder(self, request: int, t: float) -> None:
         assert self.link is not None

@@ -4,7 +4,9 @@ Every prefill instance runs steps back to back while it has work. A step takes u
 (the chunk budget): first the rest of the request the instance is in the middle of (a request
 stays on the instance that started it, which holds its KV), then new requests from the pool's one
 FIFO queue, in arrival order, until the budget is spent; the last one taken may be split, and
-continues in the instance's next step. An idle instance starts a step when a request arrives.
+continues in the instance's next step. An idle instance starts a step when a request arrives: the
+one idle longest (round robin, as a load balancer spreads requests; it matters where decoding
+rides in the instance's steps, co-located serving or a relay on prefill instances).
 
 A step of T tokens made of pieces s_i of requests i takes T_lin(T) + sum_i A_i * s_i / n_i, with
 T_lin the step without attention (`pddplan.perf.roofline.linear_step_s`) and A_i the attention time
@@ -23,6 +25,7 @@ does not feed back into the prefill steps).
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,7 +86,7 @@ def run_prefill_pool(
     linear = pool.linear_s
     alone_linear = linear if pool.alone_linear_s is None else pool.alone_linear_s
     busy: list[tuple[float, int]] = []
-    idle = list(range(pool.instances))
+    idle = deque(range(pool.instances))  # longest idle first
     current = [-1] * pool.instances  # the request an instance is in the middle of
     left = [0.0] * pool.instances  # its tokens still to prefill
     head = 0
@@ -96,7 +99,7 @@ def run_prefill_pool(
         if free_t <= next_arrival:
             t, k = heapq.heappop(busy)
         else:
-            t, k = next_arrival, heapq.heappop(idle)
+            t, k = next_arrival, idle.popleft()
         room = budget
         step_tokens = 0.0
         step_attention = 0.0  # at the pieces' own efficiency
@@ -130,7 +133,7 @@ def run_prefill_pool(
             else:
                 finished.append(i)
         if step_tokens == 0:
-            heapq.heappush(idle, k)
+            idle.append(k)
             continue
         if pieces == 1:
             step_s = alone_linear[round(step_tokens)] + step_attention + pool.extra_step_s

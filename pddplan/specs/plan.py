@@ -108,7 +108,9 @@ class Plan(StrictModel):
             "steps, instead of on relay instances of its own (then leave out `relay`)"
         ),
     )
-    decode: RoleSpec
+    decode: RoleSpec | None = Field(
+        default=None, description="the (main) decode instances; left out by co-located serving (agg)"
+    )
     wan: list[WanLease] = Field(default_factory=list)
     routing: Routing = Routing()
     handoff: Handoff = Handoff()
@@ -132,7 +134,7 @@ class Plan(StrictModel):
 
     @model_validator(mode="after")
     def _shape(self) -> Plan:
-        if self.decode.count == 0:
+        if self.decode is not None and self.decode.count == 0:
             raise ValueError("decode.count = 0: a plan needs at least one (main) decode instance")
         if self.prefill.count == 0:
             raise ValueError("prefill.count = 0: a plan needs at least one prefill instance")
@@ -149,7 +151,8 @@ class Plan(StrictModel):
         out: dict[RoleName, RoleSpec] = {"prefill": self.prefill}
         if self.relay is not None and self.relay.count > 0:
             out["relay"] = self.relay
-        out["decode"] = self.decode
+        if self.decode is not None:
+            out["decode"] = self.decode
         return out
 
 

@@ -1,0 +1,145 @@
+"""Co-located serving (agg): an instance decodes its running sequences in the steps that prefill.
+
+Engines with chunked prefill mix the waiting prompts' chunks into the decode steps of the running
+sequences (`pddplan.perf.mixed` has the step model: a step carrying a chunk of C tokens and b
+decode rows takes s_C + m(b)). At lam requests/s over n instances, r = lam / n each, rho_0 the
+prefill pool's utilization without decode rows (`pddplan.evaluate.prefill_queue`):
+
+  prefill busy share    rho(b) = rho_0 f(b),   f(b) = 1 + m(b) / s_C
+  time per token        tau(b) = 1 / (rho(b) / (s_C + m(b)) + (1 - rho(b)) / tau_dec(b))
+  running batch         B = r E[O] tau(B)                         (Little's law; B < 1: a lone row)
+  prefill queue         the G/G/c queue of the classes with every engine time f(B) times longer; by
+                        time scaling that is the queue at rate f lam with every wait f times longer
+  first token           one step after prefill: s_C + m(B) when the instance has prefill work left
+                        (a request waits: P(wait) of the slowed queue, since departures see what
+                        arrivals see), else tau_dec(B)
+
+The batch must fit the KV room an instance leaves beside the prompt it prefills and its prefix
+cache's HBM, at the slot utilization where a request waits for a slot with probability <= 5%.
+The same functions serve the closed form (one row) and the optimizer's capacities (a row per pool
+size and rate), so the program sizes pools by the formulas the plan is judged with.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pddplan.evaluate.classes import RequestClasses
+from pddplan.perf.mixed import busy_step_s, relay_marginal_step_s
+from pddplan.perf.roofline import Instance, decode_step_time
+
+
+@dataclass(frozen=True)
+class MixedSteps:
+    """Step times of one instance kind with 0..M decode rows beside a prefill chunk (rate-free)."""
+
+    marginal_s: np.ndarray  # m(b) for b = 0..M (m(0) = 0)
+    alone_s: np.ndarray  # tau_dec(b) for b = 1..M, the decode step with no chunk
+    busy_s: float  # s_C, a busy instance's mean chunk step without decode rows
+    full_chunk_s: float  # a full chunk's step without decode rows (the longest gap's base)
+
+    @property
+    def largest(self) -> int:
+        return len(self.alone_s)
+
+    @property
+    def batches(self) -> np.ndarray:
+        return np.arange(1.0, self.largest + 1.0)
+
+    def mixed_s(self) -> np.ndarray:
+        """s_C + m(b) for b = 1..M."""
+        return self.busy_s + self.marginal_s[1:]
+
+    def slowdown(self, batch: ArrayLike) -> np.ndarray:
+        """f(B) = 1 + m(B) / s_C, m interpolated between whole batches (B beyond M: m(M))."""
+        grid = np.arange(0.0, self.largest + 1.0)
+        b = np.minimum(np.asarray(batch, dtype=np.float64), float(self.largest))
+        return 1.0 + np.interp(b, grid, self.marginal_s) / self.busy_s
+
+
+def mixed_steps(instance: Instance, chunk_tokens: int, classes: RequestClasses, largest_batch: int) -> MixedSteps:
+    """The step tables of `instance` for decode batches up to `largest_batch` (at least 1), at the
+    classes' mean decode context."""
+    context = classes.mean_context_tokens
+    largest = max(int(largest_batch), 1)
+    with_zero = np.arange(0.0, largest + 1.0)
+    attention = classes.attention_s_per_new_token()
+    return MixedSteps(
+        marginal_s=relay_marginal_step_s(instance, with_zero, context, chunk_tokens),
+        alone_s=decode_step_time(instance, with_zero[1:], context),
+        busy_s=busy_step_s(instance, chunk_tokens, attention, classes.alone_s_per_chunk()),
+        full_chunk_s=busy_step_s(instance, chunk_tokens, attention, 0.0),
+    )
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """Per row: the running batch B per instance, its mean time per token tau(B), the prefill
+    slowdown f(B), prefill's busy share rho(B), the two first-token steps, and whether the row is
+    stable (B solves Little's law within the room, and rho(B) < 1)."""
+
+    batch: np.ndarray
+    token_s: np.ndarray
+    slowdown: np.ndarray
+    busy_fraction: np.ndarray
+    mixed_s: np.ndarray
+    alone_s: np.ndarray
+    stable: np.ndarray
+
+
+def operating_point(
+    steps: MixedSteps, per_instance_rps: ArrayLike, rho_0: ArrayLike, mean_output: float, room: ArrayLike
+) -> OperatingPoint:
+    """Solve B = r E[O] tau(B) per row (module docstring), r = `per_instance_rps`, rho_0 the
+    unslowed prefill utilization and `room` the sequences an instance may run (arrays broadcast).
+    tau is tabulated per whole batch and B interpolated between the two around the crossing."""
+    r, rho0, limit = np.broadcast_arrays(
+        np.asarray(per_instance_rps, dtype=np.float64),
+        np.asarray(rho_0, dtype=np.float64),
+        np.asarray(room, dtype=np.float64),
+    )
+    r, rho0, limit = r.ravel(), rho0.ravel(), limit.ravel()
+    batches = steps.batches
+    grow = 1.0 + steps.marginal_s[1:] / steps.busy_s
+    rho_b = rho0[:, None] * grow[None, :]
+    busy = np.clip(rho_b, 0.0, 1.0)
+    mixed = steps.mixed_s()
+    tau = 1.0 / (busy / mixed[None, :] + (1.0 - busy) / steps.alone_s[None, :])
+    demand = r * mean_output
+    residual = demand[:, None] * tau - batches[None, :]
+    crossed = residual <= 0
+    found = crossed.any(axis=1)
+    index = np.argmax(crossed, axis=1)
+    rows = np.arange(len(r))
+    below_one = found & (index == 0)
+    prev = np.maximum(index - 1, 0)
+    r0, r1 = residual[rows, prev], residual[rows, index]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = batches[prev] + np.where(r0 != r1, r0 / (r0 - r1), 0.0)
+    batch = np.where(below_one, demand * tau[:, 0], between)
+    batch = np.where(found, batch, math.inf)
+    b_eval = np.clip(np.where(np.isfinite(batch), batch, float(steps.largest)), 1.0, float(steps.largest))
+    low = np.floor(b_eval).astype(int)
+    high = np.minimum(low + 1, steps.largest)
+    share = b_eval - low
+    token_s = tau[rows, low - 1] * (1.0 - share) + tau[rows, high - 1] * share
+    # the rows a step carries on average: B itself below one (m(0) = 0), the table's last beyond it
+    rows_per_step = np.clip(np.where(np.isfinite(batch), batch, float(steps.largest)), 0.0, float(steps.largest))
+    slowdown = steps.slowdown(rows_per_step)
+    rho = rho0 * slowdown
+    alone = np.interp(b_eval, batches, steps.alone_s)
+    mixed_at = steps.busy_s + np.interp(rows_per_step, np.arange(0.0, steps.largest + 1.0), steps.marginal_s)
+    stable = found & (batch <= limit) & (rho < 1.0) & (limit >= 1.0)
+    return OperatingPoint(
+        batch=np.where(found, batch, math.inf),
+        token_s=np.where(stable, token_s, math.inf),
+        slowdown=slowdown,
+        busy_fraction=np.clip(rho, 0.0, 1.0),
+        mixed_s=mixed_at,
+        alone_s=alone,
+        stable=stable,
+    )
