@@ -101,6 +101,10 @@ def test_cache_curve_html_and_bad_flags(cli: Any, tmp_path: Path) -> None:
     page = tmp_path / "curve.html"
     result = cli("cache-curve", str(MOONCAKE), "--capacity", "1Mtok,10Mtok", "--html", str(page))
     assert result.exit_code == 0 and "<svg" in page.read_text()
+    # the axis is ticked with the sizes asked for, not log10 of tokens; no empty findings heading
+    text = page.read_text()
+    assert ">1 Mtok</text>" in text and ">10 Mtok</text>" in text and "log10" not in text
+    assert "Findings" not in text
     one_error_line(
         cli("cache-curve", str(MOONCAKE), "--capacity", "1Mtok", "--eviction", "fifo"), "--eviction = 'fifo'"
     )

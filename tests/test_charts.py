@@ -116,7 +116,13 @@ def test_html_is_self_contained(files: dict[str, Any], result: tub.BathtubResult
             # one vertex per feasible point
             vertices = sum(len((line.get("points") or "").split()) for line in drawn)
             assert vertices == int(np.isfinite(series.values).sum())
-            assert html.escape(series.name) in block  # every architecture is in the legend
+            assert html.escape(series.name) in block  # every architecture is named under the chart
+        # an architecture with no point at any hit rate has no legend entry, only the "no points" line
+        legend = [t.text for t in root.iter(f"{SVG_NS}text")]
+        empty = [s.name for i, s in enumerate(chart.series) if i not in with_plan]
+        assert [chart.series[i].name for i in with_plan] == [n for n in legend if n in architectures.names()]
+        assert (f"no points: {', '.join(empty)}" in legend) == bool(empty)
+        assert any((t or "").startswith("workload mean hit ") for t in legend)  # the mean-hit line is labelled
         assert set(colors) == {charts.COLORS[i] for i in with_plan}
         assert html.escape(chart.title) in block
 
@@ -233,7 +239,8 @@ def test_terminal_of_bathtub_charts(result: tub.BathtubResult) -> None:
         lines = charts.terminal(chart).splitlines()
         assert len(lines) == 16 + 6
         # one marker per architecture, in the registry's order
-        assert lines[-1].startswith("legend: o pd-intra   x pd-hetero   * pd-cross   + pdd   : workload mean hit (91%)")
+        legend = "legend: o agg   x pd-intra   * pd-hetero   + pd-cross   # pdd   : workload mean hit (91%)"
+        assert lines[-1].startswith(legend)
         assert lines[-3].split() == ["0%", "100%"]
 
 
@@ -273,6 +280,64 @@ def test_html_page_escapes_text() -> None:
     assert "a &lt;b&gt; &amp; c" in page and "&lt;x&gt;" in page
     (block,) = re.findall(r"<svg\b.*?</svg>", page, re.DOTALL)
     ET.fromstring(block)
+
+
+def test_html_page_without_notes_has_no_findings_heading() -> None:
+    page = charts.html_page("curve", [simple_chart()], [])
+    assert "Findings" not in page and "<ul>" not in page
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+
+
+def test_svg_scales_and_keeps_its_text_inside() -> None:
+    """The SVG scales with its container (a viewBox, width 100%); a long title wraps, the legend
+    wraps under the plot, and no text starts or (by the drawing's own width estimate) ends outside
+    the viewBox; a series with no value is named in a grey line instead of the legend."""
+    many = [Series(f"a rather long series name {i}", np.arange(5.0) + i) for i in range(5)]
+    chart = simple_chart(title="a title much longer than one line of the chart can hold " * 2, series=many)
+    root = ET.fromstring(charts.svg(chart))
+    _, _, width, height = (float(v) for v in (root.get("viewBox") or "").split())
+    assert "width:100%" in (root.get("style") or "")
+    texts = [t for t in root.iter(f"{SVG_NS}text") if not t.get("transform")]
+    for text in texts:
+        span = charts.text_width(text.text or "", float(text.get("font-size") or charts.FONT_PX))
+        left = float(text.get("x", 0)) - (span / 2 if text.get("text-anchor") == "middle" else 0)
+        left -= span if text.get("text-anchor") == "end" else 0
+        assert left >= 0 and left + span <= width and float(text.get("y", 0)) <= height, text.text
+    assert sum("title much longer" in (t.text or "") for t in texts) == 2  # wrapped: the words twice, over lines
+    legend_rows = {t.get("y") for t in texts if (t.text or "").startswith("a rather long")}
+    assert len(legend_rows) > 1
+    root = ET.fromstring(
+        charts.svg(simple_chart(series=[Series("up", np.ones(5)), Series("gone", np.full(5, np.nan))]))
+    )
+    words = [t.text for t in root.iter(f"{SVG_NS}text")]
+    assert "up" in words and "gone" not in words and "no points: gone" in words
+
+
+def test_markers_are_labelled_with_their_value() -> None:
+    root = ET.fromstring(charts.svg(simple_chart(markers=[(0.5, "mean"), (0.75, "P90 SLA")])))
+    labels = [t.text for t in root.iter(f"{SVG_NS}text") if (t.get("transform") or "").startswith("rotate(-90")]
+    assert "mean 50%" in labels and "P90 SLA 75%" in labels
+    timed = simple_chart(x=np.array([0.1, 1.0, 10.0]), series=[Series("s", np.ones(3))], markers=[(2.0, "P90 SLA")])
+    timed = Chart(**{**timed.__dict__, "x_percent": False, "x_unit": "s", "x_log": True})
+    assert "P90 SLA 2 s" in charts.svg(timed)
+
+
+def test_log_ticks_and_the_round_start_by_hand() -> None:
+    assert charts.log_ticks(0.2, 20.0) == [0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0]
+    assert charts.log_ticks(0.03, 0.1) == [0.05, 0.1]
+    assert charts.log_ticks(1.0, 1e6) == [1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0]  # decades only
+    assert charts.log_ticks(0.0, 1.0) == [0.0]
+    assert [charts.nice_floor(v) for v in (0.3, 0.2, 0.0421, 7.0, 1.0)] == [0.2, 0.2, 0.02, 5.0, 1.0]
+
+
+def test_a_log_axis_places_points_by_ratio() -> None:
+    """x = 1, 10, 100 on a log axis: 10 sits half way, in the terminal and in the SVG."""
+    chart = Chart("T", np.array([1.0, 10.0, 100.0]), [Series("s", np.array([1.0, 2.0, 3.0]))], "x", "y", x_log=True)
+    rows = charts.terminal(chart, width=21, height=3).splitlines()[2:5]
+    assert [row.split("|", 1)[1].index("o") for row in rows] == [20, 10, 0]
+    (line,) = ET.fromstring(charts.svg(chart)).iter(f"{SVG_NS}polyline")
+    xs = [float(p.split(",")[0]) for p in (line.get("points") or "").split()]
+    assert xs[1] - xs[0] == pytest.approx(xs[2] - xs[1], abs=0.11)
 
 
 def test_image_bytes() -> None:

@@ -1,17 +1,19 @@
 """The HTML plan report (`--report FILE`): what it holds, that it is self-contained, and that a real
-browser (Debian's headless Chromium) renders it with no console error; plus its chart ticks and
-sensitivity curves."""
+browser (Debian's headless Chromium) renders it with no console error; every HTML page pddplan
+writes at a phone's and a desktop's width; plus its chart ticks and sensitivity curves."""
 
 from __future__ import annotations
 
-import shutil
+import re
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from cli_results import one_error_line
+from headless_page import DESKTOP_WIDTH_PX, PHONE_WIDTH_PX, browser, render
 
 from pddplan.analyses.sensitivity import FACTORS, sensitivity
 from pddplan.api import scenario_of
@@ -19,11 +21,15 @@ from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.report.charts import nice_ticks
+from pddplan.report.plan_html import cdf_chart, deployment_svg
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
 WORKLOAD = "pdd-agent-64k"
 SECTIONS = ("deployment", "figures", "costs", "ttft-cdf", "tpot-cdf", "sensitivity", "inputs")
+MOONCAKE = ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
@@ -37,15 +43,6 @@ def optimize_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert result.exit_code == 0, result.stderr
     assert f"wrote the report to {path}" in result.stderr
     return path
-
-
-def browser() -> str:
-    """Debian's Chromium (`.ci/run` and the README's test command install it when missing)."""
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise AssertionError("no Chromium on PATH: install Debian's package (apt-get install -y chromium)")
 
 
 def headless(page: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -79,8 +76,8 @@ def test_optimize_report_has_every_section_and_no_external_resource(optimize_rep
         assert f'<section id="{section}">' in page, section
     for fetch in ("<script", "<link", " src=", "@import", "url("):
         assert fetch not in page, fetch
-    assert page.count("<svg") >= 5  # deployment, two CDFs, sensitivity, cost bars
-    assert "P90 target" in page and "P99 target" in page  # the SLA marked on the TTFT CDF
+    assert page.count("<svg") >= 5  # deployment (side by side and stacked), two CDFs, sensitivity
+    assert "P90 SLA 10 s" in page and "P99 SLA 20 s" in page  # the SLA marked and labelled on the TTFT CDF
     assert page.count("<title>") > 50  # values on hover
 
 
@@ -95,6 +92,57 @@ def test_evaluate_and_simulate_write_the_report(command: str, cli: Any, tmp_path
         assert f'<section id="{section}">' in page, section
     assert "architectures" not in page.split("<h1>")[1].split("</h1>")[0]
     assert ("simulated, 3,000 requests" in page) == (command == "simulate")
+
+
+def section(page: str, sid: str) -> str:
+    return page.split(f'<section id="{sid}">', 1)[1].split("</section>", 1)[0]
+
+
+def test_the_report_shows_the_data_and_says_what_it_caps(pages: dict[str, Path]) -> None:
+    """TTFT on a log time axis with a line per pipeline; the main decoder named MD beside the relay;
+    the hit-rate points the sensitivity caps said so (pdd-agent-64k's mean hit, 91.1%, passes 99.5%
+    at x1.1 and x1.2); the input files folded away."""
+    page = pages["evaluate"].read_text()
+    ttft = section(page, "ttft-cdf")
+    assert "seconds (log scale)" in ttft and ">P-MD (" in ttft and ">P-RLD-MD (" in ttft
+    assert "<td>MD (" in section(page, "costs") and "<td>D (" not in section(page, "costs")
+    assert "prefix hit rate (x1.1, x1.2 capped at 99.5%)" in section(page, "sensitivity")
+    inputs = section(page, "inputs")
+    assert inputs.count("<details>") == 2 and inputs.count("<pre>") == 2
+    assert inputs.count("<pre>") == len(re.findall(r"<details><summary>[^<]*</summary><pre>", inputs))
+
+
+def test_the_deployment_diagram_keeps_every_label_inside_it() -> None:
+    """Both layouts: every text within the drawing (the line's bandwidth was once drawn above its
+    top edge and cut off), the line's bandwidth and lease shown, the main decoder named MD."""
+    scenario = scenario_of(PLAN, WORKLOAD)
+    for stacked in (False, True):
+        root = ET.fromstring(deployment_svg(scenario, 0.25, stacked=stacked))
+        _, _, width, height = (float(v) for v in (root.get("viewBox") or "").split())
+        texts = list(root.iter(f"{SVG_NS}text"))
+        words = [t.text or "" for t in texts]
+        assert "100 Gbps" in words and "1 x express-100g" in words and "25% used" in words
+        assert any(w.startswith("MD: ") for w in words) and not any(w.startswith("D: ") for w in words)
+        for text in texts:
+            x, y = float(text.get("x", 0)), float(text.get("y", 0))
+            size = float(text.get("font-size") or root.get("font-size") or 13)
+            span = size * 0.6 * len(text.text or "")  # the drawing's own estimate of a text's width
+            left = x - span / 2 if text.get("text-anchor") == "middle" else x
+            assert size <= y <= height and left >= 0 and left + span <= width, (stacked, text.text)
+
+
+def test_cdf_chart_on_a_log_axis_with_a_line_per_pipeline() -> None:
+    """From 0.2 s (the round value under the shortest, 0.3 s) to the P99 target, 20 s; shares by hand."""
+    values = np.array([0.3, 0.5, 1.2, 1.4])
+    targets = [(10.0, "P90 SLA"), (20.0, "P99 SLA")]
+    chart = cdf_chart("TTFT", values, targets, np.array(["P-MD", "P-MD", "P-RLD-MD", "P-MD"]))
+    assert chart.x_log and chart.x[0] == pytest.approx(0.2) and chart.x[-1] == pytest.approx(20.0)
+    assert np.allclose(np.diff(np.log(chart.x)), np.log(100) / (len(chart.x) - 1))  # even in log time
+    assert [s.name for s in chart.series] == ["all requests", "P-MD (75%)", "P-RLD-MD (25%)"]
+    at_one = int(np.searchsorted(chart.x, 1.0, side="right")) - 1  # the last x at most 1 s
+    assert [float(s.values[at_one]) for s in chart.series] == [0.5, 2 / 3, 0.0]
+    assert all(float(s.values[-1]) == 1.0 for s in chart.series)
+    assert [s.name for s in cdf_chart("TTFT", values, targets, np.array(["P-D"] * 4)).series] == ["all requests"]
 
 
 def test_a_report_not_named_html_is_refused_before_any_work(cli: Any, tmp_path: Path) -> None:
@@ -114,6 +162,63 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(optimize
     run = headless(optimize_report, "--hide-scrollbars", "--window-size=1100,3800", f"--screenshot={shot}")
     assert run.returncode == 0, run.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+@pytest.fixture(scope="module")
+def pages(optimize_report: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every kind of HTML page pddplan writes, each from a small input: the plan report of optimize
+    (the architectures table) and of evaluate, and the curve pages of bathtub, sweep and cache-curve."""
+    from typer.testing import CliRunner
+
+    from pddplan.cli import app
+
+    folder = tmp_path_factory.mktemp("pages")
+    commands = {
+        "evaluate": ["evaluate", str(PLAN), WORKLOAD, "--report"],
+        "bathtub": ["bathtub", WORKLOAD, "--points", "5", "-a", "pd-intra", "-a", "pd-hetero", "-a", "pdd", "--html"],
+        "sweep": ["sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "2,4", "-a", "pd-intra", "--html"],
+        "cache-curve": ["cache-curve", str(MOONCAKE), "--capacity", "100Ktok,1Mtok,10Mtok", "--html"],
+    }
+    out = {"optimize": optimize_report}
+    for name, args in commands.items():
+        out[name] = folder / f"{name}.html"
+        result = CliRunner().invoke(app, [*args, str(out[name])], catch_exceptions=False)
+        assert result.exit_code == 0, (name, result.stderr)
+    return out
+
+
+@pytest.mark.parametrize("width", [PHONE_WIDTH_PX, DESKTOP_WIDTH_PX])
+@pytest.mark.parametrize("kind", ["optimize", "evaluate", "bathtub", "sweep", "cache-curve"])
+def test_every_html_page_fits_a_phone_and_a_desktop(
+    pages: dict[str, Path], kind: str, width: int, tmp_path: Path
+) -> None:
+    """At 390 px (a phone: mobile viewport) and at 1280 px the page is laid out at the screen's own
+    width (the viewport tag; without it a phone lays it out 980 px wide), nothing makes the page
+    scroll sideways (charts scale, tables scroll in their own box), and the console stays empty.
+    The screenshot is kept beside the test's files."""
+    shown = render(pages[kind], width)
+    # a phone zooms out to show a page wider than itself: then innerWidth grows with the page
+    assert (shown.scroll_width_px, shown.inner_width_px) == (width, width), kind
+    assert shown.console == []
+    shot = tmp_path / f"{kind}-{width}.png"
+    shot.write_bytes(shown.screenshot_png)
+    assert shown.screenshot_png.startswith(PNG_SIGNATURE)
+    assert int.from_bytes(shown.screenshot_png[16:20], "big") == width  # the PNG header's width
+
+
+def test_the_width_check_catches_a_page_too_wide(tmp_path: Path) -> None:
+    """The checks above can fail: a fixed 600 px block overflows a phone; a page without a viewport
+    tag is laid out 980 px wide there."""
+    wide = tmp_path / "wide.html"
+    wide.write_text(
+        '<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">'
+        '</head><body><div style="width:600px">wide</div></body></html>'
+    )
+    shown = render(wide, PHONE_WIDTH_PX)
+    assert shown.scroll_width_px > PHONE_WIDTH_PX and shown.inner_width_px == shown.scroll_width_px
+    bare = tmp_path / "bare.html"
+    bare.write_text("<!DOCTYPE html><html><body>no viewport tag</body></html>")
+    assert render(bare, PHONE_WIDTH_PX).inner_width_px == 980
 
 
 def test_the_console_check_catches_a_page_error(tmp_path: Path) -> None:

@@ -1,11 +1,13 @@
 """The HTML plan report (`optimize|evaluate|simulate --report FILE`): one self-contained offline page.
 
 Sections, each an element with an id (the browser test looks for them): the deployment as SVG
-(`deployment`), the architectures side by side (`architectures`, optimize only), the plan's
-figures against the SLA (`figures`), the cost by role and line (`costs`), TTFT and TPOT CDFs from a
-simulation with the SLA targets marked (`ttft-cdf`, `tpot-cdf`), BCR against +-20% moves of the
-prices, hit rate and rate (`sensitivity`), and the inputs it used (`inputs`). No script, no
-external resource: values show on hover through SVG <title> elements.
+(`deployment`: side by side on a wide screen, stacked on a narrow one), the architectures side by
+side (`architectures`, optimize only), the plan's figures against the SLA (`figures`), the cost by
+role and line (`costs`), TTFT and TPOT CDFs from a simulation on a log time axis, a line per
+pipeline when there are several, the SLA targets marked and labelled (`ttft-cdf`, `tpot-cdf`), BCR
+against +-20% moves of the prices, hit rate and rate (`sensitivity`), and the inputs it used,
+folded away (`inputs`). No script, no external resource: values show on hover through SVG <title>
+elements. It reads on a phone: see `pddplan.report.html_page`.
 """
 
 from __future__ import annotations
@@ -18,27 +20,28 @@ from typing import Any
 
 import numpy as np
 
-from pddplan.analyses.sensitivity import Sensitivity
-from pddplan.report.charts import Chart, Series, svg
-from pddplan.scenarios.describe import scenario_roles, scenario_wan
+from pddplan.analyses.sensitivity import HIGHEST_MEAN_HIT, Sensitivity
+from pddplan.report.charts import Chart, Series, nice_floor, svg, text_width
+from pddplan.report.html_page import page, scrolling
+from pddplan.scenarios.describe import layout_label, scenario_roles, scenario_wan
 from pddplan.scenarios.scenario import Scenario
 from pddplan.specs.workload import SLA_QUANTILES
 
 CDF_POINTS = 200
+# The deployment is drawn twice, side by side and stacked; the page shows the one that fits.
 STYLE = (
-    "body{font-family:sans-serif;max-width:1000px;margin:2em auto;color:#222}"
-    "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em}"
-    "td.num{text-align:right}th{background:#f4f4f4}section{margin:1.5em 0}"
-    "pre{background:#f8f8f8;padding:.8em;overflow-x:auto;font-size:12px}.miss{color:#b00}"
+    ".stacked{display:none}@media (max-width:700px){.side-by-side{display:none}.stacked{display:block}}"
+    ".bar{display:inline-block;height:.8em;background:#4a78a8}.miss{color:#b00}"
 )
-ROLE_LABELS = {"prefill": "P", "relay": "RLD", "decode": "D"}
+BOX_FONT_PX = 13
+LINK_FONT_PX = 11
 
 
 @dataclass(frozen=True)
 class PlanReport:
     """What the page shows: a plan's scenario and figures (closed form or simulated), the simulated
-    per-request TTFT and TPOT, the sensitivity curves, the architectures compared (optimize), and
-    the input files' text."""
+    per-request TTFT, TPOT and pipeline, the sensitivity curves, the architectures compared
+    (optimize), and the input files' text."""
 
     title: str
     scenario: Scenario
@@ -50,68 +53,165 @@ class PlanReport:
     sensitivity: Sensitivity
     inputs: dict[str, str]
     architectures: list[dict[str, Any]] = field(default_factory=list)
+    pipelines: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
 
 
 def _e(text: object) -> str:
     return html.escape(str(text))
 
 
-def deployment_svg(scenario: Scenario, link_utilization: float) -> str:
-    """Datacenters as boxes with their roles, joined by the line (bandwidth, RTT, utilization)."""
-    roles = scenario_roles(scenario)
-    decode_label = scenario.architecture.decode_label
+def _datacenters(scenario: Scenario) -> dict[str, list[str]]:
+    """Per datacenter, one line per role placed there: label, instances, GPU, layout, GPUs."""
     by_dc: dict[str, list[str]] = {}
-    for name, role in roles.items():
-        label = decode_label if name == "decode" else ROLE_LABELS[name]
-        if role.get("relay_on_prefill"):
-            label = "P+RLD"
+    for name, role in scenario_roles(scenario).items():
+        label = "P+RLD" if role.get("relay_on_prefill") else scenario.architecture.role_label(name)
+        layout = layout_label(role["tp"], role["expert_parallel"], role.get("tp_attention", False))
         gpus = role["count"] * role["tp"]
         by_dc.setdefault(role["datacenter"], []).append(
-            f"{label}: {role['count']} x {role['gpu']} TP{role['tp']} = {gpus} GPUs"
+            f"{label}: {role['count']} x {role['gpu']} {layout} = {gpus} GPUs"
         )
-    box_w, line_h, gap = 330, 22, 160
-    height = 60 + line_h * max(len(lines) for lines in by_dc.values())
-    width = len(by_dc) * box_w + (len(by_dc) - 1) * gap + 20
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 20}" '
-        f'font-family="sans-serif" font-size="13">'
-    ]
-    for index, (dc, lines) in enumerate(by_dc.items()):
-        x = 10 + index * (box_w + gap)
-        out.append(f'<rect x="{x}" y="10" width="{box_w}" height="{height}" rx="8" fill="#f3f7fb" stroke="#4a78a8"/>')
-        out.append(f'<text x="{x + 12}" y="32" font-weight="bold">{_e(dc)}</text>')
-        for row, text in enumerate(lines):
-            out.append(f'<text x="{x + 12}" y="{56 + row * line_h}">{_e(text)}</text>')
+    return by_dc
+
+
+def _link_lines(scenario: Scenario, link_utilization: float) -> list[str]:
+    """The line between the datacenters in a few short lines: bandwidth, the lines leased, RTT,
+    utilization."""
     wan = scenario_wan(scenario)
-    if len(by_dc) == 2:
-        x0, x1, y = 10 + box_w, 10 + box_w + gap, 10 + height / 2
-        label = (
-            f"{wan['gbps']:g} Gbps, {wan['lines']} line(s), RTT {wan['rtt_ms']:g} ms, {link_utilization:.0%} used"
-            if wan
-            else "no line"
-        )
-        out.append(
-            f'<line x1="{x0}" x2="{x1}" y1="{y}" y2="{y}" stroke="#c0392b" stroke-width="4">'
-            f"<title>{_e(label)}</title></line>"
-        )
-        words = label.split(", ")
-        out.extend(
-            f'<text x="{(x0 + x1) / 2}" y="{y - 10 - 15 * (len(words) - 1 - row)}" text-anchor="middle" '
-            f'font-size="11">{_e(text)}</text>'
-            for row, text in enumerate(words)
-        )
-    out.append("</svg>")
-    return "\n".join(out)
+    if wan is None or scenario.link is None:
+        return ["no line"]
+    leased = ", ".join(f"{count} x {option.name}" for option, count in scenario.link.leases)
+    return [f"{wan['gbps']:g} Gbps", leased, f"RTT {wan['rtt_ms']:g} ms", f"{link_utilization:.0%} used"]
 
 
-def cdf_chart(title: str, values_s: np.ndarray, targets: Sequence[tuple[float, str]]) -> Chart:
-    """The empirical CDF of `values_s` (seconds) on CDF_POINTS x values up to the largest value or
-    target, with the targets as markers."""
-    values = np.sort(values_s[np.isfinite(values_s)])
+def _box(x: float, y: float, width: float, height: float, dc: str, lines: list[str]) -> list[str]:
+    out = [
+        f'<rect x="{x:.0f}" y="{y:.0f}" width="{width:.0f}" height="{height:.0f}" rx="8" fill="#f3f7fb" '
+        f'stroke="#4a78a8"/>',
+        f'<text x="{x + 12:.0f}" y="{y + 22:.0f}" font-weight="bold">{_e(dc)}</text>',
+    ]
+    out.extend(
+        f'<text x="{x + 12:.0f}" y="{y + 46 + row * 20:.0f}">{_e(text)}</text>' for row, text in enumerate(lines)
+    )
+    return out
+
+
+def deployment_svg(scenario: Scenario, link_utilization: float, stacked: bool = False) -> str:
+    """Datacenters as boxes listing their roles, joined by the line (bandwidth, lines leased, RTT,
+    utilization): side by side, or `stacked` one above the other for a narrow screen. The SVG
+    scales down with its container and is never drawn wider than its natural size."""
+    by_dc = _datacenters(scenario)
+    link = _link_lines(scenario, link_utilization)
+    box_w = 24 + max(text_width(text, BOX_FONT_PX) for lines in by_dc.values() for text in [*lines, "x" * 12])
+    box_h = 34 + 20 * max(len(lines) for lines in by_dc.values())
+    link_w = max(text_width(text, LINK_FONT_PX) for text in link)
+    joined = len(by_dc) == 2
+    out: list[str] = []
+    if stacked:
+        gap: float = 24 + 15 * len(link) if joined else 16
+        width, height = box_w + 20, 10 + len(by_dc) * box_h + (len(by_dc) - 1) * gap + 10
+        for index, (dc, lines) in enumerate(by_dc.items()):
+            out += _box(10, 10 + index * (box_h + gap), box_w, box_h, dc, lines)
+        if joined:
+            x, y0, y1 = 40, 10 + box_h, 10 + box_h + gap
+            out.append(f'<line x1="{x}" x2="{x}" y1="{y0:.0f}" y2="{y1:.0f}" stroke="#c0392b" stroke-width="4"/>')
+            out.extend(
+                f'<text x="{x + 14}" y="{y0 + 20 + 15 * row:.0f}" font-size="{LINK_FONT_PX}">{_e(text)}</text>'
+                for row, text in enumerate(link)
+            )
+    else:
+        gap = link_w + 30 if joined else 24
+        width, height = 20 + len(by_dc) * box_w + (len(by_dc) - 1) * gap, box_h + 20
+        for index, (dc, lines) in enumerate(by_dc.items()):
+            out += _box(10 + index * (box_w + gap), 10, box_w, box_h, dc, lines)
+        if joined:
+            x0, x1, y = 10 + box_w, 10 + box_w + gap, 10 + box_h / 2
+            out.append(
+                f'<line x1="{x0:.0f}" x2="{x1:.0f}" y1="{y:.0f}" y2="{y:.0f}" stroke="#c0392b" stroke-width="4"/>'
+            )
+            above = (len(link) + 1) // 2
+            out.extend(
+                f'<text x="{(x0 + x1) / 2:.0f}" y="{y + (row - above) * 14 + (-6 if row < above else 14):.0f}" '
+                f'text-anchor="middle" font-size="{LINK_FONT_PX}">{_e(text)}</text>'
+                for row, text in enumerate(link)
+            )
+    title = "; ".join([*(f"{dc}: {', '.join(lines)}" for dc, lines in by_dc.items()), ", ".join(link)])
+    return "\n".join(
+        [
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" '
+            f'height="{height:.0f}" role="img" aria-label="{_e(title)}" font-family="sans-serif" '
+            f'font-size="{BOX_FONT_PX}">',
+            f"<title>{_e(title)}</title>",
+            *out,
+            "</svg>",
+        ]
+    )
+
+
+def cdf_chart(
+    title: str,
+    values_s: np.ndarray,
+    targets: Sequence[tuple[float, str]],
+    pipelines: np.ndarray | None = None,
+) -> Chart:
+    """The empirical CDF of `values_s` (seconds) on a log time axis of CDF_POINTS x values, from
+    a round value under the shortest time to the longest time or target, the targets as markers;
+    with `pipelines` (one per value) naming more than one pipeline, a line per pipeline too."""
+    finite = np.isfinite(values_s) & (values_s > 0)
+    values = np.sort(values_s[finite])
     top = max([float(values[-1]) if len(values) else 1.0, *[t for t, _ in targets]])
-    x = np.linspace(0.0, top, CDF_POINTS)
-    share = np.searchsorted(values, x, side="right") / max(len(values), 1)
-    return Chart(title, x, [Series("requests", share)], "seconds", "share at most x", list(targets))
+    low = nice_floor(float(values[0]) if len(values) else top / 100)
+    x = np.geomspace(low, top, CDF_POINTS)
+
+    def share(sample: np.ndarray) -> np.ndarray:
+        return np.asarray(np.searchsorted(np.sort(sample), x, side="right") / max(len(sample), 1))
+
+    series = [Series("all requests", share(values))]
+    if pipelines is not None and len(pipelines) == len(values_s):
+        names, counts = np.unique(pipelines[finite], return_counts=True)
+        if len(names) > 1:
+            series += [
+                Series(f"{name} ({count / len(values):.0%})", share(values_s[finite][pipelines[finite] == name]))
+                for name, count in zip(names, counts, strict=True)
+            ]
+    return Chart(
+        title,
+        x,
+        series,
+        "seconds (log scale)",
+        "share of requests at most x",
+        list(targets),
+        x_log=True,
+        x_unit="s",
+        y_percent=True,
+    )
+
+
+def _sensitivity(report: PlanReport) -> str:
+    """BCR against each input's factor, and a note on the hit-rate points the model caps (a mean
+    hit above HIGHEST_MEAN_HIT leaves nothing to prefill), named in the legend too."""
+    sens = report.sensitivity
+    mean_hit = report.scenario.workload.hit_rate.mean()
+    capped = [float(f) for f in sens.factors if mean_hit * f > HIGHEST_MEAN_HIT]
+    names = {name: name for name in sens.bcr}
+    note = ""
+    if capped and "prefix hit rate" in names:
+        factors = ", ".join(f"x{f:g}" for f in capped)
+        names["prefix hit rate"] = f"prefix hit rate ({factors} capped at {HIGHEST_MEAN_HIT:.1%})"
+        note = (
+            f'<p class="note">The workload\'s mean prefix hit is {mean_hit:.1%}: at {factors} it would pass '
+            f"{HIGHEST_MEAN_HIT:.1%}, the highest mean hit the model takes (above it nothing is left to "
+            f"prefill), so those points are drawn at {HIGHEST_MEAN_HIT:.1%}.</p>"
+        )
+    chart = Chart(
+        "BCR when one input moves",
+        sens.factors,
+        [Series(names[name], values) for name, values in sens.bcr.items()],
+        "factor on the input",
+        "BCR (requests per $)",
+        [(1.0, "as planned")],
+        x_ticks=tuple((float(f), f"x{f:g}") for f in sens.factors),
+    )
+    return svg(chart) + note
 
 
 def _figures_table(figures: dict[str, Any], sla: Any) -> str:
@@ -136,13 +236,15 @@ def _figures_table(figures: dict[str, Any], sla: Any) -> str:
     body = "".join(
         f'<tr><td>{_e(a)}</td><td class="num">{_e(b)}</td><td class="num">{_e(c)}</td></tr>' for a, b, c in rows
     )
-    return f"<p>{verdict}</p><table><tr><th>figure</th><th>value</th><th>target</th></tr>{body}</table>"
+    return f"<p>{verdict}</p>" + scrolling(
+        f"<table><tr><th>figure</th><th>value</th><th>target</th></tr>{body}</table>"
+    )
 
 
 def _costs(scenario: Scenario) -> str:
-    """$ per hour by role and for the line, with shares, as a table and horizontal bars."""
+    """$ per hour by role and for the line, with shares, as a table with a bar per share."""
     items = [
-        (f"{ROLE_LABELS.get(name, name)} ({role.gpus} x {role.spec.gpu})", role.usd_per_hour)
+        (f"{scenario.architecture.role_label(name)} ({role.gpus} x {role.spec.gpu})", role.usd_per_hour)
         for name, role in scenario.roles.items()
     ]
     if scenario.link is not None:
@@ -150,11 +252,11 @@ def _costs(scenario: Scenario) -> str:
     total = sum(cost for _, cost in items) or 1.0
     rows = "".join(
         f'<tr><td>{_e(name)}</td><td class="num">${cost:,.2f}</td><td class="num">{cost / total:.1%}</td>'
-        f'<td><svg width="220" height="12"><rect width="{200 * cost / total:.1f}" height="12" fill="#4a78a8">'
-        f"<title>{_e(name)}: ${cost:,.2f}/h</title></rect></svg></td></tr>"
+        f'<td style="width:8em"><span class="bar" style="width:{100 * cost / total:.1f}%" '
+        f'title="{_e(name)}: ${cost:,.2f}/h"></span></td></tr>'
         for name, cost in items
     )
-    return (
+    return scrolling(
         "<table><tr><th>what</th><th>$ / hour</th><th>share</th><th></th></tr>"
         f'{rows}<tr><td>total</td><td class="num">${total:,.2f}</td><td></td><td></td></tr></table>'
     )
@@ -178,7 +280,15 @@ def _architectures(rows: list[dict[str, Any]]) -> str:
         f"<tr><td>{_e(label)}</td>" + "".join(f'<td class="num">{_e(v)}</td>' for v in values) + "</tr>"
         for label, values in lines
     )
-    return f"<table><tr><th></th>{head}</tr>{body}</table>"
+    return scrolling(f"<table><tr><th></th>{head}</tr>{body}</table>")
+
+
+def _inputs(inputs: dict[str, str]) -> str:
+    """Each input file's text folded away under its name."""
+    return "".join(
+        f"<details><summary>{_e(name)} ({text.count(chr(10))} lines of YAML)</summary><pre>{_e(text)}</pre></details>"
+        for name, text in inputs.items()
+    )
 
 
 def plan_report_html(report: PlanReport) -> str:
@@ -188,22 +298,18 @@ def plan_report_html(report: PlanReport) -> str:
     ttft = cdf_chart(
         "TTFT, cumulative",
         report.ttft_s,
-        [(t.target_s, f"{t.name[5:]} target") for t in sla.targets("ttft")],
+        [(t.target_s, f"{t.name[5:]} SLA") for t in sla.targets("ttft")],
+        report.pipelines,
     )
-    tpot_targets = [(t.target_s, f"{t.name} target") for t in sla.targets("tpot")]
-    tpot = cdf_chart("TPOT, cumulative", report.tpot_s, tpot_targets)
-    sens = report.sensitivity
-    sensitivity = Chart(
-        "BCR when one input moves",
-        sens.factors,
-        [Series(name, values) for name, values in sens.bcr.items()],
-        "factor on the input",
-        "BCR (requests per $)",
-        [(1.0, "as planned")],
+    tpot = cdf_chart(
+        "TPOT, cumulative", report.tpot_s, [(t.target_s, f"{t.name[5:]} SLA") for t in sla.targets("tpot")]
     )
-    sections = [
-        ("deployment", "Deployment", deployment_svg(scenario, float(figures.get("link_utilization", 0.0)))),
-    ]
+    utilization = float(figures.get("link_utilization", 0.0))
+    deployment = (
+        f'<div class="side-by-side">{deployment_svg(scenario, utilization)}</div>'
+        f'<div class="stacked">{deployment_svg(scenario, utilization, stacked=True)}</div>'
+    )
+    sections = [("deployment", "Deployment", deployment)]
     if report.architectures:
         sections.append(("architectures", "Architectures under the same SLA", _architectures(report.architectures)))
     sections += [
@@ -211,16 +317,8 @@ def plan_report_html(report: PlanReport) -> str:
         ("costs", "Cost", _costs(scenario)),
         ("ttft-cdf", f"Time to first token ({_e(report.simulation_source)})", svg(ttft)),
         ("tpot-cdf", f"Time per output token ({_e(report.simulation_source)})", svg(tpot)),
-        ("sensitivity", "Sensitivity (closed form, the plan fixed)", svg(sensitivity)),
-        (
-            "inputs",
-            "Inputs",
-            "".join(f"<h3>{_e(name)}</h3><pre>{_e(text)}</pre>" for name, text in report.inputs.items()),
-        ),
+        ("sensitivity", "Sensitivity (closed form, the plan fixed)", _sensitivity(report)),
+        ("inputs", "Inputs", _inputs(report.inputs)),
     ]
     body = "\n".join(f'<section id="{sid}"><h2>{title}</h2>\n{content}\n</section>' for sid, title, content in sections)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_e(report.title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{_e(report.title)}</h1>\n{body}\n</body></html>\n"
-    )
+    return page(report.title, f"<h1>{_e(report.title)}</h1>\n{body}", STYLE)

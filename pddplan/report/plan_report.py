@@ -63,5 +63,6 @@ def plan_report(
             ),
         },
         architectures=architectures or [],
+        pipelines=table.pipeline[keep],
     )
     return plan_report_html(report)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import re
 from typing import Any
 
 import numpy as np
@@ -88,11 +88,18 @@ def curve_data(
     }
 
 
+def size_label(text: str) -> str:
+    """A size as the user wrote it, with a space before its unit: `10GB` -> `10 GB`."""
+    match = re.fullmatch(r"\s*([0-9.eE+-]*[0-9.])\s*(\S*)\s*", text)
+    return f"{match[1]} {match[2]}".strip() if match else text
+
+
 def curve_chart(data: dict[str, Any]) -> Any:
-    """Hit rate against log10 of the capacity in tokens, token- and request-weighted."""
+    """Hit rate against the capacity in tokens on a log axis, ticked with the sizes asked for,
+    token- and request-weighted."""
 
     points = sorted(data["points"], key=lambda p: p["capacity_tokens"])
-    x = np.array([math.log10(max(p["capacity_tokens"], 1)) for p in points])
+    x = np.array([float(max(p["capacity_tokens"], 1)) for p in points])
     return Chart(
         title=f"prefix hit rate against cache capacity ({data['eviction']}, {data['instances']} cache(s))",
         x=x,
@@ -100,8 +107,11 @@ def curve_chart(data: dict[str, Any]) -> Any:
             Series("token-weighted", np.array([p["hit_token_weighted"] for p in points])),
             Series("request-weighted", np.array([p["hit_request_weighted"] for p in points])),
         ],
-        x_label="log10 capacity (tokens)",
+        x_label="cache capacity (log scale)",
         y_label="hit rate",
+        x_log=True,
+        x_ticks=tuple((float(max(p["capacity_tokens"], 1)), size_label(p["capacity"])) for p in points),
+        y_percent=True,
     )
 
 
