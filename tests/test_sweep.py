@@ -303,11 +303,74 @@ def test_notes_and_best_of() -> None:
         {"value": 3.0, "a": {"feasible": False, "reason": "x"}, "b": {"feasible": False, "reason": "y"}},
     ]
     assert [sweeping.best_of(p, ["a", "b"]) for p in points] == ["a", "b", None]
-    assert sweep_report.notes("p", points, ["a", "b"]) == [
+    assert sweep_report.notes("p", points, ["a", "b"], optimized=True) == [
         "from p = 1: best is a",
         "from p = 2: best is b",
         "from p = 3: best is none (infeasible)",
     ]
+
+
+# -- issue 37, item 6: sweeps that mislead -------------------------------------------------------
+def test_without_optimize_a_failure_is_the_sized_plans_not_the_architectures() -> None:
+    """Without --optimize each architecture is one greedy-sized plan: the table called it
+    "infeasible" where optimize found a plan. The table, the notes and the JSON say it was the
+    sized plan that failed, and that a search may find one."""
+    args = ("sweep", WORKLOAD, "--param", "arrival.rate_rps", "--values", "4", "-a", "pd-hetero", "-a", "pd-intra")
+    result = run(*args)
+    assert result.exit_code == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "infeasible" not in text
+    assert "greedy-sized plan fails here (one plan evaluated, not a search: --optimize may find one)" in text
+    entry = json.loads(run(*args, "--json").stdout)["points"][0]["pd-hetero"]
+    assert not entry["feasible"] and entry["reason"].startswith("greedy sizing (one plan, not a search) found none: ")
+    points = [{"value": 1.0, "a": {"feasible": False, "reason": "x"}}]
+    assert sweep_report.notes("p", points, ["a"], optimized=False) == [
+        "from p = 1: best is none (no greedy-sized plan meets the SLA; try --optimize)"
+    ]
+
+
+def test_sweeping_a_line_no_plan_leases_says_so() -> None:
+    """pdd-agent-64k's plans lease express-40g (wan_lines[1]): sweeping wan_lines[0] drew flat
+    lines without a word. A warning on stderr names the line and the one the plans lease; JSON
+    on stdout is unchanged; sweeping the leased line warns of nothing."""
+    args = ("sweep", WORKLOAD, "--values", "40,100", "-a", "pdd", "--json")
+    unused = run(*args, "--param", "deployment.wan_lines[0].capacity_gbps")
+    assert unused.exit_code == 0, unused.stderr
+    assert json.loads(unused.stdout)["points"][0]["pdd"]["feasible"]
+    assert unused.stderr.strip() == (
+        "warning: deployment.wan_lines[0].capacity_gbps: no plan leases deployment.wan_lines[0] (express-100g) "
+        "at any value (they lease express-40g), so no figure moves"
+    )
+    used = run(*args, "--param", "deployment.wan_lines[1].capacity_gbps")
+    assert used.exit_code == 0 and used.stderr == ""
+
+
+def test_a_field_that_moves_nothing_is_named() -> None:
+    """Any other field whose every figure stays the same (a GPU offer no plan takes) is named too."""
+    args = ("sweep", WORKLOAD, "--values", "1,2", "-a", "pd-intra")
+    flat = run(*args, "--param", "deployment.datacenters[1].gpus[0].usd_per_gpu_hour")
+    assert flat.exit_code == 0, flat.stderr
+    assert flat.stderr.startswith("warning: deployment.datacenters[1].gpus[0].usd_per_gpu_hour moved nothing: ")
+    assert "same at all 2 values" in flat.stderr
+
+
+def test_unused_param_needs_two_values_and_a_plan() -> None:
+    workload = load_workload(WORKLOAD)
+    plan = {"a": {"feasible": True, "bcr": 1.0}}
+    none = {"a": {"feasible": False, "reason": "x"}}
+    line = "deployment.wan_lines[0].capacity_gbps"
+    one = [sweeping.PointResult(plan, frozenset({"express-40g"}))]
+    assert sweeping.unused_param(line, workload, one) is None
+    assert sweeping.unused_param(line, workload, [sweeping.PointResult(none, frozenset())] * 2) is None
+    assert "(express-100g)" in str(sweeping.unused_param(line, workload, one * 2))
+    leased = [sweeping.PointResult(plan, frozenset({"express-100g"}))] * 2
+    assert sweeping.unused_param(line, workload, leased) is None
+    moved = [
+        sweeping.PointResult(plan, frozenset()),
+        sweeping.PointResult({"a": {"feasible": True, "bcr": 2.0}}, frozenset()),
+    ]
+    assert sweeping.unused_param("arrival.rate_rps", workload, moved) is None
+    assert "moved nothing" in str(sweeping.unused_param("arrival.rate_rps", workload, one * 2))
 
 
 # -- errors ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ cluster or a ray runtime, always in input order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from pddplan.optimize.command import architecture_names
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import optimize_architecture
 from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.scenarios.variants import set_path
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
@@ -85,24 +86,40 @@ class SweepTask:
     optimize: bool
 
 
-def run_point(task: SweepTask) -> dict[str, Any]:
-    """Figures of every architecture at one parameter value (runs in a worker)."""
+@dataclass(frozen=True)
+class PointResult:
+    """One point: each architecture's figures (the JSON view, by architecture name) and the WAN
+    options its plans lease (what tells a swept line no plan uses, `unused_param`)."""
+
+    figures: dict[str, Any]
+    wan_options: frozenset[str]
+
+
+def run_point(task: SweepTask) -> PointResult:
+    """Figures of every architecture at one parameter value (runs in a worker). Without
+    `optimize` an architecture's figures are its greedy-sized plan's, and a failure is that plan's
+    (the reason says so): a search (`--optimize`) may still find a plan."""
     out: dict[str, Any] = {}
+    leased: set[str] = set()
     for arch in task.architectures:
         try:
-            out[arch] = _optimized(task.inputs, arch) if task.optimize else _sized(task.inputs, arch)
+            scenario, figures = _optimized(task.inputs, arch) if task.optimize else _sized(task.inputs, arch)
         except PddplanError as exc:
-            out[arch] = {"feasible": False, "reason": str(exc)}
-    return out
+            reason = str(exc) if task.optimize else f"greedy sizing (one plan, not a search) found none: {exc}"
+            out[arch] = {"feasible": False, "reason": reason}
+            continue
+        out[arch] = figures
+        leased.update(lease.option for lease in scenario.plan.wan)
+    return PointResult(out, frozenset(leased))
 
 
-def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
+def _sized(inputs: InputSet, arch: ArchitectureName) -> tuple[Scenario, dict[str, Any]]:
 
     workload = inputs.workload
     sized = relay_on_prefill_if_cheaper(size_plan(workload, choose_shape(inputs, arch)), inputs)
     scenario = build_scenario(sized.plan, inputs, source="sized plan")
     view = sized.view
-    return {
+    return scenario, {
         "feasible": True,
         "cost_usd_per_hour": scenario.cost_per_hour,
         "fluid_bcr": view.bcr,
@@ -116,13 +133,13 @@ def _sized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
     }
 
 
-def _optimized(inputs: InputSet, arch: ArchitectureName) -> dict[str, Any]:
+def _optimized(inputs: InputSet, arch: ArchitectureName) -> tuple[Scenario, dict[str, Any]]:
 
     result = optimize_architecture(inputs, arch, OptimizeOptions(verify=False))
     if not result.feasible or result.evaluation is None or result.scenario is None:
         raise InfeasibleError("; ".join(item["message"] for item in result.infeasibility) or "infeasible")
     scenario = result.scenario
-    return {
+    return scenario, {
         "feasible": True,
         "cost_usd_per_hour": scenario.cost_per_hour,
         "fluid_bcr": None,  # an optimized plan is judged at its rate; the fluid view is the sized plans'
@@ -146,6 +163,14 @@ def sweep(
     """Run every point (see `pddplan.support.distribute.Execution`; default: one after another here)."""
     execution = execution or Execution()
     names = tuple(architectures) if architectures is not None else registry.names()
+    tasks = _tasks(workload_path, param, values, names, execution.optimize)
+    return _points(values, map_in_order(run_point, tasks, execution, progress))
+
+
+def _tasks(
+    workload_path: Path, param: str, values: Sequence[float], names: Sequence[ArchitectureName], optimize: bool
+) -> list[SweepTask]:
+    """One task per value: the workload file with `param` set to it, re-validated."""
     raw = read_data(workload_path)
     if not isinstance(raw, dict):
         raise InputError(f"{workload_path}: expected a mapping at the top level")
@@ -157,9 +182,39 @@ def sweep(
         workload = check_workload(validate(Workload, data, f"{workload_path} with {param} = {value:g}"), workload_path)
         # a numeric field names no file: the model, profiles and traces read for the first point serve all
         loaded = loaded or load_input_set(workload, workload_path.resolve().parent)
-        tasks.append(SweepTask(loaded.with_workload(workload), names, execution.optimize))
-    results = map_in_order(run_point, tasks, execution, progress)
-    return [{"value": value, **point} for value, point in zip(values, results, strict=True)]
+        tasks.append(SweepTask(loaded.with_workload(workload), tuple(names), optimize))
+    return tasks
+
+
+def _points(values: Sequence[float], results: Sequence[PointResult]) -> list[dict[str, Any]]:
+
+    return [{"value": value, **result.figures} for value, result in zip(values, results, strict=True)]
+
+
+_WAN_LINE = re.compile(r"deployment\.wan_lines\[(\d+)\]")
+
+
+def unused_param(param: str, workload: Workload, results: Sequence[PointResult]) -> str | None:
+    """Why a sweep of two values or more draws flat lines, when it does because no plan uses
+    `param`: a field of a WAN line option that no plan leases at any value; or, for any other
+    field, every architecture's figures the same at every value. None otherwise, and when no
+    architecture has a plan at all (the lines are missing, not flat)."""
+    if len(results) < 2 or not any(entry.get("feasible") for r in results for entry in r.figures.values()):
+        return None
+    line = _WAN_LINE.match(param)
+    if line and int(line.group(1)) < len(workload.deployment.wan_lines):
+        name = workload.deployment.wan_lines[int(line.group(1))].name
+        leased = sorted(set().union(*(result.wan_options for result in results)))
+        if name in leased:
+            return None
+        others = f"they lease {', '.join(leased)}" if leased else "they lease no line"
+        return f"{param}: no plan leases {line.group(0)} ({name}) at any value ({others}), so no figure moves"
+    if all(result.figures == results[0].figures for result in results):
+        return (
+            f"{param} moved nothing: every architecture's plan and figures are the same at all {len(results)} "
+            "values (a field of an option no plan takes, such as a GPU offer none of them uses)"
+        )
+    return None
 
 
 def best_of(point: dict[str, Any], architectures: Sequence[str]) -> str | None:
@@ -201,6 +256,7 @@ class SweepFlags:
     html: Path | None = None
     csv_path: Path | None = None
     json_out: bool = False
+    detail: bool = False
 
     def request(self) -> SweepRequest:
         """The checked request, before any work: the architectures, the workers, the images asked
@@ -222,6 +278,8 @@ class SweepResult:
     param: str
     architectures: list[ArchitectureName]
     points: list[dict[str, Any]]
+    #: why the lines are flat, when no plan uses the parameter (`unused_param`); not in the JSON
+    unused: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON view."""
@@ -236,5 +294,7 @@ class SweepResult:
 def run_request(request: SweepRequest, progress: Callable[[int, int], None] | None = None) -> SweepResult:
     """The sweep the request asks for (`sweep`)."""
     names = request.architectures
-    points = sweep(request.path, request.param, request.values, names, request.execution, progress)
-    return SweepResult(request.workload, request.param, names, points)
+    tasks = _tasks(request.path, request.param, request.values, names, request.execution.optimize)
+    results = map_in_order(run_point, tasks, request.execution, progress)
+    unused = unused_param(request.param, tasks[0].inputs.workload, results)
+    return SweepResult(request.workload, request.param, names, _points(request.values, results), unused)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pddplan.cli.apps import app, hardware_app, models_app, workloads_app
-from pddplan.cli.options import JsonFlag, KvDtypeOption
+from pddplan.cli.options import DetailFlag, JsonFlag, KvDtypeOption
 
 if TYPE_CHECKING:
     pass
@@ -21,7 +21,7 @@ WorkloadNameArg = Annotated[str, typer.Argument(help="Shipped workload name or Y
 
 
 @hardware_app.command("list")
-def hardware_list(json_out: JsonFlag = False) -> None:
+def hardware_list(detail: DetailFlag = False, json_out: JsonFlag = False) -> None:
     """List the built-in GPU profiles with their four dimensions and price."""
     from pddplan.inputs.browse import hardware_rows
     from pddplan.report import browse_tables, output
@@ -30,7 +30,7 @@ def hardware_list(json_out: JsonFlag = False) -> None:
     if json_out:
         output.emit_json(rows)
     else:
-        output.results().print(browse_tables.hardware_table(rows))
+        browse_tables.print_hardware_list(output.results(), rows, detail)
 
 
 @hardware_app.command("show")
@@ -47,7 +47,7 @@ def hardware_show(name: HardwareNameArg, json_out: JsonFlag = False) -> None:
 
 
 @models_app.command("list")
-def models_list(kv_dtype: KvDtypeOption = None, json_out: JsonFlag = False) -> None:
+def models_list(kv_dtype: KvDtypeOption = None, detail: DetailFlag = False, json_out: JsonFlag = False) -> None:
     """List the model catalog with parameter counts and KV bytes per token."""
     from pddplan.inputs.browse import model_rows
     from pddplan.report import browse_tables, output
@@ -56,7 +56,7 @@ def models_list(kv_dtype: KvDtypeOption = None, json_out: JsonFlag = False) -> N
     if json_out:
         output.emit_json(rows)
     else:
-        output.results().print(browse_tables.models_table(rows))
+        browse_tables.print_models_list(output.results(), rows, detail)
 
 
 @models_app.command("show")

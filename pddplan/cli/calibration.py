@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pddplan.cli.apps import app
-from pddplan.cli.options import JsonFlag, KvDtypeOption
+from pddplan.cli.options import DetailFlag, JsonFlag, KvDtypeOption
 
 if TYPE_CHECKING:
     pass
@@ -218,6 +218,7 @@ def accuracy(
     measurements: MeasurementsArg = None,
     folds: FoldsOption = 0,
     fold_by: FoldByOption = "model",
+    detail: DetailFlag = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Error of the shipped step-time model against measured points, held-out rows apart."""
@@ -225,6 +226,7 @@ def accuracy(
     from pddplan.calibration.accuracy import AccuracyFlags
     from pddplan.report import output, perf_tables
 
+    given.pop("detail")  # how the tables show, not what is computed
     flags = AccuracyFlags(**given)
     report = flags.report()
     if folds:
@@ -233,4 +235,4 @@ def accuracy(
     if json_out:
         output.emit_json(report)
     else:
-        perf_tables.print_accuracy(output.results(), report)
+        perf_tables.print_accuracy(output.results(), report, detail)

@@ -17,6 +17,15 @@ if TYPE_CHECKING:
 JsonFlag = Annotated[bool, typer.Option("--json", help="Write machine-readable JSON to stdout, nothing else.")]
 
 
+DetailFlag = Annotated[
+    bool,
+    typer.Option(
+        "--detail",
+        help="Every column and row (default: a summary, in the columns that fit the terminal).",
+    ),
+]
+
+
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")]
 
 

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pddplan.cli.apps import app
-from pddplan.cli.options import ArchitectureOption, BackendOption, JobsOption, JsonFlag, SchedulerOption
+from pddplan.cli.options import (
+    ArchitectureOption,
+    BackendOption,
+    DetailFlag,
+    JobsOption,
+    JsonFlag,
+    SchedulerOption,
+)
 
 if TYPE_CHECKING:
     pass
@@ -113,6 +120,7 @@ def sweep(
     svg: SvgOption = None,
     html: HtmlOption = None,
     csv_path: CsvOption = None,
+    detail: DetailFlag = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Cost, BCR and GPUs of each architecture as one numeric input of the workload varies."""
@@ -157,6 +165,7 @@ def agreement(
     requests: RequestsOption = 20_000,
     seed: SeedOption = 0,
     markdown_path: MarkdownOption = None,
+    detail: DetailFlag = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Where the closed-form evaluator and the simulation disagree on the shipped workloads."""
@@ -164,7 +173,8 @@ def agreement(
     from pddplan.analyses import agreement as check
     from pddplan.report import agreement_report, output
 
+    given.pop("detail")  # how the table shows, not what is computed
     flags = check.AgreementFlags(**given)
     with output.status("comparing...") as status:
         rows = flags.agreement(progress=status.update)
-    agreement_report.show(flags, rows)
+    agreement_report.show(flags, rows, detail)

@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from pddplan.report import output
+
 
 def _num(value: Any, fmt: str = ",.1f") -> str:
     return "unknown" if value is None else format(value, fmt)
@@ -65,6 +67,16 @@ def hardware_table(rows: list[dict[str, Any]]) -> Table:
             _num(row["rental_usd_per_gpu_hour"], ".3f"),
         )
     return table
+
+
+#: what `hardware list` keeps when every column does not fit: compute, memory, scale-up and price
+HARDWARE_KEY_COLUMNS = ("name", "BF16 TFLOPS", "FP8 TFLOPS", "HBM GB", "HBM TB/s", "scale-up GB/s", "$/GPU-h")
+
+
+def print_hardware_list(console: Console, rows: list[dict[str, Any]], detail: bool = False) -> None:
+    """`hardware list`: every column when they fit the terminal (or with `detail`), else the key ones."""
+    table = hardware_table(rows)
+    console.print(table if detail else output.key_columns(console, table, HARDWARE_KEY_COLUMNS))
 
 
 def print_hardware(console: Console, summary: dict[str, Any]) -> None:
@@ -128,6 +140,16 @@ def models_table(rows: list[dict[str, Any]]) -> Table:
             f"{row['kv_bytes_per_token']:,.0f}",
         )
     return table
+
+
+#: what `models list` keeps when every column does not fit: kind, size and KV bytes per token
+MODELS_KEY_COLUMNS = ("name", "attention", "params total", "params active", "weights GB", "KV B/token")
+
+
+def print_models_list(console: Console, rows: list[dict[str, Any]], detail: bool = False) -> None:
+    """`models list`: every column when they fit the terminal (or with `detail`), else the key ones."""
+    table = models_table(rows)
+    console.print(table if detail else output.key_columns(console, table, MODELS_KEY_COLUMNS))
 
 
 def print_model(console: Console, summary: dict[str, Any]) -> None:

@@ -3,8 +3,10 @@ progress, notices, warnings and errors on stderr, so results can be piped, grepp
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
+from collections.abc import Collection
 from typing import Any
 
 from rich.console import Console, Group
@@ -136,6 +138,28 @@ class _Console(Console):
         return renderable
 
 
+def fits(console: Console, table: Table) -> bool:
+    """Whether `table` prints as a table at `console`'s width with no word broken (a table that
+    does not becomes one record per row when printed)."""
+    return _unbroken_width(table, _longest_words(table)) <= console.width
+
+
+def key_columns(console: Console, table: Table, keep: Collection[str]) -> Table:
+    """`table` itself when it fits `console`'s width; otherwise a copy holding only the columns
+    whose headers are in `keep` (the key figures), its caption naming the columns left out and
+    `--detail`, which shows them all (`pddplan hardware list` at 80 columns)."""
+    if fits(console, table):
+        return table
+    narrow = copy.copy(table)
+    narrow.columns = [column for column in table.columns if str(column.header) in keep]
+    left_out = [" ".join(str(column.header).split()) for column in table.columns if str(column.header) not in keep]
+    if left_out:
+        note = f"{len(left_out)} more column{'s' if len(left_out) > 1 else ''} with --detail: {', '.join(left_out)}"
+        narrow.caption = f"{table.caption}; {note}" if table.caption else note
+        narrow.caption_justify = "left"
+    return narrow
+
+
 def _longest_words(table: Any) -> list[int]:
     """Per column, its longest word (header or cell): a name or a number never breaks."""
 
@@ -198,6 +222,8 @@ def _records(table: Any) -> Any:
         for column in columns[1:]:
             grid.add_row(" ".join(str(column.header).split()), column._cells[row])
         blocks += [Text(" ".join(str(columns[0]._cells[row]).split()), style="bold"), grid]
+    if table.caption:
+        blocks.append(Text(str(table.caption)))
     return Group(*blocks)
 
 

@@ -209,11 +209,20 @@ def print_calibration(console: Console, summary: dict[str, Any]) -> None:
     console.print(factors)
 
 
-def print_accuracy(console: Console, report: dict[str, Any]) -> None:
-    """The README's accuracy table: per split and factor level, per GPU, every held-out and excluded point."""
+#: held-out points the summary lists, worst first (--detail lists every one, and the excluded)
+WORST_POINTS = 10
+
+#: the columns of a point a terminal too narrow for them all keeps
+POINT_KEY_COLUMNS = ("line", "model", "gpu", "kind", "measured", "predicted", "error")
+
+
+def print_accuracy(console: Console, report: dict[str, Any], detail: bool = False) -> None:
+    """The README's accuracy table: per split and factor level, per GPU, per group of rows; then
+    the worst held-out points (the columns that fit the terminal), or with `detail` every
+    held-out and excluded point in every column."""
     table = Table(
         title=f"step-time model vs {report['rows'] - report['excluded']} measured points "
-        f"({report['excluded']} excluded, listed last; see tests/data/measurements.md)"
+        f"({report['excluded']} excluded{', listed last' if detail else ''}; see tests/data/measurements.md)"
     )
     for header in ("rows", "factors", "count", "median |error|", "p90 |error|", "worst |error|"):
         table.add_column(header, justify="right")
@@ -252,10 +261,13 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
             [*groups["by_class"].items(), *groups["by_precision"].items()],
         )
     )
-    for split, title in (("holdout", "held-out points, worst first"), ("excluded", "excluded points (not scored)")):
-        chosen = [p for p in report["points"] if p["split"] == split]
-        if chosen:
-            console.print(_points_table(title, sorted(chosen, key=lambda p: -abs(p["error"]))))
+    if detail:
+        for split, title in (("holdout", "held-out points, worst first"), ("excluded", "excluded points (not scored)")):
+            chosen = [p for p in report["points"] if p["split"] == split]
+            if chosen:
+                console.print(_points_table(title, sorted(chosen, key=lambda p: -abs(p["error"]))))
+    else:
+        _print_worst_points(console, report["points"])
     cv = report.get("cross_validation")
     if cv:
         console.print(
@@ -271,6 +283,21 @@ def print_accuracy(console: Console, report: dict[str, Any]) -> None:
                 ],
             )
         )
+
+
+def _print_worst_points(console: Console, points: list[dict[str, Any]]) -> None:
+    """The `WORST_POINTS` worst held-out points in their key columns when all do not fit, and
+    what `--detail` adds."""
+    held_out = sorted((p for p in points if p["split"] == "holdout"), key=lambda p: -abs(p["error"]))
+    excluded = sum(p["split"] == "excluded" for p in points)
+    if held_out:
+        shown = held_out[:WORST_POINTS]
+        title = f"the {len(shown)} worst of {len(held_out)} held-out points"
+        console.print(output.key_columns(console, _points_table(title, shown), POINT_KEY_COLUMNS))
+    rest = [f"{len(held_out) - WORST_POINTS} more held-out points"] if len(held_out) > WORST_POINTS else []
+    rest += [f"the {excluded} excluded points"] if excluded else []
+    if rest:
+        console.print(f"--detail lists {' and '.join(rest)}.")
 
 
 def _groups_table(title: str, groups: list[tuple[str, dict[str, Any]]]) -> Table:

@@ -44,11 +44,22 @@ def chart(param: str, points: list[dict[str, Any]], architectures: Sequence[str]
     )
 
 
-def table(param: str, points: list[dict[str, Any]], architectures: Sequence[str]) -> Table:
-    """One row per value: per architecture cost and BCR (revenue per cost for a price); the best one."""
+#: what a '-' in the table means: without --optimize each architecture gets one plan, from greedy
+#: sizing, and that plan failing says nothing of the plans a search would find
+NO_PLAN = {
+    False: "-: the architecture's greedy-sized plan fails here (one plan evaluated, not a search: "
+    "--optimize may find one)",
+    True: "-: infeasible (the integer program finds no plan of this architecture within the SLA and the offers)",
+}
+
+
+def table(param: str, points: list[dict[str, Any]], architectures: Sequence[str], optimized: bool = False) -> Table:
+    """One row per value: per architecture cost and BCR (revenue per cost for a price), `-` where it
+    has no plan (the caption says what that means, `NO_PLAN`); the best one. The first column is
+    headed by the field's own name, the title carries its whole path."""
     key, label, _ = metric_for(param)
     out = Table(title=f"sweep of {param}")
-    out.add_column(param, justify="right")
+    out.add_column(param_label(param), justify="right")
     for arch in architectures:
         out.add_column(f"{arch} $/h", justify="right")
         out.add_column(f"{arch} {label}", justify="right")
@@ -57,24 +68,36 @@ def table(param: str, points: list[dict[str, Any]], architectures: Sequence[str]
         row = [f"{point['value']:g}"]
         for arch in architectures:
             entry = point.get(arch, {})
-            if entry.get("feasible"):
-                row += [f"{entry['cost_usd_per_hour']:,.2f}", f"{entry[key]:,.2f}"]
-            else:
-                row += ["-", "infeasible"]
+            row += [f"{entry['cost_usd_per_hour']:,.2f}", f"{entry[key]:,.2f}"] if entry.get("feasible") else ["-", "-"]
         row.append(best_of(point, architectures) or "-")
         out.add_row(*row)
+    if any(not point.get(arch, {}).get("feasible") for point in points for arch in architectures):
+        out.caption = NO_PLAN[optimized]
+        out.caption_justify = "left"
     return out
 
 
-def notes(param: str, points: list[dict[str, Any]], architectures: Sequence[str]) -> list[str]:
-    """Where the best architecture changes along the sweep."""
+def param_label(param: str) -> str:
+    """The swept field's own name, words apart (`deployment.wan_lines[0].capacity_gbps` ->
+    `capacity gbps`), so the column stays narrow and its header may wrap."""
+    return param.rsplit(".", 1)[-1].replace("_", " ")
+
+
+def key_columns(param: str, architectures: Sequence[str]) -> list[str]:
+    """The columns a terminal too narrow for the whole table keeps: the value, each architecture's
+    BCR (revenue per cost for a price), the best one."""
+    _, label, _ = metric_for(param)
+    return [param_label(param), *(f"{arch} {label}" for arch in architectures), "best"]
+
+
+def notes(param: str, points: list[dict[str, Any]], architectures: Sequence[str], optimized: bool = False) -> list[str]:
+    """The best architecture at the first value and wherever it changes along the sweep."""
+    none = "none (infeasible)" if optimized else "none (no greedy-sized plan meets the SLA; try --optimize)"
     out = []
-    previous = None
-    for point in points:
+    for index, point in enumerate(points):
         best = best_of(point, architectures)
-        if best != previous:
-            out.append(f"from {param} = {point['value']:g}: best is {best or 'none (infeasible)'}")
-            previous = best
+        if index == 0 or best != best_of(points[index - 1], architectures):
+            out.append(f"from {param} = {point['value']:g}: best is {best or none}")
     return out
 
 
@@ -103,15 +126,20 @@ def csv_text(points: list[dict[str, Any]], architectures: Sequence[str]) -> str:
 
 def show(flags: SweepFlags, result: SweepResult) -> None:
     """`sweep`'s output: the files its options ask for (the chart as HTML, PNG and SVG, the points
-    as CSV), then JSON on stdout, or the table and the chart in the terminal."""
-    param, points, names = result.param, result.points, result.architectures
+    as CSV), then JSON on stdout, or the table (its key columns when the whole does not fit the
+    terminal and `--detail` is not given) and the chart in the terminal."""
+    param, points, names, optimized = result.param, result.points, result.architectures, flags.exact
     drawn = chart(param, points, names)
-    write_charts([drawn], f"pddplan sweep {param}", notes(param, points, names), flags.png, flags.svg, flags.html)
+    found = notes(param, points, names, optimized)
+    write_charts([drawn], f"pddplan sweep {param}", found, flags.png, flags.svg, flags.html)
     if flags.csv_path is not None:
         write_atomic(flags.csv_path, csv_text(points, names))
+    if result.unused is not None:
+        output.diagnostics().print(f"warning: {result.unused}", markup=False, highlight=False)
     if flags.json_out:
         output.emit_json(result.to_dict())
         return
     console = output.results()
-    console.print(table(param, points, names))
+    whole = table(param, points, names, optimized)
+    console.print(whole if flags.detail else output.key_columns(console, whole, key_columns(param, names)))
     console.print(terminal(drawn), markup=False)
