@@ -6,7 +6,8 @@ wall time by up to the number of cores. Workers are forked so that they share th
 without pickling them. Where fork is unavailable (Windows), another thread runs in this process
 (a Python thread, or a native one such as a BLAS thread pool: a fork beside it can deadlock, see
 pddplan/support/blas.py), or one core is all there is, the architectures run one after another here. A
-worker that dies (killed, out of memory) fails the run with a message instead of hanging it.
+worker that dies (killed, out of memory) fails the run with a message instead of hanging it; a
+worker whose parent dies (even by SIGKILL) is killed with it (`die_with_parent`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pddplan.inputs.input_set import InputSet
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import ArchitectureResult, optimize_architecture
 from pddplan.specs.plan import ArchitectureName
-from pddplan.support.forking import fork_is_safe
+from pddplan.support.forking import die_with_parent, fork_is_safe
 
 # What the forked workers read: set just before the pool forks, cleared after it closes.
 _SHARED: tuple[InputSet, OptimizeOptions] | None = None
@@ -68,7 +69,8 @@ def optimize_all(
     _SHARED = (inputs, options)
     try:
         order = longest_first(names)
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, context, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             done = dict(zip(order, pool.map(_one, [names[i] for i in order]), strict=True))
         return [done[i] for i in range(len(names))]
     except BrokenProcessPool as error:

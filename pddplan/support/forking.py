@@ -1,12 +1,30 @@
 """Whether this process may fork workers: only where fork exists and no other thread runs (the
-optimizer's parallel architectures, the trace reader's prefetch)."""
+optimizer's parallel architectures, the trace reader's prefetch); and workers that die with it."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import multiprocessing
 import os
+import signal
+import sys
 import threading
 import time
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Run in a forked worker first: have the kernel kill it when its parent dies (Linux's
+    prctl(PR_SET_PDEATHSIG, SIGKILL)), so a parent killed by SIGKILL leaves no worker computing
+    on; and exit at once if the parent `parent_pid` is already gone (it died before the call).
+    Elsewhere a no-op: the pool's own shutdown is all there is."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def threads_in_process() -> int:

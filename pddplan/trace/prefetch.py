@@ -10,12 +10,13 @@ its message and is raised here. Where forking is not safe (another thread runs, 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pddplan.errors import InputError
-from pddplan.support.forking import fork_is_safe
+from pddplan.support.forking import die_with_parent, fork_is_safe
 from pddplan.trace.read import TraceFormat, TraceRequest, read_trace
 
 BATCH = 4096
@@ -23,7 +24,8 @@ BATCH = 4096
 MIN_PREFETCH_BYTES = 32 << 20
 
 
-def _reader(path: Path, fmt: TraceFormat, block_tokens: int, connection: Any) -> None:
+def _reader(path: Path, fmt: TraceFormat, block_tokens: int, connection: Any, parent_pid: int) -> None:
+    die_with_parent(parent_pid)
     try:
         batch: list[tuple[Any, ...]] = []  # plain tuples: a named tuple pickles by class, 5x slower
         for request in read_trace(path, fmt, block_tokens):
@@ -51,7 +53,7 @@ def stream_trace(path: Path, fmt: TraceFormat = "mooncake", block_tokens: int = 
         return
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_reader, args=(path, fmt, block_tokens, sender), daemon=True)
+    process = context.Process(target=_reader, args=(path, fmt, block_tokens, sender, os.getpid()), daemon=True)
     process.start()
     sender.close()
     try:

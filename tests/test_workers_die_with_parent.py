@@ -1,0 +1,70 @@
+"""Forked workers die with their parent, even when it is killed by SIGKILL (issue 37, item 16)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pddplan.support.forking import die_with_parent
+
+# A parent that forks one pool worker the way `optimize_all` does, and waits.
+PARENT = """
+import multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from pddplan.support.forking import die_with_parent
+
+def work(path):
+    with open(path, "w") as out:
+        out.write(str(os.getpid()))
+    time.sleep(120)
+
+context = multiprocessing.get_context("fork")
+with ProcessPoolExecutor(1, context, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+    pool.submit(work, sys.argv[1])
+    time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper counts as dead)."""
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_pool_worker_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
+    marker = tmp_path / "worker.pid"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(marker)])
+    try:
+        deadline = time.monotonic() + 30
+        while not (marker.exists() and marker.read_text()):
+            assert time.monotonic() < deadline, "the worker never started"
+            time.sleep(0.05)
+        worker = int(marker.read_text())
+        assert _alive(worker)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _alive(worker):
+            assert time.monotonic() < deadline, "the worker outlived its SIGKILLed parent"
+            time.sleep(0.05)
+    finally:
+        parent.kill()
+
+
+def test_a_worker_whose_parent_is_already_gone_exits(tmp_path: Path) -> None:
+    pid = os.fork()
+    if pid == 0:  # the child: told its parent is someone else, as if the real one had died
+        die_with_parent(os.getppid() + 1_000_000)
+        os._exit(0)  # never reached
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 1
