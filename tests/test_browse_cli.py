@@ -33,6 +33,7 @@ def test_shipped_catalogs() -> None:
         "pdd-agent-64k",
         "pdd-agent-64k-day",
         "pdd-agent-64k-hetero",
+        "qwen3-32b-h200-isl16k",
         "rag-longdoc-lowhit",
     ]
 

@@ -12,7 +12,6 @@ from pddplan.cli.options import (
     ArchitectureOption,
     JsonFlag,
     ReportOption,
-    WorkloadArg,
     _check_report,
     _write_report,
 )
@@ -22,7 +21,22 @@ if TYPE_CHECKING:
 
 
 # -- optimization -------------------------------------------------------------------------------
-RateOption = Annotated[float | None, typer.Option("--rate", help="Cheapest plan serving exactly this req/s.")]
+OptimizeWorkloadArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="Workload name (see `pddplan workloads list`) or YAML file; or none, and the flags --model, --gpu, "
+        "--isl, --prefix, --osl, --rate and the SLA's describe one.",
+        show_default=False,
+    ),
+]
+RateOption = Annotated[
+    float | None,
+    typer.Option(
+        "--rate",
+        help="Cheapest plan serving exactly this req/s. Without a WORKLOAD: the built workload's arrival rate, "
+        "which the plan serves whole.",
+    ),
+]
 BudgetOption = Annotated[
     float | None, typer.Option("--budget", help="Most goodput for this $/hour (not capped at the workload's rate).")
 ]
@@ -77,6 +91,80 @@ SurviveOption = Annotated[
         "or both (instance,line): N+1, with its price.",
     ),
 ]
+# -- a plan from flags (no WORKLOAD): the workload they describe, written to a file -------------
+ModelFlag = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="Without a WORKLOAD: catalog model, the Hugging Face id of one (Qwen/Qwen3-32B), or a local "
+        "config.json; never downloaded.",
+    ),
+]
+GpuOffersFlag = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gpu",
+        metavar="TYPE:COUNT[@DC]",
+        help="Without a WORKLOAD: up to COUNT GPUs of hardware profile TYPE (h200:32), in datacenter dc-a unless "
+        "@DC follows (repeatable).",
+    ),
+]
+IslFlag = Annotated[int | None, typer.Option("--isl", help="Without a WORKLOAD: prompt tokens of every request.")]
+PrefixFlag = Annotated[
+    int | None,
+    typer.Option("--prefix", help="Without a WORKLOAD: of those, tokens of cached prefix (hit rate prefix / isl)."),
+]
+OslFlag = Annotated[int | None, typer.Option("--osl", help="Without a WORKLOAD: output tokens of every request.")]
+
+
+def _sla_flag(metric: str, quantile: str) -> Any:
+    required = " (required)" if metric == "ttft" and quantile in ("p90", "p99") else ""
+    return typer.Option(
+        f"--{metric}-{quantile}",
+        metavar="SECONDS",
+        help=f"Without a WORKLOAD: {metric.upper()} {quantile.upper()} target{required}, seconds (2) or "
+        "with a unit (2s, 50ms).",
+    )
+
+
+TtftP50Flag = Annotated[str | None, _sla_flag("ttft", "p50")]
+TtftP90Flag = Annotated[str | None, _sla_flag("ttft", "p90")]
+TtftP99Flag = Annotated[str | None, _sla_flag("ttft", "p99")]
+TpotP50Flag = Annotated[str | None, _sla_flag("tpot", "p50")]
+TpotP90Flag = Annotated[str | None, _sla_flag("tpot", "p90")]
+TpotP99Flag = Annotated[str | None, _sla_flag("tpot", "p99")]
+PriceInputFlag = Annotated[
+    float | None,
+    typer.Option(
+        "--price-input", help="Without a WORKLOAD: USD per million input tokens (none: revenue unknown, read as 0)."
+    ),
+]
+PriceCachedFlag = Annotated[
+    float | None,
+    typer.Option("--price-cached-input", help="Without a WORKLOAD: USD per million cached tokens (default: input's)."),
+]
+PriceOutputFlag = Annotated[
+    float | None, typer.Option("--price-output", help="Without a WORKLOAD: USD per million output tokens.")
+]
+WriteWorkloadFlag = Annotated[
+    Path | None,
+    typer.Option(
+        "--write-workload",
+        help="Without a WORKLOAD: write the built workload here (default: ./NAME.yaml), to edit and re-run.",
+    ),
+]
+ForceFlag = Annotated[
+    bool, typer.Option("--force", help="Without a WORKLOAD: replace a workload file that holds another workload.")
+]
+TopOption = Annotated[
+    int | None,
+    typer.Option(
+        "--top",
+        help="Also list the N best plans (1 to 20) per architecture and their cost frontier against TTFT P99 "
+        "and TPOT P90: the plans the search evaluated in closed form and a few more solves; only the first, "
+        "the chosen plan, is verified by simulation.",
+    ),
+]
 RobustDayOption = Annotated[
     bool,
     typer.Option(
@@ -89,7 +177,7 @@ RobustDayOption = Annotated[
 
 @app.command("optimize")
 def optimize(
-    workload: WorkloadArg,
+    workload: OptimizeWorkloadArg = None,
     rate: RateOption = None,
     budget: BudgetOption = None,
     architecture: ArchitectureOption = None,
@@ -109,13 +197,45 @@ def optimize(
     survive_kinds: SurviveOption = None,
     robust_day: RobustDayOption = False,
     json_out: JsonFlag = False,
+    model: ModelFlag = None,
+    gpu: GpuOffersFlag = None,
+    isl: IslFlag = None,
+    prefix: PrefixFlag = None,
+    osl: OslFlag = None,
+    ttft_p50: TtftP50Flag = None,
+    ttft_p90: TtftP90Flag = None,
+    ttft_p99: TtftP99Flag = None,
+    tpot_p50: TpotP50Flag = None,
+    tpot_p90: TpotP90Flag = None,
+    tpot_p99: TpotP99Flag = None,
+    price_input: PriceInputFlag = None,
+    price_cached_input: PriceCachedFlag = None,
+    price_output: PriceOutputFlag = None,
+    write_workload: WriteWorkloadFlag = None,
+    force: ForceFlag = False,
+    top: TopOption = None,
 ) -> None:
     """Best deployment (GPU counts per role and datacenter, WAN lines) for BCR under the SLA, beside
-    the baselines; exit 3 with the binding constraint when nothing is feasible."""
+    the baselines; exit 3 with the binding constraint when nothing is feasible.
+
+    Without a WORKLOAD, the flags from --model on describe one (fixed lengths, one hit rate, the GPU
+    offers in one datacenter); it is written to a file (--write-workload) and planned."""
     given = dict(locals())  # the parameters above are the command's options, by name
+    from pddplan.inputs.workload_flags import WorkloadFlags, workload_for_optimize
     from pddplan.optimize.command import OptimizeFlags, run_request
+    from pddplan.optimize.options import check_top
     from pddplan.report import output
 
+    if top is not None:  # refused before a workload built from the flags is written
+        check_top(top)
+    described = {name: given.pop(name) for name in ONE_LINE_FLAGS}
+    gpus, path, force_write = tuple(described.pop("gpu") or ()), described.pop("write_workload"), described.pop("force")
+    flags = WorkloadFlags(gpus=gpus, rate=rate, **described)
+    workload, notes = workload_for_optimize(workload, flags, path, force_write)
+    for note in notes:
+        output.diagnostics().print(note, markup=False, highlight=False)
+    if given["workload"] is None:  # built from the flags: --rate was its arrival rate
+        given |= {"workload": workload, "rate": None}
     request = OptimizeFlags(**given).request()
     _check_report(report_path)
     with output.status("optimizing...") as status:
@@ -126,6 +246,27 @@ def optimize(
         output.diagnostics().print(f"wrote {written} to {output_plan}", markup=False, highlight=False)
     _optimize_report(report_path, workload, outcome.report, seed)
     outcome.raise_if_infeasible()
+
+
+#: `optimize`'s parameters that describe a workload instead of naming one (`WorkloadFlags`)
+ONE_LINE_FLAGS = (
+    "model",
+    "gpu",
+    "isl",
+    "prefix",
+    "osl",
+    "ttft_p50",
+    "ttft_p90",
+    "ttft_p99",
+    "tpot_p50",
+    "tpot_p90",
+    "tpot_p99",
+    "price_input",
+    "price_cached_input",
+    "price_output",
+    "write_workload",
+    "force",
+)
 
 
 def write_chosen_plan(path: Path | None, outcome: Any, workload_name: str) -> str | None:

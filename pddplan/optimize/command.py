@@ -11,7 +11,7 @@ Every check is here, so a library caller gets the errors the command line gives.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,7 @@ class OptimizeFlags:
     output_plan: Path | None = None
     report_path: Path | None = None
     json_out: bool = False
+    top: int | None = None
 
     def request(self) -> OptimizeRequest:
         """The checked request these options ask for."""
@@ -147,6 +148,7 @@ class OptimizeFlags:
             verify=self.verify,
             early_stop=self.early_stop,
             jobs=self.jobs,
+            top=self.top,
         )
         further = (self.robust, self.robust_day, self.survive_kinds)
         return OptimizeRequest.of(self.workload, options, self.architecture, further)
@@ -173,8 +175,9 @@ def run_request(request: OptimizeRequest, progress: Callable[[str], None] | None
     base_dir = workload_dir(request.workload)
     spec, options, names = request.spec, request.options, request.architectures
     report = optimize(spec, base_dir, options, names, progress=progress)
-    moves = robustness(spec, base_dir, options, report, names, progress=progress) if request.robustness else None
-    day = robust_optimize(spec, base_dir, options, list(names), progress=progress) if request.robust_day else None
+    further = replace(options, top=None)  # the further analyses re-optimize for one plan each
+    moves = robustness(spec, base_dir, further, report, names, progress=progress) if request.robustness else None
+    day = robust_optimize(spec, base_dir, further, list(names), progress=progress) if request.robust_day else None
     survival = survival_of(spec, base_dir, report, request.survive) if request.survive is not None else None
     return OptimizeOutcome(report, moves, day, survival, chosen_plan(report, day, survival))
 

@@ -16,6 +16,16 @@ RelayPlacement = Literal["auto", "dedicated", "prefill"]
 RELAY_PLACEMENTS: tuple[RelayPlacement, ...] = ("auto", "dedicated", "prefill")
 #: fewer simulated requests than this cannot resolve a P99 TTFT: the verification would be noise
 MIN_VERIFY_REQUESTS = 100
+#: the most plans `optimize --top` lists per architecture: each is a closed-form evaluation the
+#: search made anyway, or one of at most MAX_TOP - 1 more solves of the program (none simulated)
+MAX_TOP = 20
+
+
+def check_top(top: int) -> int:
+    """`top`, or InputError when it is not a whole number from 1 to MAX_TOP."""
+    if not 1 <= top <= MAX_TOP:
+        raise InputError(f"--top = {top}: expected a whole number from 1 to {MAX_TOP}")
+    return top
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,8 @@ class OptimizeOptions:
     #: architectures optimized at once, one worker process each (None: one per CPU)
     jobs: int | None = None
     relay_placement: RelayPlacement = "auto"
+    #: list this many best plans per architecture and their cost-latency frontier (None: only the best)
+    top: int | None = None
 
     def __post_init__(self) -> None:
         if self.relay_placement not in RELAY_PLACEMENTS:
@@ -51,6 +63,8 @@ class OptimizeOptions:
         check_seed(self.seed)
         if self.jobs is not None:
             check_jobs(self.jobs)
+        if self.top is not None:
+            check_top(self.top)
 
     def least_rate(self, rate_ceiling: float) -> float:
         """The least rate a plan may serve: the target (--rate), min_served x offered (BCR), else 0."""

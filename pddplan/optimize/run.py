@@ -10,6 +10,7 @@ from typing import Any
 from pddplan import architectures
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.candidates import instance_widths
+from pddplan.optimize.frontier import PlanOption
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.parallel import optimize_all
 from pddplan.optimize.search import ArchitectureResult
@@ -154,7 +155,36 @@ def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:
         infeasibility=result.infeasibility,
         plan=scenario.plan.model_dump(mode="json", exclude_defaults=False),
     )
+    if result.plans is not None and result.top is not None and result.frontier is not None:
+        out.update(
+            plans_compared=len(result.plans),
+            top=[option_figures(o) for o in result.top],
+            frontier=[option_figures(p.option) | {"on": list(p.on)} for p in result.frontier],
+        )
     return out
+
+
+def option_figures(option: PlanOption) -> dict[str, Any]:
+    """The JSON view of one plan `--top` lists: its rank, closed-form figures, and whether the
+    simulation verified it (only the chosen plan, rank 1, is simulated)."""
+    return {
+        "rank": option.rank,
+        "checked": "verified" if option.verified else "closed form",
+        "found_by": option.found_by,
+        "cost_usd_per_hour": option.cost_usd_per_hour,
+        "goodput_rps": option.goodput_rps,
+        "bcr": option.bcr,
+        "ttft_p90_s": option.ttft_p90_s,
+        "ttft_p99_s": option.ttft_p99_s,
+        "tpot_p90_s": option.tpot_p90_s,
+        "tpot_p99_s": option.tpot_p99_s,
+        "gpus": option.gpus,
+        "roles": option.roles,
+        "wan_lines": [{"option": lease.option, "count": lease.count} for lease in option.plan.wan],
+        "routing_rule": option.routing_rule,
+        "handoff_mode": option.handoff_mode,
+        "plan": option.plan.model_dump(mode="json", exclude_defaults=False),
+    }
 
 
 def optimize(

@@ -1,10 +1,11 @@
 """Optimize one architecture: the integer program (Dinkelbach for BCR) per routing rule, the handoff
-modes compared in closed form, and verification by simulation with tightening."""
+modes compared in closed form, and verification by simulation with tightening; with `top`, the
+other plans it evaluated ranked beside the chosen one (`pddplan.optimize.frontier`)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,6 +16,7 @@ from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.inputs.input_set import InputSet
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import diagnose
+from pddplan.optimize.frontier import FrontierPoint, PlanOption, deployment, frontier, ranked
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.placement import relay_placements
 from pddplan.optimize.problem import (
@@ -25,6 +27,7 @@ from pddplan.optimize.problem import (
     build_setup,
     solve_bcr,
 )
+from pddplan.scenarios.describe import scenario_roles
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.sequential import verify
 from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, Routing, WanLease
@@ -54,11 +57,25 @@ class ArchitectureResult:
     routing_rule: str | None = None  # the rule, as words: 'hit < 0.95', 'WAN bytes > 1.2 GB'
     handoff_mode: str | None = None
     infeasibility: list[dict[str, Any]] = field(default_factory=list)
+    # with `top`: every deployment meeting the SLA in closed form that the search evaluated, the
+    # chosen plan first, then by score (`pddplan.optimize.frontier.ranked`); None without `top`
+    plans: list[PlanOption] | None = None
+    top_count: int = 0
+
+    @property
+    def top(self) -> list[PlanOption] | None:
+        """The `top` best plans (None without `top`)."""
+        return None if self.plans is None else self.plans[: self.top_count]
+
+    @property
+    def frontier(self) -> list[FrontierPoint] | None:
+        """The cost-latency frontier of the plans (None without `top`)."""
+        return None if self.plans is None else frontier(self.plans)
 
 
 @dataclass(frozen=True)
 class _Pick:
-    """The best plan of one round, with the key it won by."""
+    """A plan evaluated in closed form (the best of a round, once chosen), with its key."""
 
     key: tuple[float, float, float]
     plan: Plan
@@ -66,12 +83,19 @@ class _Pick:
     scenario: Scenario
     routing: Routing | None
     untrimmed: _Pick | None = None  # the program's own plan, when trimming shrank it
+    found_by: str = "program"  # how the search came to it, as `--top` lists it
 
 
-def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions) -> _Pick:
+def _key(evaluation: Evaluation, options: OptimizeOptions) -> tuple[float, float, float]:
+    """What plans are compared by: the mode's score, then P99 TTFT, then the P99 hiccup."""
+    return (float(f"{_score(evaluation, options):.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
+
+
+def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions, seen: list[_Pick] | None = None) -> _Pick:
     """`pick` with each role's count lowered one instance at a time, decode, relay, then prefill, and
     then each role one width narrower (half the GPUs per instance, the same count), as long as the
-    closed form says the smaller plan still meets the SLA and scores at least as well.
+    closed form says the smaller plan still meets the SLA and scores at least as well. Every plan
+    tried is added to `seen` (when given).
 
     The program's linear capacities are conservative where the closed form is not: the radix cache
     is reserved for every request though a cancelled singular transfer never lands, a pool's tail
@@ -86,11 +110,14 @@ def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions) -> _Pi
         except InputError:  # a narrower instance the model or the longest prompt does not fit
             return None
         evaluation = evaluate(scenario)
+        key = _key(evaluation, options)
+        found = _Pick(key, plan, evaluation, scenario, pick.routing, untrimmed=pick, found_by="trimmed")
+        if seen is not None:
+            seen.append(found)
         score = _score(evaluation, options)
         if score == -math.inf or score < best.key[0]:
             return None
-        key = (float(f"{score:.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
-        return _Pick(key, plan, evaluation, scenario, pick.routing, untrimmed=pick)
+        return found
 
     for role in ("decode", "relay", "prefill"):
         while (spec := getattr(best.plan, role)) is not None and spec.count > 1:
@@ -170,6 +197,27 @@ def _score(evaluation: Evaluation, options: OptimizeOptions) -> float:
     return evaluation.bcr
 
 
+def _placed_plans(
+    setup: OptimizeSetup, options: OptimizeOptions, plan: Plan, routing: Routing | None
+) -> Iterator[_Pick]:
+    """`plan` (a solution's) at each relay placement, cheapest first within a group of placements
+    until one meets the SLA, and in each of the architecture's handoff modes, evaluated in closed form."""
+    for placements in relay_placements(plan, options.relay_placement):
+        for placed in placements:  # cheapest first: stop at the first that meets the SLA
+            met = False
+            for mode in setup.architecture.handoff_modes():
+                candidate = placed.model_copy(update={"handoff": Handoff(mode=mode)})
+                try:
+                    scenario = build_scenario(candidate, setup.inputs, source="optimized plan")
+                except InputError:  # more prefill instances than the datacenter offers
+                    continue
+                evaluation = evaluate(scenario)
+                met = met or evaluation.sla_met
+                yield _Pick(_key(evaluation, options), candidate, evaluation, scenario, routing)
+            if met:
+                break
+
+
 def _best_of_round(
     builder: ProblemBuilder,
     routings: list[Routing | None],
@@ -177,10 +225,12 @@ def _best_of_round(
     result: ArchitectureResult,
     progress: Callable[[str], None] | None,
     ratio: float,
+    seen: list[_Pick] | None = None,
 ) -> tuple[_Pick | None, float]:
     """Solve the program per routing rule, then compare the architecture's handoff modes on each
     solution in closed form; the best by score, then P99 TTFT, then P99 hiccup. `ratio` is the best
-    BCR a solved program reached so far (Dinkelbach's warm start); the new one is returned too."""
+    BCR a solved program reached so far (Dinkelbach's warm start); the new one is returned too.
+    Every plan evaluated is added to `seen` (when given)."""
     setup, options = builder.setup, builder.options
     arch = setup.architecture
     best: _Pick | None = None
@@ -195,25 +245,13 @@ def _best_of_round(
         if options.mode == "bcr" and solution.cost_per_hour > 0:
             ratio = max(ratio, solution.rate / solution.cost_per_hour)
         plan = plan_of_solution(setup, data, solution, routing)
-        for placements in relay_placements(plan, options.relay_placement):
-            for placed in placements:  # cheapest first: stop at the first that meets the SLA
-                met = False
-                for mode in arch.handoff_modes():
-                    candidate = placed.model_copy(update={"handoff": Handoff(mode=mode)})
-                    try:
-                        scenario = build_scenario(candidate, setup.inputs, source="optimized plan")
-                    except InputError:  # more prefill instances than the datacenter offers
-                        continue
-                    evaluation = evaluate(scenario)
-                    met = met or evaluation.sla_met
-                    score = _score(evaluation, options)
-                    key = (float(f"{score:.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
-                    if best is None or key > best.key:
-                        best = _Pick(key, candidate, evaluation, scenario, routing)
-                if met:
-                    break
+        for pick in _placed_plans(setup, options, plan, routing):
+            if seen is not None:
+                seen.append(pick)
+            if best is None or pick.key > best.key:
+                best = pick
     if best is not None and best.key[0] > -math.inf:
-        best = _trimmed(best, setup, options)
+        best = _trimmed(best, setup, options, seen)
     return best, ratio
 
 
@@ -240,14 +278,19 @@ def _after_miss(
 
 
 def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Callable[[str], None] | None) -> None:
-    """Rounds of solve -> closed form -> simulation, tightening after each miss (at most MAX_ROUNDS)."""
+    """Rounds of solve -> closed form -> simulation, tightening after each miss (at most MAX_ROUNDS);
+    with `options.top`, then the plans of the last round ranked beside the chosen one (`_list_plans`)."""
     setup, options = builder.setup, builder.options
     routings = setup.architecture.routings(setup.workload)
     headroom = Headroom()
     ratio = 0.0
+    seen: list[_Pick] | None = [] if options.top else None  # the round's plans, for `top`
+    rejected: set[str] = set()  # deployments the simulation found missing the SLA
     for round_number in range(1, MAX_ROUNDS + 1):
         result.rounds = round_number
-        pick, ratio = _best_of_round(builder, routings, headroom, result, progress, ratio)
+        if seen is not None:
+            seen.clear()
+        pick, ratio = _best_of_round(builder, routings, headroom, result, progress, ratio, seen)
         if pick is None:
             return
         routings = [pick.routing]
@@ -262,17 +305,107 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
             continue
         if not options.verify:
             result.feasible = True
-            return
+            break
         verified = verify(pick.scenario, options.verify_requests, options.seed, options.early_stop).summary
         if not verified["sla_met"] and pick.untrimmed is not None:  # the trim went too far: the program's plan
+            rejected.add(deployment(pick.plan))
             pick = pick.untrimmed
             result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
             verified = verify(pick.scenario, options.verify_requests, options.seed, options.early_stop).summary
         result.simulation = verified
         if verified["sla_met"]:
             result.feasible = True
-            return
+            break
+        rejected.add(deployment(pick.plan))
         headroom = _after_miss(headroom, pick, verified, options, setup.rate_ceiling)
+    if result.feasible and pick is not None and seen is not None and options.top is not None:
+        more = more_plans(builder, pick, headroom, ratio, options.top - 1, result)
+        _list_plans(result, pick, [*seen, *more], rejected, options.top)
+
+
+def _option(pick: _Pick, has_relay: bool, verified: bool = False) -> PlanOption:
+    """`pick` as `--top` lists it: its closed-form figures."""
+    evaluation, scenario = pick.evaluation, pick.scenario
+    return PlanOption(
+        plan=pick.plan,
+        key=pick.key,
+        cost_usd_per_hour=evaluation.cost_per_hour,
+        goodput_rps=evaluation.goodput_rps,
+        bcr=evaluation.bcr,
+        ttft_p90_s=evaluation.ttft.p90_s,
+        ttft_p99_s=evaluation.ttft.p99_s,
+        tpot_p90_s=evaluation.tpot.p90_s,
+        tpot_p99_s=evaluation.tpot.p99_s,
+        gpus=scenario.gpus_by_type(),
+        roles=scenario_roles(scenario),
+        routing_rule=rule_text(pick.routing) if pick.routing else None,
+        handoff_mode=pick.plan.handoff.mode if has_relay else None,
+        found_by=pick.found_by,
+        verified=verified,
+    )
+
+
+def _list_plans(result: ArchitectureResult, chosen: _Pick, seen: list[_Pick], rejected: set[str], top: int) -> None:
+    """`result.plans`: the chosen plan first (verified when the simulation ran), then every other
+    deployment in `seen` that meets the SLA in closed form, by key; a deployment the simulation
+    rejected is left out."""
+    has_relay = architectures.get(result.name).has_relay
+    others = [
+        _option(p, has_relay)
+        for p in seen
+        if p.evaluation.sla_met and p.key[0] > -math.inf and deployment(p.plan) not in rejected
+    ]
+    result.plans = ranked(_option(chosen, has_relay, verified=result.simulation is not None), others)
+    result.top_count = top
+
+
+def more_plans(
+    builder: ProblemBuilder, pick: _Pick, headroom: Headroom, ratio: float, solves: int, result: ArchitectureResult
+) -> list[_Pick]:
+    """Plans beside `pick` for `--top`, evaluated in closed form (none simulated):
+
+    - the program solved again up to `solves` times for `pick`'s routing rule at the last round's
+      `headroom`, each time without the prefill instance kinds (GPU type, width, layout) of the
+      plans before it (a no-good cut on the prefill choice), each solution at its relay
+      placements and handoff modes as the search compares them;
+    - `pick` with one more instance of each of its roles (more money for a shorter queue).
+
+    Their program solves are counted in `result.solves`."""
+    setup, options = builder.setup, builder.options
+    found: list[_Pick] = []
+    spent = {
+        i
+        for i, c in enumerate(setup.candidates)
+        for p in (pick, pick.untrimmed)
+        if p is not None and c.role(p.plan.prefill.count) == p.plan.prefill
+    }
+    for _ in range(solves):
+        data = builder.build(pick.routing, headroom)
+        caps = {key: cap for key, cap in data.prefill_caps.items() if key[0] not in spent}
+        if not caps:
+            break
+        data = replace(data, prefill_caps=caps)
+        solution, count = solve_bcr(data, options, ratio)
+        result.solves += count
+        if solution is None:
+            break
+        spent.add(solution.prefill[0])
+        plan = plan_of_solution(setup, data, solution, pick.routing)
+        found += [replace(p, found_by="re-solved") for p in _placed_plans(setup, options, plan, pick.routing)]
+    roles: tuple[RoleName, ...] = ("prefill", "relay", "decode")
+    for role in roles:
+        spec = getattr(pick.plan, role)
+        if spec is None or spec.count == 0:
+            continue
+        bigger = pick.plan.with_count(role, spec.count + 1)
+        try:
+            scenario = build_scenario(bigger, setup.inputs, source="optimized plan")
+        except InputError:  # more instances than the datacenter offers
+            continue
+        evaluation = evaluate(scenario)
+        key = _key(evaluation, options)
+        found.append(_Pick(key, bigger, evaluation, scenario, pick.routing, found_by=f"+1 {role}"))
+    return found
 
 
 def optimize_architecture(
@@ -327,6 +460,9 @@ def _best_retention(
     if result.plan is not None and result.scenario is not None:
         chosen = result.scenario.workload.serving.drc_retention_s
         result.plan = result.plan.model_copy(update={"drc_retention_s": chosen})
+        if result.plans is not None:
+            retained = {"drc_retention_s": chosen}
+            result.plans = [replace(o, plan=o.plan.model_copy(update=retained)) for o in result.plans]
     return result
 
 

@@ -140,6 +140,72 @@ def print_report(console: Console, report: OptimizeReport) -> None:
         for note in (f.get("evaluated") or {}).get("notes", []):
             console.print(f"{f['name']}: {note}", highlight=False)
     console.print(widths_note(report))
+    listed = [f for f in figures if f.get("top")]
+    for f in listed:
+        print_top(console, f, report.options.mode)
+    if listed:
+        console.print(top_note(report.options.mode, report.options.top or 0), markup=False, highlight=False)
+
+
+#: a frontier's words in the `--top` table, by the sets a plan is on
+_FRONTIER_WORDS = {("ttft_p99_s",): "TTFT", ("tpot_p90_s",): "TPOT", ("ttft_p99_s", "tpot_p90_s"): "both"}
+#: what `--top` ranks plans by, per mode (the search's score)
+RANKED_BY = {"bcr": "BCR", "rate": "cost", "budget": "goodput"}
+
+
+def top_note(mode: str, top: int) -> str:
+    """What the `--top` tables show, in words."""
+    return (
+        f"--top {top}: one plan per deployment (with its best routing rule and handoff mode), ranked by "
+        f"{RANKED_BY.get(mode, mode)} in closed form (ties: TTFT P99); #1 is the chosen plan, the only one "
+        f"simulated; a plan ranked below {top} is shown when on the frontier: no other plan is as cheap and "
+        "as fast (TTFT P99 or TPOT P90) with one of the two better."
+    )
+
+
+def print_top(console: Console, figures: dict[str, Any], mode: str) -> None:
+    """`--top`: one architecture's best plans and the plans on its cost frontier (those ranked
+    below the best N too), in closed form, then each plan's deployment in words."""
+    frontier = {p["rank"]: p for p in figures["frontier"]}
+    rows = {p["rank"]: p for p in figures["top"]} | frontier
+    measure = ("goodput req/s", "goodput_rps", ",.3f") if mode == "budget" else ("BCR req/$", "bcr", ",.2f")
+    table = Table(
+        title=f"{figures['name']}: {len(figures['top'])} best of {figures['plans_compared']} plans, and the cost "
+        "frontier (closed form)"
+    )
+    for header in ("#", "$/h", measure[0], "TTFT P90 s", "TTFT P99 s", "TPOT P90 ms", "frontier"):
+        table.add_column(header, justify="left" if header in ("#", "frontier") else "right")
+    for rank, p in sorted(rows.items()):
+        on = tuple(frontier[rank]["on"]) if rank in frontier else ()
+        table.add_row(
+            str(rank),
+            f"{p['cost_usd_per_hour']:,.2f}",
+            format(p[measure[1]], measure[2]),
+            _seconds(p["ttft_p90_s"]),
+            _seconds(p["ttft_p99_s"]),
+            _seconds(p["tpot_p90_s"], 1e3, ".1f"),
+            _FRONTIER_WORDS.get(on, "-"),
+        )
+    console.print(table)
+    for rank, p in sorted(rows.items()):
+        checked = "verified by simulation" if p["checked"] == "verified" else "closed form"
+        console.print(f"#{rank} ({checked}, {p['found_by']}): {deployment_text(p)}", markup=False, highlight=False)
+
+
+def _seconds(value: float | None, scale: float = 1.0, fmt: str = ",.2f") -> str:
+    return "inf" if value is None or not math.isfinite(value) else format(value * scale, fmt)
+
+
+def deployment_text(plan: dict[str, Any]) -> str:
+    """`prefill 3 x h100-sxm TP4 @dc-a, decode 2 x h100-sxm TP4 @dc-a; hit < 0.95 / adaptive`."""
+    roles = ", ".join(
+        f"{name} {role['count']} x {role['gpu']} {parallel_label(role)} @{role['datacenter']}"
+        + (" (+ relay)" if role.get("relay_on_prefill") else "")
+        for name, role in plan["roles"].items()
+    )
+    wan = ", ".join(f"{x['count']} x {x['option']}" for x in plan["wan_lines"])
+    rule = f"{plan['routing_rule']} / {plan['handoff_mode']}" if plan["routing_rule"] else ""
+    return "; ".join(part for part in (roles, wan, rule) if part)
 
 
 def _disaggregation_line(split: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ names (roles, architectures, GPU types) are identifiers, as in the input files.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -143,6 +143,39 @@ class WanLease(Output):
     count: int
 
 
+class PlanChoice(Output):
+    """One plan `optimize --top N` lists, with its figures in closed form: rank 1 is the plan the
+    optimizer chose (the one the simulation verified), the others are ranked by the mode's score."""
+
+    rank: int
+    checked: Literal["verified", "closed form"] = Field(
+        description="verified: the simulation met the SLA too (only rank 1 is simulated); closed form: not simulated"
+    )
+    found_by: str = Field(
+        description="program (a solution at a relay placement and handoff mode), trimmed, re-solved (the program "
+        "without the prefill kinds before it) or '+1 ROLE' (one more instance)"
+    )
+    cost_usd_per_hour: float
+    goodput_rps: float
+    bcr: float
+    ttft_p90_s: Seconds
+    ttft_p99_s: Seconds
+    tpot_p90_s: Seconds
+    tpot_p99_s: Seconds
+    gpus: dict[str, int]
+    roles: dict[str, Role]
+    wan_lines: list[WanLease]
+    routing_rule: str | None
+    handoff_mode: str | None
+    plan: dict[str, Any] = Field(description="the plan file (schemas/plan.schema.json)")
+
+
+class FrontierPlan(PlanChoice):
+    """A plan on the cost-latency frontier: no plan compared is as cheap and as fast with one better."""
+
+    on: list[Literal["ttft_p99_s", "tpot_p90_s"]] = Field(description="the latencies it is on the frontier of")
+
+
 class ArchitectureResult(Output):
     name: str
     feasible: bool
@@ -171,6 +204,13 @@ class ArchitectureResult(Output):
     simulated: Simulation | None = None
     infeasibility: list[dict[str, Any]]
     plan: dict[str, Any] | None = Field(default=None, description="the plan file (schemas/plan.schema.json)")
+    plans_compared: int | None = Field(
+        default=None, description="with --top: the deployments meeting the SLA in closed form that were ranked"
+    )
+    top: list[PlanChoice] | None = Field(default=None, description="with --top N: the N best plans, best first")
+    frontier: list[FrontierPlan] | None = Field(
+        default=None, description="with --top: the plans on the frontier of cost against TTFT P99 or TPOT P90"
+    )
 
 
 class Gain(Output):

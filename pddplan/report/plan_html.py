@@ -23,6 +23,7 @@ import numpy as np
 from pddplan.analyses.sensitivity import HIGHEST_MEAN_HIT, Sensitivity
 from pddplan.report.charts import Chart, Series, nice_floor, svg, text_width
 from pddplan.report.html_page import page, scrolling
+from pddplan.report.optimize_report import deployment_text
 from pddplan.scenarios.describe import layout_label, scenario_roles, scenario_wan
 from pddplan.scenarios.scenario import Scenario
 from pddplan.specs.workload import SLA_QUANTILES
@@ -283,6 +284,40 @@ def _architectures(rows: list[dict[str, Any]]) -> str:
     return scrolling(f"<table><tr><th></th>{head}</tr>{body}</table>")
 
 
+def _top_plans(rows: list[dict[str, Any]]) -> str:
+    """`optimize --top`: per architecture, its best plans and those on its cost frontier, in closed
+    form, each with its deployment in words."""
+    words = {("ttft_p99_s",): "TTFT P99", ("tpot_p90_s",): "TPOT P90", ("ttft_p99_s", "tpot_p90_s"): "both"}
+    parts = []
+    for row in rows:
+        if not row.get("top"):
+            continue
+        frontier = {p["rank"]: tuple(p["on"]) for p in row["frontier"]}
+        plans = {p["rank"]: p for p in [*row["top"], *row["frontier"]]}
+        body = "".join(
+            f'<tr><td class="num">{rank}</td><td class="num">{p["cost_usd_per_hour"]:,.2f}</td>'
+            f'<td class="num">{p["bcr"]:,.2f}</td><td class="num">{p["ttft_p99_s"]:,.3f}</td>'
+            f'<td class="num">{p["tpot_p90_s"] * 1e3:,.1f}</td><td>{_e(words.get(frontier.get(rank, ()), "-"))}</td>'
+            f"<td>{_e(p['checked'])}</td><td>{_e(deployment_text(p))}</td></tr>"
+            for rank, p in sorted(plans.items())
+        )
+        parts.append(
+            f"<h3>{_e(row['name'])}: {len(row['top'])} best of {row['plans_compared']} plans</h3>"
+            + scrolling(
+                "<table><tr><th>#</th><th>$/h</th><th>BCR req/$</th><th>TTFT P99 s</th><th>TPOT P90 ms</th>"
+                f"<th>frontier</th><th>checked</th><th>deployment</th></tr>{body}</table>"
+            )
+        )
+    note = (
+        '<p class="note">Figures in closed form, one plan per deployment (with its best routing rule and '
+        "handoff mode). #1 is the chosen plan, the only one verified by simulation; the others are ranked by "
+        "the optimizer's score. A plan is on the frontier when no other plan is as "
+        "cheap and as fast (TTFT P99 or TPOT P90) with one of the two better; such a plan is shown even when "
+        "ranked below the best N.</p>"
+    )
+    return note + "".join(parts)
+
+
 def _inputs(inputs: dict[str, str]) -> str:
     """Each input file's text folded away under its name."""
     return "".join(
@@ -312,6 +347,8 @@ def plan_report_html(report: PlanReport) -> str:
     sections = [("deployment", "Deployment", deployment)]
     if report.architectures:
         sections.append(("architectures", "Architectures under the same SLA", _architectures(report.architectures)))
+    if any(row.get("top") for row in report.architectures):
+        sections.append(("top-plans", "The best plans and the cost frontier", _top_plans(report.architectures)))
     sections += [
         ("figures", f"Figures ({_e(report.figures_source)})", _figures_table(figures, sla)),
         ("costs", "Cost", _costs(scenario)),
