@@ -32,7 +32,7 @@ from pddplan.cache.accounting import demand_bytes_per_rps
 from pddplan.cache.sessions import CacheKind
 from pddplan.cache.tiers import instance_tiers
 from pddplan.evaluate.classes import RequestClasses
-from pddplan.evaluate.colocated import mixed_steps, operating_point
+from pddplan.evaluate.colocated import MixedSteps, mixed_steps, operating_point
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import erlang_c, single_wait_survival
@@ -57,6 +57,10 @@ WAN_MAX_UTILIZATION = 0.9
 #: steps on pdd-agent-64k (per-call overhead dominates; 16 rates wide took 30% more).
 GRID_POINTS = 4
 GRID_ROUNDS = 6
+BOUND_GRID = 512  # rates tried for a co-located instance's bound (`colocated_rate_bound`)
+EXACT_SIZES = 32  # co-located pools searched at every size up to this, then every SIZE_STEP
+SIZE_STEP = 1.05
+UNBOUNDED_RPS = 1e9
 
 
 class InstanceKind(Protocol):
@@ -421,13 +425,16 @@ def colocated_capacity(
     pool_sizes: np.ndarray,
     rate_ceiling: float,
     sla_scale: float,
+    least_rate: float = 0.0,
 ) -> np.ndarray:
     """Largest rate each pool size of co-located instances of `candidate` sustains within the SLA
-    (0 if none), by the closed form's equations (`pddplan.evaluate.colocated`): the running batch
-    fits the KV room beside the longest prompt and the prefix cache's HBM share (lower tiers hold
-    first) at the slot utilization u* of one instance's slots (a request decodes where it
-    prefilled), the token time keeps the tightest TPOT target, and TTFT = wait + slowed prefill +
-    one step meets every TTFT target scaled by `sla_scale`."""
+    (0 if none, and 0 without a search for a size whose bound (`colocated_rate_bound`) is below
+    `least_rate`, the least the program may serve), by the closed form's equations
+    (`pddplan.evaluate.colocated`): the running batch fits the KV room beside the longest prompt
+    and the prefix cache's HBM share (lower tiers hold first) at the slot utilization u* of one
+    instance's slots (a request decodes where it prefilled), the token time keeps the tightest
+    TPOT target, and TTFT = wait + slowed prefill + one step meets every TTFT target scaled by
+    `sla_scale`."""
     instance, model, serving = candidate.instance, candidate.instance.model, workload.serving
     page, pools = serving.page_tokens, instance.kv_pools
     sequence = float(request_kv_bytes(model, classes.mean_context_tokens, page))
@@ -476,6 +483,52 @@ def colocated_capacity(
         return ok
 
     sizes = pool_sizes.astype(np.float64)
-    packed_s = float(classes.prefill_work_s @ p_in)
-    ceiling = np.minimum(sizes / packed_s * 0.999, rate_ceiling)
-    return largest_feasible_rate(feasible, np.zeros(len(sizes), dtype=int), sizes, ceiling)
+    per_instance = colocated_rate_bound(steps, classes, tpot_limit, float(largest))
+    ceiling = np.minimum(sizes * per_instance, rate_ceiling)
+    out = np.zeros(len(sizes))
+    reach = (ceiling > 0) & (ceiling >= least_rate)
+    searched = reach & _sampled(sizes)
+    if searched.any():
+        rows = np.zeros(int(searched.sum()), dtype=int)
+        out[searched] = largest_feasible_rate(feasible, rows, sizes[searched], ceiling[searched])
+    return _filled_in(sizes, out, searched, reach, ceiling)
+
+
+def _sampled(sizes: np.ndarray) -> np.ndarray:
+    """The pool sizes a co-located capacity is searched at: every one up to EXACT_SIZES, then
+    about every SIZE_STEP (5%) more, and the largest (an Erlang C over thousands of servers per
+    row is what costs)."""
+    grid = np.unique(np.round(EXACT_SIZES * SIZE_STEP ** np.arange(0, 400)))
+    return (sizes <= EXACT_SIZES) | np.isin(sizes, grid) | (sizes == sizes.max(initial=0))
+
+
+def _filled_in(
+    sizes: np.ndarray, caps: np.ndarray, searched: np.ndarray, reach: np.ndarray, ceiling: np.ndarray
+) -> np.ndarray:
+    """Capacities of the sizes not searched: n x the per-instance rate of the nearest smaller
+    searched size (pooling only raises what an instance carries, so this never overstates), at
+    most the size's ceiling."""
+    out = caps.copy()
+    known = np.nonzero(searched)[0]
+    for i in np.nonzero(reach & ~searched)[0]:
+        below = known[sizes[known] < sizes[i]]
+        if len(below):
+            j = below[-1]
+            out[i] = min(sizes[i] * caps[j] / sizes[j], ceiling[i])
+    return out
+
+
+def colocated_rate_bound(steps: MixedSteps, classes: RequestClasses, tpot_limit: float, room: float) -> float:
+    """An upper bound on what one co-located instance carries within the TPOT target and its room:
+    the largest r whose operating point is stable at the least prefill utilization r may bring
+    (rho_0 = r P, P a request's fully packed work, `prefill_work_s`), searched on a grid of r up to
+    1 / P. No queueing enters, so a pool of n carries at most n times it (the search's ceiling)."""
+    packed_s = float(classes.prefill_work_s @ classes.input_prob)
+    top = 0.999 / packed_s if packed_s > 0 else UNBOUNDED_RPS
+    rates = top * np.arange(1, BOUND_GRID + 1) / BOUND_GRID
+    point = operating_point(steps, rates, rates * packed_s, classes.mean_output_tokens, room)
+    ok = point.stable & (point.token_s <= tpot_limit)
+    if not ok.any():
+        return 0.0
+    last = int(np.nonzero(ok)[0].max())
+    return float(rates[min(last + 1, BOUND_GRID - 1)])  # the next grid point: still an upper bound

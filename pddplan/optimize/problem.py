@@ -345,9 +345,9 @@ class ProblemBuilder:
             if not line_rows:
                 continue
             if setup.architecture.colocated:  # the pool also decodes: one row, no line
-                rates = colocated_capacity(candidate, classes[i], setup.workload, sizes, setup.rate_ceiling, sla_scale)[
-                    None, :
-                ]
+                rates = colocated_capacity(
+                    candidate, classes[i], setup.workload, sizes, setup.rate_ceiling, sla_scale, least
+                )[None, :]
             else:
                 downstreams = [replace(downstream, line=line) for line in line_rows]
                 rates = prefill_capacity_by_line(
