@@ -6,7 +6,10 @@ user runs them, at 120 columns). Nothing in a block is typed by hand, so a model
 a figure moves the README with it:
 
     python docs/readme.py            # rewrite the blocks in README.md
-    python docs/readme.py --check    # exit 1 naming each block that differs (tests/test_readme.py)
+    python docs/readme.py --check    # exit 1 naming each block that differs
+
+The tests check the blocks a group at a time (`stale`, tests/test_readme.py), and the paper block
+from the paper run tests/test_paper.py makes anyway (`paper_words`), so no command runs twice.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -89,7 +94,8 @@ def main_job_words() -> str:
     from pddplan.inputs import load_model, load_workload
     from pddplan.perf.kv import request_kv_bytes
 
-    report = data(*MAIN)
+    # `optimize --robustness --json` is `optimize --json` with the robustness added, so one run serves
+    report = {key: value for key, value in data(*MAIN, "--robustness").items() if key != "robustness"}
     archs = _by_name(report)
     gains = report["gains"]
     pdd, intra = archs["pdd"], archs["pd-intra"]
@@ -102,8 +108,9 @@ def main_job_words() -> str:
         request_kv_bytes(load_model(workload.model), workload.prompt_tokens.largest(), serving.page_tokens)
     )
     with tempfile.TemporaryDirectory() as folder:
+        # PDD's plan as `optimize -a pdd --output` writes it: the JSON carries each architecture's plan
         path = Path(folder) / "pdd.yaml"
-        run(*MAIN, "-a", "pdd", "--output", str(path))
+        path.write_text(yaml.safe_dump(pdd["plan"], sort_keys=False), encoding="utf-8")
         caches = _caches(str(path))
     radix, prefix = caches["decode"], caches["prefill"]
     gap = (
@@ -111,9 +118,16 @@ def main_job_words() -> str:
         if serving.turn_gap_s is None
         else f"sessions return after {serving.turn_gap_s:g} s on average"
     )
+    agg = archs.get("agg")
+    colocated = (
+        f"co-located serving (agg: {_gpus(agg)}, {money(agg['cost_usd_per_hour'])}, no line, no relay, no radix "
+        f"cache on decoders) is the plan to beat, and PDD is {cheaper(gains['agg']['cost_change'])} it; "
+        if agg is not None and agg["feasible"] and "agg" in gains
+        else ""
+    )
     lines = [
-        f"**On the article's scenario, as pddplan models it, the best plan is {report['best']}'s**: PDD is "
-        f"{cheaper(gains['pd-intra']['cost_change'])} intra-datacenter PD ({money(pdd['cost_usd_per_hour'])} "
+        f"**On the article's scenario, as pddplan models it, the best plan is {report['best']}'s**: {colocated}"
+        f"PDD is {cheaper(gains['pd-intra']['cost_change'])} intra-datacenter PD ({money(pdd['cost_usd_per_hour'])} "
         f"against {money(intra['cost_usd_per_hour'])}, BCR {pct(gains['pd-intra']['bcr_change'])}); "
         + (
             f"it is {cheaper(gains['pd-cross']['cost_change'])} cross-datacenter PD without a relay, whose "
@@ -143,6 +157,44 @@ def main_job_words() -> str:
         "retention and caps.",
     ]
     return "\n".join(_wrap(line) for line in lines) + "\n"
+
+
+def _gpus(arch: dict[str, Any]) -> str:
+    """'56 x gpu-b' / '48 x gpu-a + 16 x gpu-b'."""
+    return " + ".join(f"{n} x {gpu}" for gpu, n in arch["gpus"].items())
+
+
+# -- should I disaggregate at all? (the peer planner's question) ------------------------------------
+PEER = "workloads/qwen3-32b-h200-isl16k.yaml"
+PEER_BUDGET = "50.4"  # 32 x H200 at the profile's $1.575/GPU-hour: the most each serves on all 32
+
+
+def peer_table() -> str:
+    """agg beside pd-intra on the peer planner's question: at the workload's rate (fewest GPUs) and
+    on all 32 GPUs (most goodput)."""
+    at_rate = _by_name(data("optimize", PEER, "-a", "agg", "-a", "pd-intra"))
+    on_all = _by_name(data("optimize", PEER, "-a", "agg", "-a", "pd-intra", "--budget", PEER_BUDGET))
+    rows = [
+        "| question | agg (co-located) | pd-intra (disaggregated) | agg's advantage |",
+        "|---|---|---|---:|",
+    ]
+    agg, intra = at_rate["agg"], at_rate["pd-intra"]
+    rows.append(
+        f"| fewest GPUs for 12 req/s | {_gpus(agg)}, {money(agg['cost_usd_per_hour'])} | {_gpus(intra)}, "
+        f"{money(intra['cost_usd_per_hour'])} | {intra['cost_usd_per_hour'] / agg['cost_usd_per_hour']:.2f}x |"
+    )
+    agg, intra = on_all["agg"], on_all["pd-intra"]
+    per_gpu = [a["goodput_rps"] / sum(a["gpus"].values()) for a in (agg, intra)]
+    rows.append(
+        f"| most goodput on 32 x H200 ({PEER_BUDGET} $/h) | {agg['goodput_rps']:.1f} req/s on {_gpus(agg)} | "
+        f"{intra['goodput_rps']:.1f} req/s on {_gpus(intra)} | {per_gpu[0] / per_gpu[1]:.2f}x per GPU |"
+    )
+    tails = (
+        f"TTFT P90 {agg['ttft_p90_s']:.2f} s and TPOT P90 {agg['tpot_p90_s'] * 1e3:.0f} ms (agg), "
+        f"{intra['ttft_p90_s']:.2f} s and {intra['tpot_p90_s'] * 1e3:.0f} ms (pd-intra), all 32 GPUs' plans, "
+        "verified by simulation."
+    )
+    return "\n".join(rows) + "\n\n" + _wrap(tails) + "\n"
 
 
 def robustness_table() -> str:
@@ -202,8 +254,16 @@ def bathtub_findings() -> str:
 
 
 # -- the article ------------------------------------------------------------------------------------
+PAPER = ("paper",)
+
+
 def paper_summary() -> str:
-    rows = {row["metric"]: row for row in data("paper")["rows"]}
+    return paper_words(data(*PAPER))
+
+
+def paper_words(paper: dict[str, Any]) -> str:
+    """The paper block from `pddplan paper --json`'s output (tests/test_paper.py passes its own run)."""
+    rows = {row["metric"]: row for row in paper["rows"]}
     cost = [rows[f"PDD cost vs baseline, GPU-B at +{p}%"]["pddplan"] for p in (20, 25, 30)]
     text = (
         f"In short: KV per token {rows['KV bytes per token (DeepSeek-V3.2, FP8 KV)']['pddplan']} (article "
@@ -222,14 +282,15 @@ TRACE = "examples/traces/mooncake-synthetic.jsonl"
 
 
 @functools.cache
-def traced_files() -> tuple[str, str]:
-    """(workload, plan) built from the trace as the README's commands build them, in a folder that
+def traced() -> tuple[str, str, dict[str, Any]]:
+    """(workload, plan, optimize's JSON) built from the trace as the README's commands build them
+    (one `optimize --output --json` run gives both the plan and the figures), in a folder that
     lives as long as the process."""
     folder = Path(tempfile.mkdtemp(prefix="pddplan-readme-"))
     workload, plan = folder / "traced.yaml", folder / "plan.yaml"
     run("trace", "import", TRACE, "--workload-out", str(workload), "--like", "pdd-agent-64k")
-    run("optimize", str(workload), "--output", str(plan))
-    return str(workload), str(plan)
+    report = data("optimize", str(workload), "--output", str(plan))
+    return str(workload), str(plan), report
 
 
 def trace_words() -> str:
@@ -237,11 +298,10 @@ def trace_words() -> str:
 
     summary = data("trace", "import", TRACE)
     none = summary["ideal_hit_histogram"][0] / max(summary["requests_with_hashes"], 1)
-    workload_path, plan_path = traced_files()
-    traced = load_workload(workload_path)
-    new = _mean_new_tokens(traced)
-    independent = _mean_new_tokens(traced.model_copy(update={"request_mix": None}))
-    report = data("optimize", workload_path)
+    workload_path, plan_path, report = traced()
+    workload = load_workload(workload_path)
+    new = _mean_new_tokens(workload)
+    independent = _mean_new_tokens(workload.model_copy(update={"request_mix": None}))
     archs = _by_name(report)
     best = archs[report["best"]]
     replay = {
@@ -392,7 +452,14 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "cache-plan": cache_plan_table,
     "tiers": tier_words,
     "calibration": calibration_words,
+    "peer": peer_table,
 }
+
+
+def stale(names: Iterable[str]) -> list[str]:
+    """The named blocks whose text in README.md differs from what their generators write now."""
+    bodies = {match.group("name"): match.group("body") for match in BLOCK.finditer(README.read_text(encoding="utf-8"))}
+    return [name for name in names if BLOCKS[name]() != bodies[name]]
 
 
 def regenerate(text: str) -> tuple[str, list[str]]:

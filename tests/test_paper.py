@@ -1,10 +1,13 @@
 """`pddplan paper`: the article's figures next to pddplan's. Its JSON carries numbers as numbers
-(each row's `values`, beside the formatted text), and the committed comparison is current."""
+(each row's `values`, beside the formatted text) and matches its schema, and the committed
+comparison and the README's summary of it are current: all from one run of the command as the
+README quotes it (the paper's twenty thousand requests per plan), which takes a minute and more."""
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pddplan.cli import app
+from pddplan.report.output_schemas import validate_output
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,3 +57,21 @@ def test_the_committed_comparison_is_current(paper: tuple[dict[str, Any], str]) 
     for mine, committed_row in zip(ours, theirs, strict=True):
         if mine[0].startswith(closed_form):
             assert mine == committed_row, hint
+
+
+def test_paper_json_matches_its_schema(paper: tuple[dict[str, Any], str]) -> None:
+    """tests/test_output_schemas.py checks every other command's output; this run serves for paper's."""
+    validate_output("paper", paper[0])
+
+
+def test_the_readme_paper_block_is_current(paper: tuple[dict[str, Any], str]) -> None:
+    """README.md's paper summary is what docs/readme.py writes from this run's JSON (the same as
+    `pddplan paper --json`'s, which the script would run otherwise); tests/test_readme.py checks the
+    other blocks."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import readme  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    committed = {m.group("name"): m.group("body") for m in readme.BLOCK.finditer((ROOT / "README.md").read_text())}
+    assert readme.paper_words(paper[0]) == committed["paper"], "regenerate with: python docs/readme.py"
