@@ -31,6 +31,22 @@ with ProcessPoolExecutor(1, context, initializer=die_with_parent, initargs=(os.g
 """
 
 
+# The same under the CLI's SIGTERM handling (an exit through Python's unwinding), with `forked_pool`.
+TERMINATED = """
+import os, signal, sys, time
+from pddplan.support.forking import forked_pool
+
+def work(path):
+    with open(path, "w") as out:
+        out.write(str(os.getpid()))
+    time.sleep(120)
+
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+with forked_pool(1) as pool:
+    pool.submit(work, sys.argv[1]).result()
+"""
+
+
 def _alive(pid: int) -> bool:
     """Running (a zombie waiting for its reaper counts as dead)."""
     try:
@@ -56,6 +72,30 @@ def test_a_pool_worker_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
         deadline = time.monotonic() + 10
         while _alive(worker):
             assert time.monotonic() < deadline, "the worker outlived its SIGKILLed parent"
+            time.sleep(0.05)
+    finally:
+        parent.kill()
+
+
+def _started_worker(script: str, marker: Path) -> tuple[subprocess.Popen[bytes], int]:
+    parent = subprocess.Popen([sys.executable, "-c", script, str(marker)])
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and marker.read_text()):
+        assert time.monotonic() < deadline, "the worker never started"
+        time.sleep(0.05)
+    return parent, int(marker.read_text())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc tells whether the worker runs")
+def test_sigterm_stops_the_parent_and_its_running_worker_at_once(tmp_path: Path) -> None:
+    """Before, the pool's shutdown waited for the running task: a SIGTERMed optimize ran on."""
+    parent, worker = _started_worker(TERMINATED, tmp_path / "worker.pid")
+    try:
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(timeout=10) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 10
+        while _alive(worker):
+            assert time.monotonic() < deadline, "the worker outlived its parent's SIGTERM"
             time.sleep(0.05)
     finally:
         parent.kill()

@@ -12,10 +12,8 @@ worker whose parent dies (even by SIGKILL) is killed with it (`die_with_parent`)
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from pddplan import architectures
@@ -23,7 +21,7 @@ from pddplan.inputs.input_set import InputSet
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import ArchitectureResult, optimize_architecture
 from pddplan.specs.plan import ArchitectureName
-from pddplan.support.forking import die_with_parent, fork_is_safe
+from pddplan.support.forking import fork_is_safe, forked_pool
 
 # What the forked workers read: set just before the pool forks, cleared after it closes.
 _SHARED: tuple[InputSet, OptimizeOptions] | None = None
@@ -69,8 +67,7 @@ def optimize_all(
     _SHARED = (inputs, options)
     try:
         order = longest_first(names)
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(workers, context, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        with forked_pool(workers) as pool:
             done = dict(zip(order, pool.map(_one, [names[i] for i in order]), strict=True))
         return [done[i] for i in range(len(names))]
     except BrokenProcessPool as error:

@@ -11,6 +11,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -49,3 +52,31 @@ def fork_is_safe(settle_s: float = 0.05) -> bool:
             return False
         time.sleep(0.001)
     return True
+
+
+@contextmanager
+def forked_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of `workers` forked processes that die with this one (`die_with_parent`); when the
+    block is left by an exception (SIGTERM's SystemExit, Ctrl-C, an error), the workers are
+    killed first, so the pool's shutdown does not wait for the tasks they are running."""
+    pool = ProcessPoolExecutor(
+        workers, multiprocessing.get_context("fork"), initializer=die_with_parent, initargs=(os.getpid(),)
+    )
+    try:
+        yield pool
+    except BaseException:
+        _kill_workers(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGKILL every worker of `pool` (Python 3.14's `kill_workers`; before it, the pool's process
+    table, which the standard library keeps in `_processes`)."""
+    kill = getattr(pool, "kill_workers", None)
+    if kill is not None:
+        kill()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
