@@ -453,7 +453,7 @@ def _agg_stages(
     room = colocated_relay_max_batch(scenario, context, lam)
     steps = mixed_steps(scenario.prefill.instance, scenario.chunk_tokens, classes, int(room))
     unslowed = _prefill_stage(scenario, classes, lam)
-    point = operating_point(steps, lam / count, unslowed.utilization, classes.mean_output_tokens, room)
+    point = operating_point(steps, lam / count, unslowed.utilization, classes.mean_output_tokens, room, unslowed.p_wait)
     slowdown = float(point.slowdown[0])
     slowed = classes.with_prefill_slowed(slowdown)
     prefill = _prefill_stage(scenario, slowed, lam)
@@ -461,9 +461,8 @@ def _agg_stages(
     decoder = _Decoder(batch=batch, max_batch=room, step_s=float(point.token_s[0]), stable=stable)
     shape = (len(classes.input_prob), len(classes.output_tokens), len(states.prob))
     zeros = np.zeros(shape)
-    mixed_s = float(point.mixed_s[0])
     # a step formed while requests wait is packed to the chunk budget
-    full_mixed_s = steps.full_chunk_s + (mixed_s - steps.busy_s)
+    full_mixed_s = steps.full_chunk_s + float(point.marginal_s[0])
     return (
         slowed,
         prefill,

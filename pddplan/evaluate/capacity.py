@@ -468,13 +468,15 @@ def colocated_capacity(
         cache_hbm = np.maximum(cache_per_rps * rate / n - lower, 0.0)
         room = np.minimum(limit, sequences_that_fit(beside - cache_hbm, sequence, pools))
         share = np.array([slot_share(int(s)) for s in room])  # a request decodes where it prefilled
-        point = operating_point(steps, rate / n, unslowed.utilization, classes.mean_output_tokens, share * room)
+        point = operating_point(
+            steps, rate / n, unslowed.utilization, classes.mean_output_tokens, share * room, unslowed.p_wait
+        )
         ok = point.stable & (point.token_s <= tpot_limit)
         f = point.slowdown
         queue = prefill_queue(classes, n, rate * f, cv2_a)  # time scaling: waits f times longer
         p_wait, wait_mean = queue.p_wait, queue.wait_mean_s * f
         service = overhead[None, :] + f[:, None] * classes.prefill_alone_s[None, :]
-        packed = steps.full_chunk_s + point.mixed_s - steps.busy_s  # a step formed while requests wait
+        packed = steps.full_chunk_s + point.marginal_s  # a step formed while requests wait
         first = np.stack([packed, point.alone_s], axis=1)  # (rows, 2)
         delays = (service[:, :, None] + first[:, None, :]).reshape(len(n), -1)
         busy = np.clip(p_wait, 0.0, 1.0)  # the instance keeps prefilling after a departure (closed form)
@@ -523,13 +525,16 @@ def _filled_in(
 def colocated_rate_bound(steps: MixedSteps, classes: RequestClasses, tpot_limit: float, room: float) -> float:
     """An upper bound on what one co-located instance carries within the TPOT target and its room:
     the largest r whose operating point is stable at the least prefill utilization r may bring
-    (rho_0 = r P, P a request's fully packed work, `prefill_work_s`), searched on a grid of r up to
-    1 / P. No queueing enters, so a pool of n carries at most n times it (the search's ceiling)."""
+    (rho_0 = r P, P a request's fully packed work, `prefill_work_s`) with either busy step (a lone
+    chunk's or a full one's), searched on a grid of r up to 1 / P. No queueing enters, so a pool
+    of n carries at most n times it (the search's ceiling)."""
     packed_s = float(classes.prefill_work_s @ classes.input_prob)
     top = 0.999 / packed_s if packed_s > 0 else UNBOUNDED_RPS
     rates = top * np.arange(1, BOUND_GRID + 1) / BOUND_GRID
-    point = operating_point(steps, rates, rates * packed_s, classes.mean_output_tokens, room)
-    ok = point.stable & (point.token_s <= tpot_limit)
+    ok = np.zeros(len(rates), dtype=bool)
+    for waiting in (0.0, 1.0):  # the busy step ranges from a lone chunk's to a full one's
+        point = operating_point(steps, rates, rates * packed_s, classes.mean_output_tokens, room, waiting)
+        ok |= point.stable & (point.token_s <= tpot_limit)
     if not ok.any():
         return 0.0
     last = int(np.nonzero(ok)[0].max())

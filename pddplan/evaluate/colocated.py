@@ -5,7 +5,8 @@ sequences (`pddplan.perf.mixed` has the step model: a step carrying a chunk of C
 decode rows takes s_C + m(b)). At lam requests/s over n instances, r = lam / n each, rho_0 the
 prefill pool's utilization without decode rows (`pddplan.evaluate.prefill_queue`):
 
-  prefill busy share    rho(b) = rho_0 f(b),   f(b) = 1 + m(b) / s_C
+  prefill busy share    rho(b) = rho_0 f(b),   f(b) = 1 + m(b) / s_C, s_C a busy step: the
+                        request's own chunk alone, or a full chunk when requests wait (by P(wait))
   time per token        tau(b) = 1 / (rho(b) / (s_C + m(b)) + (1 - rho(b)) / tau_dec(b))
   running batch         B = r E[O] tau(B)                         (Little's law; B < 1: a lone row)
   prefill queue         the G/G/c queue of the classes with every engine time f(B) times longer; by
@@ -50,15 +51,17 @@ class MixedSteps:
     def batches(self) -> np.ndarray:
         return np.arange(1.0, self.largest + 1.0)
 
-    def mixed_s(self) -> np.ndarray:
-        """s_C + m(b) for b = 1..M."""
-        return self.busy_s + self.marginal_s[1:]
-
-    def slowdown(self, batch: ArrayLike) -> np.ndarray:
-        """f(B) = 1 + m(B) / s_C, m interpolated between whole batches (B beyond M: m(M))."""
+    def marginal_at(self, batch: ArrayLike) -> np.ndarray:
+        """m(B), interpolated between whole batches (B beyond M: m(M))."""
         grid = np.arange(0.0, self.largest + 1.0)
         b = np.minimum(np.asarray(batch, dtype=np.float64), float(self.largest))
-        return 1.0 + np.interp(b, grid, self.marginal_s) / self.busy_s
+        return np.interp(b, grid, self.marginal_s)
+
+    def busy_step_s(self, waiting: ArrayLike) -> np.ndarray:
+        """A busy instance's mean step: its own chunk's (s_C) when it started alone, a full chunk's
+        when the step was formed while requests waited (packed to the budget), mixed by P(wait)."""
+        p = np.clip(np.asarray(waiting, dtype=np.float64), 0.0, 1.0)
+        return (1.0 - p) * self.busy_s + p * self.full_chunk_s
 
 
 def mixed_steps(instance: Instance, chunk_tokens: int, classes: RequestClasses, largest_batch: int) -> MixedSteps:
@@ -89,26 +92,35 @@ class OperatingPoint:
     mixed_s: np.ndarray
     alone_s: np.ndarray
     stable: np.ndarray
+    marginal_s: np.ndarray  # m(B): what the decode rows add to a step
 
 
 def operating_point(
-    steps: MixedSteps, per_instance_rps: ArrayLike, rho_0: ArrayLike, mean_output: float, room: ArrayLike
+    steps: MixedSteps,
+    per_instance_rps: ArrayLike,
+    rho_0: ArrayLike,
+    mean_output: float,
+    room: ArrayLike,
+    waiting: ArrayLike = 0.0,
 ) -> OperatingPoint:
     """Solve B = r E[O] tau(B) per row (module docstring), r = `per_instance_rps`, rho_0 the
-    unslowed prefill utilization and `room` the sequences an instance may run (arrays broadcast).
-    tau is tabulated per whole batch and B interpolated between the two around the crossing."""
-    r, rho0, limit = np.broadcast_arrays(
+    unslowed prefill utilization, `room` the sequences an instance may run and `waiting` the
+    prefill queue's P(wait), which sets the busy step s_C (`MixedSteps.busy_step_s`); arrays
+    broadcast. tau is tabulated per whole batch and B interpolated around the crossing."""
+    r, rho0, limit, p = np.broadcast_arrays(
         np.asarray(per_instance_rps, dtype=np.float64),
         np.asarray(rho_0, dtype=np.float64),
         np.asarray(room, dtype=np.float64),
+        np.asarray(waiting, dtype=np.float64),
     )
-    r, rho0, limit = r.ravel(), rho0.ravel(), limit.ravel()
+    r, rho0, limit, p = r.ravel(), rho0.ravel(), limit.ravel(), p.ravel()
     batches = steps.batches
-    grow = 1.0 + steps.marginal_s[1:] / steps.busy_s
-    rho_b = rho0[:, None] * grow[None, :]
+    busy_s = steps.busy_step_s(p)  # per row
+    grow = 1.0 + steps.marginal_s[None, 1:] / busy_s[:, None]
+    rho_b = rho0[:, None] * grow
     busy = np.clip(rho_b, 0.0, 1.0)
-    mixed = steps.mixed_s()
-    tau = 1.0 / (busy / mixed[None, :] + (1.0 - busy) / steps.alone_s[None, :])
+    mixed = busy_s[:, None] + steps.marginal_s[None, 1:]
+    tau = 1.0 / (busy / mixed + (1.0 - busy) / steps.alone_s[None, :])
     demand = r * mean_output
     residual = demand[:, None] * tau - batches[None, :]
     crossed = residual <= 0
@@ -129,17 +141,18 @@ def operating_point(
     token_s = tau[rows, low - 1] * (1.0 - share) + tau[rows, high - 1] * share
     # the rows a step carries on average: B itself below one (m(0) = 0), the table's last beyond it
     rows_per_step = np.clip(np.where(np.isfinite(batch), batch, float(steps.largest)), 0.0, float(steps.largest))
-    slowdown = steps.slowdown(rows_per_step)
+    marginal = steps.marginal_at(rows_per_step)
+    slowdown = 1.0 + marginal / busy_s
     rho = rho0 * slowdown
     alone = np.interp(b_eval, batches, steps.alone_s)
-    mixed_at = steps.busy_s + np.interp(rows_per_step, np.arange(0.0, steps.largest + 1.0), steps.marginal_s)
     stable = found & (batch <= limit) & (rho < 1.0) & (limit >= 1.0)
     return OperatingPoint(
         batch=np.where(found, batch, math.inf),
         token_s=np.where(stable, token_s, math.inf),
         slowdown=slowdown,
         busy_fraction=np.clip(rho, 0.0, 1.0),
-        mixed_s=mixed_at,
+        mixed_s=busy_s + marginal,
+        marginal_s=marginal,
         alone_s=alone,
         stable=stable,
     )
