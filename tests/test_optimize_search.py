@@ -38,8 +38,9 @@ from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize import model as milp
 from pddplan.optimize.diagnose import FIXES, diagnose
+from pddplan.optimize.frontier import deployment
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.problem import Headroom, build_setup, prune_lines, solve_bcr
+from pddplan.optimize.problem import MISS_SHARE, Headroom, build_setup, limited_prefill_caps, prune_lines, solve_bcr
 from pddplan.optimize.search import MAX_ROUNDS, TIGHTEN, optimize_architecture, require_feasible
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import decode_step_time
@@ -466,6 +467,43 @@ def test_budget_mode_serves_less_after_a_failed_verification(monkeypatch: pytest
         assert after <= TIGHTEN * before + 1e-9
     assert result.feasible and result.evaluation is not None
     assert result.evaluation.goodput_rps == rates[-1] <= 2.5
+
+
+def test_a_simulated_miss_limits_every_pool_as_small_or_smaller_of_that_kind() -> None:
+    """Hand-computed: kind "a" missed with 2 instances at 4 req/s, so its pools of 1 and 2 are
+    credited with at most 0.85 x 4 = 3.4 req/s; its pool of 3 and kind "b" keep their rates, and
+    the memo's rows are not changed."""
+    kinds = [SimpleNamespace(key="a"), SimpleNamespace(key="b")]
+    caps = {(0, 0): np.array([2.0, 3.9, 6.0]), (1, 0): np.array([1.0, 5.0, 9.0])}
+    headroom = Headroom(prefill_misses=(("a", 2, 4.0),))
+    limited = limited_prefill_caps(caps, kinds, headroom)  # type: ignore[arg-type]
+    assert MISS_SHARE == 0.85
+    np.testing.assert_allclose(limited[(0, 0)], [2.0, 3.4, 6.0], rtol=1e-12)
+    np.testing.assert_array_equal(limited[(1, 0)], [1.0, 5.0, 9.0])
+    np.testing.assert_array_equal(caps[(0, 0)], [2.0, 3.9, 6.0])
+    assert not headroom.prefill_allowed("a", 1, 4.0) and not headroom.prefill_allowed("a", 2, 5.0)
+    assert headroom.prefill_allowed("a", 3, 4.0) and headroom.prefill_allowed("a", 2, 3.0)
+    assert headroom.prefill_allowed("b", 1, 4.0)
+
+
+def test_a_deployment_the_simulation_rejected_is_not_simulated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake simulation fails every pd-intra plan with fewer than 4 prefill instances, decoders
+    idle (the prefill pool is the cause): each round must bring a deployment not simulated before,
+    neither the program nor the trim going back to one, and the plan kept has at least 4."""
+    simulated: list[str] = []
+
+    def fake(scenario: Any, requests: int, seed: int, early_stop: bool = True) -> Any:
+        simulated.append(deployment(scenario.plan))
+        met = scenario.plan.prefill.count >= 4
+        return SimpleNamespace(summary={"sla_met": met, "utilization": {"prefill": 0.9, "decode": 0.1}})
+
+    monkeypatch.setattr("pddplan.optimize.search.verify", fake)
+    workload = load_workload("pdd-agent-64k")
+    result = optimize_architecture(
+        load_input_set(workload, workload_dir("pdd-agent-64k")), "pd-intra", OptimizeOptions()
+    )
+    assert len(simulated) == len(set(simulated)) >= 2
+    assert result.feasible and result.plan is not None and result.plan.prefill.count >= 4
 
 
 def test_closed_form_missing_the_sla_in_every_round_keeps_no_plan(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,6 +49,9 @@ from pddplan.specs.plan import ArchitectureName, Handoff, Routing
 from pddplan.specs.workload import Workload
 
 DINKELBACH_ITERATIONS = 12
+# A pool size a simulation saw miss the SLA at rate r is credited with at most this share of r: the
+# program may still serve less on it, not r again.
+MISS_SHARE = 0.85
 # Capacities use the adaptive handoff, which holds the relay at least as long as one-shot.
 CAPACITY_HANDOFF = Handoff(mode="adaptive")
 
@@ -132,6 +135,15 @@ class Headroom:
     sla_scale: float = 1.0
     decode_scale: float = 1.0
     rate_cap_rps: float = math.inf
+    #: what verification learned: (candidate key, n, rate) when n instances of that kind missed the
+    #: SLA at `rate` in simulation; fewer of them serve less, so every pool of at most n of that kind
+    #: is credited with less than `rate` (`limited_prefill_caps`)
+    prefill_misses: tuple[tuple[str, int, float], ...] = ()
+
+    def prefill_allowed(self, key: str, count: int, rate_rps: float) -> bool:
+        """Whether `count` instances of kind `key` may serve `rate_rps`: not when a simulation saw
+        as many or more of them miss the SLA at that rate or less."""
+        return not any(k == key and count <= n and rate_rps >= r * (1 - 1e-9) for k, n, r in self.prefill_misses)
 
 
 @dataclass
@@ -264,7 +276,7 @@ class ProblemBuilder:
         return milp.ProblemData(
             architecture=arch,
             prefill=setup.candidates,
-            prefill_caps=self._prefill_memo[memo_key],
+            prefill_caps=limited_prefill_caps(self._prefill_memo[memo_key], setup.candidates, headroom),
             decode=[] if arch.colocated else decoders,
             relay=relays if arch.has_relay and options.relay_placement != "prefill" else [],
             pools=pools,
@@ -357,6 +369,24 @@ class ProblemBuilder:
             for k, row in pool_row.items():
                 caps[(i, k)] = padded[row]
         return caps
+
+
+def limited_prefill_caps(
+    caps: dict[tuple[int, int], np.ndarray], candidates: list[Candidate], headroom: Headroom
+) -> dict[tuple[int, int], np.ndarray]:
+    """`caps` with every pool of at most n instances of a kind that a simulation saw miss the SLA at
+    rate r credited with at most MISS_SHARE * r: cap[size] <= MISS_SHARE * r for size <= n."""
+    if not headroom.prefill_misses:
+        return caps
+    limited = dict(caps)
+    for (i, k), row in caps.items():
+        misses = [(n, rate) for key, n, rate in headroom.prefill_misses if key == candidates[i].key]
+        if misses:
+            row = row.copy()  # the memo's row stays as computed
+            for n, rate in misses:
+                row[:n] = np.minimum(row[:n], MISS_SHARE * rate)
+            limited[(i, k)] = row
+    return limited
 
 
 def solve_program(data: milp.ProblemData, options: OptimizeOptions, bcr_price: float = 0.0) -> milp.Solution | None:

@@ -15,6 +15,7 @@ from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.inputs.input_set import InputSet
 from pddplan.optimize import model as milp
+from pddplan.optimize.candidates import Candidate
 from pddplan.optimize.diagnose import diagnose
 from pddplan.optimize.frontier import FrontierPoint, PlanOption, deployment, frontier, ranked
 from pddplan.optimize.options import OptimizeOptions
@@ -91,11 +92,18 @@ def _key(evaluation: Evaluation, options: OptimizeOptions) -> tuple[float, float
     return (float(f"{_score(evaluation, options):.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
 
 
-def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions, seen: list[_Pick] | None = None) -> _Pick:
+def _trimmed(
+    pick: _Pick,
+    setup: OptimizeSetup,
+    options: OptimizeOptions,
+    seen: list[_Pick] | None = None,
+    headroom: Headroom | None = None,
+) -> _Pick:
     """`pick` with each role's count lowered one instance at a time, decode, relay, then prefill, and
     then each role one width narrower (half the GPUs per instance, the same count), as long as the
-    closed form says the smaller plan still meets the SLA and scores at least as well. Every plan
-    tried is added to `seen` (when given).
+    closed form says the smaller plan still meets the SLA and scores at least as well, and no
+    simulation saw its prefill pool miss (`Headroom.prefill_allowed`). Every plan tried is added to
+    `seen` (when given).
 
     The program's linear capacities are conservative where the closed form is not: the radix cache
     is reserved for every request though a cancelled singular transfer never lands, a pool's tail
@@ -105,6 +113,10 @@ def _trimmed(pick: _Pick, setup: OptimizeSetup, options: OptimizeOptions, seen: 
     best = pick
 
     def better(plan: Plan) -> _Pick | None:
+        key = _prefill_key(plan, setup.candidates)
+        served = plan.rate_rps if plan.rate_rps is not None else setup.rate_ceiling
+        if headroom is not None and key is not None and not headroom.prefill_allowed(key, plan.prefill.count, served):
+            return None
         try:
             scenario = build_scenario(plan, setup.inputs, source="optimized plan")
         except InputError:  # a narrower instance the model or the longest prompt does not fit
@@ -251,12 +263,17 @@ def _best_of_round(
             if best is None or pick.key > best.key:
                 best = pick
     if best is not None and best.key[0] > -math.inf:
-        best = _trimmed(best, setup, options, seen)
+        best = _trimmed(best, setup, options, seen, headroom)
     return best, ratio
 
 
 def _after_miss(
-    headroom: Headroom, pick: _Pick, verified: dict[str, Any] | None, options: OptimizeOptions, ceiling: float
+    headroom: Headroom,
+    pick: _Pick,
+    verified: dict[str, Any] | None,
+    options: OptimizeOptions,
+    ceiling: float,
+    candidates: list[Candidate],
 ) -> Headroom:
     """The headroom the next round asks for after `pick` missed the SLA (in closed form when
     `verified` is None, else in the simulation)."""
@@ -268,13 +285,35 @@ def _after_miss(
             rate_cap = TIGHTEN * (pick.plan.rate_rps or ceiling)
         return Headroom(sla_scale, decode_scale, rate_cap)
     decoders_busy = [u for name, u in verified["utilization"].items() if name != "prefill"]
+    misses = headroom.prefill_misses
     if max(decoders_busy, default=0.0) >= SATURATED_DECODE:
         decode_scale *= TIGHTEN
+    elif (key := _prefill_key(pick.plan, candidates)) is not None:
+        # the prefill pool missed: no pool of as few instances of its kind serves this rate again,
+        # and the others keep the capacities they had (a tighter SLA scale would shrink them all)
+        served = pick.plan.rate_rps if pick.plan.rate_rps is not None else ceiling
+        misses = (*misses, (key, pick.plan.prefill.count, served))
+        sla_scale = headroom.sla_scale
     if options.mode == "budget":
         # The budget, not a capacity, may be what binds: then tighter capacities leave the same
         # plan at the same rate, so ask for less traffic on the same money instead.
         rate_cap = TIGHTEN * pick.evaluation.goodput_rps
-    return Headroom(sla_scale, decode_scale, rate_cap)
+    return Headroom(sla_scale, decode_scale, rate_cap, misses)
+
+
+def _prefill_key(plan: Plan, candidates: list[Candidate]) -> str | None:
+    """The candidate key of `plan`'s prefill role (None when no candidate has its layout)."""
+    spec = plan.prefill
+    for c in candidates:
+        if (c.datacenter, c.gpu, c.tp, c.expert_parallel, c.tp_attention) == (
+            spec.datacenter,
+            spec.gpu,
+            spec.tp,
+            spec.expert_parallel,
+            spec.tp_attention,
+        ):
+            return c.key
+    return None
 
 
 def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Callable[[str], None] | None) -> None:
@@ -301,7 +340,7 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
         result.routing_rule = rule_text(pick.routing) if pick.routing else None
         result.handoff_mode = pick.plan.handoff.mode if setup.architecture.has_relay else None
         if pick.key[0] == -math.inf:  # the closed form already misses the SLA: ask for headroom, re-solve
-            headroom = _after_miss(headroom, pick, None, options, setup.rate_ceiling)
+            headroom = _after_miss(headroom, pick, None, options, setup.rate_ceiling, setup.candidates)
             continue
         if not options.verify:
             result.feasible = True
@@ -317,7 +356,7 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
             result.feasible = True
             break
         rejected.add(deployment(pick.plan))
-        headroom = _after_miss(headroom, pick, verified, options, setup.rate_ceiling)
+        headroom = _after_miss(headroom, pick, verified, options, setup.rate_ceiling, setup.candidates)
     if result.feasible and pick is not None and seen is not None and options.top is not None:
         more = more_plans(builder, pick, headroom, ratio, options.top - 1, result)
         _list_plans(result, pick, [*seen, *more], rejected, options.top)
