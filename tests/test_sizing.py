@@ -380,3 +380,56 @@ def test_prefill_capacity_by_line_is_prefill_capacity_on_each_line(agent_setup: 
     resolution = 50.0 / (GRID_POINTS + 1) ** GRID_ROUNDS  # of the highest ceiling, the rate ceiling
     assert (np.diff(together, axis=0) >= -resolution).all(), together
     assert together.max() > 0
+
+
+def test_sizes_not_searched_are_filled_in_without_overstating() -> None:
+    """Hand-computed: sizes 1..4 with 1 and 3 searched (capacities 2 and 9 req/s): per instance,
+    size 2 gets 2 x 2/1 = 4 and size 4 gets 4 x 9/3 = 12, capped at its ceiling 11; behind a shared
+    line only cap(m) itself: 2 and 9. Sizes outside `reach` keep what they had."""
+    from pddplan.evaluate.capacity import _filled_in
+
+    sizes = np.arange(1.0, 5.0)
+    caps = np.array([2.0, 0.0, 9.0, 0.0])
+    searched = np.array([True, False, True, False])
+    ceiling = np.array([50.0, 50.0, 50.0, 11.0])
+    every = np.ones(4, dtype=bool)
+    np.testing.assert_allclose(_filled_in(sizes, caps, searched, every, ceiling), [2.0, 4.0, 9.0, 11.0])
+    shared = _filled_in(sizes, caps, searched, every, ceiling, per_instance=False)
+    np.testing.assert_allclose(shared, [2.0, 2.0, 9.0, 9.0])
+    reach = np.array([True, False, True, True])
+    np.testing.assert_allclose(_filled_in(sizes, caps, searched, reach, ceiling), [2.0, 0.0, 9.0, 11.0])
+
+
+def test_large_prefill_pools_searched_at_sampled_sizes_never_overstate(agent_setup: Any) -> None:
+    """Above EXACT_SIZES the capacity is searched about every 5% of pool size and filled in between:
+    each filled-in size carries at most what its own search finds (to the grid's resolution), over
+    RDMA (per-instance scaling) and over a WAN line (the smaller size's rate)."""
+    from pddplan.evaluate.capacity import (
+        EXACT_SIZES,
+        GRID_POINTS,
+        GRID_ROUNDS,
+        Downstream,
+        decoder_capacity,
+        prefill_capacity_by_line,
+    )
+    from pddplan.evaluate.classes import workload_classes
+    from pddplan.specs.plan import Routing
+
+    workload, model = agent_setup.workload, agent_setup.model
+    cand = agent_setup.candidates[0]
+    moments = agent_setup.moments
+    cap = decoder_capacity(cand, workload, model, moments.context_tokens, moments.output_tokens)
+    classes = workload_classes(
+        workload, model, cand.instance, agent_setup.chunk, Routing(kind="hit", hit_threshold=0.9)
+    )
+    line = max(agent_setup.lines, key=lambda pool: pool.capacity_bytes_per_s)
+    downstreams = [Downstream(agent_setup.architecture, path, cap.step_s, cap.step_s) for path in (None, line)]
+    sizes = np.arange(EXACT_SIZES - 1, EXACT_SIZES + 6)  # 33 and 34 lie between the sampled 32 and 35
+    ceiling = 1e4
+    filled = prefill_capacity_by_line(cand, classes, downstreams, workload, sizes, ceiling, 1.0)
+    resolution = ceiling / (GRID_POINTS + 1) ** GRID_ROUNDS
+    for row, downstream in zip(filled, downstreams, strict=True):
+        for n, rate in zip(sizes, row, strict=True):
+            own = prefill_capacity_by_line(cand, classes, [downstream], workload, np.array([n]), ceiling, 1.0)
+            assert rate <= own[0, 0] + resolution, (n, rate, own)
+        assert (np.diff(row) >= -resolution).all(), row

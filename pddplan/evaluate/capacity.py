@@ -58,7 +58,7 @@ WAN_MAX_UTILIZATION = 0.9
 GRID_POINTS = 4
 GRID_ROUNDS = 6
 BOUND_GRID = 512  # rates tried for a co-located instance's bound (`colocated_rate_bound`)
-EXACT_SIZES = 32  # co-located pools searched at every size up to this, then every SIZE_STEP
+EXACT_SIZES = 32  # pools searched at every size up to this, then every SIZE_STEP
 SIZE_STEP = 1.05
 UNBOUNDED_RPS = 1e9
 
@@ -384,8 +384,17 @@ def prefill_capacity_by_line(
     wan_ceiling = WAN_MAX_UTILIZATION * mean_capacity / max(wan_bytes, 1.0)
     all_sizes = np.tile(sizes, len(lines))
     ceiling = np.minimum(np.minimum(all_sizes / packed_s * 0.999, rate_ceiling), wan_ceiling[line_of_row])
-    out = largest_feasible_rate(feasible, line_of_row, all_sizes, ceiling)
-    return out.reshape(len(lines), len(sizes))
+    sampled = _sampled(sizes)
+    searched = np.tile(sampled, len(lines))
+    out = np.zeros(len(all_sizes))
+    out[searched] = largest_feasible_rate(feasible, line_of_row[searched], all_sizes[searched], ceiling[searched])
+    out = out.reshape(len(lines), len(sizes))
+    ceilings = ceiling.reshape(len(lines), len(sizes))
+    every = np.ones(len(sizes), dtype=bool)
+    for k, line in enumerate(lines):
+        # a shared line's transfers slow as the rate grows: only "more instances never carry less"
+        out[k] = _filled_in(sizes, out[k], sampled, every, ceilings[k], per_instance=line is None)
+    return out
 
 
 def largest_feasible_rate(
@@ -499,26 +508,35 @@ def colocated_capacity(
 
 
 def _sampled(sizes: np.ndarray) -> np.ndarray:
-    """The pool sizes a co-located capacity is searched at: every one up to EXACT_SIZES, then
-    about every SIZE_STEP (5%) more, and the largest (an Erlang C over thousands of servers per
-    row is what costs)."""
+    """The pool sizes a capacity is searched at: every one up to EXACT_SIZES, then about every
+    SIZE_STEP (5%) more, and the largest (an Erlang C over thousands of servers per row is what
+    costs)."""
     grid = np.unique(np.round(EXACT_SIZES * SIZE_STEP ** np.arange(0, 400)))
     return (sizes <= EXACT_SIZES) | np.isin(sizes, grid) | (sizes == sizes.max(initial=0))
 
 
 def _filled_in(
-    sizes: np.ndarray, caps: np.ndarray, searched: np.ndarray, reach: np.ndarray, ceiling: np.ndarray
+    sizes: np.ndarray,
+    caps: np.ndarray,
+    searched: np.ndarray,
+    reach: np.ndarray,
+    ceiling: np.ndarray,
+    per_instance: bool = True,
 ) -> np.ndarray:
-    """Capacities of the sizes not searched: n x the per-instance rate of the nearest smaller
-    searched size (pooling only raises what an instance carries, so this never overstates), at
-    most the size's ceiling."""
+    """Capacities of the sizes not searched (`sizes` ascending), from the nearest smaller searched
+    size m: n x its per-instance rate cap(m) / m when `per_instance` (pooling only raises what an
+    instance carries when nothing else is shared), else cap(m) (more instances never carry less);
+    at most the size's ceiling. Neither overstates."""
     out = caps.copy()
     known = np.nonzero(searched)[0]
-    for i in np.nonzero(reach & ~searched)[0]:
-        below = known[sizes[known] < sizes[i]]
-        if len(below):
-            j = below[-1]
-            out[i] = min(sizes[i] * caps[j] / sizes[j], ceiling[i])
+    fill = np.nonzero(reach & ~searched)[0]
+    if not len(known) or not len(fill):
+        return out
+    below = np.searchsorted(sizes[known], sizes[fill], side="left") - 1
+    has = below >= 0
+    i, j = fill[has], known[below[has]]
+    scale = sizes[i] / sizes[j] if per_instance else 1.0
+    out[i] = np.minimum(caps[j] * scale, ceiling[i])
     return out
 
 
