@@ -506,6 +506,29 @@ def test_a_deployment_the_simulation_rejected_is_not_simulated_again(monkeypatch
     assert result.feasible and result.plan is not None and result.plan.prefill.count >= 4
 
 
+def test_a_closed_form_miss_with_a_saturated_decoder_credits_fewer_decode_slots() -> None:
+    """A plan the closed form finds missing, with its main decoder's batch at 1.04 x its maximum:
+    the next round shrinks the TTFT targets and the decode capacities by TIGHTEN each, and keeps
+    what the simulations learned; with the decoder at half its maximum only the targets shrink."""
+    from pddplan.optimize.search import _after_miss
+
+    learned = Headroom(prefill_misses=(("k", 2, 4.0),))
+
+    def miss(decode_utilization: float) -> Headroom:
+        stages = {
+            "prefill": SimpleNamespace(utilization=0.97),
+            "decode": SimpleNamespace(utilization=decode_utilization),
+        }
+        pick = SimpleNamespace(evaluation=SimpleNamespace(stages=stages), plan=SimpleNamespace(rate_rps=None))
+        return _after_miss(learned, pick, None, OptimizeOptions(), 4.0, [])  # type: ignore[arg-type]
+
+    saturated = miss(1.04)
+    assert saturated.sla_scale == pytest.approx(TIGHTEN) and saturated.decode_scale == pytest.approx(TIGHTEN)
+    assert saturated.prefill_misses == learned.prefill_misses
+    idle = miss(0.5)
+    assert idle.sla_scale == pytest.approx(TIGHTEN) and idle.decode_scale == 1.0
+
+
 def test_closed_form_missing_the_sla_in_every_round_keeps_no_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards an infeasible result whose plans all missed the SLA in closed form, so none was ever
     simulated: it must keep no plan, scenario or evaluation (only a plan the simulation tried is

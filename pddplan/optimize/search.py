@@ -283,7 +283,10 @@ def _after_miss(
     if verified is None:
         if options.mode == "budget":  # the budget may be what binds (see below)
             rate_cap = TIGHTEN * (pick.plan.rate_rps or ceiling)
-        return Headroom(sla_scale, decode_scale, rate_cap)
+        stages = pick.evaluation.stages
+        if max((s.utilization for name, s in stages.items() if name != "prefill"), default=0.0) >= SATURATED_DECODE:
+            decode_scale *= TIGHTEN  # a decoder the closed form finds (near) saturated: fewer credited slots
+        return Headroom(sla_scale, decode_scale, rate_cap, headroom.prefill_misses)
     decoders_busy = [u for name, u in verified["utilization"].items() if name != "prefill"]
     misses = headroom.prefill_misses
     if max(decoders_busy, default=0.0) >= SATURATED_DECODE:
