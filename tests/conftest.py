@@ -37,6 +37,7 @@ SLOW_TESTS = (
     "test_robustness.py::test_optimize_robustness_json",
     "test_plans_are_minimal.py::",
     "test_readme.py::test_readme_blocks_match_the_tool",
+    "test_readme_walkthrough.py::",
 )
 
 
