@@ -309,17 +309,10 @@ def test_path_load_per_architecture(agent_setup: Any) -> None:
 
 
 def test_prefill_capacity_grows_with_the_pool_and_meets_the_ttft_targets(agent_setup: Any) -> None:
-    from pddplan.evaluate.capacity import Downstream, decoder_capacity, prefill_capacity
-    from pddplan.evaluate.classes import workload_classes
-    from pddplan.specs.plan import Routing
+    from pddplan.evaluate.capacity import Downstream, prefill_capacity
 
-    workload, model = agent_setup.workload, agent_setup.model
-    cand = agent_setup.candidates[0]
-    moments = agent_setup.moments
-    cap = decoder_capacity(cand, workload, model, moments.context_tokens, moments.output_tokens)
-    classes = workload_classes(
-        workload, model, cand.instance, agent_setup.chunk, Routing(kind="hit", hit_threshold=0.9)
-    )
+    workload = agent_setup.workload
+    cand, cap, classes = agent_capacities(agent_setup)
     line = max(agent_setup.lines, key=lambda pool: pool.capacity_bytes_per_s)
     sizes = np.arange(1, 9)
 
@@ -346,6 +339,19 @@ def test_pool_size_estimate_is_the_fewest_instances_at_full_fill() -> None:
     assert pool_size_estimate(4.0, 48, math.inf, 1000.0) == 1
 
 
+def agent_capacities(agent_setup: Any) -> tuple[Any, Any, Any]:
+    """(the first prefill candidate, its decoder capacity, its request classes under `hit < 0.9`)."""
+    from pddplan.evaluate.capacity import decoder_capacity
+    from pddplan.evaluate.classes import workload_classes
+    from pddplan.specs.plan import Routing
+
+    workload, model, moments = agent_setup.workload, agent_setup.model, agent_setup.moments
+    cand = agent_setup.candidates[0]
+    cap = decoder_capacity(cand, workload, model, moments.context_tokens, moments.output_tokens)
+    rule = Routing(kind="hit", hit_threshold=0.9)
+    return cand, cap, workload_classes(workload, model, cand.instance, agent_setup.chunk, rule)
+
+
 def test_prefill_capacity_by_line_is_prefill_capacity_on_each_line(agent_setup: Any) -> None:
     """Searching every (line, pool size) pair at once gives each line's own search, to 1e-9 of the
     rate (the same bisection brackets; only summation order may differ), and a wider line never
@@ -356,19 +362,12 @@ def test_prefill_capacity_by_line_is_prefill_capacity_on_each_line(agent_setup: 
         GRID_POINTS,
         GRID_ROUNDS,
         Downstream,
-        decoder_capacity,
         prefill_capacity,
         prefill_capacity_by_line,
     )
-    from pddplan.evaluate.classes import workload_classes
-    from pddplan.specs.plan import Routing
 
-    workload, model = agent_setup.workload, agent_setup.model
-    cand = agent_setup.candidates[0]
-    moments = agent_setup.moments
-    cap = decoder_capacity(cand, workload, model, moments.context_tokens, moments.output_tokens)
-    rule = Routing(kind="hit", hit_threshold=0.9)
-    classes = workload_classes(workload, model, cand.instance, agent_setup.chunk, rule)
+    workload = agent_setup.workload
+    cand, cap, classes = agent_capacities(agent_setup)
     lines = sorted(agent_setup.lines, key=lambda pool: pool.capacity_bytes_per_s)[:6]
     sizes = np.arange(1, 7)
     downstreams = [Downstream(agent_setup.architecture, line, cap.step_s, cap.step_s) for line in lines]
@@ -404,24 +403,10 @@ def test_large_prefill_pools_searched_at_sampled_sizes_never_overstate(agent_set
     """Above EXACT_SIZES the capacity is searched about every 5% of pool size and filled in between:
     each filled-in size carries at most what its own search finds (to the grid's resolution), over
     RDMA (per-instance scaling) and over a WAN line (the smaller size's rate)."""
-    from pddplan.evaluate.capacity import (
-        EXACT_SIZES,
-        GRID_POINTS,
-        GRID_ROUNDS,
-        Downstream,
-        decoder_capacity,
-        prefill_capacity_by_line,
-    )
-    from pddplan.evaluate.classes import workload_classes
-    from pddplan.specs.plan import Routing
+    from pddplan.evaluate.capacity import EXACT_SIZES, GRID_POINTS, GRID_ROUNDS, Downstream, prefill_capacity_by_line
 
-    workload, model = agent_setup.workload, agent_setup.model
-    cand = agent_setup.candidates[0]
-    moments = agent_setup.moments
-    cap = decoder_capacity(cand, workload, model, moments.context_tokens, moments.output_tokens)
-    classes = workload_classes(
-        workload, model, cand.instance, agent_setup.chunk, Routing(kind="hit", hit_threshold=0.9)
-    )
+    workload = agent_setup.workload
+    cand, cap, classes = agent_capacities(agent_setup)
     line = max(agent_setup.lines, key=lambda pool: pool.capacity_bytes_per_s)
     downstreams = [Downstream(agent_setup.architecture, path, cap.step_s, cap.step_s) for path in (None, line)]
     sizes = np.arange(EXACT_SIZES - 1, EXACT_SIZES + 6)  # 33 and 34 lie between the sampled 32 and 35
