@@ -21,7 +21,7 @@ from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.report.charts import nice_ticks
-from pddplan.report.plan_html import cdf_chart, deployment_svg
+from pddplan.report.plan_html import cdf_chart, deployment_svg, samples_cdf_chart
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
@@ -79,6 +79,36 @@ def test_optimize_report_has_every_section_and_no_external_resource(optimize_rep
     assert page.count("<svg") >= 5  # deployment (side by side and stacked), two CDFs, sensitivity
     assert "P90 SLA 10 s" in page and "P99 SLA 20 s" in page  # the SLA marked and labelled on the TTFT CDF
     assert page.count("<title>") > 50  # values on hover
+
+
+def test_optimize_report_leads_with_the_verdict_and_shows_every_architecture(optimize_report: Path) -> None:
+    """The verdict is the first section, in the terminal's words (the winner, PDD against each
+    baseline, whether to disaggregate); every feasible architecture has a TTFT line on one chart
+    and the others' deployments are drawn too (PDD's, with its line, though agg wins here)."""
+    page = optimize_report.read_text()
+    assert page.index('<section id="verdict">') < page.index('<section id="deployment">')
+    verdict = section(page, "verdict")
+    assert re.search(r"<strong>agg wins \(the highest BCR\): \$[0-9.,]+/h", verdict)
+    assert "PDD vs pd-intra: cost" in verdict and "disaggregate? no: co-located agg wins" in verdict
+    legend = section(page, "ttft-by-architecture")
+    for name in ("agg", "pd-intra", "pdd"):
+        assert f">{name}</text>" in legend, name
+    assert ">pd-cross</text>" not in legend  # infeasible here: no plan to draw
+    others = section(page, "other-deployments")
+    assert others.count("<details>") == 2 and "pdd: 48 x gpu-a, 16 x gpu-b; 1 x express-40g" in others
+    assert "40 Gbps" in others and "MD: " in others
+
+
+def test_samples_cdf_chart_draws_a_line_per_sample_on_one_axis() -> None:
+    """By hand: the axis runs from 0.2 s (under the shortest, 0.3 s, in either sample) to the 20 s
+    target; at 1 s, 2 of 3 of "a" and 0 of 2 of "b" are done."""
+    samples = {"a": np.array([0.3, 0.5, 1.2]), "b": np.array([1.5, 4.0, np.inf])}
+    chart = samples_cdf_chart("TTFT", samples, [(20.0, "P99 SLA")])
+    assert chart.x[0] == pytest.approx(0.2) and chart.x[-1] == pytest.approx(20.0)
+    at_one = int(np.searchsorted(chart.x, 1.0, side="right")) - 1
+    assert [s.name for s in chart.series] == ["a", "b"]
+    assert [float(s.values[at_one]) for s in chart.series] == [2 / 3, 0.0]
+    assert [float(s.values[-1]) for s in chart.series] == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("command", ["evaluate", "simulate"])

@@ -311,8 +311,8 @@ def show_optimize(json_out: bool, outcome: Any, written: str | None = None) -> N
 def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -> None:
     """The HTML report of optimize's best plan, the architectures beside it (no path or no plan:
     nothing written)."""
-    from pddplan.optimize.run import architecture_figures
     from pddplan.report import output
+    from pddplan.report.plan_report import comparison_of
 
     best = report.best
     if path is None or best is None or best.scenario is None or best.evaluation is None:
@@ -324,7 +324,7 @@ def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -
             scenario=best.scenario,
             figures=best.evaluation.to_dict(),
             figures_source="closed form; the plan was verified by simulation",
-            architectures=[architecture_figures(r) for r in report.results],
+            comparison=comparison_of(report),
             seed=seed,
         )
 

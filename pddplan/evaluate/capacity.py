@@ -386,9 +386,9 @@ def prefill_capacity_by_line(
     ceiling = np.minimum(np.minimum(all_sizes / packed_s * 0.999, rate_ceiling), wan_ceiling[line_of_row])
     sampled = _sampled(sizes)
     searched = np.tile(sampled, len(lines))
-    out = np.zeros(len(all_sizes))
-    out[searched] = largest_feasible_rate(feasible, line_of_row[searched], all_sizes[searched], ceiling[searched])
-    out = out.reshape(len(lines), len(sizes))
+    found = np.zeros(len(all_sizes))
+    found[searched] = largest_feasible_rate(feasible, line_of_row[searched], all_sizes[searched], ceiling[searched])
+    out = found.reshape(len(lines), len(sizes))
     ceilings = ceiling.reshape(len(lines), len(sizes))
     every = np.ones(len(sizes), dtype=bool)
     for k, line in enumerate(lines):

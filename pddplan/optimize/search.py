@@ -113,9 +113,9 @@ def _trimmed(
     best = pick
 
     def better(plan: Plan) -> _Pick | None:
-        key = _prefill_key(plan, setup.candidates)
+        kind = _prefill_key(plan, setup.candidates)
         served = plan.rate_rps if plan.rate_rps is not None else setup.rate_ceiling
-        if headroom is not None and key is not None and not headroom.prefill_allowed(key, plan.prefill.count, served):
+        if headroom is not None and kind is not None and not headroom.prefill_allowed(kind, plan.prefill.count, served):
             return None
         try:
             scenario = build_scenario(plan, setup.inputs, source="optimized plan")

@@ -120,19 +120,9 @@ def print_report(console: Console, report: OptimizeReport) -> None:
     )
     row("verified", lambda f: _verified(f) if f["cost_usd_per_hour"] is not None else "-")
     console.print(table)
-    gains = report.gains()
-    if gains:
-        lines = []
-        for name, g in gains.items():
-            note = "" if g["baseline_feasible"] else " (baseline misses the SLA)"
-            lines.append(
-                f"PDD vs {name}{note}: cost {_pct(g['cost_change'])}, BCR {_pct(g['bcr_change'])}, "
-                f"TTFT P90 {_pct(g['ttft_p90_change'])}, P99 {_pct(g['ttft_p99_change'])}"
-            )
-        console.print("\n".join(lines))
-    split = report.disaggregation()
-    if split is not None:
-        console.print(_disaggregation_line(split), highlight=False)
+    comparisons = comparison_lines(report)
+    if comparisons:
+        console.print("\n".join(comparisons), highlight=False, markup=False)
     for result in report.results:
         for item in result.infeasibility:
             console.print(f"[yellow]{result.name}[/yellow]: {item['message']}")
@@ -206,6 +196,37 @@ def deployment_text(plan: dict[str, Any]) -> str:
     wan = ", ".join(f"{x['count']} x {x['option']}" for x in plan["wan_lines"])
     rule = f"{plan['routing_rule']} / {plan['handoff_mode']}" if plan["routing_rule"] else ""
     return "; ".join(part for part in (roles, wan, rule) if part)
+
+
+def comparison_lines(report: OptimizeReport) -> list[str]:
+    """PDD against each baseline with a plan (cost, BCR, TTFT P90/P99 changes), then whether to
+    disaggregate at all (when a co-located and a disaggregated plan both exist)."""
+    lines = []
+    for name, g in report.gains().items():
+        note = "" if g["baseline_feasible"] else " (baseline misses the SLA)"
+        lines.append(
+            f"PDD vs {name}{note}: cost {_pct(g['cost_change'])}, BCR {_pct(g['bcr_change'])}, "
+            f"TTFT P90 {_pct(g['ttft_p90_change'])}, P99 {_pct(g['ttft_p99_change'])}"
+        )
+    split = report.disaggregation()
+    if split is not None:
+        lines.append(_disaggregation_line(split))
+    return lines
+
+
+def verdict_lines(report: OptimizeReport) -> list[str]:
+    """The verdict in words, first the winner and its figures, then `comparison_lines`."""
+    best = report.best
+    if best is None or best.scenario is None:
+        return ["no architecture meets the constraints", *comparison_lines(report)]
+    f = architecture_figures(best)
+    mode = {"bcr": "the highest BCR", "rate": "the lowest cost", "budget": "the most goodput"}[report.options.mode]
+    headline = (
+        f"{best.name} wins ({mode}): ${f['cost_usd_per_hour']:,.2f}/h, BCR {f['bcr']:,.2f} req/$, goodput "
+        f"{f['goodput_rps']:,.3f} req/s, TTFT P90 {_s(f['ttft_p90_s'])} / P99 {_s(f['ttft_p99_s'])}"
+        f"{' (verified by simulation)' if f['verified'] else ''}"
+    )
+    return [headline, *comparison_lines(report)]
 
 
 def _disaggregation_line(split: dict[str, Any]) -> str:

@@ -1,13 +1,15 @@
 """The HTML plan report (`optimize|evaluate|simulate --report FILE`): one self-contained offline page.
 
-Sections, each an element with an id (the browser test looks for them): the deployment as SVG
-(`deployment`: side by side on a wide screen, stacked on a narrow one), the architectures side by
-side (`architectures`, optimize only), the plan's figures against the SLA (`figures`), the cost by
-role and line (`costs`), TTFT and TPOT CDFs from a simulation on a log time axis, a line per
-pipeline when there are several, the SLA targets marked and labelled (`ttft-cdf`, `tpot-cdf`), BCR
-against +-20% moves of the prices, hit rate and rate (`sensitivity`), and the inputs it used,
-folded away (`inputs`). No script, no external resource: values show on hover through SVG <title>
-elements. It reads on a phone: see `pddplan.report.html_page`.
+Sections, each an element with an id (the browser test looks for them): the verdict in words
+(`verdict`, optimize only), the deployment as SVG (`deployment`: side by side on a wide screen,
+stacked on a narrow one), the architectures side by side (`architectures`, optimize only), every
+feasible architecture's simulated TTFT on one chart (`ttft-by-architecture`) and the others'
+deployments folded away (`other-deployments`, both optimize only), the plan's figures against
+the SLA (`figures`), the cost by role and line (`costs`), TTFT and TPOT CDFs from a simulation on
+a log time axis, a line per pipeline when there are several, the SLA targets marked and labelled
+(`ttft-cdf`, `tpot-cdf`), BCR against +-20% moves of the prices, hit rate and rate
+(`sensitivity`), and the inputs it used, folded away (`inputs`). No script, no external resource:
+values show on hover through SVG <title> elements. It reads on a phone: see `pddplan.report.html_page`.
 """
 
 from __future__ import annotations
@@ -55,6 +57,19 @@ class PlanReport:
     inputs: dict[str, str]
     architectures: list[dict[str, Any]] = field(default_factory=list)
     pipelines: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
+    verdict: list[str] = field(default_factory=list)  # optimize: the verdict in words, winner first
+    others: list[OtherPlan] = field(default_factory=list)  # optimize: the other architectures' plans
+
+
+@dataclass(frozen=True)
+class OtherPlan:
+    """Another architecture's plan beside the report's: its scenario, WAN utilization and the
+    simulated TTFT of its requests."""
+
+    name: str
+    scenario: Scenario
+    link_utilization: float
+    ttft_s: np.ndarray
 
 
 def _e(text: object) -> str:
@@ -158,22 +173,42 @@ def cdf_chart(
     a round value under the shortest time to the longest time or target, the targets as markers;
     with `pipelines` (one per value) naming more than one pipeline, a line per pipeline too."""
     finite = np.isfinite(values_s) & (values_s > 0)
-    values = np.sort(values_s[finite])
-    top = max([float(values[-1]) if len(values) else 1.0, *[t for t, _ in targets]])
-    low = nice_floor(float(values[0]) if len(values) else top / 100)
-    x = np.geomspace(low, top, CDF_POINTS)
-
-    def share(sample: np.ndarray) -> np.ndarray:
-        return np.asarray(np.searchsorted(np.sort(sample), x, side="right") / max(len(sample), 1))
-
-    series = [Series("all requests", share(values))]
+    values = values_s[finite]
+    x = _log_axis([values], targets)
+    series = [Series("all requests", _share(values, x))]
     if pipelines is not None and len(pipelines) == len(values_s):
         names, counts = np.unique(pipelines[finite], return_counts=True)
         if len(names) > 1:
             series += [
-                Series(f"{name} ({count / len(values):.0%})", share(values_s[finite][pipelines[finite] == name]))
+                Series(f"{name} ({count / len(values):.0%})", _share(values[pipelines[finite] == name], x))
                 for name, count in zip(names, counts, strict=True)
             ]
+    return _cdf(title, x, series, targets)
+
+
+def samples_cdf_chart(title: str, samples: dict[str, np.ndarray], targets: Sequence[tuple[float, str]]) -> Chart:
+    """The empirical CDF of each named sample (seconds; the architectures side by side) on one log
+    time axis, as `cdf_chart` draws one."""
+    positive = {name: s[np.isfinite(s) & (s > 0)] for name, s in samples.items()}
+    x = _log_axis(list(positive.values()), targets)
+    return _cdf(title, x, [Series(name, _share(s, x)) for name, s in positive.items()], targets)
+
+
+def _log_axis(samples: Sequence[np.ndarray], targets: Sequence[tuple[float, str]]) -> np.ndarray:
+    """CDF_POINTS times, log-spaced from a round value under the shortest of `samples` (finite,
+    positive) to the longest time or target."""
+    pooled = np.concatenate([*samples, np.array([])])
+    top = max([float(pooled.max()) if len(pooled) else 1.0, *[t for t, _ in targets]])
+    low = nice_floor(float(pooled.min()) if len(pooled) else top / 100)
+    return np.geomspace(low, top, CDF_POINTS)
+
+
+def _share(sample: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The share of `sample` at most each x."""
+    return np.asarray(np.searchsorted(np.sort(sample), x, side="right") / max(len(sample), 1))
+
+
+def _cdf(title: str, x: np.ndarray, series: list[Series], targets: Sequence[tuple[float, str]]) -> Chart:
     return Chart(
         title,
         x,
@@ -318,6 +353,45 @@ def _top_plans(rows: list[dict[str, Any]]) -> str:
     return note + "".join(parts)
 
 
+def _deployment(scenario: Scenario, link_utilization: float) -> str:
+    """The deployment drawn side by side and stacked; the page shows the one that fits."""
+    return (
+        f'<div class="side-by-side">{deployment_svg(scenario, link_utilization)}</div>'
+        f'<div class="stacked">{deployment_svg(scenario, link_utilization, stacked=True)}</div>'
+    )
+
+
+def _other_plans(report: PlanReport, targets: list[tuple[float, str]]) -> list[tuple[str, str, str]]:
+    """The TTFT of every architecture's plan side by side (`ttft-by-architecture`), and each other
+    architecture's deployment, folded away (`other-deployments`)."""
+    samples = {report.scenario.plan.architecture: report.ttft_s} | {o.name: o.ttft_s for o in report.others}
+    chart = samples_cdf_chart("TTFT by architecture, cumulative", samples, targets)
+    note = (
+        f'<p class="note">Each architecture\'s plan simulated the same way ({_e(report.simulation_source)}); '
+        "the first is the report's plan.</p>"
+    )
+    folded = "".join(
+        f"<details><summary>{_e(o.name)}: {_e(layout_text(o.scenario))}</summary>"
+        f"{_deployment(o.scenario, o.link_utilization)}</details>"
+        for o in report.others
+    )
+    return [
+        ("ttft-by-architecture", "Time to first token by architecture", svg(chart) + note),
+        ("other-deployments", "The other architectures' deployments", folded),
+    ]
+
+
+def layout_text(scenario: Scenario) -> str:
+    """`48 x gpu-a, 16 x gpu-b; 1 x express-40g`: the GPUs and lines of a scenario's plan."""
+    gpus: dict[str, int] = {}
+    plan = scenario.plan
+    for role in (plan.prefill, plan.relay, plan.decode):  # agg has no decode role, a relay on P no relay
+        if role is not None:
+            gpus[role.gpu] = gpus.get(role.gpu, 0) + role.count * role.tp
+    lines = ", ".join(f"{x.count} x {x.option}" for x in scenario.plan.wan)
+    return "; ".join(part for part in (", ".join(f"{n} x {g}" for g, n in gpus.items()), lines) if part)
+
+
 def _inputs(inputs: dict[str, str]) -> str:
     """Each input file's text folded away under its name."""
     return "".join(
@@ -340,13 +414,16 @@ def plan_report_html(report: PlanReport) -> str:
         "TPOT, cumulative", report.tpot_s, [(t.target_s, f"{t.name[5:]} SLA") for t in sla.targets("tpot")]
     )
     utilization = float(figures.get("link_utilization", 0.0))
-    deployment = (
-        f'<div class="side-by-side">{deployment_svg(scenario, utilization)}</div>'
-        f'<div class="stacked">{deployment_svg(scenario, utilization, stacked=True)}</div>'
-    )
-    sections = [("deployment", "Deployment", deployment)]
+    sections = []
+    if report.verdict:
+        lead, *rest = report.verdict
+        words = f"<p><strong>{_e(lead)}</strong></p>" + "".join(f"<p>{_e(line)}</p>" for line in rest)
+        sections.append(("verdict", "Verdict", words))
+    sections.append(("deployment", "Deployment", _deployment(scenario, utilization)))
     if report.architectures:
         sections.append(("architectures", "Architectures under the same SLA", _architectures(report.architectures)))
+    if report.others:
+        sections += _other_plans(report, [(t.target_s, f"{t.name[5:]} SLA") for t in sla.targets("ttft")])
     if any(row.get("top") for row in report.architectures):
         sections.append(("top-plans", "The best plans and the cost frontier", _top_plans(report.architectures)))
     sections += [

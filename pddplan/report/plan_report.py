@@ -4,6 +4,7 @@ the sensitivity curves and the inputs, rendered by `pddplan.report.plan_html`.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ import yaml
 from pddplan.analyses.sensitivity import sensitivity
 from pddplan.errors import InputError
 from pddplan.inputs.input_set import InputSet
+from pddplan.optimize.run import OptimizeReport, architecture_figures
+from pddplan.report.optimize_report import verdict_lines
 from pddplan.report.plan_files import plan_yaml
-from pddplan.report.plan_html import PlanReport, plan_report_html
+from pddplan.report.plan_html import OtherPlan, PlanReport, plan_report_html
 from pddplan.scenarios.scenario import Scenario
 from pddplan.simulate.engine import RequestTable, simulate_requests
 from pddplan.simulate.summary import WARMUP_FRACTION
@@ -28,18 +31,42 @@ def check_report_path(path: Path) -> None:
         raise InputError(f"--report = {str(path)!r}: the report is an HTML page; name it .html")
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """What optimize's report shows beside its plan: every architecture's figures, the verdict in
+    words, and each other feasible architecture's name, scenario and WAN utilization."""
+
+    architectures: list[dict[str, Any]]
+    verdict: list[str]
+    others: list[tuple[str, Scenario, float]]
+
+
+def comparison_of(report: OptimizeReport) -> Comparison:
+    """Optimize's `Comparison`: the architectures side by side (`architecture_figures`), the
+    verdict (`verdict_lines`) and the feasible architectures other than the best (closed-form WAN
+    utilization)."""
+    best = report.best
+    others = [
+        (r.name, r.scenario, r.evaluation.link_utilization)
+        for r in report.feasible
+        if r is not best and r.scenario is not None and r.evaluation is not None
+    ]
+    return Comparison([architecture_figures(r) for r in report.results], verdict_lines(report), others)
+
+
 def plan_report(
     scenario: Scenario,
     inputs: InputSet,
     figures: dict[str, Any],
     figures_source: str,
     simulation: tuple[RequestTable, str] | None = None,
-    architectures: list[dict[str, Any]] | None = None,
+    comparison: Comparison | None = None,
     seed: int = 0,
 ) -> str:
     """The report page of `scenario`'s plan. Without the command's own simulation (`simulation`:
     its request table and a line saying what it was), one of REPORT_REQUESTS requests with `seed`
-    is run for the distributions; the warm-up is left out."""
+    is run for the distributions; the warm-up is left out. With optimize's `comparison`, the other
+    architectures' plans are simulated alike for their TTFT."""
     if simulation is None:
         table, _ = simulate_requests(scenario, REPORT_REQUESTS, seed)
         simulation_source = f"simulated, {REPORT_REQUESTS:,} requests, seed {seed}"
@@ -62,7 +89,15 @@ def plan_report(
                 workload.model_dump(mode="json", exclude_none=True), sort_keys=False
             ),
         },
-        architectures=architectures or [],
         pipelines=table.pipeline[keep],
     )
+    if comparison is not None:
+        others = [OtherPlan(name, plan, used, _ttft_after_warmup(plan, seed)) for name, plan, used in comparison.others]
+        report = replace(report, architectures=comparison.architectures, verdict=comparison.verdict, others=others)
     return plan_report_html(report)
+
+
+def _ttft_after_warmup(scenario: Scenario, seed: int) -> np.ndarray:
+    """TTFT of REPORT_REQUESTS simulated requests with `seed`, the warm-up left out."""
+    table, _ = simulate_requests(scenario, REPORT_REQUESTS, seed)
+    return table.ttft_s[int(len(table.ttft_s) * WARMUP_FRACTION) :]
