@@ -90,8 +90,8 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
     args += ["--page-size", str(deployment.page_tokens), "--context-length", str(deployment.context_tokens)]
     if deployment.kv_dtype == "fp8":
         args += ["--kv-cache-dtype", "fp8_e4m3"]
-    if deployment.quantization is not None:
-        args += ["--quantization", deployment.quantization]
+    if instance.quantization is not None:
+        args += ["--quantization", instance.quantization]
     if deployment.mtp_draft_tokens:
         k = deployment.mtp_draft_tokens
         args += ["--speculative-algorithm", "NEXTN", "--speculative-num-steps", str(k)]
@@ -151,8 +151,8 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
     args += ["--block-size", str(deployment.page_tokens), "--max-model-len", str(deployment.context_tokens)]
     if deployment.kv_dtype == "fp8":
         args += ["--kv-cache-dtype", "fp8"]
-    if deployment.quantization is not None:
-        args += ["--quantization", deployment.quantization]
+    if instance.quantization is not None:
+        args += ["--quantization", instance.quantization]
     args += ["--enable-prefix-caching"]
     if not instance.colocated:
         role = "kv_producer" if instance.disaggregation == "prefill" else "kv_consumer"

@@ -76,6 +76,7 @@ class EngineInstance:
     kv_transfer: Transport  # how this instance's KV leaves (prefill) or arrives (decode)
     max_running_requests: int | None
     decode_radix_cache: bool
+    quantization: str | None = None  # "fp8": the engine quantizes a 16-bit checkpoint as it loads it
 
     @property
     def colocated(self) -> bool:
@@ -119,7 +120,6 @@ class Deployment:
     hbm_utilization: float
     context_tokens: int
     kv_dtype: str | None  # "fp8" or None (the model's own)
-    quantization: str | None  # "fp8": the engine quantizes a 16-bit checkpoint as it loads it (`online_quantization`)
     mtp_draft_tokens: int
     cuda_graph_max_batch: int | None  # largest decode batch captured as a CUDA graph; None: the engine's default
     routing: dict[str, Any] | None  # PDD's routing rule and handoff, None for the baselines
@@ -162,6 +162,37 @@ def online_quantization(served: ModelArchitecture, checkpoint: ModelArchitecture
     )
 
 
+def role_quantization(scenario: Scenario, checkpoint_given: bool) -> dict[RoleName, str | None]:
+    """Per role, how its engines reach the weight formats its instances store the model in
+    (`online_quantization` from the model's own checkpoint); with a checkpoint the user named
+    (`checkpoint_given`), none, and InputError when the roles store the model in different formats
+    (one --model-path cannot be two checkpoints)."""
+    formats = {
+        name: (role.instance.model.weight_dtype, role.instance.model.expert_dtype)
+        for name, role in scenario.roles.items()
+    }
+    if checkpoint_given:
+        if len(set(formats.values())) > 1:
+            kinds = ", ".join(f"{name} {'/'.join(f)}" for name, f in formats.items())
+            raise InputError(
+                f"--model-path names one checkpoint, but the roles store the model in different formats ({kinds}): "
+                "export each role's servers with its own checkpoint, or give the roles one format"
+            )
+        return dict.fromkeys(formats, None)
+    workload = scenario.workload
+    checkpoint = load_model(workload.model, workload.kv_dtype)
+    out: dict[RoleName, str | None] = {}
+    mixed = len(set(formats.values())) > 1
+    for name, role in scenario.roles.items():
+        try:
+            out[name] = online_quantization(role.instance.model, checkpoint)
+        except InputError as exc:
+            if not mixed:
+                raise
+            raise InputError(f"{name}: {exc}") from None  # say which role asks for it
+    return out
+
+
 def deployment_of(
     scenario: Scenario, model_repo: str, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, checkpoint_given: bool = False
 ) -> Deployment:
@@ -177,6 +208,7 @@ def deployment_of(
     check_script_text("plan name", plan.name)
     wan = scenario.architecture.uses_wan
     colocated = scenario.architecture.colocated
+    quantization = role_quantization(scenario, checkpoint_given)
     instances: list[EngineInstance] = []
     for role_name, role in scenario.roles.items():
         per_node = min(gpus_per_node, role.tp)
@@ -210,6 +242,7 @@ def deployment_of(
                 kv_transfer=transport,
                 max_running_requests=scenario.fixed_decode_batch if mode != "prefill" else None,
                 decode_radix_cache=role_name == "decode" and scenario.architecture.decode_keeps_prefix_cache,
+                quantization=quantization[role_name],
             )
             for index in range(role.count)
         )
@@ -231,9 +264,6 @@ def deployment_of(
         hbm_utilization=workload.serving.hbm_utilization,
         context_tokens=workload.prompt_tokens.largest() + workload.output_tokens.largest(),
         kv_dtype="fp8" if workload.kv_dtype == "fp8" else None,
-        quantization=None
-        if checkpoint_given
-        else online_quantization(scenario.model, load_model(workload.model, workload.kv_dtype)),
         mtp_draft_tokens=workload.serving.mtp_draft_tokens if mtp is not None else 0,
         cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
         routing=routing,

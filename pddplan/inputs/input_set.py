@@ -15,6 +15,7 @@ from pddplan.inputs import load_hardware, workload_model
 from pddplan.net.fluctuation import CapacityTrace, read_trace
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
+from pddplan.specs.plan import RoleName, RoleSpec
 from pddplan.specs.workload import Fluctuation, Workload
 
 
@@ -36,6 +37,16 @@ class InputSet:
             raise InputError(
                 f"GPU type {gpu!r} is not offered by workload '{self.workload.name}' ({', '.join(self.hardware)})"
             ) from None
+
+    def model_for(self, role: RoleName, spec: RoleSpec | None = None) -> ModelArchitecture:
+        """The model as `role`'s instances store it: the workload's formats (`model`), replaced by
+        the workload's `role_weights[role]`, then by the plan role's own (`spec`), field by field."""
+        chosen = (self.workload.role_weights or {}).get(role)
+        weights = (spec.weights if spec is not None else None) or (chosen.weights if chosen else None)
+        experts = (spec.expert_weights if spec is not None else None) or (chosen.expert_weights if chosen else None)
+        if weights is None and experts is None:
+            return self.model
+        return self.model.with_weights(weights, experts)
 
     def trace_for(self, spec: Fluctuation) -> CapacityTrace | None:
         """The loaded trace of a `kind: trace` fluctuation (None for the other kinds)."""

@@ -25,7 +25,7 @@ from pddplan.perf.memory import fits, instance_kv_capacity_bytes, prompt_room
 from pddplan.perf.roofline import Instance
 from pddplan.scenarios.scenario import gpu_price
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import RoleSpec
+from pddplan.specs.plan import RoleName, RoleSpec
 from pddplan.specs.workload import WanLineOption, Workload
 
 
@@ -105,9 +105,10 @@ def instance_widths(inputs: InputSet) -> dict[str, list[int]]:
     return {gpu: tp_degrees(workload, inputs.hardware_for(gpu).scale_up_domain) for gpu in sorted(inputs.hardware)}
 
 
-def instance_candidates(inputs: InputSet, chunk_tokens: int) -> list[Candidate]:
-    """Every (datacenter, GPU, TP, layout) the model fits on, smallest TP first within a GPU."""
-    workload, model = inputs.workload, inputs.model
+def instance_candidates(inputs: InputSet, chunk_tokens: int, role: RoleName = "prefill") -> list[Candidate]:
+    """Every (datacenter, GPU, TP, layout) the model fits on, smallest TP first within a GPU; its
+    instances store the model as `role`'s do (`InputSet.model_for`)."""
+    workload, model = inputs.workload, inputs.model_for(role)
     out = []
     utilization = workload.serving.hbm_utilization
     for dc in workload.deployment.datacenters:

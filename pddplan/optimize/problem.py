@@ -45,7 +45,7 @@ from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.solver import solve
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import ArchitectureName, Handoff, Routing
+from pddplan.specs.plan import ArchitectureName, Handoff, RoleName, Routing
 from pddplan.specs.workload import Workload
 
 DINKELBACH_ITERATIONS = 12
@@ -62,10 +62,17 @@ class OptimizeSetup:
 
     inputs: InputSet
     architecture: Architecture
-    candidates: list[Candidate]
+    candidates: list[Candidate]  # the prefill role's (and a co-located pool's)
     lines: list[LinePool]
     moments: WorkloadMoments
     rate_ceiling: float
+    #: the decode and relay roles' candidates where the workload's `role_weights` store the model
+    #: otherwise than for prefill (None: `candidates`)
+    role_candidates: dict[RoleName, list[Candidate]] | None = None
+
+    def candidates_for(self, role: RoleName) -> list[Candidate]:
+        """The instance kinds `role` may take, its instances storing the model as that role does."""
+        return (self.role_candidates or {}).get(role, self.candidates)
 
     @property
     def workload(self) -> Workload:
@@ -108,7 +115,10 @@ def build_setup(inputs: InputSet, architecture: ArchitectureName, rate_ceiling: 
     the home datacenter."""
     workload = inputs.workload
     arch = architectures.get(architecture)
-    candidates = instance_candidates(inputs, workload.serving.chunk_tokens)
+    chunk = workload.serving.chunk_tokens
+    candidates = instance_candidates(inputs, chunk)
+    roles: tuple[RoleName, ...] = ("decode", "relay")
+    own = {role: instance_candidates(inputs, chunk, role) for role in roles if role in (workload.role_weights or {})}
     lines: list[LinePool] = []
     if arch.uses_wan:
         home = workload.deployment.home
@@ -120,6 +130,7 @@ def build_setup(inputs: InputSet, architecture: ArchitectureName, rate_ceiling: 
         lines=lines,
         moments=workload_moments(workload),
         rate_ceiling=rate_ceiling,
+        role_candidates=own or None,
     )
 
 
@@ -156,39 +167,43 @@ class ProblemBuilder:
     beyond_inventory: bool = False
     _prefill_memo: dict[tuple[Any, ...], dict[tuple[int, int], np.ndarray]] = field(default_factory=dict)
     _classes_memo: dict[str | None, dict[int, RequestClasses]] = field(default_factory=dict)
-    _decoders_memo: dict[tuple[float, float], list[DecoderCapacity[Candidate]]] = field(default_factory=dict)
+    _decoders_memo: dict[tuple[float, float, str], list[DecoderCapacity[Candidate]]] = field(default_factory=dict)
     _colocated_memo: dict[float, dict[int, float]] = field(default_factory=dict)
     _cache_room_memo: dict[int, float] | None = None
-    _one_instance: list[DecoderCapacity[Candidate]] = field(default_factory=list)
-    _pooled: dict[tuple[int, int], DecoderCapacity[Candidate]] = field(default_factory=dict)
+    _one_instance: dict[str, list[DecoderCapacity[Candidate]]] = field(default_factory=dict)
+    _pooled: dict[tuple[str, int, int], DecoderCapacity[Candidate]] = field(default_factory=dict)
 
-    def decoders(self, decode_scale: float = 1.0, pooled_rps: float = 0.0) -> list[DecoderCapacity[Candidate]]:
-        """Capacity of every candidate as a decoder, credited `decode_scale` of its rate and
-        concurrency; a kind that cannot hold the longest prompt's KV gets none (batch 0). With
-        `pooled_rps` > 0, a kind's slot wait is pooled over the fewest instances that could carry
-        that rate (`pool_size_estimate`), else taken on one instance's slots."""
-        key = (decode_scale, pooled_rps)
+    def decoders(
+        self, decode_scale: float = 1.0, pooled_rps: float = 0.0, role: RoleName = "decode"
+    ) -> list[DecoderCapacity[Candidate]]:
+        """Capacity of every candidate of `role` (decode or relay) as a decoder, credited
+        `decode_scale` of its rate and concurrency; a kind that cannot hold the longest prompt's KV
+        gets none (batch 0). With `pooled_rps` > 0, a kind's slot wait is pooled over the fewest
+        instances that could carry that rate (`pool_size_estimate`), else taken on one instance's
+        slots."""
+        key = (decode_scale, pooled_rps, role)
         if key not in self._decoders_memo:
-            self._decoders_memo[key] = self._decoders(decode_scale, pooled_rps)
+            self._decoders_memo[key] = self._decoders(decode_scale, pooled_rps, role)
         return self._decoders_memo[key]
 
-    def _decoders(self, decode_scale: float, pooled_rps: float) -> list[DecoderCapacity[Candidate]]:
+    def _decoders(self, decode_scale: float, pooled_rps: float, role: RoleName) -> list[DecoderCapacity[Candidate]]:
         moments = self.setup.moments
         workload, model = self.setup.workload, self.setup.model
-        if not self._one_instance:  # each candidate on one instance's slots: the same at every scale
-            self._one_instance = [
+        candidates = self.setup.candidates_for(role)
+        if role not in self._one_instance:  # each candidate on one instance's slots: the same at every scale
+            self._one_instance[role] = [
                 decoder_capacity(candidate, workload, model, moments.context_tokens, moments.output_tokens)
-                for candidate in self.setup.candidates
+                for candidate in candidates
             ]
         out = []
-        for i, (candidate, d) in enumerate(zip(self.setup.candidates, self._one_instance, strict=True)):
+        for i, (candidate, d) in enumerate(zip(candidates, self._one_instance[role], strict=True)):
             pool = pool_size_estimate(pooled_rps, d.batch, d.step_s, moments.output_tokens)
             if pool > 1:
-                if (i, pool) not in self._pooled:
-                    self._pooled[(i, pool)] = decoder_capacity(
+                if (role, i, pool) not in self._pooled:
+                    self._pooled[(role, i, pool)] = decoder_capacity(
                         candidate, workload, model, moments.context_tokens, moments.output_tokens, pool
                     )
-                d = self._pooled[(i, pool)]
+                d = self._pooled[(role, i, pool)]
             if not holds_longest_prompt(candidate, workload):
                 d = replace(d, batch=0, requests_per_s=0.0, occupancy=0.0)
             out.append(replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale))
@@ -222,7 +237,8 @@ class ProblemBuilder:
         """Capacities of every candidate for one routing rule (the program's numbers)."""
         setup, options = self.setup, self.options
         arch, workload = setup.architecture, setup.workload
-        relays = self.decoders(headroom.decode_scale)  # a relay pool's size is not known: one instance's slots
+        # a relay pool's size is not known: one instance's slots
+        relays = self.decoders(headroom.decode_scale, role="relay")
         md_step = max((d.step_s for d in relays if d.usable), default=math.inf)
         relay_rule = arch.relay_rule(routing) if routing is not None else None
         routing_key = routing.model_dump_json() if routing else None
@@ -246,7 +262,7 @@ class ProblemBuilder:
         downstream = Downstream(arch, None, md_step, md_step)
         # the handoff's extend cost comes from the slowest decoder kind: found once, not per line
         slowest = (
-            [slowest_extender([c.instance for c in setup.candidates], any_classes.mean_context_tokens)]
+            [slowest_extender([c.instance for c in setup.candidates_for("decode")], any_classes.mean_context_tokens)]
             if arch.uses_wan
             else []
         )

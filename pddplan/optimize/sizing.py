@@ -58,7 +58,7 @@ from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.roofline import Instance
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleSpec, Routing, WanLease
+from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, RoleSpec, Routing, WanLease
 from pddplan.specs.workload import Workload
 
 MAX_POOL = 4096
@@ -122,8 +122,7 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
     }
     prefill = min(at_home, key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob))
     drc = decode_cache_bytes_per_rps(workload, model, arch.caches)
-    decoders = [decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens) for c in candidates]
-    usable = [d for d in decoders if d.usable and holds_longest_prompt(d.candidate, workload)]
+    usable = _usable_decoders(inputs, "decode", candidates)
     if not usable:
         raise InfeasibleError("no decode instance kind holds the longest prompt and meets the TPOT SLA at batch 1")
     step = max(d.step_s for d in usable)
@@ -145,7 +144,7 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
     decode = min(options, key=lambda d: d.candidate.usd_per_hour / max(decoder_rate(d, load, mean_output, drc), 1e-12))
     relay = None
     if arch.has_relay:
-        relays = [d for d in usable if d.candidate.datacenter == home]
+        relays = [d for d in _usable_decoders(inputs, "relay", candidates) if d.candidate.datacenter == home]
         if not relays:
             raise InfeasibleError(f"no relay instance kind fits in the home datacenter {home}")
         relay = min(relays, key=lambda d: d.candidate.usd_per_hour / max(d.occupancy, 1e-12))
@@ -154,6 +153,17 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
         key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob),
     )
     return Shape(arch, model, prefill, decode, relay, line, routing, line_options, tuple(fallbacks))
+
+
+def _usable_decoders(inputs: InputSet, role: RoleName, prefill: list[Candidate]) -> list[DecoderCapacity[Candidate]]:
+    """`role`'s candidates (the prefill ones unless the workload's `role_weights` store the model
+    otherwise there) as decoders, those that hold the longest prompt and meet the TPOT target."""
+    workload, model = inputs.workload, inputs.model
+    moments = workload_moments(workload)
+    own = role in (workload.role_weights or {})
+    candidates = instance_candidates(inputs, workload.serving.chunk_tokens, role) if own else prefill
+    decoders = [decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens) for c in candidates]
+    return [d for d in decoders if d.usable and holds_longest_prompt(d.candidate, workload)]
 
 
 def _colocated_shape(inputs: InputSet, arch: Architecture, candidates: list[Candidate]) -> Shape:

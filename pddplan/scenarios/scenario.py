@@ -181,7 +181,7 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
         hardware = inputs.hardware_for(spec.gpu)
         try:
             instance = Instance(
-                model,
+                inputs.model_for(name, spec),
                 hardware,
                 spec.tp,
                 spec.expert_parallel,

@@ -23,6 +23,7 @@ from pddplan.specs.common import (
     StrictModel,
     TokenCount,
 )
+from pddplan.specs.precision import WeightDtype
 
 # An architecture's name, as `pddplan.architectures` registers it (checked when a plan is read).
 ArchitectureName = str
@@ -44,17 +45,27 @@ class RoleSpec(StrictModel):
         default=False,
         description="with expert parallelism: attention tensor-parallel (SGLang --tp N --ep N), not data-parallel",
     )
+    weights: WeightDtype | None = Field(
+        default=None, description="this role's weight format (default: the workload's role_weights, then weights)"
+    )
+    expert_weights: WeightDtype | None = Field(
+        default=None, description="this role's routed experts' format, after `weights`"
+    )
 
     @property
     def gpus(self) -> int:
         return self.tp * self.count
 
     @model_serializer(mode="wrap")
-    def _written_without_the_default_attention(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A plan file names `tp_attention` only where it is set: plans written before it read alike."""
+    def _written_without_the_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A plan file names `tp_attention` and the weight formats only where they are set: plans
+        written before them read alike."""
         data: dict[str, Any] = handler(self)
         if not self.tp_attention:
             data.pop("tp_attention", None)
+        for name in ("weights", "expert_weights"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
 

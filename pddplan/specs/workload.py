@@ -419,6 +419,13 @@ class TrafficScenario(StrictModel):
     hit_shift: float = Field(default=0.0, ge=-1, le=1)
 
 
+class RoleWeights(StrictModel):
+    """One role's weight formats, replacing the workload's (None: the workload's)."""
+
+    weights: WeightDtype | None = Field(default=None, description="every weight of the role's instances")
+    expert_weights: WeightDtype | None = Field(default=None, description="their routed experts, after `weights`")
+
+
 class Workload(StrictModel):
     """A traffic scenario with its SLA, prices and deployment options."""
 
@@ -433,6 +440,12 @@ class Workload(StrictModel):
     )
     expert_weights: WeightDtype | None = Field(
         default=None, description="weight format of the routed experts (MoE models), after `weights`"
+    )
+    role_weights: dict[Literal["prefill", "relay", "decode"], RoleWeights] | None = Field(
+        default=None,
+        description="per role (prefill, relay, decode), weight formats that replace `weights` / `expert_weights` "
+        "there, e.g. {decode: {weights: fp4}}; a plan's role may set its own; instances that prefill and decode "
+        "(agg, a relay on the prefill instances) store the model as prefill",
     )
     arrival: Arrival
     prompt_tokens: LengthDistribution
