@@ -193,6 +193,10 @@ class FixedBuilder:
     def build(self, routing: Any, headroom: Headroom | None = None) -> milp.ProblemData:
         return self.data
 
+    def unloaded_ttft(self, routing: Any) -> tuple[np.ndarray, Any, Any]:
+        """A fixed floor: TTFT P90 0.5 s / P99 1.2 s on the first prefill kind over the first pool's line."""
+        return np.array([0.5, 1.2]), self.data.prefill[0], self.data.pools[0].line
+
 
 def run_diagnose(data: milp.ProblemData, options: OptimizeOptions | None = None, **sla: float) -> list[dict[str, Any]]:
     return diagnose(FixedBuilder(data, options or OptimizeOptions(), **sla))  # type: ignore[arg-type]
@@ -303,7 +307,36 @@ def test_diagnose_ttft_nothing_can_meet() -> None:
     assert finding["constraint"] == "prefill-capacity"
     assert finding["shortfall"] == pytest.approx(3.0)
     assert "no prefill pool meets TTFT P90 0.01 s / TTFT P99 0.02 s at any rate" in finding["message"]
+    assert "even unloaded the closest (dc-a/h100-sxm/tp1 over dc-a->dc-b:" in finding["message"]
+    assert "reaches TTFT P90 0.5 s / TTFT P99 1.2 s" in finding["message"]
+    assert finding["best_ttft_s"] == {"TTFT P90": 0.5, "TTFT P99": 1.2}
     assert "loosen the TTFT SLA" in finding["message"]
+
+
+def test_unloaded_ttft_quantiles_are_the_delay_mixtures_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Delays 1, 5, 3, 10 s with probabilities 0.5, 0.3, 0.15, 0.05: sorted, the shares reach
+    0.5, 0.65, 0.95, 1; so P50 = 1 s, P90 = 5 s, P99 = 10 s."""
+    from pddplan.evaluate import capacity
+
+    paths = SimpleNamespace(
+        delays=lambda rows, rate: np.array([[1.0, 5.0, 3.0, 10.0]]), weights_l=np.array([[0.5, 0.3, 0.15, 0.05]])
+    )
+    monkeypatch.setattr(capacity, "_first_token_paths", lambda *args: paths)
+    floors = capacity.unloaded_ttft_s(None, None, [None], None, [0.5, 0.9, 0.99])  # type: ignore[arg-type]
+    np.testing.assert_array_equal(floors, [[1.0, 5.0, 10.0]])
+
+
+def test_pd_cross_infeasible_says_the_best_ttft_any_pool_reaches() -> None:
+    """pdd-agent-64k's pd-cross: the finding gives the least TTFT quantiles any prefill kind and
+    line reaches unloaded, and the P99 one is over its 20 s target (why nothing is feasible)."""
+    workload = load_workload("pdd-agent-64k")
+    options = OptimizeOptions(verify=False)
+    result = optimize_architecture(load_input_set(workload, workload_dir("pdd-agent-64k")), "pd-cross", options)
+    finding = only(result.infeasibility)
+    assert finding["constraint"] == "prefill-capacity"
+    best = finding["best_ttft_s"]
+    assert best["TTFT P99"] > 20.0 and 0 < best["TTFT P90"] < best["TTFT P99"]
+    assert f"TTFT P99 {best['TTFT P99']:.3g} s" in finding["message"]
 
 
 def test_diagnose_tpot_no_decoder_meets_at_batch_one() -> None:

@@ -330,6 +330,64 @@ def _line_supports(lines: Sequence[LinePool | None]) -> tuple[np.ndarray, np.nda
     return capacity, prob
 
 
+@dataclass(frozen=True)
+class _FirstTokenPaths:
+    """What a request of each input class spends before its first token apart from the queue, on
+    each of some lines (rows; None: RDMA): its own prefill and load, then the architecture's path
+    (`first_token_delay`: RDMA or a WAN transfer at the line's load, and a decode or relay step)."""
+
+    classes: RequestClasses
+    downstream: Downstream
+    service_s: np.ndarray  # per class: prefill + load
+    rdma_s: np.ndarray  # per class
+    wan_bytes: float  # mean bytes a request sends
+    capacity_lf: np.ndarray  # line x state capacity, bytes/s
+    flow_cap_l: np.ndarray
+    rtt_l: np.ndarray
+    weights_l: np.ndarray  # line x (class, state): probabilities
+
+    def delays(self, rows: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """(row, class x state): the time before the first token but the wait, at `rate` req/s."""
+        classes = self.classes
+        offered = (rate * self.wan_bytes)[:, None]
+        wan = wan_transfer_time(
+            classes.wan_bytes,
+            self.capacity_lf[rows],
+            offered,
+            self.flow_cap_l[rows, None],
+            self.rtt_l[rows, None, None],
+        )
+        downstream = self.downstream
+        path = downstream.architecture.first_token_delay(
+            self.rdma_s[None, :, None], wan, downstream.md_step_s, downstream.relay_step_s, classes.relay[None, :, None]
+        )
+        return (self.service_s[None, :, None] + path).reshape(len(rows), -1)
+
+
+def _first_token_paths(
+    candidate: InstanceKind, classes: RequestClasses, downstreams: Sequence[Downstream], workload: Workload
+) -> _FirstTokenPaths:
+    """`_FirstTokenPaths` of `candidate` on each of `downstreams` (which differ only in their line)."""
+    downstream = downstreams[0]
+    full_kv = request_kv_bytes(candidate.instance.model, classes.prompt_tokens, workload.serving.page_tokens)
+    rdma = rdma_time_s(full_kv, candidate.instance.kv_senders, candidate.instance.hardware.nic_bytes_per_s)
+    if downstream.relay_on_prefill:
+        rdma = np.zeros_like(rdma)
+    lines = [d.line for d in downstreams]
+    capacity_lf, prob_lf = _line_supports(lines)
+    return _FirstTokenPaths(
+        classes=classes,
+        downstream=downstream,
+        service_s=classes.prefill_s + classes.load_s,
+        rdma_s=rdma,
+        wan_bytes=float(classes.wan_bytes @ classes.input_prob),
+        capacity_lf=capacity_lf,
+        flow_cap_l=np.array([line.flow_cap_bytes_per_s if line is not None else math.inf for line in lines]),
+        rtt_l=np.array([line.rtt_s if line is not None else 0.0 for line in lines]),
+        weights_l=(classes.input_prob[None, :, None] * prob_lf[:, None, :]).reshape(len(lines), -1),
+    )
+
+
 def prefill_capacity_by_line(
     candidate: InstanceKind,
     classes: RequestClasses,
@@ -341,23 +399,13 @@ def prefill_capacity_by_line(
 ) -> np.ndarray:
     """`prefill_capacity` for each of `downstreams` (one row each), which differ only in their line:
     every (line, pool size) pair is searched at once, the per-call overhead paid once."""
-    downstream, lines = downstreams[0], [d.line for d in downstreams]
+    lines = [d.line for d in downstreams]
     sla = workload.sla
-    p_in = classes.input_prob
-    service = classes.prefill_s + classes.load_s  # the request's own time before its first token
     cv2_a = workload.arrival.cv**2
-    full_kv = request_kv_bytes(candidate.instance.model, classes.prompt_tokens, workload.serving.page_tokens)
-    rdma = rdma_time_s(full_kv, candidate.instance.kv_senders, candidate.instance.hardware.nic_bytes_per_s)
-    if downstream.relay_on_prefill:
-        rdma = np.zeros_like(rdma)
-    wan_bytes = float(classes.wan_bytes @ p_in)
-    capacity_lf, prob_lf = _line_supports(lines)
-    flow_cap_l = np.array([line.flow_cap_bytes_per_s if line is not None else math.inf for line in lines])
-    rtt_l = np.array([line.rtt_s if line is not None else 0.0 for line in lines])
+    paths = _first_token_paths(candidate, classes, downstreams, workload)
     sizes = pool_sizes.astype(np.float64)
     # rows: every (line, pool size) pair, line-major
     line_of_row = np.repeat(np.arange(len(lines)), len(sizes))
-    weights_l = (p_in[None, :, None] * prob_lf[:, None, :]).reshape(len(lines), -1)
     ttft_targets = sla.targets("ttft")
     targets = np.array([t.target_s for t in ttft_targets]) * sla_scale
     allowed = np.array([1.0 - t.quantile for t in ttft_targets])
@@ -365,23 +413,16 @@ def prefill_capacity_by_line(
     def feasible(rows: np.ndarray, n: np.ndarray, rate: np.ndarray) -> np.ndarray:
         queue = prefill_queue(classes, n, rate, cv2_a)
         p_wait, wait_mean = queue.p_wait, queue.wait_mean_s
-        offered = (rate * wan_bytes)[:, None]
-        wan = wan_transfer_time(
-            classes.wan_bytes, capacity_lf[rows], offered, flow_cap_l[rows, None], rtt_l[rows, None, None]
-        )
-        downstream_s = downstream.architecture.first_token_delay(
-            rdma[None, :, None], wan, downstream.md_step_s, downstream.relay_step_s, classes.relay[None, :, None]
-        )
-        delays = (service[None, :, None] + downstream_s).reshape(len(n), -1)
+        delays = paths.delays(rows, rate)
         ok = np.ones(len(n), dtype=bool)
         for target, share in zip(targets, allowed, strict=True):
             tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])
-            ok &= np.einsum("rk,rk->r", tail, weights_l[rows]) <= share
+            ok &= np.einsum("rk,rk->r", tail, paths.weights_l[rows]) <= share
         return ok
 
-    packed_s = float(classes.prefill_work_s @ p_in)  # the least work a request can bring
+    packed_s = float(classes.prefill_work_s @ classes.input_prob)  # the least work a request can bring
     mean_capacity = np.array([line.mean_capacity_bytes_per_s() if line is not None else math.inf for line in lines])
-    wan_ceiling = WAN_MAX_UTILIZATION * mean_capacity / max(wan_bytes, 1.0)
+    wan_ceiling = WAN_MAX_UTILIZATION * mean_capacity / max(paths.wan_bytes, 1.0)
     all_sizes = np.tile(sizes, len(lines))
     ceiling = np.minimum(np.minimum(all_sizes / packed_s * 0.999, rate_ceiling), wan_ceiling[line_of_row])
     sampled = _sampled(sizes)
@@ -394,6 +435,29 @@ def prefill_capacity_by_line(
     for k, line in enumerate(lines):
         # a shared line's transfers slow as the rate grows: only "more instances never carry less"
         out[k] = _filled_in(sizes, out[k], sampled, every, ceilings[k], per_instance=line is None)
+    return out
+
+
+def unloaded_ttft_s(
+    candidate: InstanceKind,
+    classes: RequestClasses,
+    downstreams: Sequence[Downstream],
+    workload: Workload,
+    quantiles: Sequence[float],
+) -> np.ndarray:
+    """(line, quantile): TTFT quantiles when nothing queues and the line is idle, the least any
+    pool of `candidate` reaches: the `quantiles` of the mixture over classes and line states of a
+    request's own prefill + load + first-token path (`_FirstTokenPaths.delays` at rate 0)."""
+    paths = _first_token_paths(candidate, classes, downstreams, workload)
+    rows = np.arange(len(downstreams))
+    delays = paths.delays(rows, np.zeros(len(rows)))
+    out = np.empty((len(rows), len(quantiles)))
+    for r in rows:
+        order = np.argsort(delays[r], kind="stable")
+        cumulative = np.cumsum(paths.weights_l[r][order])
+        for k, q in enumerate(quantiles):
+            index = min(int(np.searchsorted(cumulative, q * cumulative[-1] - 1e-12)), len(order) - 1)
+            out[r, k] = delays[r][order][index]
     return out
 
 

@@ -46,6 +46,28 @@ UNITS = {
 }
 
 
+def _ttft_floor_finding(builder: ProblemBuilder) -> dict[str, Any]:
+    """No prefill pool meets the TTFT targets at any rate: the best TTFT reachable (the kind and
+    line closest to the targets with nothing queued, `ProblemBuilder.unloaded_ttft`) against them."""
+    setup = builder.setup
+    targets = setup.workload.sla.targets("ttft")
+    wanted = " / ".join(f"{t.name} {t.target_s:g} s" for t in targets)
+    floor = builder.unloaded_ttft(setup.architecture.default_routing())
+    finding: dict[str, Any] = {"constraint": "prefill-capacity", "shortfall": setup.rate_ceiling}
+    reached = ""
+    if floor is not None:
+        quantiles, candidate, line = floor
+        finding["best_ttft_s"] = {t.name: float(q) for t, q in zip(targets, quantiles, strict=True)}
+        where = candidate.key + (f" over {line.key}, {line.gbps:g} Gbps" if line is not None else "")
+        got = " / ".join(f"{t.name} {q:.3g} s" for t, q in zip(targets, quantiles, strict=True))
+        reached = f"; even unloaded the closest ({where}) reaches {got}"
+    finding["message"] = (
+        f"no prefill pool meets {wanted} at any rate (the prefill and transfer of the slowest requests alone "
+        f"exceed it){reached}; loosen the TTFT SLA, use faster prefill GPUs, a smaller chunk, or more WAN bandwidth"
+    )
+    return finding
+
+
 def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, Any]]:
     """The binding constraints of an infeasible architecture, each with shortfall and fix
     (`builder` sizes prefill pools beyond the inventory, see `ProblemBuilder`)."""
@@ -82,16 +104,7 @@ def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, 
         )
         return findings
     if not any((caps > 0).any() for caps in data.prefill_caps.values()):
-        ttft_targets = " / ".join(f"{t.name} {t.target_s:g} s" for t in sla.targets("ttft"))
-        findings.append(
-            {
-                "constraint": "prefill-capacity",
-                "shortfall": setup.rate_ceiling,
-                "message": f"no prefill pool meets {ttft_targets} at "
-                "any rate (the prefill and transfer of the slowest requests alone exceed it); loosen the TTFT "
-                "SLA, use faster prefill GPUs, a smaller chunk, or more WAN bandwidth",
-            }
-        )
+        findings.append(_ttft_floor_finding(builder))
         return findings
     target = setup.rate_ceiling  # the --rate target in rate mode, else the offered rate
     if options.mode == "bcr" and options.min_served_fraction > 0:

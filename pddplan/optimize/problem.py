@@ -29,6 +29,7 @@ from pddplan.evaluate.capacity import (
     pool_size_estimate,
     prefill_capacity_by_line,
     slowest_extender,
+    unloaded_ttft_s,
 )
 from pddplan.evaluate.classes import RequestClasses, planning_effects, with_relay_rule, workload_classes
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
@@ -309,6 +310,37 @@ class ProblemBuilder:
             prefill_cache_bytes_per_rps=prefill_cache_bytes_per_rps(workload, setup.model),
             prefill_cache_room=self.prefill_cache_room(),
         )
+
+    def unloaded_ttft(self, routing: Routing | None) -> tuple[np.ndarray, Candidate, LinePool | None] | None:
+        """The prefill kind and line (None: RDMA) whose TTFT comes closest to the SLA's TTFT targets
+        when nothing queues and the line is idle (the largest ratio of quantile to target the
+        least), with those quantiles in the targets' order (`unloaded_ttft_s`); None without a
+        kind that holds the longest prompt."""
+        setup = self.setup
+        data = self.build(routing)
+        classes = self._classes_memo[routing.model_dump_json() if routing else None]
+        relays = self.decoders(role="relay")
+        md_step = max((d.step_s for d in relays if d.usable), default=math.inf)
+        targets = setup.workload.sla.targets("ttft")
+        target_s = np.array([t.target_s for t in targets])
+        best: tuple[float, np.ndarray, Candidate, LinePool | None] | None = None
+        for i, candidate in enumerate(setup.candidates):
+            if not holds_longest_prompt(candidate, setup.workload):
+                continue
+            lines = [
+                load.line
+                for k, load in enumerate(data.pools)
+                if (load.line.source if load.line is not None else data.datacenters[k]) == candidate.datacenter
+            ]
+            if not lines:
+                continue
+            downstreams = [Downstream(setup.architecture, line, md_step, md_step) for line in lines]
+            floors = unloaded_ttft_s(candidate, classes[i], downstreams, setup.workload, [t.quantile for t in targets])
+            for line, row in zip(lines, floors, strict=True):
+                score = float(np.max(row / target_s))
+                if best is None or score < best[0]:
+                    best = (score, row, candidate, line)
+        return None if best is None else best[1:]
 
     def prefill_cache_room(self) -> dict[int, float]:
         """Per prefill candidate, the bytes one instance holds for the prefix cache: its KV room
