@@ -485,3 +485,14 @@ def test_a_sweep_reads_the_files_its_workload_names_once(monkeypatch: pytest.Mon
     assert result.exit_code == 0, result.stderr
     assert len(json.loads(result.stdout)["points"]) == 3
     assert len(calls) == 1
+
+
+def test_a_shipped_workload_is_named_as_the_user_wrote_it_not_by_its_install_path(tmp_path: Path) -> None:
+    """A value the workload refuses: the message names `pdd-agent-64k`, not the package's folder;
+    a workload file of the user's is named by its path."""
+    message = one_error_line(run("sweep", WORKLOAD, "--param", "serving.chunk_tokens", "--values", "1,2"))
+    assert "pdd-agent-64k with serving.chunk_tokens = 1" in message and "/" not in message.split(" with ")[0]
+    own = tmp_path / "w.yaml"
+    own.write_text((workload_dir(WORKLOAD) / "pdd-agent-64k.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    message = one_error_line(run("sweep", str(own), "--param", "serving.chunk_tokens", "--values", "1,2"))
+    assert f"{own} with serving.chunk_tokens = 1" in message

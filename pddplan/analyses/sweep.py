@@ -172,14 +172,15 @@ def _tasks(
 ) -> list[SweepTask]:
     """One task per value: the workload file with `param` set to it, re-validated."""
     raw = read_data(workload_path)
+    name = catalog.shown("workloads", workload_path)
     if not isinstance(raw, dict):
-        raise InputError(f"{workload_path}: expected a mapping at the top level")
+        raise InputError(f"{name}: expected a mapping at the top level")
 
     tasks = []
     loaded: InputSet | None = None
     for value in values:
         data = set_path(raw, param, value, where="--param")
-        workload = check_workload(validate(Workload, data, f"{workload_path} with {param} = {value:g}"), workload_path)
+        workload = check_workload(validate(Workload, data, f"{name} with {param} = {value:g}"), workload_path)
         # a numeric field names no file: the model, profiles and traces read for the first point serve all
         loaded = loaded or load_input_set(workload, workload_path.resolve().parent)
         tasks.append(SweepTask(loaded.with_workload(workload), tuple(names), optimize))

@@ -26,6 +26,16 @@ def catalog_dir(kind: str) -> Path:
     return _PACKAGE_DIR.parent / kind
 
 
+def shown(kind: str, path: Path) -> str:
+    """How messages name a file: a catalog entry by its name (`pdd-agent-64k`, as a user writes
+    it, not the package's install path), any other file by its path."""
+    try:
+        inside = path.resolve().parent == catalog_dir(kind).resolve()
+    except OSError:
+        inside = False
+    return path.stem if inside and path.suffix in (".yaml", ".yml") else str(path)
+
+
 def is_installed_copy() -> bool:
     """Whether the catalogs are the copies inside an installed wheel (not a source checkout's
     folders): files there are pip's to replace, not a user's to edit."""
