@@ -487,3 +487,25 @@ def test_agg_servers_take_the_decode_batch_cap_cuda_graphs_and_mtp(tmp_path: Pat
     assert "--disable-decode-cuda-graph" in export_plan(eager, "sglang").files["prefill-0.sh"]
     assert "--enforce-eager" in export_plan(eager, "vllm").files["prefill-0.sh"]
     assert "MTP" not in export_plan(eager, "sglang").files["README.md"]
+
+
+def test_instances_smaller_than_a_node_share_it_in_scripts_not_in_manifests() -> None:
+    """The PDD plan's 16-GPU instances on (hypothetical) 32-GPU nodes: the two main decoders share
+    one node in the launch scripts, decode-1 on GPUs 16-31 with its server port 100 higher (the
+    router's URL too) and vLLM's NIXL side channel past decode-0's 16 ranks; 3 instances on 2
+    servers. Kubernetes schedules pods itself: its manifests keep one port and no GPU list."""
+    sglang = _export("pdd", "sglang", gpus_per_node=32)
+    decode_0, decode_1 = sglang.deployment.of_role("decode")
+    assert (decode_0.slot, decode_1.slot, decode_1.per_server) == (0, 1, 2)
+    assert decode_1.gpu_ids == list(range(16, 32)) and sglang.deployment.instances[0].gpu_ids is None
+    script = sglang.files["decode-1.sh"]
+    assert "export CUDA_VISIBLE_DEVICES=" + ",".join(str(g) for g in range(16, 32)) in script
+    assert "--port 30100" in script and "--port 30000" in sglang.files["decode-0.sh"]
+    assert "${DECODE_1_ADDR}:30100" in sglang.files["router.sh"]
+    assert (
+        "3 instances on 2 servers" in sglang.files["README.md"] and "- decode-0, decode-1" in sglang.files["README.md"]
+    )
+    vllm = _export("pdd", "vllm", gpus_per_node=32).files["decode-1.sh"]
+    assert "export VLLM_NIXL_SIDE_CHANNEL_PORT=5616" in vllm and "--port 8100" in vllm
+    manifests = "".join(_export("pdd", "k8s", gpus_per_node=32).files.values())
+    assert "CUDA_VISIBLE_DEVICES" not in manifests and "30100" not in manifests

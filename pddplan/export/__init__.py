@@ -85,7 +85,7 @@ def export_plan(
     if image is not None:
         check_script_text("--image", image)
     repo = model_repo_of(scenario.workload.model, model_path)
-    deployment = deployment_of(scenario, repo, gpus_per_node, checkpoint_given=bool(model_path))
+    deployment = deployment_of(scenario, repo, gpus_per_node, checkpoint_given=bool(model_path), pack=target != "k8s")
     if target == "k8s":
         return Export(target, engine, deployment, k8s_files(engine, deployment, image))
 

@@ -35,6 +35,21 @@ SGLANG_DIST_INIT_PORT = 20102
 VLLM_DP_RPC_PORT = 13345
 VLLM_MASTER_PORT = 29501  # vLLM's default --master-port
 ROUTER_PORT = 8000
+#: Instances sharing a server (`EngineInstance.slot`): each slot's server port is this much higher,
+#: its SGLang bootstrap port one higher, its vLLM NIXL side channel (one port per data-parallel
+#: rank from VLLM_NIXL_SIDE_CHANNEL_PORT, unique per host) past the slots before it.
+SLOT_PORT_STRIDE = 100
+VLLM_NIXL_SIDE_CHANNEL_PORT = 5600
+
+
+def server_port(engine: Engine, instance: EngineInstance) -> int:
+    """The port `instance`'s server listens on: the engine's, offset by its slot on a shared server."""
+    return SERVER_PORT[engine] + SLOT_PORT_STRIDE * instance.slot
+
+
+def bootstrap_port(instance: EngineInstance) -> int:
+    """SGLang's prefill bootstrap port of `instance`, offset by its slot on a shared server."""
+    return SGLANG_BOOTSTRAP_PORT + instance.slot
 
 
 class Shell(str):
@@ -80,7 +95,7 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
         args += ["--disaggregation-mode", instance.disaggregation]
         args += ["--disaggregation-transfer-backend", "mooncake_tcp" if instance.kv_transfer == "tcp" else "mooncake"]
     if instance.disaggregation == "prefill":
-        args += ["--disaggregation-bootstrap-port", str(SGLANG_BOOTSTRAP_PORT)]
+        args += ["--disaggregation-bootstrap-port", str(bootstrap_port(instance))]
         args += ["--chunked-prefill-size", str(deployment.chunk_tokens)]
     if instance.max_running_requests is not None:
         args += ["--max-running-requests", str(instance.max_running_requests)]
@@ -106,7 +121,7 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
     if instance.nodes > 1:
         args += ["--nnodes", str(instance.nodes), "--node-rank", node.rank]
         args += ["--dist-init-addr", Shell(f"{node.leader_address}:{SGLANG_DIST_INIT_PORT}")]
-    args += ["--host", "0.0.0.0", "--port", str(SERVER_PORT["sglang"])]
+    args += ["--host", "0.0.0.0", "--port", str(server_port("sglang", instance))]
     return args
 
 
@@ -169,7 +184,7 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
         else:
             graphs = {"max_decode_cudagraph_capture_requests": deployment.cuda_graph_max_batch}
             args += ["--compilation-config", json.dumps(graphs, separators=(",", ":"))]
-    args += ["--host", "0.0.0.0", "--port", str(SERVER_PORT["vllm"])]
+    args += ["--host", "0.0.0.0", "--port", str(server_port("vllm", instance))]
     return args
 
 
@@ -179,11 +194,17 @@ def headless(engine: Engine, instance: EngineInstance) -> bool:
 
 
 def server_env(engine: Engine, instance: EngineInstance) -> dict[str, str]:
-    """Environment a server needs beyond its flags: vLLM's NIXL speaks UCX, told to use TCP where
-    the KV crosses the WAN (there is no RDMA between datacenters)."""
+    """Environment a server needs beyond its flags: on a shared server its GPUs
+    (CUDA_VISIBLE_DEVICES) and, for vLLM's NIXL, its side-channel ports; NIXL speaks UCX, told to
+    use TCP where the KV crosses the WAN (there is no RDMA between datacenters)."""
+    env: dict[str, str] = {}
+    if instance.gpu_ids is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in instance.gpu_ids)
+        if engine == "vllm" and not instance.colocated:
+            env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(VLLM_NIXL_SIDE_CHANNEL_PORT + instance.slot * instance.gpus)
     if engine == "vllm" and instance.kv_transfer == "tcp":
-        return {"UCX_TLS": "tcp"}
-    return {}
+        env["UCX_TLS"] = "tcp"
+    return env
 
 
 def router_args(engine: Engine, deployment: Deployment, url: Callable[[EngineInstance], str]) -> list[str]:
@@ -204,8 +225,8 @@ def router_args(engine: Engine, deployment: Deployment, url: Callable[[EngineIns
     decode_urls = [url(i) for i in deployment.of_role("decode")]
     if engine == "sglang":
         args = ["python3", "-m", "sglang_router.launch_router", "--pd-disaggregation"]
-        for address in prefill_urls:
-            args += ["--prefill", address, str(SGLANG_BOOTSTRAP_PORT)]
+        for instance, address in zip(deployment.of_role("prefill"), prefill_urls, strict=True):
+            args += ["--prefill", address, str(bootstrap_port(instance))]
         for address in decode_urls:
             args += ["--decode", address]
         return [*args, "--policy", "cache_aware", "--host", "0.0.0.0", "--port", str(ROUTER_PORT)]

@@ -77,6 +77,15 @@ class EngineInstance:
     max_running_requests: int | None
     decode_radix_cache: bool
     quantization: str | None = None  # "fp8": the engine quantizes a 16-bit checkpoint as it loads it
+    #: instances smaller than a server share one: `per_server` of them, this one in `slot` (its GPUs
+    #: slot*gpus .. slot*gpus + gpus - 1 and ports offset by the slot, `engines.server_port`)
+    per_server: int = 1
+    slot: int = 0
+
+    @property
+    def gpu_ids(self) -> list[int] | None:
+        """The GPUs of its shared server it takes (None: a server or more of its own)."""
+        return None if self.per_server == 1 else list(range(self.slot * self.gpus, (self.slot + 1) * self.gpus))
 
     @property
     def colocated(self) -> bool:
@@ -194,12 +203,17 @@ def role_quantization(scenario: Scenario, checkpoint_given: bool) -> dict[RoleNa
 
 
 def deployment_of(
-    scenario: Scenario, model_repo: str, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, checkpoint_given: bool = False
+    scenario: Scenario,
+    model_repo: str,
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+    checkpoint_given: bool = False,
+    pack: bool = False,
 ) -> Deployment:
     """The engine instances that realize `scenario`'s plan; InputError when an instance's GPUs do
     not fill whole nodes (a 12-GPU instance on 8-GPU nodes). `checkpoint_given`: the user named
     the checkpoint (`--model-path`), which is then taken to be in the workload's weight formats
-    (no online quantization)."""
+    (no online quantization). `pack`: a role's instances smaller than a node share nodes,
+    floor(gpus_per_node / tp) to a node (launch scripts; a Kubernetes scheduler packs pods itself)."""
     if not 1 <= gpus_per_node <= MAX_GPUS_PER_NODE:
         raise InputError(f"--gpus-per-node = {gpus_per_node}: must be 1 to {MAX_GPUS_PER_NODE}")
     plan, workload = scenario.plan, scenario.workload
@@ -226,6 +240,7 @@ def deployment_of(
         crosses_wan = role_name == "decode" or (role_name == "prefill" and not scenario.architecture.has_relay)
         transport: Transport = "none" if colocated else "tcp" if wan and crosses_wan else "rdma"
         mode: Disaggregation = "none" if colocated else "decode" if is_decode else "prefill"
+        per_server = min(max(gpus_per_node // role.tp, 1), role.count) if pack else 1
         instances.extend(
             EngineInstance(
                 role=role_name,
@@ -243,6 +258,8 @@ def deployment_of(
                 max_running_requests=scenario.fixed_decode_batch if mode != "prefill" else None,
                 decode_radix_cache=role_name == "decode" and scenario.architecture.decode_keeps_prefix_cache,
                 quantization=quantization[role_name],
+                per_server=per_server,
+                slot=index % per_server,
             )
             for index in range(role.count)
         )
@@ -273,5 +290,5 @@ def deployment_of(
 
 
 def nodes_total(deployment: Deployment) -> int:
-    """Servers the deployment occupies."""
-    return sum(i.nodes for i in deployment.instances)
+    """Servers the deployment occupies (a shared server counted once, by its first slot's instance)."""
+    return sum(i.nodes for i in deployment.instances if i.slot == 0)

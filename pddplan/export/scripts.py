@@ -14,7 +14,6 @@ import yaml
 
 from pddplan.export.engines import (
     ENGINE_VERSIONS,
-    SERVER_PORT,
     Engine,
     NodeContext,
     Shell,
@@ -22,6 +21,7 @@ from pddplan.export.engines import (
     router_args,
     server_args,
     server_env,
+    server_port,
 )
 from pddplan.export.layout import Deployment, EngineInstance, nodes_total
 
@@ -65,7 +65,9 @@ def instance_script(engine: Engine, deployment: Deployment, instance: EngineInst
     where = f"{instance.gpus} x {instance.gpu} in {instance.datacenter}"
     text = f"#!/bin/sh\n{_header(deployment, engine)}# {instance.label}: {role_title(instance)}, {where}"
     if instance.nodes == 1:
-        text += ", one node\nset -eu\n"
+        ids = instance.gpu_ids
+        text += ", one node\n" if ids is None else f", GPUs {ids[0]}-{ids[-1]} of a node it shares\n"
+        text += "set -eu\n"
         node = NodeContext(rank=Shell("0"), leader_address=Shell(f'"${{{variable}:-127.0.0.1}}"'))
         return text + render_command(server_args(engine, deployment, instance, node), server_env(engine, instance))
     text += (
@@ -95,7 +97,7 @@ def _indent(text: str, pad: str = "    ") -> str:
 
 
 def _url(engine: Engine, instance: EngineInstance) -> str:
-    return f"http://${{{address_variable(instance)}}}:{SERVER_PORT[engine]}"
+    return f"http://${{{address_variable(instance)}}}:{server_port(engine, instance)}"
 
 
 def router_script(engine: Engine, deployment: Deployment) -> str:
@@ -160,8 +162,10 @@ def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
         layout = {"tp": f"TP{i.gpus}", "ep": f"EP{i.gpus} + DP attention", "tp-ep": f"EP{i.gpus} + TP attention"}[
             i.layout
         ]
+        ids = i.gpu_ids
+        nodes = str(i.nodes) if ids is None else f"shared, GPUs {ids[0]}-{ids[-1]}"
         lines.append(
-            f"| {i.label}.sh | {role_title(i)} | {i.datacenter} | {i.gpus} x {i.gpu} | {i.nodes} | {layout} "
+            f"| {i.label}.sh | {role_title(i)} | {i.datacenter} | {i.gpus} x {i.gpu} | {nodes} | {layout} "
             f"| {address_variable(i)} |"
         )
     lines += [
@@ -169,6 +173,20 @@ def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
         "Set every address variable (each instance's head node) where the scripts run; start the servers,",
         f"then `router.sh` in the {where_router} datacenter.",
     ]
+    servers: dict[tuple[str, int], list[str]] = {}
+    for i in deployment.instances:
+        if i.gpu_ids is not None:
+            servers.setdefault((i.role, i.index // i.per_server), []).append(i.label)
+    if servers:
+        lines += [
+            "",
+            "Instances smaller than a server share one; give the instances of a server the same address:",
+            *(f"- {', '.join(labels)}" for labels in servers.values()),
+            "",
+            "Each script takes its slot's GPUs (CUDA_VISIBLE_DEVICES) and its own ports (the server port 100",
+            "higher per slot, SGLang's bootstrap port 1 higher, vLLM's NIXL side channel past the slots before",
+            "it).",
+        ]
     if deployment.colocated:
         lines += ["", *colocated_notes(engine, deployment)]
     if deployment.relay_on_prefill:
