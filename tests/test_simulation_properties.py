@@ -33,7 +33,7 @@ from pddplan.inputs.input_set import load_input_set, load_trace
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf.roofline import decode_step_time
 from pddplan.scenarios.scenario import Scenario, build_scenario
-from pddplan.simulate.engine import simulate_requests
+from pddplan.simulate.engine import interpolate, simulate_requests
 from pddplan.simulate.servers import DecodeInstance, Link
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Fluctuation, Workload
@@ -354,3 +354,17 @@ def test_same_seed_same_simulation(seed: int, architecture: str, option: str) ->
     assert stats_a == stats_b
     c, _ = simulate_requests(s, 80, seed + 1)
     assert not np.array_equal(a.arrival_s, c.arrival_s)
+
+
+@given(
+    st.lists(st.floats(0.0, 1e6, allow_nan=False), min_size=2, max_size=40, unique=True),
+    st.lists(st.floats(0.0, 10.0, allow_nan=False), min_size=40, max_size=40),
+    st.floats(-10.0, 2e6, allow_nan=False),
+)
+def test_scalar_interpolation_is_numpys_to_the_bit(grid: list[float], values: list[float], x: float) -> None:
+    """The simulator's one-value interpolation (a relay handoff's extend step) gives np.interp's
+    float exactly, inside the grid, on its points and beyond either end."""
+    xp = sorted(grid)
+    fp = values[: len(xp)]
+    for point in (x, xp[0], xp[-1], xp[len(xp) // 2]):
+        assert interpolate(point, xp, fp) == float(np.interp(point, xp, fp))

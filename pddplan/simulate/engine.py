@@ -27,6 +27,7 @@ event heap.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import deque
@@ -218,6 +219,20 @@ def _decode_pool(scenario: Scenario, role: Role, context: float, reserved_bytes:
     return [DecodeInstance(index=i, step_table=table, max_batch=limit) for i in range(role.count)]
 
 
+def interpolate(x: float, xp: list[float], fp: list[float]) -> float:
+    """np.interp(x, xp, fp) for one x, by its arithmetic: fp's ends outside xp, fp[j] at a grid
+    point, else slope * (x - xp[j]) + fp[j] with slope = (fp[j+1] - fp[j]) / (xp[j+1] - xp[j])."""
+    if x >= xp[-1]:
+        return fp[-1]
+    if x < xp[0]:
+        return fp[0]
+    j = bisect.bisect_right(xp, x) - 1
+    if xp[j] == x:
+        return fp[j]
+    slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j])
+    return slope * (x - xp[j]) + fp[j]
+
+
 def _least_loaded(pool: list[DecodeInstance]) -> DecodeInstance:
     return min(pool, key=lambda inst: (inst.batch + len(inst.queue), inst.index))
 
@@ -327,6 +342,7 @@ class _Simulation:
         # output, interpolated (the step time is smooth in the token count).
         self.extend_grid = np.unique(np.geomspace(1.0, max(float(self.output.max()), 2.0), 96))
         self.extend_table = extend_time(scenario.decode.instance, self.extend_grid, context)
+        self.extend_grid_list, self.extend_table_list = self.extend_grid.tolist(), self.extend_table.tolist()
 
         # the outcomes
         self.first_token = np.full(count, math.nan)
@@ -454,6 +470,10 @@ class _Simulation:
         """The main decoder's extend step over `tokens` eager tokens (at least one)."""
         return np.interp(np.maximum(tokens, 1.0), self.extend_grid, self.extend_table)
 
+    def extend_one_s(self, tokens: float) -> float:
+        """`extend_s` of one count, without numpy's per-call cost (the same arithmetic as np.interp)."""
+        return interpolate(max(tokens, 1.0), self.extend_grid_list, self.extend_table_list)
+
     def switch(self, request: int, t: float, last_chunk: float) -> None:
         """Stop the relay at t and send the last chunk's token IDs: the main decoder extends them
         (the request's hiccup) and decodes the rest."""
@@ -463,7 +483,7 @@ class _Simulation:
         inst.remove(request)
         self.relay_tokens[request] = done
         self.admit_queued(inst, t)
-        stall_s = float(self.extend_s(np.array(last_chunk)))
+        stall_s = self.extend_one_s(last_chunk)
         self.send_to_md(request, t, self.output_list[request] - done, stall_s, t)
 
     def finished_on_relay(self, request: int, t: float) -> None:
@@ -530,6 +550,9 @@ class _Simulation:
             inst.queue = deque(entry for entry in inst.queue if entry[0] != request)
             self.relay_instance.pop(request)
             self.send_to_md(request, t, self.output_list[request], 0.0, None)
+            return
+        if not wants_catch_up(self.handoff, inst.batch / inst.max_batch):  # one chunk: stop now
+            self.switch(request, t, inst.tokens_done(request))
             return
         earlier_extend_s: list[float] = []  # catch_up_rounds extends each earlier chunk once, in order
 
