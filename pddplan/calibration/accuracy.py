@@ -20,7 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from pddplan.calibration.calibrate import ErrorSummary, Measurement, accuracy_rows, predict, read_measurements
+from pddplan.calibration.calibrate import (
+    ErrorSummary,
+    Measurement,
+    RowModels,
+    accuracy_rows,
+    predict,
+    read_measurements,
+)
 from pddplan.calibration.refit import refit
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
@@ -232,6 +239,7 @@ def cross_validation(
     if folds < 2:
         raise InputError(f"--folds = {folds}: cross-validation needs at least 2 folds")
     predicted = np.full(len(rows), np.nan)
+    models: RowModels = {}
     for k, group in enumerate(fold_groups(rows, folds, unit)):
         held = set(group)
         names = sorted({rows[i].model if unit == "model" else rows[i].stack for i in held})
@@ -241,7 +249,7 @@ def cross_validation(
         fit = refit(train)
         for i in sorted(held):
             m = rows[i]
-            predicted[i] = float(predict([m], fit.factors(m.gpu, m.stack))[0])
+            predicted[i] = float(predict([m], fit.factors(m.gpu, m.stack), models=models)[0])
     scored = ~np.isnan(predicted)
     measured = np.array([m.measured_s for m in rows])
     return {

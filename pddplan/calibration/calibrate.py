@@ -231,7 +231,11 @@ def _check_names(rows: list[Measurement], path: Path) -> None:
                 raise InputError(f"{path}: line {m.line}: {column} = {value!r}: {exc}") from None
 
 
-def _model_for(m: Measurement, cache: dict[tuple[str, str, str, str], ModelArchitecture]) -> ModelArchitecture:
+#: models by (name, weight format, expert format, KV dtype), as the rows name them
+RowModels = dict[tuple[str, str, str, str], ModelArchitecture]
+
+
+def _model_for(m: Measurement, cache: RowModels) -> ModelArchitecture:
     """The row's model at the row's weight formats: `weight_dtype` for every weight, then
     `expert_weight_dtype` for the routed experts where the row sets it."""
     key = (m.model, m.weight_dtype, m.expert_weight_dtype, m.kv_dtype)
@@ -253,10 +257,13 @@ def predict(
     efficiency: Efficiency | None = None,
     hardware: dict[str, HardwareProfile] | None = None,
     by_stack: bool = False,
+    models: RowModels | None = None,
 ) -> np.ndarray:
     """Predicted step seconds for each row: with `efficiency` for every GPU, or each GPU's own
-    factors (`by_stack`: those of the row's stack where the GPU's profile holds them)."""
-    models: dict[tuple[str, str, str, str], ModelArchitecture] = {}
+    factors (`by_stack`: those of the row's stack where the GPU's profile holds them). `models`:
+    the rows' models already resolved (a fit predicts the same rows hundreds of times), else
+    resolved here."""
+    models = {} if models is None else models
     profiles = dict(hardware or {})
     out = []
     for m in rows:
@@ -407,8 +414,10 @@ def fit_efficiency(
 
     spread = np.array([ridge_spread(PRIOR_OF[name], stack_level) for name, _, _ in free])
 
+    models: RowModels = {}  # resolved once, not at each of the solver's evaluations
+
     def residuals(vector: np.ndarray) -> np.ndarray:
-        predicted = predict(fit_rows, to_efficiency(vector), hardware)
+        predicted = predict(fit_rows, to_efficiency(vector), hardware, models=models)
         errors = np.log(predicted / measured_fit)
         if prior_weight <= 0:
             return errors
@@ -417,8 +426,8 @@ def fit_efficiency(
     solution = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", max_nfev=400)
     fitted = to_efficiency(solution.x)
     measured_all = np.array([m.measured_s for m in rows])
-    before = predict(rows, start, hardware)
-    after = predict(rows, fitted, hardware)
+    before = predict(rows, start, hardware, models=models)
+    after = predict(rows, fitted, hardware, models=models)
     is_fit = np.array([m.split == "fit" for m in rows])
     after_holdout = ErrorSummary.of(after[~is_fit], measured_all[~is_fit])
     return CalibrationResult(
