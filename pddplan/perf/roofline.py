@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -194,6 +194,7 @@ class _ModelConstants:
     gqa_head_dim: float  # the attention kernels' head dim; 0 for MLA, whose kernels are checked as they are
 
 
+@lru_cache(maxsize=128)  # a model is frozen: its constants never change (a fit builds ~10^4 instances)
 def _model_constants(model: ModelArchitecture) -> _ModelConstants:
     counts = param_counts(model)
     dense_bytes = weight_bytes_per_value(model.weight_dtype)
