@@ -169,7 +169,7 @@ def test_unknown_key_without_a_near_name_lists_the_fields() -> None:
     data["zzz"] = 1
     assert message(Workload, data, "w.yaml") == (
         "w.yaml: zzz: unknown field; expected one of: name, description, model, kv_dtype, weights, expert_weights, "
-        "arrival, "
+        "role_weights, arrival, "
         "prompt_tokens, output_tokens, hit_rate, request_mix, sla, prices, deployment, serving, scenarios, sources"
     )
 
