@@ -648,6 +648,22 @@ def test_architectures_optimized_side_by_side_give_the_same_report() -> None:
     assert side_by_side == alone
 
 
+def test_variants_sharing_one_pool_give_each_its_own_report() -> None:
+    """Two rates of chat-short-lowhit optimized together, their searches in one pool of workers,
+    give the reports each gives alone (the robustness table's runs)."""
+    from pddplan.optimize.run import optimize, optimize_variants
+
+    workload = load_workload("chat-short-lowhit")
+    base = workload_dir("chat-short-lowhit")
+    options = OptimizeOptions(verify=False, jobs=2)
+    faster = workload.model_copy(update={"arrival": workload.arrival.model_copy(update={"rate_rps": 30.0})})
+    names = ["pd-intra", "agg"]
+    together = optimize_variants([(workload, options), (faster, options)], base, names)
+    alone = [optimize(w, base, replace(options, jobs=1), names) for w in (workload, faster)]
+    assert [r.to_dict() for r in together] == [r.to_dict() for r in alone]
+    assert together[0].to_dict() != together[1].to_dict()
+
+
 def test_a_budget_buys_more_than_the_workload_rate_when_it_can() -> None:
     """--budget used to stop at the workload's own rate: $60/h buys chat-short-lowhit's 20 req/s
     several times over on pd-intra, so the plan must serve more than 20 req/s within $60/h."""

@@ -24,12 +24,13 @@ from pddplan.specs.plan import ArchitectureName
 from pddplan.support.forking import fork_is_safe, forked_pool
 
 # What the forked workers read: set just before the pool forks, cleared after it closes.
-_SHARED: tuple[InputSet, OptimizeOptions] | None = None
+_SHARED: list[tuple[InputSet, OptimizeOptions]] | None = None
 
 
-def _one(name: ArchitectureName) -> ArchitectureResult:
-    assert _SHARED is not None, "a worker runs only inside optimize_all's pool"
-    inputs, options = _SHARED
+def _one(task: tuple[int, ArchitectureName]) -> ArchitectureResult:
+    assert _SHARED is not None, "a worker runs only inside optimize_cases' pool"
+    case, name = task
+    inputs, options = _SHARED[case]
     return optimize_architecture(inputs, name, options)
 
 
@@ -58,18 +59,31 @@ def optimize_all(
     progress: Callable[[str], None] | None = None,
 ) -> list[ArchitectureResult]:
     """`optimize_architecture` for each of `names`, in that order, on up to `options.jobs` workers."""
+    return optimize_cases([(inputs, options)], names, progress)[0]
+
+
+def optimize_cases(
+    cases: Sequence[tuple[InputSet, OptimizeOptions]],
+    names: Sequence[ArchitectureName],
+    progress: Callable[[str], None] | None = None,
+) -> list[list[ArchitectureResult]]:
+    """`optimize_all` of each case (a workload variant and its options), every (case, architecture)
+    pair one task for the same pool, so that one case's long search does not leave a core idle
+    while the next case waits (up to the first case's `jobs` workers)."""
     global _SHARED
-    workers = worker_count(options.jobs, len(names))
+    tasks = [(case, name) for case in range(len(cases)) for name in names]
+    workers = worker_count(cases[0][1].jobs if cases else 1, len(tasks))
     if workers == 1 or not fork_is_safe():
-        return [optimize_architecture(inputs, name, options, progress) for name in names]
+        return [[optimize_architecture(inputs, name, options, progress) for name in names] for inputs, options in cases]
     if progress:
         progress(f"optimizing {', '.join(names)} on {workers} workers")
-    _SHARED = (inputs, options)
+    _SHARED = list(cases)
     try:
-        order = longest_first(names)
+        within = longest_first(names)  # the longest searches first, case by case
+        order = [(case, names[i]) for i in within for case in range(len(cases))]
         with forked_pool(workers) as pool:
-            done = dict(zip(order, pool.map(_one, [names[i] for i in order]), strict=True))
-        return [done[i] for i in range(len(names))]
+            done = dict(zip(order, pool.map(_one, order), strict=True))
+        return [[done[(case, name)] for name in names] for case in range(len(cases))]
     except BrokenProcessPool as error:
         raise RuntimeError(
             f"an optimizer worker process died ({error}); rerun with --jobs 1 to optimize in one process"

@@ -23,7 +23,7 @@ from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.candidates import tp_degrees
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
+from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize_variants
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.scenarios.variants import extend_widths, scale_gpu_prices, scale_rate, with_serving
 from pddplan.specs.plan import ArchitectureName
@@ -317,27 +317,12 @@ def robustness(
     notes = [] if types else [_no_price_note(nominal_report)]
     rows = [row_of(nominal_report, "nominal")]
     chosen = variations(inputs, options, types)
-    for index, variation in enumerate(chosen, start=1):
-        step = f"robustness {index}/{len(chosen)} ({variation.label})"
-        if progress:
-            progress(step)
-        report = optimize(
-            variation.workload,
-            base_dir,
-            variation.options,
-            names,
-            progress=_prefixed(progress, step),
-        )
+    if progress:
+        progress(f"robustness: {len(chosen)} variations ({', '.join(v.label for v in chosen)})")
+    reports = optimize_variants([(v.workload, v.options) for v in chosen], base_dir, names, progress)
+    for variation, report in zip(chosen, reports, strict=True):
         rows.append(row_of(report, variation.label, variation.kind, variation.change))
     return RobustnessReport(rows=rows, notes=notes)
-
-
-def _prefixed(progress: Callable[[str], None] | None, step: str) -> Callable[[str], None] | None:
-    """The progress callback with every message prefixed by `step`."""
-    if progress is None:
-        return None
-    report = progress
-    return lambda text: report(f"{step}: {text}")
 
 
 def _no_price_note(report: OptimizeReport) -> str:

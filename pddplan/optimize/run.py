@@ -12,7 +12,7 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.candidates import instance_widths
 from pddplan.optimize.frontier import PlanOption
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.parallel import optimize_all
+from pddplan.optimize.parallel import optimize_cases
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.scenarios.describe import scenario_roles, scenario_wan
 from pddplan.specs.plan import ArchitectureName
@@ -197,7 +197,22 @@ def optimize(
     """Optimize each architecture (default: every registered one) under the same SLA and prices.
 
     The files the workload names are read once, here (see `pddplan.inputs.input_set`)."""
+    return optimize_variants([(workload, options)], base_dir, names, progress)[0]
+
+
+def optimize_variants(
+    variants: Sequence[tuple[Workload, OptimizeOptions]],
+    base_dir: Path | None,
+    names: Sequence[ArchitectureName] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[OptimizeReport]:
+    """`optimize` of each (workload, options) variant, their architectures' searches sharing one
+    pool of workers (`pddplan.optimize.parallel.optimize_cases`): the same reports as one by one."""
     chosen = names if names is not None else architectures.names()
-    inputs = load_input_set(workload, base_dir)
-    results = optimize_all(inputs, chosen, options, progress)
-    return OptimizeReport(workload=workload, options=options, results=results, widths=instance_widths(inputs))
+    inputs = [load_input_set(workload, base_dir) for workload, _ in variants]
+    cases = [(loaded, options) for loaded, (_, options) in zip(inputs, variants, strict=True)]
+    results = optimize_cases(cases, chosen, progress)
+    return [
+        OptimizeReport(workload=workload, options=options, results=found, widths=instance_widths(loaded))
+        for (workload, options), loaded, found in zip(variants, inputs, results, strict=True)
+    ]
