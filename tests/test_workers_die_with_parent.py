@@ -58,32 +58,32 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_pool_worker_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
-    marker = tmp_path / "worker.pid"
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(marker)])
+    parent, worker = _started_worker(PARENT, tmp_path / "worker.pid")
     try:
-        deadline = time.monotonic() + 30
-        while not (marker.exists() and marker.read_text()):
-            assert time.monotonic() < deadline, "the worker never started"
-            time.sleep(0.05)
-        worker = int(marker.read_text())
         assert _alive(worker)
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 10
-        while _alive(worker):
-            assert time.monotonic() < deadline, "the worker outlived its SIGKILLed parent"
-            time.sleep(0.05)
+        _wait_until_gone(worker, "the worker outlived its SIGKILLed parent")
     finally:
         parent.kill()
 
 
 def _started_worker(script: str, marker: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A parent running `script` and the pid of the pool worker it wrote to `marker`."""
     parent = subprocess.Popen([sys.executable, "-c", script, str(marker)])
     deadline = time.monotonic() + 30
     while not (marker.exists() and marker.read_text()):
         assert time.monotonic() < deadline, "the worker never started"
         time.sleep(0.05)
     return parent, int(marker.read_text())
+
+
+def _wait_until_gone(pid: int, message: str) -> None:
+    """Fails with `message` unless process `pid` is gone within 10 s."""
+    deadline = time.monotonic() + 10
+    while _alive(pid):
+        assert time.monotonic() < deadline, message
+        time.sleep(0.05)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc tells whether the worker runs")
@@ -93,10 +93,7 @@ def test_sigterm_stops_the_parent_and_its_running_worker_at_once(tmp_path: Path)
     try:
         parent.send_signal(signal.SIGTERM)
         assert parent.wait(timeout=10) == 128 + signal.SIGTERM
-        deadline = time.monotonic() + 10
-        while _alive(worker):
-            assert time.monotonic() < deadline, "the worker outlived its parent's SIGTERM"
-            time.sleep(0.05)
+        _wait_until_gone(worker, "the worker outlived its parent's SIGTERM")
     finally:
         parent.kill()
 

@@ -39,6 +39,8 @@ ROUTER_PORT = 8000
 #: its SGLang bootstrap port one higher, its vLLM NIXL side channel (one port per data-parallel
 #: rank from VLLM_NIXL_SIDE_CHANNEL_PORT, unique per host) past the slots before it.
 SLOT_PORT_STRIDE = 100
+#: vLLM's default NIXL side-channel port, one more per data-parallel rank, unique per host (vLLM docs,
+#: features/nixl_connector_usage.md, as of vLLM 0.34)
 VLLM_NIXL_SIDE_CHANNEL_PORT = 5600
 
 

@@ -383,13 +383,9 @@ def _other_plans(report: PlanReport, targets: list[tuple[float, str]]) -> list[t
 
 def layout_text(scenario: Scenario) -> str:
     """`48 x gpu-a, 16 x gpu-b; 1 x express-40g`: the GPUs and lines of a scenario's plan."""
-    gpus: dict[str, int] = {}
-    plan = scenario.plan
-    for role in (plan.prefill, plan.relay, plan.decode):  # agg has no decode role, a relay on P no relay
-        if role is not None:
-            gpus[role.gpu] = gpus.get(role.gpu, 0) + role.count * role.tp
+    gpus = ", ".join(f"{n} x {g}" for g, n in scenario.gpus_by_type().items())
     lines = ", ".join(f"{x.count} x {x.option}" for x in scenario.plan.wan)
-    return "; ".join(part for part in (", ".join(f"{n} x {g}" for g, n in gpus.items()), lines) if part)
+    return "; ".join(part for part in (gpus, lines) if part)
 
 
 def _inputs(inputs: dict[str, str]) -> str:
