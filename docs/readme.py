@@ -198,9 +198,10 @@ def peer_table() -> str:
 
 
 def robustness_table() -> str:
+    from pddplan.optimize.outputs import Robustness
     from pddplan.report.robustness_report import markdown
 
-    report = data(*MAIN, "--robustness")["robustness"]
+    report = Robustness.model_validate(data(*MAIN, "--robustness")["robustness"])
     return "\n".join(markdown(report)) + "\n"
 
 

@@ -203,7 +203,7 @@ def test_cost_bcr_and_goodput() -> None:
 
 
 def test_to_dict_has_the_documented_keys() -> None:
-    out = evaluate(scenario(plan_data("small-pdd"))).to_dict()
+    out = evaluate(scenario(plan_data("small-pdd"))).to_output().json_data()
     for key in (
         "ttft_p50_s",
         "ttft_p90_s",
@@ -253,7 +253,7 @@ def test_rate_argument_sizes_the_radix_cache_at_that_rate() -> None:
     assert at_rate.stages == in_plan.stages
     assert at_rate.ttft == in_plan.ttft and at_rate.tpot == in_plan.tpot
     assert at_rate.sla_met and at_rate.sla_violations == []
-    assert at_rate.to_dict() == in_plan.to_dict()
+    assert at_rate.to_output() == in_plan.to_output()
 
 
 def test_tight_sla_is_reported_and_cuts_goodput() -> None:
@@ -347,7 +347,7 @@ def test_overloaded_line_is_unstable() -> None:
     assert math.isinf(result.ttft.p50_s) and math.isinf(result.ttft.p99_s)
     assert result.goodput_rps == 0 and result.bcr == 0
     assert "WAN utilization" in result.sla_violations[0] and result.sla_violations[0].startswith("unstable")
-    assert result.to_dict()["ttft_p90_s"] == math.inf  # the CLI turns this into null
+    assert result.to_output().ttft_p90_s == math.inf  # the CLI turns this into null
 
 
 def test_overloaded_prefill_and_decode_are_unstable() -> None:

@@ -481,7 +481,7 @@ def test_fixed_plan_keeps_the_deployment_and_moves_the_hit_rate() -> None:
 
     workload = load_workload(WORKLOAD)
     result = bathtub(workload, workload_dir(WORKLOAD), ["pd-intra", "pdd"], BathtubOptions(points=11, fixed_plan=True))
-    assert result.fixed_plan and result.to_dict()["fixed_plan"] is True
+    assert result.fixed_plan and result.to_output().fixed_plan is True
     rate = workload.arrival.rate_rps
     for arch in ("pd-intra", "pdd"):
         plans = [plan for plan in result.plans[arch] if plan is not None]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pddplan.report.output_schemas import validate_output
+from pddplan.report.schemas import validate_output
 from pddplan.trace.bathtub_marks import marks_text, trace_marks
 
 ROOT = Path(__file__).resolve().parent.parent

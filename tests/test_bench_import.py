@@ -11,7 +11,7 @@ import pytest
 
 from pddplan.calibration.bench_import import default_stack, read_bench, rows_csv, rows_from_runs
 from pddplan.errors import InputError
-from pddplan.report.output_schemas import validate_output
+from pddplan.report.schemas import validate_output
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "examples" / "bench"

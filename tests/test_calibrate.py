@@ -499,7 +499,7 @@ def test_accuracy_report_on_a_small_csv(tmp_path: Path) -> None:
         row("prefill", 100, split="excluded"),
     ]
     path = synthetic_csv(tmp_path / "acc.csv", rows, TRUE)
-    report = accuracy_report(path)
+    report = accuracy_report(path).json_data()
     assert report["rows"] == 4 and report["excluded"] == 1
     assert report["summary"]["fit"]["count"] == 2 and report["summary"]["holdout"]["count"] == 1
     assert len(report["points"]) == 4  # the excluded row is listed, not scored
@@ -519,7 +519,7 @@ def test_accuracy_scores_a_row_with_its_stack_factors(tmp_path: Path) -> None:
     profile = load_hardware("b200")
     stack = sorted(profile.stack_efficiency)[0]
     rows = [row("decode", 1, 0, 8, 1000, gpu="b200", stack=stack), row("decode", 1, 0, 8, 1000, gpu="b200")]
-    report = accuracy_report(synthetic_csv(tmp_path / "stack.csv", rows, TRUE))
+    report = accuracy_report(synthetic_csv(tmp_path / "stack.csv", rows, TRUE)).json_data()
     stacked, plain = report["points"]
     assert (stacked["factors"], plain["factors"]) == ("stack", "profile")
     model = load_model("llama-3.1-8b")
@@ -605,7 +605,7 @@ def same_factors(written: Efficiency | None, fitted: Efficiency) -> bool:
 def test_accuracy_default_is_found_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The shipped measurements resolve from the package (tests/data in a checkout, _catalog in a wheel)."""
     monkeypatch.chdir(tmp_path)
-    report = accuracy_report()
+    report = accuracy_report().json_data()
     assert Path(report["measurements"]).name == "measurements.csv"
     assert report["rows"] == len(read_measurements(Path(report["measurements"])))
 

@@ -138,7 +138,9 @@ def test_html_lists_the_findings(files: dict[str, Any], result: tub.BathtubResul
 
 
 def test_the_cli_and_the_library_agree(files: dict[str, Any], result: tub.BathtubResult) -> None:
-    assert files["json"] == json.loads(json.dumps(result.to_dict(), allow_nan=True).replace("NaN", "null"))
+    assert files["json"] == json.loads(
+        json.dumps(result.to_output().json_data(), allow_nan=True).replace("NaN", "null")
+    )
 
 
 def test_html_needs_no_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

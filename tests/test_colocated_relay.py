@@ -193,7 +193,7 @@ def test_simulation_agrees_with_the_closed_form(tmp_path: Path) -> None:
     scenario = scenario_of(path, WORKLOAD)
     closed = evaluate(scenario)
     for seed in (0, 1):
-        sim = simulate(scenario, 20_000, seed).summary
+        sim = simulate(scenario, 20_000, seed).summary.json_data()
         assert sim["rld_token_share"] == pytest.approx(closed.rld_token_share, rel=0.15)
         relayed = next(p["ttft_p90_s"] for p in sim["pipelines"] if p["pipeline"] == "P-RLD-MD")
         assert relayed == pytest.approx(closed.pipelines["P-RLD-MD"]["ttft_p90_s"], rel=0.10)

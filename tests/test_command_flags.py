@@ -119,14 +119,14 @@ def test_a_library_caller_gets_the_command_lines_error(cli: Any, name: str) -> N
 
 def test_evaluate_flags_give_the_figures_evaluate_prints(cli: Any) -> None:
     _, figures = EvaluateFlags(PLAN, WORKLOAD).evaluate()
-    assert json.loads(json.dumps(figures)) == json_of(cli("evaluate", PLAN, WORKLOAD, "--json"))
+    assert json.loads(json.dumps(figures.json_data())) == json_of(cli("evaluate", PLAN, WORKLOAD, "--json"))
 
 
 def test_simulate_flags_replay_the_traces_first_requests(cli: Any, tmp_path: Path) -> None:
     flags = SimulateFlags(PLAN, WORKLOAD, requests=150, trace=TRACE, per_request=tmp_path / "records.csv")
     run = flags.prepare()
     assert (run.requests, run.source) == (150, "simulated, 150 requests, seed 0")
-    summary = flags.simulate(run).summary
+    summary = flags.simulate(run).summary.json_data()
     assert len((tmp_path / "records.csv").read_text().splitlines()) == 151  # the header, then one per request
     from_cli = json_of(cli("simulate", PLAN, WORKLOAD, "--trace", str(TRACE), "--requests", "150", "--json"))
     assert json.loads(json.dumps(summary)) == from_cli
@@ -134,7 +134,7 @@ def test_simulate_flags_replay_the_traces_first_requests(cli: Any, tmp_path: Pat
 
 def test_trace_import_flags_write_the_workload_the_command_writes(cli: Any, tmp_path: Path) -> None:
     flags = TraceImportFlags(TRACE, workload_out=tmp_path / "traced.yaml", like=WORKLOAD)
-    assert flags.summary() == json_of(cli("trace", "import", str(TRACE), "--json"))
+    assert flags.summary().json_data() == json_of(cli("trace", "import", str(TRACE), "--json"))
     assert flags.write_workload() == tmp_path / "traced.yaml"
     written = (tmp_path / "traced.yaml").read_text()
     (tmp_path / "traced.yaml").unlink()

@@ -67,7 +67,7 @@ def test_cross_validation_predicts_each_fit_row_once_from_a_fit_without_it() -> 
     rows = small_rows()
     fit_rows = sum(m.split == "fit" for m in rows)
     assert fit_rows >= 3
-    cv = cross_validation(rows, folds=3)
+    cv = cross_validation(rows, folds=3).json_data()
     assert cv["folds"] == 3 and cv["overall"]["count"] == fit_rows
     for key in ("median_abs_error", "p90_abs_error", "worst_abs_error"):
         assert np.isfinite(cv["overall"][key]) and cv["overall"][key] >= 0
@@ -98,7 +98,7 @@ def test_a_measurement_with_several_step_kinds_also_gets_an_all_group() -> None:
     rows += [replace(rows[0], measured_kind="client_ttft")]
     measured = np.array([m.measured_s for m in rows])
     predicted = measured * np.linspace(0.5, 1.5, len(rows))
-    groups = _grouped(rows, predicted, measured, np.ones(len(rows), dtype=bool))["by_measurement"]
+    groups = _grouped(rows, predicted, measured, np.ones(len(rows), dtype=bool)).json_data()["by_measurement"]
     prefill, decode, every = groups["engine_step prefill"], groups["engine_step decode"], groups["engine_step all"]
     assert every["count"] == prefill["count"] + decode["count"] == len(rows) - 1
     assert every["worst_abs_error"] == max(prefill["worst_abs_error"], decode["worst_abs_error"])
@@ -110,7 +110,7 @@ def test_the_shipped_model_meets_the_engine_step_targets_on_held_out_rows() -> N
     the step-time model"): median |error| <= 10%, p90 <= 25%, worst <= 40%, with the shipped factors."""
     from pddplan.calibration.accuracy import accuracy_report
 
-    engine = accuracy_report(MEASUREMENTS)["holdout_groups"]["by_measurement"]["engine_step prefill"]
+    engine = accuracy_report(MEASUREMENTS).json_data()["holdout_groups"]["by_measurement"]["engine_step prefill"]
     assert engine["count"] >= 5
     assert engine["median_abs_error"] <= 0.10
     assert engine["p90_abs_error"] <= 0.25
@@ -120,7 +120,7 @@ def test_the_shipped_model_meets_the_engine_step_targets_on_held_out_rows() -> N
 def test_five_fold_cross_validation_meets_the_engine_step_targets_within_five_points() -> None:
     """The same targets 5 points looser on the fit rows' engine steps, each predicted by a refit
     without its fold (`accuracy --folds 5`): median <= 15%, p90 <= 30%, worst <= 45%."""
-    engine = cross_validation(read_measurements(MEASUREMENTS), folds=5)["by_measurement"]["engine_step all"]
+    engine = cross_validation(read_measurements(MEASUREMENTS), folds=5).json_data()["by_measurement"]["engine_step all"]
     assert engine["count"] >= 9
     assert engine["median_abs_error"] <= 0.15
     assert engine["p90_abs_error"] <= 0.30

@@ -114,7 +114,7 @@ def test_no_plan_one_instance_smaller_passes(name: str) -> None:
                 continue
             if not evaluate(scenario).sla_met:
                 continue
-            verdicts = [simulate(scenario, 3000, seed).summary["sla_met"] for seed in (0, 1)]
+            verdicts = [simulate(scenario, 3000, seed).summary.sla_met for seed in (0, 1)]
             assert not all(verdicts), f"{name} {result.name}: {role} {spec.count} -> {smaller} also passes"
     minimal = all(
         r.plan is not None

@@ -64,5 +64,5 @@ def test_shared_figures_are_documented_once() -> None:
     }
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
     scenario = build_scenario(load_plan(str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")), inputs)
-    shared = set(evaluate(scenario).to_dict()) & set(simulate(scenario, 500, 0).summary)
+    shared = set(evaluate(scenario).to_output().json_data()) & set(simulate(scenario, 500, 0).summary.json_data())
     assert documented == shared

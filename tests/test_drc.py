@@ -62,8 +62,8 @@ def test_shorter_retention_sends_more_bytes() -> None:
     assert all(a >= b for a, b in itertools.pairwise(sent)), sent
     assert sent[0] > sent[-1] * 1.5
     without_gap = evaluate(scenario(plan_data("small-pdd"), workload(drc_retention_s=120.0)))
-    radix = next(c for c in without_gap.caches if c["cache"] == "decode")
-    assert radix["found_share"] == 1.0  # no gap given: every next turn within the retention
+    radix = next(c for c in without_gap.caches if c.cache == "decode")
+    assert radix.found_share == 1.0  # no gap given: every next turn within the retention
 
 
 def test_simulation_draws_the_same_share_of_misses() -> None:
@@ -71,7 +71,7 @@ def test_simulation_draws_the_same_share_of_misses() -> None:
     (relayed requests the relay finishes first cancel part of theirs in both)."""
     s = scenario(plan_data("small-pdd"), workload(drc_retention_s=30.0, turn_gap_s=30.0))
     expected = evaluate(s).wan_bytes_per_request
-    simulated = simulate(s, 20_000, 3).summary["wan_bytes_per_request"]
+    simulated = simulate(s, 20_000, 3).summary.wan_bytes_per_request
     assert simulated == pytest.approx(expected, rel=0.03)
 
 

@@ -58,7 +58,7 @@ def ok_json(result: Any) -> dict[str, Any]:
 def test_estimate_prefill_matches_roofline() -> None:
     out = estimate(
         "llama-3.1-8b", "h100-sxm", 1, StepQuery(prefill_tokens=20_000, cached_tokens=1000, chunk_tokens=8192)
-    )
+    ).json_data()
     inst = Instance(load_model("llama-3.1-8b"), load_hardware("h100-sxm"), 1)
     assert out["mode"] == "prefill"
     # engine time: the chunks alone, no request overhead; the lone request's TTFT adds it
@@ -79,20 +79,20 @@ def test_estimate_prefill_matches_roofline() -> None:
         "kv_budget_bytes": budget.kv_bytes,
     }
     assert out["efficiency_source"] == inst.efficiency.source
-    unchunked = estimate("llama-3.1-8b", "h100-sxm", 1, StepQuery(prefill_tokens=20_000))
+    unchunked = estimate("llama-3.1-8b", "h100-sxm", 1, StepQuery(prefill_tokens=20_000)).json_data()
     assert (unchunked["chunks"], unchunked["tail_chunk_tokens"]) == (1, 20_000)
     assert unchunked["memory_per_gpu"]["activations_bytes"] == memory_budget(inst, step_tokens=20_000).activation_bytes
 
 
 def test_estimate_decode_and_extend_match_roofline() -> None:
     inst = Instance(load_model("qwen3-235b-a22b"), load_hardware("h200"), 8)
-    decode = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(decode_batch=64, context_tokens=30_000))
+    decode = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(decode_batch=64, context_tokens=30_000)).json_data()
     step = float(step_time(inst, 1, 30_000, 64).total_s)
     assert decode["decode_step_s"] == pytest.approx(step, rel=1e-12)
     assert decode["tokens_per_s"] == pytest.approx(64 / step, rel=1e-12)
     assert decode["max_batch_by_memory"] == int(max_batch(inst, 30_000))
     assert decode["expert_parallel"] is False
-    extend = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(extend_tokens=100, context_tokens=30_000))
+    extend = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(extend_tokens=100, context_tokens=30_000)).json_data()
     ext = float(step_time(inst, 100, 30_000, 1).total_s)
     assert extend["extend_s"] == pytest.approx(ext, rel=1e-12)
     assert extend["equivalent_decode_steps"] == pytest.approx(ext / float(step_time(inst, 1, 30_000, 1).total_s))
@@ -102,18 +102,18 @@ def test_estimate_decode_and_extend_match_roofline() -> None:
 def test_estimate_kv_dtype_and_ep_switches() -> None:
     bf16 = estimate(
         "deepseek-v3.2", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000), formats=Formats(kv="bf16")
-    )
-    fp8 = estimate("deepseek-v3.2", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000))
+    ).json_data()
+    fp8 = estimate("deepseek-v3.2", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000)).json_data()
     assert bf16["max_batch_by_memory"] < fp8["max_batch_by_memory"]
     # a GQA model reads its whole KV per decode step: fp8 KV halves the attention reads
-    gqa_bf16 = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000))
+    gqa_bf16 = estimate("qwen3-235b-a22b", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000)).json_data()
     gqa_fp8 = estimate(
         "qwen3-235b-a22b", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000), formats=Formats(kv="fp8")
-    )
+    ).json_data()
     assert gqa_bf16["breakdown"]["attention_s"] > gqa_fp8["breakdown"]["attention_s"]
     forced = estimate(
         "deepseek-v3.2", "h200", 8, StepQuery(decode_batch=32, context_tokens=60_000), expert_parallel=True
-    )
+    ).json_data()
     assert forced["expert_parallel"] is True and fp8["expert_parallel"] is False
     # the MLA latent on each of the 8 ranks under TP attention, once under data-parallel attention;
     # qwen3-235b's 4 KV heads twice over 8 ranks

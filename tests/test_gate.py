@@ -642,7 +642,7 @@ def tolerances(rtol: float = 0.25, **per_metric: float) -> Baseline:
 
 
 def verdicts(check: gating.ScenarioCheck) -> dict[str, str]:
-    return {m.metric: m.verdict for m in check.metrics}
+    return {metric: m.verdict for metric, m in check.metrics.items()}
 
 
 @pytest.mark.parametrize(
@@ -654,7 +654,7 @@ def test_compare_cost_at_the_tolerance_boundary(cost_after: float, verdict: str)
     assert verdicts(check)["cost_usd_per_hour"] == verdict
     assert verdicts(check)["bcr"] == "unchanged"
     assert check.verdict == verdict
-    (cost,) = [m for m in check.metrics if m.metric == "cost_usd_per_hour"]
+    cost = check.metrics["cost_usd_per_hour"]
     assert (cost.before, cost.after) == (4.0, cost_after)
     assert cost.change == pytest.approx(cost_after / 4.0 - 1)
     assert bool(check.reasons) == (verdict == "regression")
@@ -673,7 +673,7 @@ def test_compare_bcr_at_the_tolerance_boundary(bcr_after: float, verdict: str) -
 def test_compare_zero_tolerance() -> None:
     same = gating.compare("s", result(4.0, 8.0), result(4.0, 8.0), tolerances(0.0))
     assert same.verdict == "unchanged" and same.reasons == []
-    assert all(m.change == 0.0 for m in same.metrics)
+    assert all(m.change == 0.0 for m in same.metrics.values())
     worse = gating.compare("s", result(4.0, 8.0), result(4.0 * (1 + 1e-9), 8.0), tolerances(0.0))
     assert worse.verdict == "regression"
 
@@ -711,7 +711,7 @@ def test_compare_infeasible_after_is_a_regression() -> None:
     check = gating.compare("s", result(4.0, 8.0), result(None, None, feasible=False), tolerances(10.0))
     assert check.verdict == "regression"
     assert check.reasons == ["no feasible plan meets the SLA any more"]
-    for m in check.metrics:
+    for m in check.metrics.values():
         assert m.verdict == "regression"
         assert m.after is None and m.change is None
     assert check.after.best is None
@@ -721,7 +721,7 @@ def test_compare_feasible_again_is_an_improvement() -> None:
     check = gating.compare("s", result(None, None, feasible=False), result(4.0, 8.0), tolerances())
     assert check.verdict == "improvement"
     assert check.reasons == []
-    assert all(m.verdict == "unchanged" and m.before is None for m in check.metrics)
+    assert all(m.verdict == "unchanged" and m.before is None for m in check.metrics.values())
 
 
 def test_compare_infeasible_both_times_is_unchanged() -> None:
@@ -736,7 +736,7 @@ def test_compare_from_zero() -> None:
     check = gating.compare("s", result(0.0, 0.0), result(1.0, 1.0), tolerances())
     assert verdicts(check)["cost_usd_per_hour"] == "regression"
     assert verdicts(check)["bcr"] == "improvement"
-    assert math.isinf(check.metrics[0].change or 0.0)
+    assert math.isinf(check.metrics["cost_usd_per_hour"].change or 0.0)
 
 
 # -- views of hand-made checks ---------------------------------------------------------------------
@@ -749,8 +749,8 @@ def checks() -> list[gating.ScenarioCheck]:
     ]
 
 
-def test_checks_to_dict() -> None:
-    view = gating.checks_to_dict(checks())
+def test_outcome_json() -> None:
+    view = gating.outcome(checks()).json_data()
     assert view["passed"] is False and view["improved"] is True
     assert [(s["name"], s["verdict"]) for s in view["scenarios"]] == [
         ("flat", "unchanged"),
@@ -764,7 +764,7 @@ def test_checks_to_dict() -> None:
         "verdict": "improvement",
     }
     json.dumps(view, allow_nan=False)
-    ok = gating.checks_to_dict(checks()[:1])
+    ok = gating.outcome(checks()[:1]).json_data()
     assert ok["passed"] is True and ok["improved"] is False
 
 

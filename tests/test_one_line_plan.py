@@ -24,7 +24,7 @@ from pddplan.inputs.workload_flags import (
     seconds_flag,
     workload_for_optimize,
 )
-from pddplan.report.output_schemas import validate_output
+from pddplan.report.schemas import validate_output
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "workloads" / "qwen3-32b-h200-isl16k.yaml"

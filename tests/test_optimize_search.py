@@ -489,7 +489,9 @@ def test_budget_mode_serves_less_after_a_failed_verification(monkeypatch: pytest
     def simulated(scenario: Any, requests: int, seed: int, early_stop: bool = True) -> Any:
         rate = evaluate(scenario).goodput_rps
         rates.append(rate)
-        return SimpleNamespace(summary={"sla_met": rate <= 2.5, "utilization": {"prefill": 0.5, "decode": 0.1}})
+        return SimpleNamespace(
+            summary=SimpleNamespace(sla_met=rate <= 2.5, utilization={"prefill": 0.5, "decode": 0.1})
+        )
 
     monkeypatch.setattr("pddplan.optimize.search.verify", simulated)
     workload = load_workload("pdd-agent-64k")
@@ -528,7 +530,7 @@ def test_a_deployment_the_simulation_rejected_is_not_simulated_again(monkeypatch
     def fake(scenario: Any, requests: int, seed: int, early_stop: bool = True) -> Any:
         simulated.append(deployment(scenario.plan))
         met = scenario.plan.prefill.count >= 4
-        return SimpleNamespace(summary={"sla_met": met, "utilization": {"prefill": 0.9, "decode": 0.1}})
+        return SimpleNamespace(summary=SimpleNamespace(sla_met=met, utilization={"prefill": 0.9, "decode": 0.1}))
 
     monkeypatch.setattr("pddplan.optimize.search.verify", fake)
     workload = load_workload("pdd-agent-64k")
@@ -643,8 +645,8 @@ def test_architectures_optimized_side_by_side_give_the_same_report() -> None:
 
     workload = load_workload("chat-short-lowhit")
     base = workload_dir("chat-short-lowhit")
-    alone = optimize(workload, base, OptimizeOptions(verify_requests=3_000, jobs=1)).to_dict()
-    side_by_side = optimize(workload, base, OptimizeOptions(verify_requests=3_000, jobs=2)).to_dict()
+    alone = optimize(workload, base, OptimizeOptions(verify_requests=3_000, jobs=1)).to_output()
+    side_by_side = optimize(workload, base, OptimizeOptions(verify_requests=3_000, jobs=2)).to_output()
     assert side_by_side == alone
 
 
@@ -660,8 +662,8 @@ def test_variants_sharing_one_pool_give_each_its_own_report() -> None:
     names = ["pd-intra", "agg"]
     together = optimize_variants([(workload, options), (faster, options)], base, names)
     alone = [optimize(w, base, replace(options, jobs=1), names) for w in (workload, faster)]
-    assert [r.to_dict() for r in together] == [r.to_dict() for r in alone]
-    assert together[0].to_dict() != together[1].to_dict()
+    assert [r.to_output() for r in together] == [r.to_output() for r in alone]
+    assert together[0].to_output() != together[1].to_output()
 
 
 def test_a_budget_buys_more_than_the_workload_rate_when_it_can() -> None:

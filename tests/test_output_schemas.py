@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cli_results import json_of
 
-from pddplan.report.output_schemas import OUTPUTS, output_schema, validate_output
+from pddplan.report.schemas import OUTPUTS, output_schema, validate_output
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")

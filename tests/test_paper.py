@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pddplan.cli import app
-from pddplan.report.output_schemas import validate_output
+from pddplan.report.schemas import validate_output
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -54,7 +54,7 @@ def test_no_smaller_variant_of_an_optimized_plan_passes(name: str) -> None:
             checked += 1
             if not evaluate(scenario).sla_met:
                 continue
-            runs = [simulate(scenario, 20_000, seed).summary["sla_met"] for seed in (0, 1)]
+            runs = [simulate(scenario, 20_000, seed).summary.sla_met for seed in (0, 1)]
             assert not all(runs), f"{name}: {result.name}'s plan has a smaller variant that passes: {variant}"
     assert checked > 0
 

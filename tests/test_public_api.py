@@ -19,13 +19,82 @@ PLAN = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
 def test_the_commands_are_library_calls_that_match_the_cli(cli: Any) -> None:
     report = pddplan.optimize_workload("chat-short-lowhit", ["pd-intra"], verify=False)
     from_cli = json_of(cli("optimize", "chat-short-lowhit", "-a", "pd-intra", "--no-verify", "--json"))
-    assert report.to_dict() == from_cli
+    assert report.to_output().json_data() == from_cli
     evaluation = pddplan.evaluate_plan(PLAN, "pdd-agent-64k")
     assert (
-        evaluation.to_dict()["cost_usd_per_hour"]
+        evaluation.to_output().cost_usd_per_hour
         == json_of(cli("evaluate", str(PLAN), "pdd-agent-64k", "--json"))["cost_usd_per_hour"]
     )
     assert pddplan.load_workload("pdd-agent-64k").name == "pdd-agent-64k"
+
+
+#: `pddplan.api`'s function for each command of the command line
+API_OF = {
+    "optimize": "optimize",
+    "evaluate": "evaluate",
+    "simulate": "simulate",
+    "estimate": "estimate",
+    "accuracy": "accuracy",
+    "calibrate": "calibrate",
+    "export": "export",
+    "whatif": "whatif",
+    "survive": "survive",
+    "bathtub": "bathtub",
+    "sweep": "sweep",
+    "paper": "paper",
+    "agreement": "agreement",
+    "gate": "gate",
+    "trace import": "trace_import",
+    "cache-plan": "cache_plan",
+    "cache-curve": "cache_curve",
+    "architectures": "architectures",
+    "hardware list": "hardware_list",
+    "hardware show": "hardware_show",
+    "models list": "models_list",
+    "models show": "models_show",
+    "workloads list": "workloads_list",
+    "workloads show": "workloads_show",
+    "schema": "schema",
+}
+
+
+def _commands() -> set[str]:
+    """Every command of the command line, as a user types it (`trace import`)."""
+    from typer.main import get_command
+
+    from pddplan.cli import app
+
+    root = get_command(app)
+    names = set()
+    for name, command in root.commands.items():  # type: ignore[attr-defined]
+        subcommands = getattr(command, "commands", None)
+        names |= {f"{name} {sub}" for sub in subcommands} if subcommands else {name}
+    return names
+
+
+def test_every_command_is_a_library_call() -> None:
+    from pddplan import api
+
+    assert set(API_OF) == _commands()
+    for name in API_OF.values():
+        assert callable(getattr(api, name)), name
+
+
+def test_the_library_calls_return_what_json_prints(cli: Any, tmp_path: Path) -> None:
+    """A few cheap commands, called from Python and from the command line: the same document."""
+    from pddplan import api
+
+    assert [a.json_data() for a in api.architectures()] == json_of(cli("architectures", "--json"))
+    assert api.hardware_show("h200").json_data() == json_of(cli("hardware", "show", "h200", "--json"))
+    estimate = api.estimate("llama-3.1-8b", "h100-sxm", 1, prefill=4096)
+    assert estimate.json_data() == json_of(
+        cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--tp", "1", "--prefill", "4096", "--json")
+    )
+    evaluation = api.evaluate(str(PLAN), "pdd-agent-64k", rate=3.0)
+    assert evaluation.json_data() == json_of(cli("evaluate", str(PLAN), "pdd-agent-64k", "--rate", "3", "--json"))
+    assert evaluation.capacity is not None
+    files = api.export(str(PLAN), "pdd-agent-64k", "sglang", out=tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(files.files)
 
 
 def test_importing_the_package_loads_no_model_code() -> None:

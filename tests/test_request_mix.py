@@ -49,7 +49,7 @@ def test_three_requests_make_three_classes_by_hand(tmp_path: Path) -> None:
     same three values, so its mean is the mix's, 0.5067 = (0 + 2/3 + 512/600) / 3. Arrivals: 3
     requests over 3 s, inter-arrival CV 1/3, so a Gamma process."""
     path = _trace(tmp_path, THREE)
-    summary = summarize(read_trace(path), 512).to_dict()
+    summary = summarize(read_trace(path), 512).to_output(str(path), "mooncake")
     fields = workload_fields(joint_histogram(read_trace(path), 10**9, 512), summary, "test")
     pairs = sorted((c["prompt_tokens"], c["hit"], c["share"]) for c in fields["request_mix"]["classes"])
     assert pairs == [
@@ -68,7 +68,9 @@ def test_a_small_cache_lowers_the_hits_it_replays(tmp_path: Path) -> None:
     """With room for one block, LRU: request 2 finds block 1 evicted by block 2 (hit 0); request
     3 finds block 3 (hit 0). Every class then has hit 0."""
     path = _trace(tmp_path, THREE)
-    fields = workload_fields(joint_histogram(read_trace(path), 1, 512), summarize(read_trace(path)).to_dict(), "t")
+    fields = workload_fields(
+        joint_histogram(read_trace(path), 1, 512), summarize(read_trace(path)).to_output(str(path), "mooncake"), "t"
+    )
     assert {c["hit"] for c in fields["request_mix"]["classes"]} == {0.0}
 
 
@@ -251,7 +253,7 @@ def test_a_slow_tier_load_delays_the_first_token_and_not_the_prefill_instance() 
     assert after.stages["prefill"].utilization == pytest.approx(before.stages["prefill"].utilization, rel=1e-12)
     assert after.ttft.p50_s == pytest.approx(before.ttft.p50_s + 1.0, abs=0.05)
     sim_before, sim_after = (simulate(replace(scenario, workload=w), 3000, 0).summary for w in (base, loaded))
-    assert sim_after["ttft_p50_s"] - sim_before["ttft_p50_s"] == pytest.approx(1.0, abs=0.15)
+    assert sim_after.ttft_p50_s - sim_before.ttft_p50_s == pytest.approx(1.0, abs=0.15)
 
 
 def test_tiers_put_their_load_into_the_trace_built_workload(cli: Any, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.robust import _unmet, robust_optimize
-from pddplan.report.output_schemas import validate_output
+from pddplan.report.schemas import validate_output
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.scenarios.variants import scenario_workloads
 from pddplan.specs.workload import Workload
@@ -207,7 +207,7 @@ def test_each_scenario_operates_the_purchase_its_own_way() -> None:
             assert _unmet(fewer, quiet_case) == ["quiet"], role
     surge = by_name["surge"]
     assert surge.figures is not None and not surge.met
-    assert 0 < surge.figures["served_rps"] < 400 and surge.figures["sla_met"]
+    assert 0 < surge.figures.served_rps < 400 and surge.figures.evaluation.sla_met
     hours = sum(s.hours_per_day for s in result.scenarios)
     expected = (
         sum(

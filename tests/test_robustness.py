@@ -12,6 +12,7 @@ from rich.console import Console
 from pddplan.inputs import load_hardware, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.outputs import Robustness
 from pddplan.optimize.robustness import (
     RobustnessReport,
     RobustnessRow,
@@ -158,7 +159,8 @@ def test_table_fits_80_columns_without_cutting() -> None:
     assert max(len(line) for line in text.splitlines()) <= 80
     for fragment in ("nominal", "gpu-b, h200-custom", "pd-intra 150.00", "100.00", "+55.1%", "-33.5%", "infeasible"):
         assert fragment in text
-    assert RobustnessReport.from_dict(json.loads(json.dumps(report.to_dict()))).to_dict() == report.to_dict()
+    again = Robustness.model_validate(json.loads(json.dumps(report.to_output().json_data())))
+    assert RobustnessReport.from_output(again).to_output() == report.to_output()
 
 
 # -- end to end ------------------------------------------------------------------------------------

@@ -64,18 +64,18 @@ def _scenario() -> Any:
 
 def test_a_clear_verdict_stops_after_the_first_quarter() -> None:
     simulation = verify(_scenario(), 8_000, 0)
-    sequential = simulation.summary["sequential"]
-    assert sequential["stopped_early"] is simulation.summary["sla_met"] is True
-    assert simulation.summary["requests"] == sequential["requests_simulated"] == 2_000
+    sequential = simulation.summary.json_data()["sequential"]
+    assert sequential["stopped_early"] is simulation.summary.sla_met is True
+    assert simulation.summary.requests == sequential["requests_simulated"] == 2_000
     assert [share["metric"] for share in sequential["shares"]] == ["ttft_p90", "ttft_p99", "tpot_p90"]
 
 
 def test_without_early_stop_every_request_is_simulated() -> None:
     simulation = verify(_scenario(), 8_000, 0, early_stop=False)
-    assert simulation.summary["requests"] == 8_000
-    assert simulation.summary["sequential"]["stopped_early"] is False
+    assert simulation.summary.requests == 8_000
+    assert simulation.summary.json_data()["sequential"]["stopped_early"] is False
 
 
 def test_a_run_too_short_for_one_percent_tails_is_never_cut() -> None:
     """A quarter of 4,000 is below the 2,000 the first stage needs: the whole run is simulated."""
-    assert verify(_scenario(), 4_000, 0).summary["requests"] == 4_000
+    assert verify(_scenario(), 4_000, 0).summary.requests == 4_000

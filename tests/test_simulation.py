@@ -476,8 +476,8 @@ def test_one_row_capacity_trace_holds_its_fraction(tmp_path: Path) -> None:
         mean_capacity = stats.link_capacity_integral / stats.span_s
         assert mean_capacity == pytest.approx(fraction * s.link.capacity_bytes_per_s, rel=0.02), name
     one, two, none = (runs[name] for name in ("one", "two", "none"))
-    assert one.summary["link_utilization"] == pytest.approx(two.summary["link_utilization"], rel=0.03)
-    assert one.summary["link_utilization"] > 3 * none.summary["link_utilization"]
+    assert one.summary.link_utilization == pytest.approx(two.summary.link_utilization, rel=0.03)
+    assert one.summary.link_utilization > 3 * none.summary.link_utilization
     # the same transfers at a quarter of the capacity: every KV lands at the same time as with two rows
     np.testing.assert_allclose(one.table.first_token_s, two.table.first_token_s, rtol=1e-6)
     transfer = one.table.first_token_s - one.table.prefill_end_s
@@ -509,7 +509,7 @@ def test_evaluator_agrees_with_the_simulator_on_a_moderate_pdd_plan() -> None:
     plan = plan.model_copy(update={"rate_rps": 0.8, "prefill": plan.prefill.model_copy(update={"tp_attention": True})})
     s = build_scenario(plan, load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k")))
     closed = evaluate(s)
-    sim = simulate(s, 20_000, seed=0).summary
+    sim = simulate(s, 20_000, seed=0).summary.json_data()
     assert closed.sla_met and sim["sla_met"]
     assert sim["ttft_p50_s"] == pytest.approx(closed.ttft.p50_s, rel=0.20)
     assert sim["ttft_p90_s"] == pytest.approx(closed.ttft.p90_s, rel=0.20)
@@ -563,10 +563,10 @@ def test_handoff_modes_account_for_every_token(mode: str) -> None:
 
 
 def test_catch_up_keeps_the_relay_busier_than_one_shot() -> None:
-    one_shot = simulate(scenario(plan("small-pdd", handoff={"mode": "one-shot"})), 3_000, seed=2).summary
+    one_shot = simulate(scenario(plan("small-pdd", handoff={"mode": "one-shot"})), 3_000, seed=2).summary.json_data()
     catch_up = simulate(
         scenario(plan("small-pdd", handoff={"mode": "catch-up", "catchup_threshold_tokens": 8})), 3_000, seed=2
-    ).summary
+    ).summary.json_data()
     assert catch_up["rld_token_share"] > one_shot["rld_token_share"]
     assert catch_up["utilization"]["relay"] > one_shot["utilization"]["relay"]
 
@@ -678,7 +678,7 @@ def test_handoff_gap_includes_the_wait_for_a_main_decoder_slot(monkeypatch: pyte
 def test_summary_figures() -> None:
     s = scenario(plan("small-pdd"))
     result = simulate(s, 4_000, seed=9)
-    summary, table = result.summary, result.table
+    summary, table = result.summary.json_data(), result.table
     keep = slice(int(4_000 * WARMUP_FRACTION), None)
     assert summary["requests"] == 4_000
     assert summary["requests_summarized"] == 4_000 - int(4_000 * WARMUP_FRACTION)
@@ -712,7 +712,7 @@ def test_pipeline_tpot_ignores_one_token_outputs() -> None:
     )
     result = simulate(scenario(plan("small-pdd"), w), 1_000, seed=0)
     table = result.table
-    pipelines = {p["pipeline"]: p for p in result.summary["pipelines"]}
+    pipelines = {p["pipeline"]: p for p in result.summary.json_data()["pipelines"]}
     keep = np.arange(1_000) >= int(1_000 * WARMUP_FRACTION)
     assert (table.output_tokens[keep] == 1).mean() > 0.5
     assert {"P-MD", "P-RLD"} <= set(pipelines)
@@ -726,7 +726,7 @@ def test_pipeline_tpot_ignores_one_token_outputs() -> None:
 
 
 def test_single_request_simulation() -> None:
-    summary = simulate(scenario(plan("small-pdd")), 1, seed=0).summary
+    summary = simulate(scenario(plan("small-pdd")), 1, seed=0).summary.json_data()
     assert summary["requests"] == 1 and summary["requests_summarized"] == 1
     assert summary["ttft_p50_s"] > 0
 
@@ -767,7 +767,7 @@ def test_ou_fluctuating_line_simulates_deterministically() -> None:
         load_plan(str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")).model_copy(update={"rate_rps": 1.0}),
         load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k")),
     )
-    a = simulate(s, 1_000, seed=12).summary
-    b = simulate(s, 1_000, seed=12).summary
+    a = simulate(s, 1_000, seed=12).summary.json_data()
+    b = simulate(s, 1_000, seed=12).summary.json_data()
     assert a == b
     assert 0 < a["link_utilization"] < 1

@@ -66,7 +66,7 @@ VIEW_RTOL = 1e-9
 def test_view_equals_capacity_view_of_the_plan(sized: Any, name: str, arch: str) -> None:
     workload, result = sized[(name, arch)]
     assert result.plan.architecture == arch
-    mine, theirs = result.view.to_dict(), view_of(result.plan, workload, name).to_dict()
+    mine, theirs = result.view.to_output().json_data(), view_of(result.plan, workload, name).to_output().json_data()
     assert mine.keys() == theirs.keys()
     assert mine["bottleneck"] == theirs["bottleneck"]
     assert mine["per_instance_rps"].keys() == theirs["per_instance_rps"].keys()

@@ -41,8 +41,8 @@ def test_the_grown_plan_survives_every_failure_in_simulation(grown: Any) -> None
     assert set(result.failures) == set(failures_of(result.plan, {"instance", "line"}))
     for failure in result.failures:
         check = whatif(inputs, result.plan, Change(fail=failure), simulate_requests=3000, seed=1)
-        assert check.after is not None and check.after["sla_met"], failure
-        assert check.simulated_after is not None and check.simulated_after["sla_met"], failure
+        assert check.after is not None and check.after.sla_met, failure
+        assert check.simulated_after is not None and check.simulated_after.sla_met, failure
 
 
 def test_a_plan_that_survives_needs_nothing(grown: Any) -> None:
@@ -73,7 +73,7 @@ def test_survive_cli(cli: Any, tmp_path: Path) -> None:
 
 def test_optimize_survive(cli: Any) -> None:
     """optimize --survive grows each architecture's plan; N+1 never costs less than the plan."""
-    from pddplan.report.output_schemas import validate_output
+    from pddplan.report.schemas import validate_output
 
     result = cli("optimize", "pdd-agent-64k", "-a", "pdd", "--no-verify", "--survive", "instance", "--json")
     assert result.exit_code == 0, result.stderr

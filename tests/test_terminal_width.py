@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from pddplan.analyses.agreement import AgreementRow
 from pddplan.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,14 +110,7 @@ SWEEP = ("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "2
 SWEEP += ("-a", "pd-hetero", "-a", "pd-cross", "-a", "pdd")
 #: a few rows of `agreement` (a real run optimizes every shipped workload: twenty seconds and more)
 AGREEMENT_ROWS = [
-    {
-        "workload": workload,
-        "architecture": arch,
-        "figure": figure,
-        "evaluate": e,
-        "simulate": s,
-        "relative_gap": e / s - 1,
-    }
+    AgreementRow(workload=workload, architecture=arch, figure=figure, evaluate=e, simulate=s, relative_gap=e / s - 1)
     for workload, arch in (("pdd-agent-64k-hetero", "pd-hetero"), ("chat-short-lowhit", "pdd"))
     for figure, e, s in (
         ("ttft_p50_s", 1.855, 1.376),

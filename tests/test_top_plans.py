@@ -18,7 +18,7 @@ from pddplan.cli import app
 from pddplan.errors import InputError
 from pddplan.optimize.frontier import PlanOption, frontier, pareto, ranked
 from pddplan.optimize.options import MAX_TOP, OptimizeOptions
-from pddplan.report.output_schemas import validate_output
+from pddplan.report.schemas import validate_output
 from pddplan.specs.plan import Plan
 
 WORKLOAD = "chat-short-lowhit"

@@ -36,7 +36,7 @@ def test_three_requests_by_hand(tmp_path: Path) -> None:
     """Gaps 1 s and 2 s: mean 1.5, sd 0.5, CV 1/3; rate 3 requests / 3 s. Hits with 512-token
     blocks and an unbounded cache: 0 (nothing seen), 1024/1536 (blocks 1, 2 seen), min(512, 600)/600
     (block 1 seen, block 4 not); token-weighted (0 + 1024 + 512) / (1024 + 1536 + 600)."""
-    summary = summarize(read_trace(mooncake(tmp_path, THREE)), 512).to_dict()
+    summary = summarize(read_trace(mooncake(tmp_path, THREE)), 512).to_output("t", "mooncake").json_data()
     assert summary["requests"] == 3
     assert summary["duration_s"] == pytest.approx(3.0)
     assert summary["rate_rps"] == pytest.approx(1.0)
@@ -53,7 +53,7 @@ def test_three_requests_by_hand(tmp_path: Path) -> None:
 def test_csv_and_azure_formats(tmp_path: Path) -> None:
     table = tmp_path / "t.csv"
     table.write_text("timestamp_s,input_tokens,output_tokens,hash_ids\n0,1024,5,1 2\n2,1024,5,1 2\n")
-    summary = summarize(read_trace(table, "csv")).to_dict()
+    summary = summarize(read_trace(table, "csv")).to_output("t", "mooncake").json_data()
     assert summary["requests"] == 2 and summary["duration_s"] == pytest.approx(2.0)
     assert summary["ideal_hit_rate_token_weighted"] == pytest.approx(0.5)  # the second prompt hits whole
     azure = tmp_path / "azure.csv"
@@ -64,12 +64,14 @@ def test_csv_and_azure_formats(tmp_path: Path) -> None:
     requests = list(read_trace(azure, "azure"))
     assert [r.input_tokens for r in requests] == [374, 396] and requests[0].hash_ids is None
     assert requests[1].arrival_s == pytest.approx(4.314579, abs=1e-5)
-    assert summarize(requests).to_dict()["ideal_hit_rate_token_weighted"] is None  # no hashes
+    assert (
+        summarize(requests).to_output("t", "mooncake").json_data()["ideal_hit_rate_token_weighted"] is None
+    )  # no hashes
 
 
 def test_the_shipped_mooncake_trace() -> None:
     """As its README states: 3,993 requests over ~1,022 s, mean input 15,325, output 149 tokens."""
-    summary = summarize(read_trace(MOONCAKE)).to_dict()
+    summary = summarize(read_trace(MOONCAKE)).to_output("t", "mooncake").json_data()
     assert summary["requests"] == 3993
     assert summary["duration_s"] == pytest.approx(1022, abs=1)
     assert summary["input_tokens_mean"] == pytest.approx(15325, abs=1)
@@ -130,7 +132,10 @@ def test_the_prefetching_reader_gives_the_same_summary(monkeypatch: pytest.Monke
     monkeypatch.setattr(prefetch, "MIN_PREFETCH_BYTES", 0)
     monkeypatch.setattr(prefetch, "BATCH", 97)  # several batches, the last one partial
     assert list(prefetch.stream_trace(MOONCAKE)) == list(read_trace(MOONCAKE))
-    assert summarize(prefetch.stream_trace(MOONCAKE)).to_dict() == summarize(read_trace(MOONCAKE)).to_dict()
+    assert (
+        summarize(prefetch.stream_trace(MOONCAKE)).to_output("t", "mooncake").json_data()
+        == summarize(read_trace(MOONCAKE)).to_output("t", "mooncake").json_data()
+    )
 
 
 def test_the_prefetching_reader_reports_a_bad_line_and_stops_cleanly(

@@ -38,7 +38,7 @@ def test_losing_a_decoder_never_lowers_the_ttft_tail() -> None:
     result = _run(HAND, Change(fail="instance:decode"))
     assert result.mode == "one decode instance down, 1 left"
     for key in ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p90_s"):
-        assert result.after[key] >= result.before[key] - 1e-9, key
+        assert getattr(result.after, key) >= getattr(result.before, key) - 1e-9, key
 
 
 def test_losing_one_of_two_lines_never_speeds_the_transfer(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_losing_one_of_two_lines_never_speeds_the_transfer(tmp_path: Path) -> No
     path.write_text(yaml.safe_dump(plan))
     result = _run(path, Change(fail="line:express-100g"))
     assert "one express-100g line down" in result.mode
-    assert result.after["ttft_p99_s"] >= result.before["ttft_p99_s"] - 1e-9
+    assert result.after.ttft_p99_s >= result.before.ttft_p99_s - 1e-9
 
 
 def test_the_wan_down_leaves_the_relay_or_nothing() -> None:
@@ -56,20 +56,20 @@ def test_the_wan_down_leaves_the_relay_or_nothing() -> None:
     datacenter A (intra-datacenter PD on the relay's GPUs); with the relay on the prefill
     instances there is nothing to fall back to: all traffic is shed."""
     dedicated = _run(HAND, Change(fail="line:express-100g"))
-    assert dedicated.after["architecture"] == "pd-intra" and "relay instance(s) decode every request" in dedicated.mode
+    assert dedicated.after.architecture == "pd-intra" and "relay instance(s) decode every request" in dedicated.mode
     colocated = _run(OPTIMIZED, Change(fail="line:express-40g"))
     assert colocated.after is None and "shed" in colocated.mode
 
 
 def test_the_only_relay_down_sends_everything_direct() -> None:
     result = _run(HAND, Change(fail="instance:relay"))
-    assert result.after["rld_token_share"] == 0.0 and result.before["rld_token_share"] > 0
+    assert result.after.rld_token_share == 0.0 and result.before.rld_token_share > 0
 
 
 def test_simulated_figures_follow_the_change() -> None:
     result = _run(HAND, Change(rate="x1.25"), simulate_requests=2000)
-    assert result.simulated_after["rate_rps"] == pytest.approx(5.0)
-    assert result.simulated_before["rate_rps"] == pytest.approx(4.0)
+    assert result.simulated_after.rate_rps == pytest.approx(5.0)
+    assert result.simulated_before.rate_rps == pytest.approx(4.0)
 
 
 @pytest.mark.parametrize(
@@ -143,13 +143,13 @@ def test_a_line_failing_mid_run_never_speeds_a_request_in_flight(tmp_path: Path)
     assert (abs(failed.ttft_s[before] - healthy.ttft_s[before]) < 1e-9).mean() > 0.99
     assert stats.link_timeline is not None and stats.link_timeline[0] == (0.0, 0)
     result = _run(path, Change(fail="line:express-40g", at_s=at), simulate_requests=3000)
-    transient = result.to_dict()["transient"]
-    assert transient["in_flight"] == int(in_flight.sum())
-    assert transient["capacity_share_left"] == pytest.approx(0.5)
-    assert transient["in_flight_ttft_max_s"] == pytest.approx(float(failed.ttft_s[in_flight].max()))
-    assert transient["settle_s"] is None or transient["settle_s"] >= 0
+    transient = result.transient
+    assert transient.in_flight == int(in_flight.sum())
+    assert transient.capacity_share_left == pytest.approx(0.5)
+    assert transient.in_flight_ttft_max_s == pytest.approx(float(failed.ttft_s[in_flight].max()))
+    assert transient.settle_s is None or transient.settle_s >= 0
     again = _run(path, Change(fail="line:express-40g", at_s=at), simulate_requests=3000)
-    assert again.to_dict()["transient"] == transient  # a seed gives one answer
+    assert again.transient == transient  # a seed gives one answer
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_workload, workload_dir
@@ -17,6 +16,17 @@ from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import optimize
 from pddplan.simulate.summary import simulate
 from pddplan.support import catalog
+from pddplan.support.outputs import Output
+
+
+class AgreementRow(Output):
+    workload: str
+    architecture: str
+    figure: str
+    evaluate: float | None
+    simulate: float | None
+    relative_gap: float | None
+
 
 FIGURES = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p90_s", "rld_token_share", "link_utilization")
 
@@ -30,14 +40,14 @@ class AgreementFlags:
     markdown_path: Path | None = None
     json_out: bool = False
 
-    def agreement(self, progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    def agreement(self, progress: Callable[[str], None] | None = None) -> list[AgreementRow]:
         """The rows at these options (`agreement`)."""
         return agreement(self.requests, self.seed, progress)
 
 
 def agreement(
     requests: int = 20_000, seed: int = 0, progress: Callable[[str], None] | None = None
-) -> list[dict[str, Any]]:
+) -> list[AgreementRow]:
     """Rows of (workload, architecture, figure, evaluate, simulate, relative gap)."""
     rows = []
     for name in catalog.entries("workloads"):
@@ -51,19 +61,19 @@ def agreement(
                 continue
             if progress:
                 progress(f"{name}: simulating {result.name}")
-            closed = evaluate(result.scenario).to_dict()
+            closed = evaluate(result.scenario).to_output()
             simulated = simulate(result.scenario, requests, seed).summary
             for figure in FIGURES:
-                a, b = float(closed[figure]), float(simulated[figure])
+                a, b = float(getattr(closed, figure)), float(getattr(simulated, figure))
                 gap = (a - b) / b if b else (0.0 if a == b else float("inf"))
                 rows.append(
-                    {
-                        "workload": name,
-                        "architecture": result.name,
-                        "figure": figure,
-                        "evaluate": a,
-                        "simulate": b,
-                        "relative_gap": gap,
-                    }
+                    AgreementRow(
+                        workload=name,
+                        architecture=result.name,
+                        figure=figure,
+                        evaluate=a,
+                        simulate=b,
+                        relative_gap=gap,
+                    )
                 )
     return rows

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from pddplan import architectures as registry
 from pddplan.architectures.pdd import relay_by_bytes
@@ -48,7 +49,27 @@ from pddplan.support.curve_shape import curve_shape, local_minima
 from pddplan.support.distribute import Execution, map_in_order
 from pddplan.support.images import check_image_outputs
 from pddplan.support.limits import check_chunk, check_points
+from pddplan.support.outputs import Output
 from pddplan.trace.bathtub_marks import trace_marks
+
+
+class Bathtub(Output):
+    """`bathtub --json`: per hit point, each architecture's figures under its name."""
+
+    workload: str
+    mode: str
+    fixed_plan: bool
+    chunk_tokens: int
+    rate_rps: float
+    architectures: list[str]
+    points: list[dict[str, Any]]
+    findings: dict[str, Any]
+    trace: dict[str, Any] | None = Field(
+        default=None,
+        description="with --trace: the trace's hit per cache size (GB), its unbounded hit, and per architecture "
+        "with a valley the cache size that climbs out",
+    )
+
 
 VALLEY_DEPTH = 0.05  # a valley: an interior minimum at least 5% below both rims
 
@@ -117,17 +138,18 @@ class BathtubResult:
             out.append(point)
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "workload": self.workload.name,
-            "mode": self.mode,
-            "fixed_plan": self.fixed_plan,
-            "chunk_tokens": self.chunk_tokens,
-            "rate_rps": self.workload.arrival.rate_rps,
-            "architectures": list(self.architectures),
-            "points": self.points(),
-            "findings": self.findings,
-        }
+    def to_output(self) -> Bathtub:
+        """The typed result `bathtub --json` prints (without a trace's marks)."""
+        return Bathtub(
+            workload=self.workload.name,
+            mode=self.mode,
+            fixed_plan=self.fixed_plan,
+            chunk_tokens=self.chunk_tokens,
+            rate_rps=self.workload.arrival.rate_rps,
+            architectures=list(self.architectures),
+            points=self.points(),
+            findings=self.findings,
+        )
 
 
 def _finite(value: float) -> float | None:
@@ -421,9 +443,12 @@ class BathtubOutcome:
     result: BathtubResult
     marks: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON view: the sweep's, with the trace's marks under `trace` when there are any."""
-        return self.result.to_dict() | ({"trace": self.marks} if self.marks is not None else {})
+    def to_output(self) -> Bathtub:
+        """The typed result: the sweep's, with the trace's marks under `trace` when there are any."""
+        result = self.result.to_output()
+        if self.marks is not None:
+            result.trace = self.marks
+        return result
 
 
 def run_request(request: BathtubRequest, progress: Callable[[int, int], None] | None = None) -> BathtubResult:

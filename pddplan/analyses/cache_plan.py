@@ -20,19 +20,48 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload, workload_dir, workload_model
 from pddplan.optimize.command import architecture_names
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import architecture_figures
+from pddplan.optimize.run import headline
 from pddplan.optimize.run import optimize as run_optimize
 from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.specs.workload import Workload
 from pddplan.support.limits import check_rate
+from pddplan.support.outputs import Output
 from pddplan.trace.curve import Capacity, parse_capacities
 from pddplan.trace.read import TraceFormat, hashed_format
 from pddplan.trace.workload import CacheChoice, workload_from_trace
+
+
+class CachePlanPoint(Output):
+    capacity: str = Field(description="as given: bytes (100GB) or tokens (5M)")
+    capacity_bytes: float
+    hit_token_weighted: float = Field(description="cached share of prompt tokens at this capacity")
+    architecture: str | None = Field(description="the best feasible architecture (null: none)")
+    gpu_and_line_usd_per_hour: float | None
+    cache_usd_per_hour: float
+    total_usd_per_hour: float | None
+    goodput_rps: float
+    bcr: float | None = Field(description="goodput per dollar of GPUs, lines and cache (requests / $)")
+    marginal_value: float | None = Field(
+        description="GPU-and-line $/h saved per $/h of cache added since the previous capacity"
+    )
+
+
+class CachePlan(Output):
+    """`cache-plan --json`."""
+
+    trace: str
+    workload: str
+    usd_per_gb_month: float
+    mode: str
+    points: list[CachePlanPoint]
+    best_capacity: str | None
+
 
 HOURS_PER_MONTH = 730.0
 
@@ -61,18 +90,20 @@ class CachePoint:
         total = self.total_usd_per_hour
         return self.goodput_rps * 3600 / total if total else None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "capacity": self.capacity.text,
-            "capacity_bytes": self.capacity_bytes,
-            "hit_token_weighted": self.hit_token_weighted,
-            "architecture": self.architecture,
-            "gpu_and_line_usd_per_hour": self.gpu_and_line_usd_per_hour,
-            "cache_usd_per_hour": self.cache_usd_per_hour,
-            "total_usd_per_hour": self.total_usd_per_hour,
-            "goodput_rps": self.goodput_rps,
-            "bcr": self.bcr,
-        }
+    def to_output(self, marginal_value: float | None) -> CachePlanPoint:
+        """The point as `--json` prints it, with the marginal value of the step to it."""
+        return CachePlanPoint(
+            capacity=self.capacity.text,
+            capacity_bytes=self.capacity_bytes,
+            hit_token_weighted=self.hit_token_weighted,
+            architecture=self.architecture,
+            gpu_and_line_usd_per_hour=self.gpu_and_line_usd_per_hour,
+            cache_usd_per_hour=self.cache_usd_per_hour,
+            total_usd_per_hour=self.total_usd_per_hour,
+            goodput_rps=self.goodput_rps,
+            bcr=self.bcr,
+            marginal_value=marginal_value,
+        )
 
 
 def token_weighted_hit(workload: Workload) -> float:
@@ -128,16 +159,16 @@ def cache_plan(
         built = workload_from_trace(traffic.trace, traffic.fmt, template, CacheChoice(f"{capacity.tokens:.0f} tokens"))
         report = run_optimize(built.workload, traffic.base_dir, options, architectures)
         best = report.best
-        figures = architecture_figures(best) if best is not None else None
+        figures = headline(best) if best is not None else None
         points.append(
             CachePoint(
                 capacity=capacity,
                 capacity_bytes=size_bytes,
                 hit_token_weighted=token_weighted_hit(built.workload),
                 architecture=best.name if best is not None else None,
-                gpu_and_line_usd_per_hour=figures["cost_usd_per_hour"] if figures else None,
+                gpu_and_line_usd_per_hour=figures.cost_usd_per_hour if figures else None,
                 cache_usd_per_hour=size_bytes / 1e9 * usd_per_gb_month / HOURS_PER_MONTH,
-                goodput_rps=figures["goodput_rps"] if figures else 0.0,
+                goodput_rps=figures.goodput_rps if figures else 0.0,
             )
         )
     return points
@@ -191,19 +222,19 @@ class CacheOutcome:
         """The best capacity (`best_point`), None when no capacity has a plan."""
         return best_point(self.points, self.request.options.mode)
 
-    def to_dict(self) -> dict[str, Any]:
-        """What `--json` prints: the points, each with the marginal value of the step to it, and the
-        best capacity."""
+    def to_output(self) -> CachePlan:
+        """The typed result `--json` prints: the points, each with the marginal value of the step to
+        it, and the best capacity."""
         best, request = self.best, self.request
         values = marginal_values(self.points)
-        return {
-            "trace": str(request.traffic.trace),
-            "workload": request.traffic.template.name,
-            "usd_per_gb_month": request.usd_per_gb_month,
-            "mode": request.options.mode,
-            "points": [p.to_dict() | {"marginal_value": v} for p, v in zip(self.points, values, strict=True)],
-            "best_capacity": best.capacity.text if best is not None else None,
-        }
+        return CachePlan(
+            trace=str(request.traffic.trace),
+            workload=request.traffic.template.name,
+            usd_per_gb_month=request.usd_per_gb_month,
+            mode=request.options.mode,
+            points=[p.to_output(v) for p, v in zip(self.points, values, strict=True)],
+            best_capacity=best.capacity.text if best is not None else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -14,32 +14,54 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import Field
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize
-from pddplan.specs.baseline import OLD_NAMES, Baseline, GateScenario, Metric, ScenarioResult
+from pddplan.optimize.run import OptimizeReport, architecture_output, optimize
+from pddplan.specs.baseline import OLD_NAMES, Baseline, Metric, ScenarioResult
+from pddplan.specs.baseline import GateScenario as ScenarioSpec
 from pddplan.support import catalog
 from pddplan.support.jsontext import to_json
 from pddplan.support.loading import load, write_atomic
+from pddplan.support.outputs import Output
 
 Verdict = Literal["regression", "improvement", "unchanged"]
 
-#: a verdict in the Markdown report: its mark, then the JSON report's word
-MARKS = {"regression": "❌", "improvement": "✅", "unchanged": "="}
 
+class MetricChange(Output):
+    """One metric before and after, and its verdict."""
 
-@dataclass(frozen=True)
-class MetricChange:
-    """One metric before and after."""
-
-    metric: Metric
     before: float | None
     after: float | None
     change: float | None
     verdict: Verdict
+
+
+class GateScenario(Output):
+    name: str
+    verdict: Verdict = Field(description="regression, improvement or unchanged")
+    reasons: list[str]
+    best_before: str | None
+    best_after: str | None
+    metrics: dict[Metric, MetricChange]
+    gpus_before: dict[str, int]
+    gpus_after: dict[str, int]
+
+
+class Gate(Output):
+    """`gate --json`."""
+
+    passed: bool
+    improved: bool
+    scenarios: list[GateScenario]
+
+
+#: a verdict in the Markdown report: its mark, then the JSON report's word
+MARKS = {"regression": "❌", "improvement": "✅", "unchanged": "="}
 
 
 @dataclass(frozen=True)
@@ -49,7 +71,7 @@ class ScenarioCheck:
     name: str
     before: ScenarioResult
     after: ScenarioResult
-    metrics: list[MetricChange]
+    metrics: dict[Metric, MetricChange]
     verdict: Verdict
     reasons: list[str]
 
@@ -59,21 +81,21 @@ def result_of(report: OptimizeReport) -> ScenarioResult:
     best = report.best
     if best is None:
         return ScenarioResult(best=None, feasible=False)
-    figures = architecture_figures(best)
+    figures = architecture_output(best)
     return ScenarioResult(
         best=best.name,
         feasible=True,
-        cost_usd_per_hour=round(float(figures["cost_usd_per_hour"]), 6),
-        bcr=round(float(figures["bcr"]), 6),
-        goodput_rps=round(float(figures["goodput_rps"]), 6),
-        gpus={gpu: int(n) for gpu, n in figures["gpus"].items()},
-        wan_gbps=float(figures["wan_gbps"]),
-        ttft_p90_s=round(float(figures["ttft_p90_s"]), 6),
-        ttft_p99_s=round(float(figures["ttft_p99_s"]), 6),
+        cost_usd_per_hour=round(float(figures.cost_usd_per_hour or 0.0), 6),
+        bcr=round(float(figures.bcr or 0.0), 6),
+        goodput_rps=round(float(figures.goodput_rps), 6),
+        gpus={gpu: int(n) for gpu, n in figures.gpus.items()},
+        wan_gbps=float(figures.wan_gbps),
+        ttft_p90_s=round(float(figures.ttft_p90_s or 0.0), 6),
+        ttft_p99_s=round(float(figures.ttft_p99_s or 0.0), 6),
     )
 
 
-def run_scenario(scenario: GateScenario, base_dir: Path) -> OptimizeReport:
+def run_scenario(scenario: ScenarioSpec, base_dir: Path) -> OptimizeReport:
     """Re-optimize one scenario with its committed options."""
     workload_ref = scenario.workload
     if workload_ref not in catalog.entries("workloads"):
@@ -97,7 +119,7 @@ def run_scenario(scenario: GateScenario, base_dir: Path) -> OptimizeReport:
 def compare(name: str, before: ScenarioResult, after: ScenarioResult, tolerances: Baseline) -> ScenarioCheck:
     """Verdict per metric and for the scenario (a regression anywhere fails it)."""
     tol = tolerances.tolerances
-    metrics: list[MetricChange] = []
+    metrics: dict[Metric, MetricChange] = {}
     reasons: list[str] = []
     if before.feasible and not after.feasible:
         reasons.append("no feasible plan meets the SLA any more")
@@ -106,17 +128,18 @@ def compare(name: str, before: ScenarioResult, after: ScenarioResult, tolerances
         old = getattr(before, metric)
         new = getattr(after, metric)
         if old is None or new is None:
-            metrics.append(MetricChange(metric, old, new, None, "regression" if old is not None else "unchanged"))
+            verdict: Verdict = "regression" if old is not None else "unchanged"
+            metrics[metric] = MetricChange(before=old, after=new, change=None, verdict=verdict)
             continue
         change = (new - old) / old if old else (0.0 if new == old else float("inf"))
         limit = tol.of(metric)
         worse = change > limit if worse_if_higher else change < -limit
         better = change < -limit if worse_if_higher else change > limit
-        verdict: Verdict = "regression" if worse else ("improvement" if better else "unchanged")
+        verdict = "regression" if worse else ("improvement" if better else "unchanged")
         if worse and metric != "goodput_rps":
             reasons.append(f"{metric} {old:,.4g} -> {new:,.4g} ({change:+.2%}, tolerance {limit:.2%})")
-        metrics.append(MetricChange(metric, old, new, change, verdict))
-    gating = [m for m in metrics if m.metric != "goodput_rps"]
+        metrics[metric] = MetricChange(before=old, after=new, change=change, verdict=verdict)
+    gating = [m for name, m in metrics.items() if name != "goodput_rps"]
     if reasons:
         verdict_all: Verdict = "regression"
     elif any(m.verdict == "improvement" for m in gating) or (not before.feasible and after.feasible):
@@ -162,7 +185,7 @@ def gate(
     return baseline, checks
 
 
-def _rerun(scenario: GateScenario, path: Path) -> OptimizeReport:
+def _rerun(scenario: ScenarioSpec, path: Path) -> OptimizeReport:
     """`run_scenario`, with any failure inside it an InputError (exit 2) naming the scenario: a
     scenario that cannot run is not a regression (exit 1) and not a pass."""
     try:
@@ -209,7 +232,7 @@ def init_baseline(
             # A file named on the command line is relative to the working directory; the baseline
             # stores it relative to its own folder so the gate runs from anywhere.
             reference = os.path.relpath(Path(name).resolve(), path.resolve().parent)
-        placeholder = GateScenario(
+        placeholder = ScenarioSpec(
             name=Path(name).stem,
             workload=reference,
             allow_infeasible=True,
@@ -227,28 +250,25 @@ def init_baseline(
     return Baseline(scenarios=scenarios)
 
 
-def checks_to_dict(checks: list[ScenarioCheck]) -> dict[str, Any]:
-    """JSON view: per scenario, before/after/change/verdict, and the overall outcome."""
-    return {
-        "passed": all(c.verdict != "regression" for c in checks),
-        "improved": any(c.verdict == "improvement" for c in checks),
-        "scenarios": [
-            {
-                "name": c.name,
-                "verdict": c.verdict,
-                "reasons": c.reasons,
-                "best_before": c.before.best,
-                "best_after": c.after.best,
-                "metrics": {
-                    m.metric: {"before": m.before, "after": m.after, "change": m.change, "verdict": m.verdict}
-                    for m in c.metrics
-                },
-                "gpus_before": c.before.gpus,
-                "gpus_after": c.after.gpus,
-            }
+def outcome(checks: list[ScenarioCheck]) -> Gate:
+    """What `gate --json` prints: per scenario, before/after/change/verdict, and the overall outcome."""
+    return Gate(
+        passed=all(c.verdict != "regression" for c in checks),
+        improved=any(c.verdict == "improvement" for c in checks),
+        scenarios=[
+            GateScenario(
+                name=c.name,
+                verdict=c.verdict,
+                reasons=c.reasons,
+                best_before=c.before.best,
+                best_after=c.after.best,
+                metrics=c.metrics,
+                gpus_before=c.before.gpus,
+                gpus_after=c.after.gpus,
+            )
             for c in checks
         ],
-    }
+    )
 
 
 def parse_tolerances(tol: list[str] | None, rtol: float | None) -> dict[Metric, float]:

@@ -9,24 +9,55 @@ PDD plan without its relay (same prefill, main decoders and line), simulated as 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field
 
 from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.outputs import ArchitectureResult as ArchitectureOutput
+from pddplan.optimize.outputs import Robustness
 from pddplan.optimize.robustness import robustness
-from pddplan.optimize.run import architecture_figures, optimize
+from pddplan.optimize.run import architecture_output, headline, optimize
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes
 from pddplan.scenarios.describe import layout_label
 from pddplan.scenarios.scenario import build_scenario
+from pddplan.simulate.outputs import Simulation
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
+from pddplan.support.outputs import Output, number
+
+
+class PaperRow(Output):
+    metric: str
+    article: str
+    pddplan: str
+    why: str
+    values: dict[str, float | None] = Field(default_factory=dict)
+
+
+class CrossPlan(Output):
+    """PDD's plan with its relay taken out (pd-cross), as simulated."""
+
+    plan: dict[str, Any]
+    simulated: Simulation
+
+
+class Paper(Output):
+    """`paper --json`."""
+
+    workload: str
+    rows: list[PaperRow]
+    robustness: Robustness
+    plans: dict[str, ArchitectureOutput | CrossPlan]
+
 
 WORKLOAD = "pdd-agent-64k"
 # The same scenario with GPU-B offered in datacenter A too: heterogeneous PD in one datacenter
@@ -38,16 +69,10 @@ NOMINAL_PREMIUM = 0.25  # the workload's own GPU-B price
 COMPARED: tuple[ArchitectureName, ...] = ("pd-intra", "pdd")
 
 
-@dataclass(frozen=True)
-class Row:
-    """One comparison: what the article says, what pddplan gets, and why they differ."""
-
-    metric: str
-    article: str
-    pddplan: str
-    why: str
-    #: the numbers behind `pddplan`'s text, unrounded, SI or shares, named with their units
-    values: dict[str, float | None] = field(default_factory=dict)
+def _row(metric: str, article: str, pddplan: str, why: str, values: dict[str, float | None] | None = None) -> PaperRow:
+    """One comparison: what the article says, what pddplan gets, and why they differ; `values`, the
+    numbers behind `pddplan`'s text, unrounded, SI or shares, named with their units."""
+    return PaperRow(metric=metric, article=article, pddplan=pddplan, why=why, values=values or {})
 
 
 def _with_premium(workload: Workload, premium: float) -> Workload:
@@ -84,12 +109,12 @@ class PaperFlags:
     def __post_init__(self) -> None:
         check_requests(self.requests)
 
-    def compare(self, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def compare(self, progress: Callable[[str], None] | None = None) -> Paper:
         """The comparison at these options (`compare`)."""
         return compare(self.requests, self.seed, progress)
 
 
-def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], None] | None = None) -> Paper:
     """Run the paper scenario and build the comparison rows (at least 1000 requests per plan)."""
     check_requests(requests)
     workload = load_workload(WORKLOAD)
@@ -122,17 +147,19 @@ def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], Non
     moves = robustness(
         _with_premium(workload, NOMINAL_PREMIUM), base_dir, options, reports[NOMINAL_PREMIUM], COMPARED, progress
     )
-    return {
-        "workload": WORKLOAD,
-        "rows": [row.__dict__ for row in rows],
-        "robustness": moves.to_dict(),
-        "plans": {
-            "pd-intra": architecture_figures(intra),
-            "pdd": architecture_figures(pdd),
-            "pd-cross (pdd plan without relay)": {"plan": cross_plan.model_dump(mode="json"), "simulated": cross_sim},
-            **{f"{r.name} ({HETERO_WORKLOAD})": architecture_figures(r) for r in split.results},
+    return Paper(
+        workload=WORKLOAD,
+        rows=rows,
+        robustness=moves.to_output(),
+        plans={
+            "pd-intra": architecture_output(intra),
+            "pdd": architecture_output(pdd),
+            "pd-cross (pdd plan without relay)": CrossPlan(
+                plan=cross_plan.model_dump(mode="json"), simulated=cross_sim
+            ),
+            **{f"{r.name} ({HETERO_WORKLOAD})": architecture_output(r) for r in split.results},
         },
-    }
+    )
 
 
 def _pct(x: float) -> str:
@@ -141,16 +168,16 @@ def _pct(x: float) -> str:
 
 def _rows(
     workload: Workload,
-    intra: dict[str, Any],
-    cross: dict[str, Any],
-    pdd: dict[str, Any],
+    intra: Simulation,
+    cross: Simulation,
+    pdd: Simulation,
     by_premium: dict[float, dict[Any, Any]],
     model: Any,
-) -> list[Row]:
+) -> list[PaperRow]:
     rows = []
     per_token = kv_bytes_per_token(model)
     rows.append(
-        Row(
+        _row(
             "KV bytes per token (DeepSeek-V3.2, FP8 KV)",
             "~46.5 KB (4649 KB per 100 tokens)",
             f"{per_token:,.0f} B",
@@ -161,7 +188,7 @@ def _rows(
     )
     eighty = 80 * float(incremental_kv_bytes(model, 65_536, 0.9, workload.serving.page_tokens))
     rows.append(
-        Row(
+        _row(
             "incremental KV of 80 concurrent 64K requests at 90% hit",
             "~23 GB",
             f"{eighty / 1e9:.1f} GB",
@@ -173,7 +200,7 @@ def _rows(
     ids = float(token_id_bytes(100))
     kv100 = 100 * per_token
     rows.append(
-        Row(
+        _row(
             "100-token handoff: token IDs vs KV",
             "1.5 KB vs 4649 KB",
             f"{ids:,.0f} B vs {kv100 / 1e3:,.0f} KB",
@@ -183,24 +210,24 @@ def _rows(
         )
     )
     rows.append(
-        Row(
+        _row(
             "relay share of output tokens",
             "6.2%",
-            f"{pdd['rld_token_share']:.1%}",
+            f"{pdd.rld_token_share:.1%}",
             "depends on the share of relayed (low-hit) requests and on WAN transfer times, i.e. on the assumed hit "
             "buckets, output lengths and line (30 ms RTT, 1e-5 loss, 8 CUBIC streams); the article does not publish "
             "its bucket shares.",
-            {"share": pdd["rld_token_share"]},
+            {"share": pdd.rld_token_share},
         )
     )
     rows.append(
-        Row(
+        _row(
             "singular traffic (relay finishes first, transfer cancelled)",
             "3-4% (estimate)",
-            f"{pdd['singular_share']:.1%}",
+            f"{pdd.singular_share:.1%}",
             "relayed requests whose output ends before their KV lands; it follows from the assumed lognormal "
             "output lengths (median 800) and the transfer times.",
-            {"share": pdd["singular_share"]},
+            {"share": pdd.singular_share},
         )
     )
     for name, sim, article in (
@@ -209,18 +236,18 @@ def _rows(
         ("PDD", pdd, "51.5% below cross-DC"),
     ):
         rows.append(
-            Row(
+            _row(
                 f"TTFT {name}",
                 article,
-                f"P50 {sim['ttft_p50_s']:.2f} s, P90 {sim['ttft_p90_s']:.2f} s, P99 {sim['ttft_p99_s']:.2f} s",
+                f"P50 {sim.ttft_p50_s:.2f} s, P90 {sim.ttft_p90_s:.2f} s, P99 {sim.ttft_p99_s:.2f} s",
                 "absolute TTFT depends on the load the article ran at, which it does not give; pddplan sizes every "
                 "plan to the SLA (P90 10 s, P99 20 s) at 4 req/s, so its prefill queues are short.",
-                {key: sim[key] for key in ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s")},
+                {"ttft_p50_s": sim.ttft_p50_s, "ttft_p90_s": sim.ttft_p90_s, "ttft_p99_s": sim.ttft_p99_s},
             )
         )
-    reduction = 1 - pdd["ttft_p90_s"] / cross["ttft_p90_s"]
+    reduction = 1 - number(pdd.ttft_p90_s) / number(cross.ttft_p90_s)
     rows.append(
-        Row(
+        _row(
             "TTFT reduction of PDD vs cross-DC PD (P90)",
             "-51.5%",
             f"{-reduction:+.1%}",
@@ -233,70 +260,71 @@ def _rows(
         intra_r, pdd_r = results["pd-intra"], results["pdd"]
         if not (intra_r.feasible and pdd_r.feasible):
             continue
-        a, b = architecture_figures(intra_r), architecture_figures(pdd_r)
-        gpus_a = ", ".join(f"{n} x {g}" for g, n in a["gpus"].items())
-        gpus_b = ", ".join(f"{n} x {g}" for g, n in b["gpus"].items())
+        a, b = headline(intra_r), headline(pdd_r)
+        gpus_of_a, gpus_of_b = architecture_output(intra_r).gpus, architecture_output(pdd_r).gpus
+        gpus_a = ", ".join(f"{n} x {g}" for g, n in gpus_of_a.items())
+        gpus_b = ", ".join(f"{n} x {g}" for g, n in gpus_of_b.items())
         rows.append(
-            Row(
+            _row(
                 f"deployment, GPU-B at +{premium:.0%}",
                 "baseline 88 x GPU-A; PDD 43 x GPU-A + 32 x GPU-B",
                 f"baseline {gpus_a}; PDD {gpus_b}",
                 "GPU counts follow from the assumed rate (4 req/s) and from DeepSeek-V3.2 needing 16 GPU-A per "
                 "instance (80 GB); the article's GPU-A is unnamed.",
                 {
-                    **{f"baseline_{gpu}_gpus": float(n) for gpu, n in a["gpus"].items()},
-                    **{f"pdd_{gpu}_gpus": float(n) for gpu, n in b["gpus"].items()},
+                    **{f"baseline_{gpu}_gpus": float(n) for gpu, n in gpus_of_a.items()},
+                    **{f"pdd_{gpu}_gpus": float(n) for gpu, n in gpus_of_b.items()},
                 },
             )
         )
         rows.append(
-            Row(
+            _row(
                 f"PDD cost vs baseline, GPU-B at +{premium:.0%}",
                 "-3.5% to -7.1%",
-                _pct(b["cost_usd_per_hour"] / a["cost_usd_per_hour"] - 1),
+                _pct(b.cost_usd_per_hour / a.cost_usd_per_hour - 1),
                 _decode_reason(intra_r, pdd_r),
                 {
-                    "change": b["cost_usd_per_hour"] / a["cost_usd_per_hour"] - 1,
-                    "baseline_usd_per_hour": a["cost_usd_per_hour"],
-                    "pdd_usd_per_hour": b["cost_usd_per_hour"],
+                    "change": b.cost_usd_per_hour / a.cost_usd_per_hour - 1,
+                    "baseline_usd_per_hour": a.cost_usd_per_hour,
+                    "pdd_usd_per_hour": b.cost_usd_per_hour,
                 },
             )
         )
         rows.append(
-            Row(
+            _row(
                 f"PDD BCR vs baseline, GPU-B at +{premium:.0%}",
                 "up to +37.5%",
-                _pct(b["bcr"] / a["bcr"] - 1),
+                _pct(b.bcr / a.bcr - 1),
                 "both plans serve the whole rate within the SLA, so the BCR ratio is the inverse cost ratio.",
-                {"change": b["bcr"] / a["bcr"] - 1, "baseline_bcr": a["bcr"], "pdd_bcr": b["bcr"]},
+                {"change": b.bcr / a.bcr - 1, "baseline_bcr": a.bcr, "pdd_bcr": b.bcr},
             )
         )
     return rows
 
 
-def _split_rows(results: list[ArchitectureResult]) -> list[Row]:
+def _split_rows(results: list[ArchitectureResult]) -> list[PaperRow]:
     """Where PDD's cost gain over pd-intra comes from, on the variant where datacenter A offers both
     GPU types: the heterogeneous decode GPU (pd-hetero vs pd-intra) and the cross-datacenter relay
     design (pdd vs pd-hetero). The two changes multiply: (1 + total) = (1 + hetero) (1 + relay)."""
     by_name = {r.name: r for r in results}
-    costs = {name: architecture_figures(r)["cost_usd_per_hour"] for name, r in by_name.items() if r.feasible}
+    costs = {name: headline(r).cost_usd_per_hour for name, r in by_name.items() if r.feasible}
     if not all(name in costs for name in SPLIT):
         missing = ", ".join(name for name in SPLIT if name not in costs)
-        return [Row("split of PDD's gain", "not given", f"not computed: {missing} infeasible", "")]
+        return [_row("split of PDD's gain", "not given", f"not computed: {missing} infeasible", "")]
     intra, hetero, pdd = (costs[name] for name in SPLIT)
     note = (
         f"{HETERO_WORKLOAD}, GPU-B at +25%: pd-intra ${intra:,.2f}/h, pd-hetero ${hetero:,.2f}/h, pdd "
         f"${pdd:,.2f}/h. The article does not separate the two sources. "
     )
     return [
-        Row(
+        _row(
             "cost change from the heterogeneous decode GPU (pd-hetero vs pd-intra)",
             "not given",
             _pct(hetero / intra - 1),
             note + "With both GPU types in one datacenter, pd-intra may also run all-GPU-B.",
             {"change": hetero / intra - 1},
         ),
-        Row(
+        _row(
             "cost change from the cross-datacenter relay design (pdd vs pd-hetero)",
             "not given",
             _pct(pdd / hetero - 1),

@@ -37,6 +37,17 @@ from pddplan.support.distribute import Execution, map_in_order
 from pddplan.support.images import check_image_outputs
 from pddplan.support.limits import check_jobs
 from pddplan.support.loading import read_data, validate
+from pddplan.support.outputs import Output
+
+
+class Sweep(Output):
+    """`sweep --json`: per value, each architecture's figures under its name."""
+
+    workload: str
+    param: str
+    architectures: list[str]
+    points: list[dict[str, Any]]
+
 
 if TYPE_CHECKING:
     from pddplan.inputs.input_set import InputSet
@@ -282,14 +293,9 @@ class SweepResult:
     #: why the lines are flat, when no plan uses the parameter (`unused_param`); not in the JSON
     unused: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON view."""
-        return {
-            "workload": self.workload,
-            "param": self.param,
-            "architectures": self.architectures,
-            "points": self.points,
-        }
+    def to_output(self) -> Sweep:
+        """The typed result `sweep --json` prints."""
+        return Sweep(workload=self.workload, param=self.param, architectures=self.architectures, points=self.points)
 
 
 def run_request(request: SweepRequest, progress: Callable[[int, int], None] | None = None) -> SweepResult:

@@ -40,53 +40,62 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import Field
 
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate.outputs import Evaluation
 from pddplan.inputs import load_plan
 from pddplan.inputs.input_set import InputSet
 from pddplan.scenarios.failures import Change, apply
 from pddplan.scenarios.files import workload_inputs
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.engine import simulate_requests as run
+from pddplan.simulate.outputs import Simulation
 from pddplan.simulate.summary import simulate
 from pddplan.support.limits import check_requests, check_seed
+from pddplan.support.outputs import Output
 
 
-@dataclass(frozen=True)
-class WhatIf:
-    """The plan's figures before and after, how the deployment degraded, and what was shed."""
+class Transient(Output):
+    """`whatif --at`: a line failing mid-simulation (pddplan.analyses.whatif)."""
 
-    change: Change
-    mode: str  # how the deployment runs after the change, in words
-    before: dict[str, Any]
-    after: dict[str, Any] | None  # None: nothing is served
-    simulated_before: dict[str, Any] | None = None
-    simulated_after: dict[str, Any] | None = None
-    transient: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "change": self.change.describe(),
-            "mode": self.mode,
-            "before": self.before,
-            "after": self.after,
-            "simulated_before": self.simulated_before,
-            "simulated_after": self.simulated_after,
-            "transient": self.transient,
-        }
+    at_s: float
+    capacity_share_left: float = Field(description="the line pool's capacity left, as a share")
+    in_flight: int = Field(description="requests with a WAN transfer owed and no first token at at_s")
+    in_flight_ttft_p50_s: float | None
+    in_flight_ttft_max_s: float | None
+    ttft_p90_before_s: float
+    ttft_p90_until_settled_s: float | None
+    transfers_in_flight_peak: int
+    transfers_in_flight_degraded_mean: float
+    settle_s: float | None = Field(
+        description="seconds from at_s until the link carries what the degraded deployment does (null: never)"
+    )
 
 
-def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int = 0, seed: int = 0) -> WhatIf:
+class WhatIfOutput(Output):
+    """`whatif --json`: the plan's figures as planned and after the change (null: all shed)."""
+
+    change: str
+    mode: str = Field(description="how the deployment runs after the change, in words")
+    before: Evaluation
+    after: Evaluation | None
+    simulated_before: Simulation | None
+    simulated_after: Simulation | None
+    transient: Transient | None = Field(description="with --at: the line failure's transient")
+
+
+def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int = 0, seed: int = 0) -> WhatIfOutput:
     """`plan`'s figures before and after `change` (module docstring), on `inputs`' workload."""
 
     scenario = build_scenario(plan, inputs, source="plan")
     changed, rate, mode = apply(inputs, scenario, change)
-    before = evaluate(scenario).to_dict()
-    after = _paid_for(evaluate(changed, rate).to_dict(), scenario.cost_per_hour) if changed is not None else None
+    before = evaluate(scenario).to_output()
+    after = _paid_for(evaluate(changed, rate).to_output(), scenario.cost_per_hour) if changed is not None else None
     sim_before = sim_after = None
     if simulate_requests:
         sim_before = simulate(scenario, simulate_requests, seed).summary
@@ -101,7 +110,15 @@ def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int =
     transient = None
     if change.at_s is not None:
         transient = _transient(scenario, changed, change, simulate_requests, seed)
-    return WhatIf(change, mode, before, after, sim_before, sim_after, transient)
+    return WhatIfOutput(
+        change=change.describe(),
+        mode=mode,
+        before=before,
+        after=after,
+        simulated_before=sim_before,
+        simulated_after=sim_after,
+        transient=transient,
+    )
 
 
 def check_transient(change: Change, simulate_requests: int) -> None:
@@ -114,6 +131,9 @@ def check_transient(change: Change, simulate_requests: int) -> None:
         raise InputError("--at simulates the transient: add --simulate")
     if change.fail is None or not change.fail.startswith("line:") or change.rate or change.hit_shift:
         raise InputError("--at applies to one line failure alone (--fail line:OPTION, without --rate or --hit-shift)")
+
+
+F = TypeVar("F", Evaluation, Simulation)
 
 
 @dataclass(frozen=True)
@@ -152,7 +172,7 @@ class WhatifFlags:
         """Requests to simulate before and after the change: 0 without `simulate_flag`."""
         return self.requests if self.simulate_flag else 0
 
-    def run(self, progress: Callable[[str], None] | None = None) -> WhatIf:
+    def run(self, progress: Callable[[str], None] | None = None) -> WhatIfOutput:
         """The plan's figures before and after the change (`whatif`), on the workload's inputs."""
         inputs = workload_inputs(self.workload)
         if progress is not None:
@@ -160,9 +180,7 @@ class WhatifFlags:
         return whatif(inputs, load_plan(self.plan), self.change, self.simulate_requests, self.seed)
 
 
-def _transient(
-    scenario: Scenario, changed: Scenario | None, change: Change, requests: int, seed: int
-) -> dict[str, Any]:
+def _transient(scenario: Scenario, changed: Scenario | None, change: Change, requests: int, seed: int) -> Transient:
     """The line failure's transient (module docstring)."""
 
     assert change.at_s is not None
@@ -187,18 +205,18 @@ def _transient(
     before = table.arrival_s < at_s
     end = at_s + (settle_s if settle_s is not None else math.inf)
     during = (table.arrival_s >= at_s) & (table.arrival_s <= end)
-    return {
-        "at_s": at_s,
-        "capacity_share_left": share,
-        "in_flight": int(in_flight.sum()),
-        "in_flight_ttft_p50_s": float(np.median(ttft[in_flight])) if in_flight.any() else None,
-        "in_flight_ttft_max_s": float(ttft[in_flight].max()) if in_flight.any() else None,
-        "ttft_p90_before_s": float(np.quantile(ttft[before], 0.9)),
-        "ttft_p90_until_settled_s": float(np.quantile(ttft[during], 0.9)) if during.any() else None,
-        "transfers_in_flight_peak": int(flows[after].max()) if after.any() else 0,
-        "transfers_in_flight_degraded_mean": steady,
-        "settle_s": settle_s,
-    }
+    return Transient(
+        at_s=at_s,
+        capacity_share_left=share,
+        in_flight=int(in_flight.sum()),
+        in_flight_ttft_p50_s=float(np.median(ttft[in_flight])) if in_flight.any() else None,
+        in_flight_ttft_max_s=float(ttft[in_flight].max()) if in_flight.any() else None,
+        ttft_p90_before_s=float(np.quantile(ttft[before], 0.9)),
+        ttft_p90_until_settled_s=float(np.quantile(ttft[during], 0.9)) if during.any() else None,
+        transfers_in_flight_peak=int(flows[after].max()) if after.any() else 0,
+        transfers_in_flight_degraded_mean=steady,
+        settle_s=settle_s,
+    )
 
 
 def _idle_from(timeline: list[tuple[float, int]]) -> list[float]:
@@ -231,11 +249,10 @@ def _mean_in_flight(timeline: list[tuple[float, int]]) -> float:
     return area / span if span > 0 else 0.0
 
 
-def _paid_for(figures: dict[str, Any], purchased_usd_per_hour: float) -> dict[str, Any]:
+def _paid_for(figures: F, purchased_usd_per_hour: float) -> F:
     """Figures of a degraded deployment at the purchase's cost: a failed instance or line is still
     paid for, so cost stays and BCR = goodput x 3600 / that cost."""
-    goodput = figures["goodput_rps"]
-    return figures | {
-        "cost_usd_per_hour": purchased_usd_per_hour,
-        "bcr": goodput * 3600 / purchased_usd_per_hour if purchased_usd_per_hour > 0 else 0.0,
-    }
+    bcr = figures.goodput_rps * 3600 / purchased_usd_per_hour if purchased_usd_per_hour > 0 else 0.0
+    paid = figures.model_copy()
+    paid.cost_usd_per_hour, paid.bcr = purchased_usd_per_hour, bcr
+    return paid

@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from pddplan.architectures.base import Architecture, DecodeGpu, Dispatch, Pipeline, Transport
+from pddplan.architectures.base import Architecture, ArchitectureInfo, DecodeGpu, Dispatch, Pipeline, Transport
 from pddplan.specs.plan import Plan, register_architecture_rules
 
 
@@ -56,18 +56,18 @@ def baselines() -> tuple[Architecture, ...]:
     return tuple(a for a in _registry().values() if not a.subject)
 
 
-def describe() -> list[dict[str, object]]:
-    """One plain record per architecture: what `pddplan architectures` lists."""
+def describe() -> list[ArchitectureInfo]:
+    """One record per architecture: what `pddplan architectures` lists."""
     return [
-        {
-            "name": a.name,
-            "summary": a.summary,
-            "kv_path": a.transport.value,
-            "decode_gpu": a.decode_gpu.value,
-            "relay": a.has_relay,
-            "decode_datacenter": "other" if a.uses_wan else "same",
-            "subject": a.subject,
-        }
+        ArchitectureInfo(
+            name=a.name,
+            summary=a.summary,
+            kv_path=a.transport.value,
+            decode_gpu=a.decode_gpu.value,
+            relay=a.has_relay,
+            decode_datacenter="other" if a.uses_wan else "same",
+            subject=a.subject,
+        )
         for a in _registry().values()
     ]
 

@@ -26,10 +26,23 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from pddplan.cache.sessions import CacheKind
+from pddplan.support.outputs import Output
 
 if TYPE_CHECKING:
     from pddplan.specs.plan import HandoffMode, Plan, Routing
     from pddplan.specs.workload import Workload
+
+
+class ArchitectureInfo(Output):
+    """One architecture as `pddplan architectures` lists it."""
+
+    name: str
+    summary: str
+    kv_path: str
+    decode_gpu: str
+    relay: bool
+    decode_datacenter: str
+    subject: bool
 
 
 class Pipeline(StrEnum):

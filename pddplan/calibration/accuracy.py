@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -28,6 +27,15 @@ from pddplan.calibration.calibrate import (
     predict,
     read_measurements,
 )
+from pddplan.calibration.outputs import (
+    Accuracy,
+    AccuracyPoint,
+    CrossValidation,
+    Errors,
+    GpuErrors,
+    Groups,
+    SplitErrors,
+)
 from pddplan.calibration.refit import refit
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
@@ -37,39 +45,39 @@ from pddplan.specs.precision import weight_format
 from pddplan.support.catalog import shipped_measurements
 
 
-def _summary(predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
+def _summary(predicted: np.ndarray, measured: np.ndarray) -> SplitErrors:
     stats = ErrorSummary.of(predicted, measured)
     p90 = float(np.quantile(np.abs(predicted / measured - 1.0), 0.9)) if stats.count else None
-    return {
-        "count": stats.count,
-        "median_abs_error": stats.median,
-        "p90_abs_error": p90,
-        "worst_abs_error": stats.worst,
-        "mean_abs_error": stats.mean,
-    }
+    return SplitErrors(
+        count=stats.count,
+        median_abs_error=stats.median,
+        p90_abs_error=p90,
+        worst_abs_error=stats.worst,
+        mean_abs_error=stats.mean,
+    )
 
 
-def _point(m: Measurement, predicted: float, gpu_level: float, origin: str) -> dict[str, Any]:
-    return {
-        "line": m.line,
-        "model": m.model,
-        "gpu": m.gpu,
-        "stack": m.stack,
-        "tp": m.tp,
-        "kind": m.kind,
-        "tokens": m.tokens,
-        "cached": m.cached,
-        "batch": m.batch,
-        "context": m.context,
-        "measured_s": m.measured_s,
-        "predicted_s": predicted,
-        "error": predicted / m.measured_s - 1.0,
-        "gpu_level_predicted_s": gpu_level,
-        "gpu_level_error": gpu_level / m.measured_s - 1.0,
-        "split": m.split,
-        "measured_kind": m.measured_kind,
-        "factors": origin,
-    }
+def _point(m: Measurement, predicted: float, gpu_level: float, origin: str) -> AccuracyPoint:
+    return AccuracyPoint(
+        line=m.line,
+        model=m.model,
+        gpu=m.gpu,
+        stack=m.stack,
+        tp=m.tp,
+        kind=m.kind,
+        tokens=m.tokens,
+        cached=m.cached,
+        batch=m.batch,
+        context=m.context,
+        measured_s=m.measured_s,
+        predicted_s=predicted,
+        error=predicted / m.measured_s - 1.0,
+        gpu_level_predicted_s=gpu_level,
+        gpu_level_error=gpu_level / m.measured_s - 1.0,
+        split=m.split,
+        measured_kind=m.measured_kind,
+        factors=origin,
+    )
 
 
 def model_family(model: ModelArchitecture) -> str:
@@ -116,7 +124,7 @@ def step_kind(m: Measurement) -> str:
 
 def _grouped(
     rows: list[Measurement], predicted: np.ndarray, measured: np.ndarray, scored: np.ndarray | None = None
-) -> dict[str, Any]:
+) -> Groups:
     """Errors of the `scored` rows (default: the held-out ones) per (engine or client measurement,
     step kind), per measurement over every step kind (`"<kind> all"`, where it has several), per
     model family, per architecture class and per weight precision."""
@@ -148,23 +156,25 @@ def _grouped(
             mask = held & (labels == label)
             if mask.any():
                 groups[name][label] = mask
-    return {
-        name: {key: _percentiles(predicted[mask], measured[mask]) for key, mask in masks.items()}
-        for name, masks in groups.items()
-    }
+    return Groups(
+        **{
+            name: {key: _percentiles(predicted[mask], measured[mask]) for key, mask in masks.items()}
+            for name, masks in groups.items()
+        }
+    )
 
 
-def _percentiles(predicted: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
+def _percentiles(predicted: np.ndarray, measured: np.ndarray) -> Errors:
     errors = np.abs(predicted / measured - 1.0)
-    return {
-        "count": len(errors),
-        "median_abs_error": float(np.median(errors)),
-        "p90_abs_error": float(np.quantile(errors, 0.9)),
-        "worst_abs_error": float(errors.max()),
-    }
+    return Errors(
+        count=len(errors),
+        median_abs_error=float(np.median(errors)),
+        p90_abs_error=float(np.quantile(errors, 0.9)),
+        worst_abs_error=float(errors.max()),
+    )
 
 
-def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
+def accuracy_report(measurements: Path | None = None) -> Accuracy:
     """Per-row errors and median/worst absolute error on the fit and held-out rows, per level.
 
     `summary` scores the most specific shipped factors (the row's stack where calibrated);
@@ -183,22 +193,22 @@ def accuracy_report(measurements: Path | None = None) -> dict[str, Any]:
         split: _summary(gpu_level[splits == split], measured[splits == split]) for split in ("fit", "holdout")
     }
     gpus = np.array([m.gpu for m in rows])
-    by_gpu: dict[str, dict[str, Any]] = {}
+    by_gpu: dict[str, GpuErrors] = {}
     for gpu in sorted({m.gpu for m in rows if m.split == "holdout"}):
         mask = (gpus == gpu) & (splits == "holdout")
         stats = ErrorSummary.of(predicted[mask], measured[mask])
-        by_gpu[gpu] = {"holdout_count": stats.count, "median_abs_error": stats.median, "worst_abs_error": stats.worst}
+        by_gpu[gpu] = GpuErrors(holdout_count=stats.count, median_abs_error=stats.median, worst_abs_error=stats.worst)
     points = [_point(m, float(p), float(g), o) for m, p, g, o in zip(rows, predicted, gpu_level, origin, strict=True)]
-    return {
-        "measurements": str(path),
-        "rows": len(rows),
-        "excluded": int(np.sum(splits == "excluded")),
-        "summary": summary,
-        "gpu_level_summary": gpu_summary,
-        "holdout_by_gpu": by_gpu,
-        "holdout_groups": _grouped(rows, predicted, measured),
-        "points": points,
-    }
+    return Accuracy(
+        measurements=str(path),
+        rows=len(rows),
+        excluded=int(np.sum(splits == "excluded")),
+        summary=summary,
+        gpu_level_summary=gpu_summary,
+        holdout_by_gpu=by_gpu,
+        holdout_groups=_grouped(rows, predicted, measured),
+        points=points,
+    )
 
 
 FOLD_UNITS = ("model", "stack")
@@ -228,7 +238,7 @@ def cross_validation(
     folds: int = 5,
     progress: Callable[[str], None] | None = None,
     unit: str = "model",
-) -> dict[str, Any]:
+) -> CrossValidation:
     """K-fold cross-validation of the whole refit (`pddplan.calibration.refit`: defaults, per GPU, per
     stack) on the `fit` rows, by whole models (or stacks, `unit`): fold k holds every fit row of the
     models `fold_groups` deals it; each fold is predicted by the factors refitted without it (with
@@ -252,12 +262,12 @@ def cross_validation(
             predicted[i] = float(predict([m], fit.factors(m.gpu, m.stack), models=models)[0])
     scored = ~np.isnan(predicted)
     measured = np.array([m.measured_s for m in rows])
-    return {
-        "folds": folds,
-        "fold_by": unit,
-        "overall": _percentiles(predicted[scored], measured[scored]),
-        **_grouped(rows, np.where(scored, predicted, 1.0), measured, scored),
-    }
+    return CrossValidation(
+        folds=folds,
+        fold_by=unit,
+        overall=_percentiles(predicted[scored], measured[scored]),
+        **_grouped(rows, np.where(scored, predicted, 1.0), measured, scored).json_data(),
+    )
 
 
 @dataclass(frozen=True)
@@ -273,14 +283,16 @@ class AccuracyFlags:
         if self.fold_by not in FOLD_UNITS:
             raise InputError(f"--fold-by = {self.fold_by!r}: expected one of {', '.join(FOLD_UNITS)}")
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> Accuracy:
         """The accuracy report of these measurements (`accuracy_report`; default: the shipped set)."""
         return accuracy_report(self.measurements)
 
-    def cross_validated(self, report: dict[str, Any], progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def cross_validated(self, report: Accuracy, progress: Callable[[str], None] | None = None) -> Accuracy:
         """`report` with the K-fold cross-validation `--folds` asks for under `cross_validation`
         (`cross_validation` of the rows the report scored); `report` itself for no folds."""
         if not self.folds:
             return report
-        rows = read_measurements(Path(report["measurements"]))
-        return report | {"cross_validation": cross_validation(rows, self.folds, progress, unit=self.fold_by)}
+        rows = read_measurements(Path(report.measurements))
+        checked = report.model_copy()
+        checked.cross_validation = cross_validation(rows, self.folds, progress, unit=self.fold_by)
+        return checked

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pddplan.calibration.calibrate import Measurement, calibrate_rows, data_tag
+from pddplan.calibration.outputs import FromBench
 from pddplan.errors import InputError
 from pddplan.inputs import model_index
 from pddplan.support.jsontext import JsonError, parse_json
@@ -371,14 +372,15 @@ class BenchFit:
     profile: Any  # HardwareProfile with the stack's factors
     result: Any  # CalibrationResult
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "files": [str(p) for p in self.files],
-            "stack": self.stack,
-            "rows": len(self.rows),
-            "notes": self.notes,
-        }
+    def to_output(self) -> FromBench:
+        """What `calibrate --from` read, as `--json` prints it under `from_bench`."""
+        return FromBench(
+            format=self.format,
+            files=[str(p) for p in self.files],
+            stack=self.stack,
+            rows=len(self.rows),
+            notes=self.notes,
+        )
 
 
 def calibrate_from_bench(

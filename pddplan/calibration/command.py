@@ -17,11 +17,14 @@ from pathlib import Path
 from pddplan.calibration.bench_import import BenchFit, calibrate_from_bench, rows_csv
 from pddplan.calibration.calibrate import (
     CalibrationResult,
+    ErrorSummary,
     calibrate_profile,
     efficiency_yaml,
+    factors_on_bounds,
     fit_all,
     with_efficiency_block,
 )
+from pddplan.calibration.outputs import Calibrate, FactorOnBound, FitErrors
 from pddplan.calibration.refit import refit_file, write_catalog
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware
@@ -48,6 +51,28 @@ class CalibrationFit:
         if self.gpu is None:
             return "all GPUs"
         return self.gpu if self.stack is None else f"{self.gpu} / {self.stack}"
+
+    def to_output(self, output: Path | None) -> Calibrate:
+        """The typed result `calibrate --json` prints; `output`, the profile it wrote (if any)."""
+        result = self.result
+
+        def errors(s: ErrorSummary) -> FitErrors:
+            return FitErrors(count=s.count, median_abs_error=s.median, worst_abs_error=s.worst, rms_log_error=s.rms_log)
+
+        out = Calibrate(
+            target=self.label,
+            efficiency=result.efficiency.model_dump(),
+            before={"fit": errors(result.before_fit), "holdout": errors(result.before_holdout)},
+            after={"fit": errors(result.after_fit), "holdout": errors(result.after_holdout)},
+            factors_on_bounds=[
+                FactorOnBound(factor=name, value=value, bound=side)
+                for name, value, side in factors_on_bounds(result.efficiency)
+            ],
+            output=str(output) if output else None,
+        )
+        if self.bench is not None:
+            out.from_bench = self.bench.to_output()
+        return out
 
     @property
     def notes(self) -> list[str]:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pddplan.calibration.outputs import Breakdown, Estimate, MemoryPerGpu, MoeParts, Precision
 from pddplan.errors import InputError
 from pddplan.inputs import check_kv_dtype, load_hardware, load_model
 from pddplan.perf.memory import kv_replication, max_batch, memory_budget
@@ -123,7 +124,7 @@ class EstimateFlags:
             cuda_graph_max_batch=self.cuda_graph_max_batch,
         )
 
-    def estimate(self) -> dict[str, Any]:
+    def estimate(self) -> Estimate:
         """The prediction these options ask for (`estimate`), every option checked: the KV dtype,
         the layout, then the step."""
         kv_dtype = check_kv_dtype(self.kv_dtype)
@@ -160,41 +161,39 @@ def check_format(value: str | None, flag: str) -> WeightDtype | None:
     return value  # type: ignore[return-value]
 
 
-def precision_of(instance: Instance) -> dict[str, Any]:
+def precision_of(instance: Instance) -> Precision:
     """The weight formats an instance runs and the dtype its GEMMs run at on its GPU (a format
     the GPU has no tensor cores for runs weight-only at bf16)."""
     model, hardware = instance.model, instance.hardware
-    out: dict[str, Any] = {
-        "weights": model.weight_dtype,
-        "weight_bytes_per_value": weight_bytes_per_value(model.weight_dtype),
-        "dense_gemm_dtype": hardware.gemm_dtype(model.weight_dtype),
-    }
+    out = Precision(
+        weights=model.weight_dtype,
+        weight_bytes_per_value=weight_bytes_per_value(model.weight_dtype),
+        dense_gemm_dtype=hardware.gemm_dtype(model.weight_dtype),
+    )
     if model.moe is not None:
-        out |= {
-            "experts": model.expert_dtype,
-            "expert_bytes_per_value": weight_bytes_per_value(model.expert_dtype),
-            "expert_gemm_dtype": hardware.gemm_dtype(model.expert_dtype),
-        }
+        out.experts = model.expert_dtype
+        out.expert_bytes_per_value = weight_bytes_per_value(model.expert_dtype)
+        out.expert_gemm_dtype = hardware.gemm_dtype(model.expert_dtype)
     return out
 
 
-def moe_parts(instance: Instance, step: StepTime) -> dict[str, Any] | None:
+def moe_parts(instance: Instance, step: StepTime) -> MoeParts | None:
     """The shown step's MoE layers: routing, permutation, grouped GEMMs, dispatch, combine (seconds),
     the busiest expert-parallel rank's load over the mean and the skew factor in it, and whether the
     step runs as two micro-batches; None for a dense model."""
     if instance.model.moe is None:
         return None
-    return {
-        "routing_s": float(step.moe_routing_s),
-        "permutation_s": float(step.moe_permutation_s),
-        "grouped_gemm_s": float(step.expert_gemm_s),
-        "dispatch_s": float(step.moe_dispatch_s),
-        "combine_s": float(step.moe_combine_s),
-        "busiest_rank_share": float(step.expert_imbalance),
-        "expert_skew": instance.efficiency.expert_skew if instance.uses_ep else 1.0,
-        "micro_batches": int(step.micro_batches),
-        "overlap_s": float(step.overlap_s),
-    }
+    return MoeParts(
+        routing_s=float(step.moe_routing_s),
+        permutation_s=float(step.moe_permutation_s),
+        grouped_gemm_s=float(step.expert_gemm_s),
+        dispatch_s=float(step.moe_dispatch_s),
+        combine_s=float(step.moe_combine_s),
+        busiest_rank_share=float(step.expert_imbalance),
+        expert_skew=instance.efficiency.expert_skew if instance.uses_ep else 1.0,
+        micro_batches=int(step.micro_batches),
+        overlap_s=float(step.overlap_s),
+    )
 
 
 def estimate(
@@ -206,7 +205,7 @@ def estimate(
     expert_parallel: bool | Literal["tp-attention"] | None = None,
     stack: str | None = None,
     formats: Formats | None = None,
-) -> dict[str, Any]:
+) -> Estimate:
     """Predict a prefill, a decode step or an extend step (see `StepQuery`): engine times.
 
     `floor_s` is the shown step's pure floor (every FLOP at peak, every byte at peak HBM bandwidth,
@@ -259,22 +258,7 @@ def estimate(
         cuda_graph_max_batch=graph_cap,
     )
     budget = memory_budget(instance, step_tokens=chunk_tokens or prefill_tokens or 8192)
-    result: dict[str, Any] = {
-        "model": model.name,
-        "gpu": instance.hardware.name,
-        "tp": tp,
-        "expert_parallel": instance.uses_ep,
-        "tp_attention": instance.tp_attention,
-        "mode": modes[0],
-        "stack": stack,
-        "efficiency_source": instance.efficiency.source,
-        "kv_copies": kv_replication(instance),
-        "memory_per_gpu": {
-            "weights_bytes": budget.weight_bytes,
-            "activations_bytes": budget.activation_bytes,
-            "kv_budget_bytes": budget.kv_bytes,
-        },
-    }
+    result: dict[str, Any] = {}  # the mode's keys
     if modes[0] == "prefill":
         assert prefill_tokens is not None
         cost = prefill_cost(instance, prefill_tokens, cached_tokens, chunk_tokens)
@@ -322,10 +306,26 @@ def estimate(
             context_tokens=context_tokens,
             equivalent_decode_steps=float(step.total_s) / one,
         )
-    result["breakdown"] = {name: value for name, value in step.breakdown().items() if name.endswith("_s")}
-    result["precision"] = precision_of(instance)
-    result["moe"] = moe_parts(instance, step)
-    result["bound"] = str(step.bound)
-    result["floor_s"] = floor
-    result["times_floor"] = float(step.total_s) / floor if floor > 0 else None
-    return result
+    return Estimate(
+        model=model.name,
+        gpu=instance.hardware.name,
+        tp=tp,
+        expert_parallel=instance.uses_ep,
+        tp_attention=instance.tp_attention,
+        mode=modes[0],
+        stack=stack,
+        efficiency_source=instance.efficiency.source,
+        kv_copies=kv_replication(instance),
+        memory_per_gpu=MemoryPerGpu(
+            weights_bytes=budget.weight_bytes,
+            activations_bytes=budget.activation_bytes,
+            kv_budget_bytes=budget.kv_bytes,
+        ),
+        **result,
+        breakdown=Breakdown(**{name: value for name, value in step.breakdown().items() if name.endswith("_s")}),
+        precision=precision_of(instance),
+        moe=moe_parts(instance, step),
+        bound=str(step.bound),
+        floor_s=floor,
+        times_floor=float(step.total_s) / floor if floor > 0 else None,
+    )

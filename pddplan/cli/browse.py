@@ -30,7 +30,7 @@ def hardware_list(detail: DetailFlag = False, json_out: JsonFlag = False) -> Non
     if json_out:
         output.emit_json(rows)
     else:
-        browse_tables.print_hardware_list(output.results(), rows, detail)
+        browse_tables.print_hardware_list(output.results(), [r.json_data() for r in rows], detail)
 
 
 @hardware_app.command("show")
@@ -43,7 +43,7 @@ def hardware_show(name: HardwareNameArg, json_out: JsonFlag = False) -> None:
     if json_out:
         output.emit_json(summary)
     else:
-        browse_tables.print_hardware(output.results(), summary)
+        browse_tables.print_hardware(output.results(), summary.json_data())
 
 
 @models_app.command("list")
@@ -56,7 +56,7 @@ def models_list(kv_dtype: KvDtypeOption = None, detail: DetailFlag = False, json
     if json_out:
         output.emit_json(rows)
     else:
-        browse_tables.print_models_list(output.results(), rows, detail)
+        browse_tables.print_models_list(output.results(), [r.json_data() for r in rows], detail)
 
 
 @models_app.command("show")
@@ -69,7 +69,7 @@ def models_show(name: ModelNameArg, kv_dtype: KvDtypeOption = None, json_out: Js
     if json_out:
         output.emit_json(summary)
     else:
-        browse_tables.print_model(output.results(), summary)
+        browse_tables.print_model(output.results(), summary.json_data())
 
 
 @app.command("architectures")
@@ -82,7 +82,7 @@ def architectures_list(json_out: JsonFlag = False) -> None:
     if json_out:
         output.emit_json(rows)
     else:
-        output.results().print(browse_tables.architectures_table(rows))
+        output.results().print(browse_tables.architectures_table([r.json_data() for r in rows]))
 
 
 @workloads_app.command("list")
@@ -95,7 +95,7 @@ def workloads_list(json_out: JsonFlag = False) -> None:
     if json_out:
         output.emit_json(rows)
     else:
-        output.results().print(browse_tables.workloads_table(rows))
+        output.results().print(browse_tables.workloads_table([r.json_data() for r in rows]))
 
 
 @workloads_app.command("show")
@@ -108,7 +108,7 @@ def workloads_show(name: WorkloadNameArg, json_out: JsonFlag = False) -> None:
     if json_out:
         output.emit_json(summary)
     else:
-        browse_tables.print_workload(output.results(), summary)
+        browse_tables.print_workload(output.results(), summary.json_data())
 
 
 # -- schemas --------------------------------------------------------------------------------------

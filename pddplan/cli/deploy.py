@@ -102,7 +102,7 @@ def export(
     for path in flags.write(result):
         output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
     if json_out:
-        output.emit_json(result.to_dict())
+        output.emit_json(result.to_output())
     elif out is None:
         console = output.results()
         for name, text in result.files.items():
@@ -214,9 +214,9 @@ def whatif(
     with _progress() as progress:
         result = flags.run(progress)
     if json_out:
-        output.emit_json(result.to_dict())
+        output.emit_json(result)
     else:
-        plan_tables.print_whatif(output.results(), result.to_dict())
+        plan_tables.print_whatif(output.results(), result.json_data())
 
 
 # -- survive --------------------------------------------------------------------------------------
@@ -252,6 +252,6 @@ def survive(
     if written is not None:
         output.diagnostics().print(f"wrote {written}", markup=False, highlight=False)
     if json_out:
-        output.emit_json(result.to_dict())
+        output.emit_json(result.to_output())
     else:
-        plan_tables.print_survival(output.results(), result.to_dict())
+        plan_tables.print_survival(output.results(), result.to_output().json_data())

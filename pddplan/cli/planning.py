@@ -224,7 +224,7 @@ def optimize(
     from pddplan.inputs.workload_flags import WorkloadFlags, workload_for_optimize
     from pddplan.optimize.command import OptimizeFlags, run_request
     from pddplan.optimize.options import check_top
-    from pddplan.report import output
+    from pddplan.report import optimize_report, output
 
     if top is not None:  # refused before a workload built from the flags is written
         check_top(top)
@@ -240,8 +240,8 @@ def optimize(
     _check_report(report_path)
     with output.status("optimizing...") as status:
         outcome = run_request(request, progress=status.update)
-    written = write_chosen_plan(output_plan, outcome, request.spec.name)
-    show_optimize(json_out, outcome, written)
+    written = outcome.write_plan(output_plan, request.spec.name)
+    optimize_report.show(outcome, json_out, written)
     if written is not None:
         output.diagnostics().print(f"wrote {written} to {output_plan}", markup=False, highlight=False)
     _optimize_report(report_path, workload, outcome.report, seed)
@@ -269,45 +269,6 @@ ONE_LINE_FLAGS = (
 )
 
 
-def write_chosen_plan(path: Path | None, outcome: Any, workload_name: str) -> str | None:
-    """Write the plan `--output` asks for; the words saying which plan it is (None: nothing written)."""
-    from pddplan.report.plan_files import plan_yaml
-    from pddplan.support.loading import write_atomic
-
-    if path is None or outcome.chosen is None:
-        return None
-    plan, which = outcome.chosen
-    write_atomic(path, plan_yaml(plan, workload_name))
-    return str(which)
-
-
-def show_optimize(json_out: bool, outcome: Any, written: str | None = None) -> None:
-    """`optimize`'s result: JSON, or the tables of the report and of each further analysis."""
-    from pddplan.report import optimize_report, output, robustness_report
-
-    report, moves, day, survival = outcome.report, outcome.robustness, outcome.day, outcome.survival
-    if json_out:
-        extra: dict[str, Any] = {"robustness": moves.to_dict()} if moves else {}
-        if written is not None:
-            extra["output_plan"] = written
-        if day is not None:
-            extra["robust"] = [r.to_dict() for r in day]
-        if survival is not None:
-            extra["survive"] = survival
-        output.emit_json(report.to_dict() | extra)
-        return
-    console = output.results()
-    optimize_report.print_report(console, report)
-    if moves is not None:
-        robustness_report.print_report(console, moves)
-    if day is not None:
-        optimize_report.print_robust(console, [r.to_dict() for r in day])
-    if survival is not None:
-        optimize_report.print_survival_summary(console, survival)
-    if written is not None and (day is not None or survival is not None):
-        console.print(f"plan for --output: {written}", highlight=False)
-
-
 def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -> None:
     """The HTML report of optimize's best plan, the architectures beside it (no path or no plan:
     nothing written)."""
@@ -322,7 +283,7 @@ def _optimize_report(path: Path | None, workload: str, report: Any, seed: int) -
             path,
             workload,
             scenario=best.scenario,
-            figures=best.evaluation.to_dict(),
+            figures=best.evaluation.to_output(),
             figures_source="closed form; the plan was verified by simulation",
             comparison=comparison_of(report),
             seed=seed,
@@ -383,7 +344,7 @@ def gate(
     if markdown_path is not None:
         write_atomic(markdown_path, gate_report.markdown(checks))
     if json_out:
-        output.emit_json(gating.checks_to_dict(checks))
+        output.emit_json(gating.outcome(checks))
     else:
         gate_report.print_checks(output.results(), checks)
     notices, failure = gating.conclude(flags, spec, checks)

@@ -79,7 +79,7 @@ def trace_import(
     if json_out:
         output.emit_json(summary)
     else:
-        trace_tables.print_trace(output.results(), summary)
+        trace_tables.print_trace(output.results(), summary.json_data())
 
 
 # -- cache-plan -----------------------------------------------------------------------------------
@@ -126,11 +126,11 @@ def cache_plan(
 
     request = CachePlanFlags(**given).request()
     with output.status("pricing cache capacities...") as status:
-        data = run_request(request, progress=status.update).to_dict()
+        data = run_request(request, progress=status.update).to_output()
     if json_out:
         output.emit_json(data)
     else:
-        trace_tables.print_cache_plan(output.results(), data)
+        trace_tables.print_cache_plan(output.results(), data.json_data())
 
 
 # -- cache-curve ----------------------------------------------------------------------------------
@@ -193,16 +193,15 @@ def cache_curve(
         return
     _check_image_outputs(png, svg)
     with output.status("replaying the trace..."):
-        results = flags.curve(sizes)
-    data = trace_tables.curve_data(str(trace), sizes.capacities, results, eviction, instances, routing, model)
-    _write_charts([trace_tables.curve_chart(data)], f"prefix cache: {trace.name}", [], png, svg, html_path)
+        data = flags.curve(sizes)
+    _write_charts([trace_tables.curve_chart(data.json_data())], f"prefix cache: {trace.name}", [], png, svg, html_path)
     for path in (html_path, png, svg):
         if path is not None:
             output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
     if json_out:
         output.emit_json(data)
     else:
-        trace_tables.print_curve(output.results(), data)
+        trace_tables.print_curve(output.results(), data.json_data())
 
 
 def _show_tiers(flags: CacheCurveFlags, sizes: CacheSizes) -> None:
@@ -215,4 +214,4 @@ def _show_tiers(flags: CacheCurveFlags, sizes: CacheSizes) -> None:
     if flags.json_out:
         output.emit_json(data)
     else:
-        trace_tables.print_tiers(output.results(), data)
+        trace_tables.print_tiers(output.results(), data.json_data())

@@ -26,14 +26,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
+from pddplan.cache.outputs import CacheTier, PrefixCache
 from pddplan.cache.sessions import CacheKind
+from pddplan.evaluate import outputs
 from pddplan.evaluate.classes import RequestClasses, request_classes
 from pddplan.evaluate.colocated import mixed_steps, operating_point
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
+from pddplan.evaluate.outputs import Capacity as CapacityOutput
 from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
@@ -97,42 +99,45 @@ class Evaluation:
     pipelines: dict[str, dict[str, float]] = field(default_factory=dict)
     fixed_point_iterations: int = 1
     request_overhead_s: float = 0.0  # the serving stack's, in every TTFT above (off the engine)
-    caches: list[dict[str, Any]] = field(default_factory=list)  # `cache_reports`
+    caches: list[PrefixCache] = field(default_factory=list)  # `cache_reports`
     notes: list[str] = field(default_factory=list)  # a decode batch cap that holds a pool below its memory
 
-    def to_dict(self) -> dict[str, Any]:
-        """Flat JSON view with the documented keys (ttft_p90_s, goodput_rps, bcr, ...)."""
-        out: dict[str, Any] = {
-            "architecture": self.architecture,
-            "rate_rps": self.rate_rps,
-            "ttft_p50_s": self.ttft.p50_s,
-            "ttft_p90_s": self.ttft.p90_s,
-            "ttft_p99_s": self.ttft.p99_s,
-            "tpot_p50_s": self.tpot.p50_s,
-            "tpot_p90_s": self.tpot.p90_s,
-            "tpot_p99_s": self.tpot.p99_s,
-            "worst_gap_p99_s": self.worst_gap_p99_s,
-            "goodput_rps": self.goodput_rps,
-            "sla_met": self.sla_met,
-            "sla_violations": self.sla_violations,
-            "cost_usd_per_hour": self.cost_per_hour,
-            "revenue_usd_per_hour": self.revenue_per_hour,
-            "bcr": self.bcr,
-            "rld_token_share": self.rld_token_share,
-            "singular_share": self.singular_share,
-            "relayed_request_share": self.relay_share,
-            "link_utilization": self.link_utilization,
-            "wan_bytes_per_request": self.wan_bytes_per_request,
-            "wan_gbps_offered": self.wan_gbps_offered,
-            "stages": {name: asdict(stage) for name, stage in self.stages.items()},
-            "utilization": {name: stage.utilization for name, stage in self.stages.items()},
-            "pipelines": [{"pipeline": name} | figures for name, figures in self.pipelines.items()],
-            "fixed_point_iterations": self.fixed_point_iterations,
-            "request_overhead_s": self.request_overhead_s,
-            "caches": self.caches,
-            "notes": self.notes,
-        }
-        return out
+    def to_output(self, capacity: CapacityOutput | None = None) -> outputs.Evaluation:
+        """The typed result `evaluate --json` prints (ttft_p90_s, goodput_rps, bcr, ...); its
+        `capacity` only where given (an evaluation embedded elsewhere leaves it out)."""
+        result = outputs.Evaluation(
+            architecture=self.architecture,
+            rate_rps=self.rate_rps,
+            ttft_p50_s=self.ttft.p50_s,
+            ttft_p90_s=self.ttft.p90_s,
+            ttft_p99_s=self.ttft.p99_s,
+            tpot_p50_s=self.tpot.p50_s,
+            tpot_p90_s=self.tpot.p90_s,
+            tpot_p99_s=self.tpot.p99_s,
+            worst_gap_p99_s=self.worst_gap_p99_s,
+            goodput_rps=self.goodput_rps,
+            sla_met=self.sla_met,
+            sla_violations=self.sla_violations,
+            cost_usd_per_hour=self.cost_per_hour,
+            revenue_usd_per_hour=self.revenue_per_hour,
+            bcr=self.bcr,
+            rld_token_share=self.rld_token_share,
+            singular_share=self.singular_share,
+            relayed_request_share=self.relay_share,
+            link_utilization=self.link_utilization,
+            wan_bytes_per_request=self.wan_bytes_per_request,
+            wan_gbps_offered=self.wan_gbps_offered,
+            stages={name: outputs.Stage(**asdict(stage)) for name, stage in self.stages.items()},
+            utilization={name: stage.utilization for name, stage in self.stages.items()},
+            pipelines=[outputs.Pipeline(pipeline=name, **figures) for name, figures in self.pipelines.items()],
+            fixed_point_iterations=self.fixed_point_iterations,
+            request_overhead_s=self.request_overhead_s,
+            caches=self.caches,
+            notes=self.notes,
+        )
+        if capacity is not None:
+            result.capacity = capacity
+        return result
 
 
 @dataclass(frozen=True)
@@ -647,7 +652,7 @@ def _cap_notes(scenario: Scenario, decoding: _Decoding, context: float, rate_rps
     return notes
 
 
-def cache_reports(scenario: Scenario, rate_rps: float) -> list[dict[str, Any]]:
+def cache_reports(scenario: Scenario, rate_rps: float) -> list[PrefixCache]:
     """Per cache the architecture keeps (`pddplan.cache`): what the traffic asks it to hold, where
     its bytes are (HBM, each lower tier, lost for room), the share of next turns that find their
     prefix, a mean hit's load time, each lower tier's read bandwidth in use, and notes (a tier the
@@ -665,24 +670,24 @@ def cache_reports(scenario: Scenario, rate_rps: float) -> list[dict[str, Any]]:
         placement = site.placement
         utilization = placement.tier_utilization(rate_rps * hit_bytes * site.kept)
         out.append(
-            {
-                "cache": kind.value,
-                "holds_gb": placement.demand_bytes / 1e9,
-                "hbm_gb": placement.hbm_bytes / 1e9,
-                "tiers": [
-                    {
-                        "tier": t.name,
-                        "gb": b / 1e9,
-                        "capacity_gb": t.capacity_bytes * placement.count / 1e9,
-                        "read_utilization": u,
-                    }
+            PrefixCache(
+                cache=kind.value,
+                holds_gb=placement.demand_bytes / 1e9,
+                hbm_gb=placement.hbm_bytes / 1e9,
+                tiers=[
+                    CacheTier(
+                        tier=t.name,
+                        gb=b / 1e9,
+                        capacity_gb=t.capacity_bytes * placement.count / 1e9,
+                        read_utilization=u,
+                    )
                     for t, b, u in zip(placement.tiers, placement.tier_bytes, utilization, strict=True)
                 ],
-                "lost_share": 1.0 - placement.kept_share,
-                "found_share": site.kept,
-                "mean_hit_load_s": hit_bytes * placement.load_s_per_byte(),
-                "notes": list(site.notes),
-            }
+                lost_share=1.0 - placement.kept_share,
+                found_share=site.kept,
+                mean_hit_load_s=hit_bytes * placement.load_s_per_byte(),
+                notes=list(site.notes),
+            )
         )
     return out
 

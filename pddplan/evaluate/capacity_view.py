@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -40,6 +39,7 @@ from pddplan.evaluate.capacity import (
     prefill_capacity,
 )
 from pddplan.evaluate.classes import RequestClasses, request_classes
+from pddplan.evaluate.outputs import Capacity
 from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenarios.scenario import Scenario
@@ -64,21 +64,22 @@ class CapacityView:
     margin_per_request_usd: float
     limits: dict[str, str] = field(default_factory=dict)  # per role, the term that sets its capacity
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "limits": self.limits,
-            "max_rate_rps": self.max_rate_rps,
-            "bottleneck": self.bottleneck,
-            "per_instance_rps": self.per_instance_rps,
-            "prefill_tokens_per_gpu_s": self.prefill_tokens_per_gpu_s,
-            "prefill_tokens_per_gpu_s_alone": self.prefill_tokens_per_gpu_s_alone,
-            "throughput_per_gpu_hour": self.throughput_per_gpu_hour,
-            "cost_per_request_usd": self.cost_per_request_usd,
-            "fluid_bcr": self.bcr,
-            "revenue_per_request_usd": self.revenue_per_request_usd,
-            "revenue_per_cost": self.revenue_per_cost,
-            "margin_per_request_usd": self.margin_per_request_usd,
-        }
+    def to_output(self) -> Capacity:
+        """The typed capacity view `evaluate --json` prints under `capacity`."""
+        return Capacity(
+            limits=self.limits,
+            max_rate_rps=self.max_rate_rps,
+            bottleneck=self.bottleneck,
+            per_instance_rps=self.per_instance_rps,
+            prefill_tokens_per_gpu_s=self.prefill_tokens_per_gpu_s,
+            prefill_tokens_per_gpu_s_alone=self.prefill_tokens_per_gpu_s_alone,
+            throughput_per_gpu_hour=self.throughput_per_gpu_hour,
+            cost_per_request_usd=self.cost_per_request_usd,
+            fluid_bcr=self.bcr,
+            revenue_per_request_usd=self.revenue_per_request_usd,
+            revenue_per_cost=self.revenue_per_cost,
+            margin_per_request_usd=self.margin_per_request_usd,
+        )
 
 
 #: the terms that may bind a role's capacity, as `limits` names them

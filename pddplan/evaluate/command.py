@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pddplan.errors import InputError
+from pddplan.evaluate import outputs
 from pddplan.evaluate.analytic import evaluate
 from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.scenarios.files import plan_scenario
@@ -53,10 +53,8 @@ class EvaluateFlags:
             raise InputError("--cache-capacity goes with --trace")
         return plan_scenario(self.plan, self.workload)
 
-    def evaluate(self, progress: Callable[[str], None] | None = None) -> tuple[Scenario, dict[str, Any]]:
+    def evaluate(self, progress: Callable[[str], None] | None = None) -> tuple[Scenario, outputs.Evaluation]:
         """The scenario and its closed-form figures at the rate (default: the plan's), with its
         capacity view under "capacity": what `--json` prints."""
         scenario = self.scenario(progress)
-        figures = evaluate(scenario, self.rate).to_dict()
-        figures["capacity"] = capacity_view(scenario).to_dict()
-        return scenario, figures
+        return scenario, evaluate(scenario, self.rate).to_output(capacity_view(scenario).to_output())

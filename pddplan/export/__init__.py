@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pddplan.errors import InputError
+from pddplan.export import outputs
 from pddplan.export.engines import ENGINE_VERSIONS, ENGINES, Engine
 from pddplan.export.k8s import k8s_files
 from pddplan.export.layout import DEFAULT_GPUS_PER_NODE, Deployment, check_script_text, deployment_of
@@ -32,30 +33,31 @@ class Export:
     deployment: Deployment
     files: dict[str, str]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "engine": self.engine,
-            "engine_version_checked": ENGINE_VERSIONS[self.engine],
-            "plan": self.deployment.plan_name,
-            "architecture": self.deployment.architecture,
-            "model_path": self.deployment.model_repo,
-            "instances": [
-                {
-                    "name": i.label,
-                    "role": i.role,
-                    "datacenter": i.datacenter,
-                    "gpu": i.gpu,
-                    "gpus": i.gpus,
-                    "nodes": i.nodes,
-                    "layout": i.layout,
-                    "kv_transfer": i.kv_transfer,
-                    "max_running_requests": i.max_running_requests,
-                }
+    def to_output(self) -> outputs.Export:
+        """The typed result `export --json` prints."""
+        return outputs.Export(
+            target=self.target,
+            engine=self.engine,
+            engine_version_checked=ENGINE_VERSIONS[self.engine],
+            plan=self.deployment.plan_name,
+            architecture=self.deployment.architecture,
+            model_path=self.deployment.model_repo,
+            instances=[
+                outputs.ExportInstance(
+                    name=i.label,
+                    role=i.role,
+                    datacenter=i.datacenter,
+                    gpu=i.gpu,
+                    gpus=i.gpus,
+                    nodes=i.nodes,
+                    layout=i.layout,
+                    kv_transfer=i.kv_transfer,
+                    max_running_requests=i.max_running_requests,
+                )
                 for i in self.deployment.instances
             ],
-            "files": self.files,
-        }
+            files=self.files,
+        )
 
 
 def model_repo_of(model: str, model_path: str | None) -> str:

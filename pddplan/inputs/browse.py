@@ -12,6 +12,7 @@ from pddplan.inputs import (
     load_workload,
     model_index,
 )
+from pddplan.inputs.outputs import Catalog
 from pddplan.perf.arithmetic import param_counts, weight_bytes
 from pddplan.perf.kv import kv_breakdown, kv_bytes_per_token, kv_formula
 from pddplan.specs.hardware import HardwareProfile
@@ -106,34 +107,34 @@ def workload_summary(workload: Workload) -> dict[str, Any]:
 
 
 # -- what each browsing command shows -------------------------------------------------------------
-def hardware_rows() -> list[dict[str, Any]]:
+def hardware_rows() -> list[Catalog]:
     """`hardware list`: the summary of every built-in GPU profile."""
-    return [hardware_summary(profile) for profile in load_hardware_catalog().values()]
+    return [Catalog(**hardware_summary(profile)) for profile in load_hardware_catalog().values()]
 
 
-def hardware_details(name: str) -> dict[str, Any]:
+def hardware_details(name: str) -> Catalog:
     """`hardware show`: the summary of one GPU profile (a built-in name or a YAML file)."""
-    return hardware_summary(load_hardware(name))
+    return Catalog(**hardware_summary(load_hardware(name)))
 
 
-def model_rows(kv_dtype: str | None = None) -> list[dict[str, Any]]:
+def model_rows(kv_dtype: str | None = None) -> list[Catalog]:
     """`models list`: the summary of every catalog model, its KV cache in `kv_dtype` (checked;
     None: each model's own)."""
     dtype = check_kv_dtype(kv_dtype)
-    return [model_summary(load_model(name, dtype)) for name in model_index()]
+    return [Catalog(**model_summary(load_model(name, dtype))) for name in model_index()]
 
 
-def model_details(name: str, kv_dtype: str | None = None) -> dict[str, Any]:
+def model_details(name: str, kv_dtype: str | None = None) -> Catalog:
     """`models show`: the summary of one model (a catalog name, config.json or model YAML), its KV
     cache in `kv_dtype` (checked; None: the model's own)."""
-    return model_summary(load_model(name, check_kv_dtype(kv_dtype)))
+    return Catalog(**model_summary(load_model(name, check_kv_dtype(kv_dtype))))
 
 
-def workload_rows() -> list[dict[str, Any]]:
+def workload_rows() -> list[Catalog]:
     """`workloads list`: the summary of every shipped workload."""
-    return [workload_summary(load_workload(name)) for name in entries("workloads")]
+    return [Catalog(**workload_summary(load_workload(name))) for name in entries("workloads")]
 
 
-def workload_details(name: str) -> dict[str, Any]:
+def workload_details(name: str) -> Catalog:
     """`workloads show`: the summary of one workload (a shipped name or a YAML file), validated."""
-    return workload_summary(load_workload(name))
+    return Catalog(**workload_summary(load_workload(name)))

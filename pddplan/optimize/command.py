@@ -19,7 +19,9 @@ from pddplan import architectures
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
+from pddplan.inputs.plan_files import plan_yaml
 from pddplan.optimize.options import OptimizeOptions, RelayPlacement
+from pddplan.optimize.outputs import ArchitectureSurvival, Optimize
 from pddplan.optimize.robust import RobustResult, check_robust, robust_optimize
 from pddplan.optimize.robustness import RobustnessReport, robustness
 from pddplan.optimize.run import OptimizeReport, optimize
@@ -28,6 +30,7 @@ from pddplan.optimize.survive import KINDS, survive
 from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
 from pddplan.support.limits import check_budget
+from pddplan.support.loading import write_atomic
 
 
 def architecture_names(given: Sequence[str] | None) -> list[ArchitectureName]:
@@ -161,8 +164,31 @@ class OptimizeOutcome:
     report: OptimizeReport
     robustness: RobustnessReport | None = None
     day: list[RobustResult] | None = None
-    survival: list[dict[str, Any]] | None = None
+    survival: list[ArchitectureSurvival] | None = None
     chosen: tuple[Plan, str] | None = field(default=None)  # the plan `--output` writes, and which it is
+
+    def to_output(self, written: str | None = None) -> Optimize:
+        """The typed result `optimize --json` prints: the report's, and each further analysis asked
+        for; `written`, the words `--output` reported for the plan it wrote."""
+        result = self.report.to_output()
+        if self.robustness is not None:
+            result.robustness = self.robustness.to_output()
+        if written is not None:
+            result.output_plan = written
+        if self.day is not None:
+            result.robust = [r.to_output() for r in self.day]
+        if self.survival is not None:
+            result.survive = self.survival
+        return result
+
+    def write_plan(self, path: Path | None, workload_name: str) -> str | None:
+        """Write the plan `--output` asks for (`chosen`) to `path`; the words saying which plan it
+        is (None: nothing written)."""
+        if path is None or self.chosen is None:
+            return None
+        plan, which = self.chosen
+        write_atomic(path, plan_yaml(plan, workload_name))
+        return which
 
     def raise_if_infeasible(self) -> None:
         """InfeasibleError (exit 3) naming why each architecture failed, when none has a plan."""
@@ -184,7 +210,7 @@ def run_request(request: OptimizeRequest, progress: Callable[[str], None] | None
 
 def survival_of(
     spec: Workload, base_dir: Path | None, report: OptimizeReport, kinds: frozenset[str]
-) -> list[dict[str, Any]]:
+) -> list[ArchitectureSurvival]:
     """`optimize --survive`: each architecture's plan grown to N+1 (`pddplan.optimize.survive`)."""
     inputs = load_input_set(spec, base_dir)
     out = []
@@ -192,15 +218,15 @@ def survival_of(
         if result.plan is None:
             continue
         try:
-            grown = survive(inputs, result.plan, set(kinds)).to_dict()
-            out.append({"architecture": result.name, "feasible": True, "reason": None} | grown)
+            grown = survive(inputs, result.plan, set(kinds)).to_output().json_data()
+            out.append(ArchitectureSurvival(architecture=result.name, feasible=True, reason=None, **grown))
         except InfeasibleError as error:
-            out.append({"architecture": result.name, "feasible": False, "reason": str(error)})
+            out.append(ArchitectureSurvival(architecture=result.name, feasible=False, reason=str(error)))
     return out
 
 
 def chosen_plan(
-    report: OptimizeReport, day: list[RobustResult] | None, survival: list[dict[str, Any]] | None
+    report: OptimizeReport, day: list[RobustResult] | None, survival: list[ArchitectureSurvival] | None
 ) -> tuple[Plan, str] | None:
     """The plan `--output` writes, with words saying which it is: with `--robust`, the cheapest
     purchase that meets every required scenario of the day; with `--survive`, the best
@@ -219,11 +245,11 @@ def chosen_plan(
     if best is None or best.plan is None:
         return None
     if survival is not None:
-        grown = next((s for s in survival if s["architecture"] == best.name and s["feasible"]), None)
-        if grown is None:
+        grown = next((s for s in survival if s.architecture == best.name and s.feasible), None)
+        if grown is None or grown.plan is None or grown.cost_usd_per_hour is None:
             return None
-        plan = Plan.model_validate(grown["plan"])
-        return plan, f"the N+1 plan ({best.name}, ${grown['cost_usd_per_hour']:,.2f}/h, grown to survive a loss)"
+        plan = Plan.model_validate(grown.plan)
+        return plan, f"the N+1 plan ({best.name}, ${grown.cost_usd_per_hour:,.2f}/h, grown to survive a loss)"
     return best.plan, f"the best plan ({best.name})"
 
 

@@ -43,10 +43,11 @@ from typing import Any
 
 from pddplan import architectures
 from pddplan.errors import InputError
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.joint import JointCase, joint_purchase
 from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.outputs import RobustArchitecture, RobustScenario
 from pddplan.optimize.run import optimize
 from pddplan.optimize.search import rule_text
 from pddplan.optimize.survive import growths
@@ -69,19 +70,30 @@ def check_robust(workload: Workload, options: OptimizeOptions) -> None:
 
 
 @dataclass(frozen=True)
+class Operated:
+    """A plan's closed form in one scenario, with the routing rule and handoff mode it runs (None
+    without a relay) and the rate it serves."""
+
+    evaluation: Evaluation
+    routing_rule: str | None
+    handoff_mode: str | None
+    served_rps: float
+
+
+@dataclass(frozen=True)
 class ScenarioFigures:
     name: str
     hours_per_day: float
     required: bool
     rate_rps: float
-    figures: dict[str, Any] | None  # closed form of the robust plan in this scenario
+    figures: Operated | None  # closed form of the robust plan in this scenario
     active: Plan | None = None  # the bought instances this scenario keeps busy (`_active`)
     active_cost_usd_per_hour: float | None = None
 
     @property
     def met(self) -> bool:
         f = self.figures
-        return bool(f and f["sla_met"] and f["goodput_rps"] >= self.rate_rps * (1 - 1e-9))
+        return bool(f and f.evaluation.sla_met and f.evaluation.goodput_rps >= self.rate_rps * (1 - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -119,49 +131,52 @@ class RobustResult:
         if self.cost_usd_per_hour is None or not self.scenarios:
             return None
         hours = sum(s.hours_per_day for s in self.scenarios)
-        served = sum(s.hours_per_day * (s.figures["goodput_rps"] if s.figures else 0.0) for s in self.scenarios)
+        served = sum(s.hours_per_day * (s.figures.evaluation.goodput_rps if s.figures else 0.0) for s in self.scenarios)
         return served * 3600 / (hours * self.cost_usd_per_hour)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "architecture": self.architecture,
-            "feasible": self.plan is not None,
-            "cost_usd_per_hour": self.cost_usd_per_hour,
-            "lower_bound_usd_per_hour": self.lower_bound_usd_per_hour,
-            "at_lower_bound": self.at_lower_bound,
-            "steady_cost_usd_per_hour": self.steady_cost_usd_per_hour,
-            "price_of_robustness": self.price_of_robustness,
-            "time_weighted_bcr": self.time_weighted_bcr,
-            "elastic_cost_usd_per_hour": self.elastic_cost_usd_per_hour,
-            "scenarios": [
-                {
-                    "name": s.name,
-                    "hours_per_day": s.hours_per_day,
-                    "required": s.required,
-                    "rate_rps": s.rate_rps,
-                    "sla_met": s.met,
-                    "goodput_rps": s.figures["goodput_rps"] if s.figures else 0.0,
-                    "ttft_p90_s": s.figures["ttft_p90_s"] if s.figures else None,
-                    "ttft_p99_s": s.figures["ttft_p99_s"] if s.figures else None,
-                    "bcr": s.figures["bcr"] if s.figures else None,
-                    "routing_rule": s.figures.get("routing_rule") if s.figures else None,
-                    "handoff_mode": s.figures.get("handoff_mode") if s.figures else None,
-                    "served_rps": s.figures.get("served_rps") if s.figures else 0.0,
-                    "active_gpus": _gpus(s.active) if s.active is not None else None,
-                    "active_cost_usd_per_hour": s.active_cost_usd_per_hour,
-                }
-                for s in self.scenarios
-            ],
-            "plan": self.plan.model_dump(mode="json") if self.plan is not None else None,
-            "note": self.note,
-        }
+    def to_output(self) -> RobustArchitecture:
+        """The typed result `optimize --robust --json` prints per architecture."""
+        return RobustArchitecture(
+            architecture=self.architecture,
+            feasible=self.plan is not None,
+            cost_usd_per_hour=self.cost_usd_per_hour,
+            lower_bound_usd_per_hour=self.lower_bound_usd_per_hour,
+            at_lower_bound=self.at_lower_bound,
+            steady_cost_usd_per_hour=self.steady_cost_usd_per_hour,
+            price_of_robustness=self.price_of_robustness,
+            time_weighted_bcr=self.time_weighted_bcr,
+            elastic_cost_usd_per_hour=self.elastic_cost_usd_per_hour,
+            scenarios=[_scenario_output(s) for s in self.scenarios],
+            plan=self.plan.model_dump(mode="json") if self.plan is not None else None,
+            note=self.note,
+        )
+
+
+def _scenario_output(s: ScenarioFigures) -> RobustScenario:
+    f = s.figures
+    return RobustScenario(
+        name=s.name,
+        hours_per_day=s.hours_per_day,
+        required=s.required,
+        rate_rps=s.rate_rps,
+        sla_met=s.met,
+        goodput_rps=f.evaluation.goodput_rps if f else 0.0,
+        ttft_p90_s=f.evaluation.ttft.p90_s if f else None,
+        ttft_p99_s=f.evaluation.ttft.p99_s if f else None,
+        bcr=f.evaluation.bcr if f else None,
+        routing_rule=f.routing_rule if f else None,
+        handoff_mode=f.handoff_mode if f else None,
+        served_rps=f.served_rps if f else 0.0,
+        active_gpus=_gpus(s.active) if s.active is not None else None,
+        active_cost_usd_per_hour=s.active_cost_usd_per_hour,
+    )
 
 
 def _gpus(plan: Plan) -> int:
     return sum(spec.gpus for spec in plan.roles().values())
 
 
-def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Plan, dict[str, Any]] | None:
+def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Plan, Operated] | None:
     """The scenario's operating decision for the purchase `plan` and its closed form, at that
     scenario's rate (not a rate the plan carries from being optimized for another). First the
     routing rule, among those the optimizer tries (the plan's own first) with the plan's handoff
@@ -174,7 +189,7 @@ def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Pla
     base = plan.model_copy(update={"rate_rps": None})
     rules = dict.fromkeys([base.routing] + [r for r in arch.routings(inputs.workload) if r is not None])
     modes = dict.fromkeys([base.handoff.mode, *arch.handoff_modes()])
-    best: tuple[Plan, dict[str, Any]] | None = None
+    best: tuple[Plan, Operated] | None = None
     choices = [base.model_copy(update={"routing": rule}) for rule in rules]
     for stage in ("rule", "mode"):
         if stage == "mode":  # on the chosen rule, the other handoff modes
@@ -190,7 +205,9 @@ def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Pla
                 return None
             if best is None:
                 best = operated, out  # the plan's own rule and mode: the fallback
-            if _meets(out, inputs) and (not _meets(best[1], inputs) or out["ttft_p99_s"] < best[1]["ttft_p99_s"]):
+            if _meets(out, inputs) and (
+                not _meets(best[1], inputs) or out.evaluation.ttft.p99_s < best[1].evaluation.ttft.p99_s
+            ):
                 best = operated, out
                 if first_met:
                     return best
@@ -201,7 +218,7 @@ def _operate(inputs: InputSet, plan: Plan, first_met: bool = False) -> tuple[Pla
     return best
 
 
-def _evaluated(inputs: InputSet, plan: Plan, rate_rps: float | None = None) -> dict[str, Any] | None:
+def _evaluated(inputs: InputSet, plan: Plan, rate_rps: float | None = None) -> Operated | None:
     """The closed form of `plan` at `rate_rps` (default: the scenario's), with its rule, mode and
     served rate; None when it does not fit the scenario's deployment."""
 
@@ -211,25 +228,26 @@ def _evaluated(inputs: InputSet, plan: Plan, rate_rps: float | None = None) -> d
         return None
     rate = inputs.workload.arrival.rate_rps if rate_rps is None else rate_rps
     relay = architectures.get(plan.architecture).has_relay
-    return evaluate(scenario, rate).to_dict() | {
-        "routing_rule": rule_text(plan.routing) if relay else None,
-        "handoff_mode": plan.handoff.mode if relay else None,
-        "served_rps": rate,
-    }
+    return Operated(
+        evaluate(scenario, rate),
+        routing_rule=rule_text(plan.routing) if relay else None,
+        handoff_mode=plan.handoff.mode if relay else None,
+        served_rps=rate,
+    )
 
 
 #: bisection steps of the most a plan serves within the SLA: to 2^-12 of the offered rate
 SERVED_RATE_STEPS = 12
 
 
-def _most_served(inputs: InputSet, plan: Plan) -> dict[str, Any] | None:
+def _most_served(inputs: InputSet, plan: Plan) -> Operated | None:
     """The closed form at the largest rate <= the scenario's at which `plan` meets the SLA (the rest
     shed), by bisection; None when even the least rate tried misses it."""
     low, high, best = 0.0, inputs.workload.arrival.rate_rps, None
     for _ in range(SERVED_RATE_STEPS):
         rate = (low + high) / 2
         out = _evaluated(inputs, plan, rate)
-        if out is not None and out["sla_met"]:
+        if out is not None and out.evaluation.sla_met:
             low, best = rate, out
         else:
             high = rate
@@ -263,9 +281,9 @@ def _scenario_figures(spec: TrafficScenario, inputs: InputSet, plan: Plan) -> Sc
     return ScenarioFigures(spec.name, spec.hours_per_day, spec.required, rate, figures, active, cost)
 
 
-def _meets(figures: dict[str, Any], inputs: InputSet) -> bool:
+def _meets(figures: Operated, inputs: InputSet) -> bool:
     rate = inputs.workload.arrival.rate_rps
-    return bool(figures["sla_met"] and figures["goodput_rps"] >= rate * (1 - 1e-9))
+    return bool(figures.evaluation.sla_met and figures.evaluation.goodput_rps >= rate * (1 - 1e-9))
 
 
 def _unmet(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> list[str]:
@@ -321,7 +339,7 @@ def _verified(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], options
         if operated is None or not _meets(operated[1], inputs):
             return False
         scenario = build_scenario(operated[0], inputs, source="robust")
-        if not verify(scenario, options.verify_requests, options.seed, options.early_stop).summary["sla_met"]:
+        if not verify(scenario, options.verify_requests, options.seed, options.early_stop).summary.sla_met:
             return False
     return True
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,8 @@ from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.candidates import tp_degrees
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import OptimizeReport, architecture_figures, optimize_variants
+from pddplan.optimize.outputs import Robustness, RobustnessRow
+from pddplan.optimize.run import Headline, OptimizeReport, headline, optimize_variants
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.scenarios.variants import extend_widths, scale_gpu_prices, scale_rate, with_serving
 from pddplan.specs.plan import ArchitectureName
@@ -52,37 +53,6 @@ class Variation:
     change: dict[str, Any] = field(default_factory=dict)  # what was changed, for the JSON
 
 
-@dataclass(frozen=True)
-class RobustnessRow:
-    """The decision under one variation. Costs are $/h; `cost_change_vs_best_baseline` is PDD's cost over the best
-    baseline's minus one (negative: PDD is cheaper); None where either has no feasible plan."""
-
-    variation: str
-    kind: str = "nominal"
-    best: str | None = None
-    subject: str = "pdd"
-    subject_feasible: bool = False
-    subject_cost_usd_per_hour: float | None = None
-    subject_bcr: float | None = None
-    best_baseline: str | None = None
-    best_baseline_cost_usd_per_hour: float | None = None
-    cost_change_vs_best_baseline: float | None = None
-    vs_baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
-    change: dict[str, Any] = field(default_factory=dict)
-    # per feasible architecture and role: the instances ('2 x gpu-b TP16') and the term that sets
-    # the role's capacity (`CapacityView.limits`), to say why a decision moved
-    plans: dict[str, dict[str, str]] = field(default_factory=dict)
-    limits: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RobustnessRow:
-        """The row `to_dict` wrote."""
-        return cls(**data)
-
-
 @dataclass
 class RobustnessReport:
     """One row per variation (nominal first), the verdict, and notes on variations skipped."""
@@ -98,18 +68,14 @@ class RobustnessReport:
     def reasons(self) -> list[str]:
         return reasons(self.rows)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rows": [row.to_dict() for row in self.rows],
-            "verdict": self.verdict,
-            "reasons": self.reasons,
-            "notes": self.notes,
-        }
+    def to_output(self) -> Robustness:
+        """The typed result `optimize --robustness --json` prints under `robustness`."""
+        return Robustness(rows=self.rows, verdict=self.verdict, reasons=self.reasons, notes=self.notes)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RobustnessReport:
-        """The report `to_dict` wrote (the verdict is recomputed from the rows)."""
-        return cls(rows=[RobustnessRow.from_dict(row) for row in data["rows"]], notes=list(data.get("notes", [])))
+    def from_output(cls, data: Robustness) -> RobustnessReport:
+        """The report `to_output` gave (the verdict is recomputed from the rows)."""
+        return cls(rows=list(data.rows), notes=list(data.notes))
 
 
 # -- the variations -------------------------------------------------------------------------------
@@ -237,7 +203,7 @@ def best_baseline(report: OptimizeReport) -> ArchitectureResult | None:
     feasible = [r for r in report.feasible if r.name in names]
     if not feasible:
         return None
-    return min(feasible, key=lambda r: architecture_figures(r)["cost_usd_per_hour"])
+    return min(feasible, key=lambda r: headline(r).cost_usd_per_hour)
 
 
 def row_of(
@@ -246,18 +212,18 @@ def row_of(
     """The decision one optimize report makes."""
     subject_name = architectures.subject().name
     subject = report.result(subject_name)
-    mine = architecture_figures(subject) if subject is not None and subject.feasible else None
+    mine = headline(subject) if subject is not None and subject.feasible else None
     baseline = best_baseline(report)
-    theirs = architecture_figures(baseline) if baseline is not None else None
+    theirs = headline(baseline) if baseline is not None else None
     vs: dict[str, dict[str, Any]] = {}
     baseline_names = {a.name for a in architectures.baselines()}
     for result in report.results:
         if result.name not in baseline_names:
             continue
-        other = architecture_figures(result) if result.feasible else None
+        other = headline(result) if result.feasible else None
         vs[result.name] = {
             "feasible": result.feasible,
-            "cost_usd_per_hour": other["cost_usd_per_hour"] if other else None,
+            "cost_usd_per_hour": other.cost_usd_per_hour if other else None,
             "cost_change": _change(mine, other),
         }
     best = report.best
@@ -268,10 +234,10 @@ def row_of(
         best=best.name if best is not None else None,
         subject=subject_name,
         subject_feasible=mine is not None,
-        subject_cost_usd_per_hour=mine["cost_usd_per_hour"] if mine else None,
-        subject_bcr=mine["bcr"] if mine else None,
+        subject_cost_usd_per_hour=mine.cost_usd_per_hour if mine else None,
+        subject_bcr=mine.bcr if mine else None,
         best_baseline=baseline.name if baseline is not None else None,
-        best_baseline_cost_usd_per_hour=theirs["cost_usd_per_hour"] if theirs else None,
+        best_baseline_cost_usd_per_hour=theirs.cost_usd_per_hour if theirs else None,
         cost_change_vs_best_baseline=_change(mine, theirs),
         vs_baselines=vs,
         change=change or {},
@@ -296,10 +262,10 @@ def _plans_and_limits(report: OptimizeReport) -> tuple[dict[str, dict[str, str]]
     return plans, limits
 
 
-def _change(mine: dict[str, Any] | None, theirs: dict[str, Any] | None) -> float | None:
+def _change(mine: Headline | None, theirs: Headline | None) -> float | None:
     if mine is None or theirs is None:
         return None
-    return float(mine["cost_usd_per_hour"] / theirs["cost_usd_per_hour"] - 1)
+    return float(mine.cost_usd_per_hour / theirs.cost_usd_per_hour - 1)
 
 
 def robustness(

@@ -5,18 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pddplan import architectures
 from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize import outputs
 from pddplan.optimize.candidates import instance_widths
 from pddplan.optimize.frontier import PlanOption
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.parallel import optimize_cases
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.scenarios.describe import scenario_roles, scenario_wan
-from pddplan.specs.plan import ArchitectureName
+from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
+from pddplan.support.outputs import number
 
 
 @dataclass
@@ -43,35 +44,35 @@ class OptimizeReport:
         if not self.feasible:
             return None
         if self.options.mode == "rate":
-            return min(self.feasible, key=lambda r: architecture_figures(r)["cost_usd_per_hour"])
+            return min(self.feasible, key=lambda r: headline(r).cost_usd_per_hour)
         if self.options.mode == "budget":
-            return max(self.feasible, key=lambda r: architecture_figures(r)["goodput_rps"])
-        return max(self.feasible, key=lambda r: architecture_figures(r)["bcr"])
+            return max(self.feasible, key=lambda r: headline(r).goodput_rps)
+        return max(self.feasible, key=lambda r: headline(r).bcr)
 
     def result(self, name: str) -> ArchitectureResult | None:
         return next((r for r in self.results if r.name == name), None)
 
-    def gains(self) -> dict[str, dict[str, float]]:
+    def gains(self) -> dict[str, outputs.Gain]:
         """PDD against each baseline with a plan: cost, BCR and TTFT P90/P99 changes (fractions)."""
         subject = self.result(architectures.subject().name)
         if subject is None or not subject.feasible:
             return {}
-        mine = architecture_figures(subject)
-        out: dict[str, dict[str, float]] = {}
+        mine = headline(subject)
+        out: dict[str, outputs.Gain] = {}
         for other in self.results:
             if other is subject or other.plan is None:
                 continue
-            theirs = architecture_figures(other)
-            out[other.name] = {
-                "cost_change": mine["cost_usd_per_hour"] / theirs["cost_usd_per_hour"] - 1,
-                "bcr_change": mine["bcr"] / theirs["bcr"] - 1 if theirs["bcr"] > 0 else float("inf"),
-                "ttft_p90_change": mine["ttft_p90_s"] / theirs["ttft_p90_s"] - 1,
-                "ttft_p99_change": mine["ttft_p99_s"] / theirs["ttft_p99_s"] - 1,
-                "baseline_feasible": other.feasible,
-            }
+            theirs = headline(other)
+            out[other.name] = outputs.Gain(
+                cost_change=mine.cost_usd_per_hour / theirs.cost_usd_per_hour - 1,
+                bcr_change=mine.bcr / theirs.bcr - 1 if theirs.bcr > 0 else float("inf"),
+                ttft_p90_change=mine.ttft_p90_s / theirs.ttft_p90_s - 1,
+                ttft_p99_change=mine.ttft_p99_s / theirs.ttft_p99_s - 1,
+                baseline_feasible=other.feasible,
+            )
         return out
 
-    def disaggregation(self) -> dict[str, Any] | None:
+    def disaggregation(self) -> outputs.Disaggregation | None:
         """Should the workload disaggregate at all: the best co-located plan against the best
         disaggregated one (by the mode's measure, as `best`), with the disaggregated one's cost and
         BCR change over it (None unless both have a feasible plan)."""
@@ -79,39 +80,77 @@ class OptimizeReport:
         split = OptimizeReport(self.workload, self.options, [r for r in self.feasible if not _colocated(r)]).best
         if colocated is None or split is None:
             return None
-        mine, theirs = architecture_figures(split), architecture_figures(colocated)
-        return {
-            "colocated": colocated.name,
-            "disaggregated": split.name,
-            "winner": (self.best or colocated).name,
-            "cost_change": mine["cost_usd_per_hour"] / theirs["cost_usd_per_hour"] - 1,
-            "bcr_change": mine["bcr"] / theirs["bcr"] - 1 if theirs["bcr"] > 0 else float("inf"),
-        }
+        mine, theirs = headline(split), headline(colocated)
+        return outputs.Disaggregation(
+            colocated=colocated.name,
+            disaggregated=split.name,
+            winner=(self.best or colocated).name,
+            cost_change=mine.cost_usd_per_hour / theirs.cost_usd_per_hour - 1,
+            bcr_change=mine.bcr / theirs.bcr - 1 if theirs.bcr > 0 else float("inf"),
+        )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_output(self) -> outputs.Optimize:
+        """The typed result `optimize --json` prints (without the further analyses': see
+        `pddplan.optimize.command.OptimizeOutcome.to_output`)."""
         best = self.best
-        return {
-            "workload": self.workload.name,
-            "mode": self.options.mode,
-            "rate_rps": self.options.rate if self.options.mode == "rate" else self.workload.arrival.rate_rps,
-            "budget_usd_per_hour": self.options.budget_per_hour,
-            "best": best.name if best else None,
-            "architectures": [architecture_figures(r) for r in self.results],
-            "gains": self.gains(),
-            "disaggregation": self.disaggregation(),
-            "instance_widths": {"by_gpu": self.widths, "narrowed_by_workload": self.widths_narrowed},
-        }
+        return outputs.Optimize(
+            workload=self.workload.name,
+            mode=self.options.mode,
+            rate_rps=self.options.rate if self.options.mode == "rate" else self.workload.arrival.rate_rps,
+            budget_usd_per_hour=self.options.budget_per_hour,
+            best=best.name if best else None,
+            architectures=[architecture_output(r) for r in self.results],
+            gains=self.gains(),
+            disaggregation=self.disaggregation(),
+            instance_widths=outputs.InstanceWidths(by_gpu=self.widths, narrowed_by_workload=self.widths_narrowed),
+        )
 
 
 def _colocated(result: ArchitectureResult) -> bool:
     return architectures.get(result.name).colocated
 
 
-def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:
-    """The JSON view of one architecture: GPUs, roles, lines, money and verified tails."""
-    out: dict[str, Any] = {"name": result.name, "feasible": result.feasible}
+@dataclass(frozen=True)
+class Headline:
+    """An architecture's figures that rank it: the simulation's where it verified the plan, else
+    the closed form's (no plan: no cost, no BCR)."""
+
+    cost_usd_per_hour: float
+    goodput_rps: float
+    bcr: float
+    ttft_p90_s: float
+    ttft_p99_s: float
+
+
+def headline(result: ArchitectureResult) -> Headline:
+    """`result`'s ranking figures (`Headline`); nan for an architecture without a plan."""
+    evaluation, verified = result.evaluation, result.simulation
+    if evaluation is None:
+        nan = float("nan")
+        return Headline(nan, 0.0, nan, nan, nan)
+    if verified is None:
+        return Headline(
+            evaluation.cost_per_hour,
+            evaluation.goodput_rps,
+            evaluation.bcr,
+            evaluation.ttft.p90_s,
+            evaluation.ttft.p99_s,
+        )
+    return Headline(
+        evaluation.cost_per_hour,
+        verified.goodput_rps,
+        verified.bcr,
+        number(verified.ttft_p90_s),
+        number(verified.ttft_p99_s),
+    )
+
+
+def architecture_output(result: ArchitectureResult) -> outputs.ArchitectureResult:
+    """One architecture as `optimize --json` prints it: GPUs, roles, lines, money and verified tails."""
     if result.scenario is None or result.evaluation is None:
-        out.update(
+        return outputs.ArchitectureResult(
+            name=result.name,
+            feasible=result.feasible,
             gpus={},
             roles={},
             wan_lines=[],
@@ -124,67 +163,73 @@ def architecture_figures(result: ArchitectureResult) -> dict[str, Any]:
             ttft_p99_s=None,
             infeasibility=result.infeasibility,
         )
-        return out
-    scenario, evaluation = result.scenario, result.evaluation
-    verified = result.simulation or {}
+    scenario, evaluation, verified = result.scenario, result.evaluation, result.simulation
+    closed = evaluation.to_output()
+    shown = verified if verified is not None else closed
     wan = scenario_wan(scenario)
-    out.update(
+    out = outputs.ArchitectureResult(
+        name=result.name,
+        feasible=result.feasible,
         gpus=scenario.gpus_by_type(),
         roles=scenario_roles(scenario),
-        wan_lines=[{"option": lease.option, "count": lease.count} for lease in scenario.plan.wan],
+        wan_lines=_leases(scenario.plan),
         wan_gbps=wan["gbps"] if wan else 0.0,
         cost_usd_per_hour=evaluation.cost_per_hour,
-        goodput_rps=verified.get("goodput_rps", evaluation.goodput_rps),
-        bcr=verified.get("bcr", evaluation.bcr),
-        ttft_p50_s=verified.get("ttft_p50_s", evaluation.ttft.p50_s),
-        ttft_p90_s=verified.get("ttft_p90_s", evaluation.ttft.p90_s),
-        ttft_p99_s=verified.get("ttft_p99_s", evaluation.ttft.p99_s),
-        tpot_p50_s=verified.get("tpot_p50_s", evaluation.tpot.p50_s),
-        tpot_p90_s=verified.get("tpot_p90_s", evaluation.tpot.p90_s),
-        tpot_p99_s=verified.get("tpot_p99_s", evaluation.tpot.p99_s),
-        rld_token_share=verified.get("rld_token_share", evaluation.rld_token_share),
-        link_utilization=verified.get("link_utilization", evaluation.link_utilization),
+        goodput_rps=shown.goodput_rps,
+        bcr=shown.bcr,
+        ttft_p50_s=shown.ttft_p50_s,
+        ttft_p90_s=shown.ttft_p90_s,
+        ttft_p99_s=shown.ttft_p99_s,
+        tpot_p50_s=shown.tpot_p50_s,
+        tpot_p90_s=shown.tpot_p90_s,
+        tpot_p99_s=shown.tpot_p99_s,
+        rld_token_share=shown.rld_token_share,
+        link_utilization=shown.link_utilization,
         routing_threshold=result.routing_threshold,
         routing_rule=result.routing_rule,
         handoff_mode=result.handoff_mode,
-        verified=bool(verified),
+        verified=verified is not None,
         verification_rounds=result.rounds,
         solves=result.solves,
-        evaluated=evaluation.to_dict(),
-        simulated=verified or None,
+        evaluated=closed,
+        simulated=verified,
         infeasibility=result.infeasibility,
         plan=scenario.plan.model_dump(mode="json", exclude_defaults=False),
     )
     if result.plans is not None and result.top is not None and result.frontier is not None:
-        out.update(
-            plans_compared=len(result.plans),
-            top=[option_figures(o) for o in result.top],
-            frontier=[option_figures(p.option) | {"on": list(p.on)} for p in result.frontier],
-        )
+        out.plans_compared = len(result.plans)
+        out.top = [option_output(o) for o in result.top]
+        out.frontier = [
+            outputs.FrontierPlan(**option_output(p.option).json_data(), on=list(p.on)) for p in result.frontier
+        ]
     return out
 
 
-def option_figures(option: PlanOption) -> dict[str, Any]:
-    """The JSON view of one plan `--top` lists: its rank, closed-form figures, and whether the
-    simulation verified it (only the chosen plan, rank 1, is simulated)."""
-    return {
-        "rank": option.rank,
-        "checked": "verified" if option.verified else "closed form",
-        "found_by": option.found_by,
-        "cost_usd_per_hour": option.cost_usd_per_hour,
-        "goodput_rps": option.goodput_rps,
-        "bcr": option.bcr,
-        "ttft_p90_s": option.ttft_p90_s,
-        "ttft_p99_s": option.ttft_p99_s,
-        "tpot_p90_s": option.tpot_p90_s,
-        "tpot_p99_s": option.tpot_p99_s,
-        "gpus": option.gpus,
-        "roles": option.roles,
-        "wan_lines": [{"option": lease.option, "count": lease.count} for lease in option.plan.wan],
-        "routing_rule": option.routing_rule,
-        "handoff_mode": option.handoff_mode,
-        "plan": option.plan.model_dump(mode="json", exclude_defaults=False),
-    }
+def _leases(plan: Plan) -> list[outputs.WanLease]:
+    return [outputs.WanLease(option=lease.option, count=lease.count) for lease in plan.wan]
+
+
+def option_output(option: PlanOption) -> outputs.PlanChoice:
+    """One plan `--top` lists: its rank, closed-form figures, and whether the simulation verified
+    it (only the chosen plan, rank 1, is simulated)."""
+    return outputs.PlanChoice(
+        rank=option.rank,
+        checked="verified" if option.verified else "closed form",
+        found_by=option.found_by,
+        cost_usd_per_hour=option.cost_usd_per_hour,
+        goodput_rps=option.goodput_rps,
+        bcr=option.bcr,
+        ttft_p90_s=option.ttft_p90_s,
+        ttft_p99_s=option.ttft_p99_s,
+        tpot_p90_s=option.tpot_p90_s,
+        tpot_p99_s=option.tpot_p99_s,
+        gpus=option.gpus,
+        roles=option.roles,
+        wan_lines=_leases(option.plan),
+        routing_rule=option.routing_rule,
+        handoff_mode=option.handoff_mode,
+        plan=option.plan.model_dump(mode="json", exclude_defaults=False),
+    )
 
 
 def optimize(

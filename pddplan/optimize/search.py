@@ -30,6 +30,7 @@ from pddplan.optimize.problem import (
 )
 from pddplan.scenarios.describe import scenario_roles
 from pddplan.scenarios.scenario import Scenario, build_scenario
+from pddplan.simulate.outputs import Simulation as SimulationOutput
 from pddplan.simulate.sequential import verify
 from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, Routing, WanLease
 from pddplan.support.limits import MAX_RATE_RPS
@@ -51,7 +52,7 @@ class ArchitectureResult:
     plan: Plan | None = None
     scenario: Scenario | None = None
     evaluation: Evaluation | None = None
-    simulation: dict[str, Any] | None = None
+    simulation: SimulationOutput | None = None
     rounds: int = 0
     solves: int = 0
     routing_threshold: float | None = None  # of a hit rule
@@ -270,7 +271,7 @@ def _best_of_round(
 def _after_miss(
     headroom: Headroom,
     pick: _Pick,
-    verified: dict[str, Any] | None,
+    verified: SimulationOutput | None,
     options: OptimizeOptions,
     ceiling: float,
     candidates: list[Candidate],
@@ -287,7 +288,7 @@ def _after_miss(
         if max((s.utilization for name, s in stages.items() if name != "prefill"), default=0.0) >= SATURATED_DECODE:
             decode_scale *= TIGHTEN  # a decoder the closed form finds (near) saturated: fewer credited slots
         return Headroom(sla_scale, decode_scale, rate_cap, headroom.prefill_misses)
-    decoders_busy = [u for name, u in verified["utilization"].items() if name != "prefill"]
+    decoders_busy = [u for name, u in verified.utilization.items() if name != "prefill"]
     misses = headroom.prefill_misses
     if max(decoders_busy, default=0.0) >= SATURATED_DECODE:
         decode_scale *= TIGHTEN
@@ -349,13 +350,13 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
             result.feasible = True
             break
         verified = verify(pick.scenario, options.verify_requests, options.seed, options.early_stop).summary
-        if not verified["sla_met"] and pick.untrimmed is not None:  # the trim went too far: the program's plan
+        if not verified.sla_met and pick.untrimmed is not None:  # the trim went too far: the program's plan
             rejected.add(deployment(pick.plan))
             pick = pick.untrimmed
             result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
             verified = verify(pick.scenario, options.verify_requests, options.seed, options.early_stop).summary
         result.simulation = verified
-        if verified["sla_met"]:
+        if verified.sla_met:
             result.feasible = True
             break
         rejected.add(deployment(pick.plan))

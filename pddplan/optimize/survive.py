@@ -19,7 +19,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -27,6 +26,7 @@ from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_plan
 from pddplan.inputs.input_set import InputSet
+from pddplan.optimize import outputs
 from pddplan.scenarios.failures import Change, apply
 from pddplan.scenarios.files import workload_inputs
 from pddplan.scenarios.scenario import Scenario, build_scenario
@@ -54,16 +54,17 @@ class Survival:
         """Extra cost over the original plan, as a share of it."""
         return self.cost_usd_per_hour / self.original_cost_usd_per_hour - 1.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "original_cost_usd_per_hour": self.original_cost_usd_per_hour,
-            "cost_usd_per_hour": self.cost_usd_per_hour,
-            "price_of_survival": self.price_of_survival,
-            "degraded_sla": self.degraded_sla,
-            "added": self.added,
-            "failures": [{"failure": k, "mode": v} for k, v in self.failures.items()],
-            "plan": self.plan.model_dump(mode="json"),
-        }
+    def to_output(self) -> outputs.Survive:
+        """The typed result `survive --json` prints."""
+        return outputs.Survive(
+            original_cost_usd_per_hour=self.original_cost_usd_per_hour,
+            cost_usd_per_hour=self.cost_usd_per_hour,
+            price_of_survival=self.price_of_survival,
+            degraded_sla=self.degraded_sla,
+            added=self.added,
+            failures=[outputs.FailureMode(failure=k, mode=v) for k, v in self.failures.items()],
+            plan=self.plan.model_dump(mode="json"),
+        )
 
 
 def failures_of(plan: Plan, kinds: set[str]) -> list[str]:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 
-from pddplan.analyses.agreement import AgreementFlags
+from pddplan.analyses.agreement import AgreementFlags, AgreementRow
 from pddplan.report import output
 from pddplan.support.loading import write_atomic
 
 
-def markdown(rows: list[dict[str, Any]], requests: int) -> str:
+def markdown(rows: list[AgreementRow], requests: int) -> str:
     """The agreement table in Markdown."""
     lines = [
         "# Closed-form evaluate vs simulation",
@@ -24,34 +22,34 @@ def markdown(rows: list[dict[str, Any]], requests: int) -> str:
         "|---|---|---|---:|---:|---:|",
     ]
     lines.extend(
-        f"| {r['workload']} | {r['architecture']} | {r['figure']} | {r['evaluate']:.4g} | {r['simulate']:.4g} | "
-        f"{r['relative_gap']:+.1%} |"
+        f"| {r.workload} | {r.architecture} | {r.figure} | {r.evaluate:.4g} | {r.simulate:.4g} | "
+        f"{r.relative_gap:+.1%} |"
         for r in rows
     )
     return "\n".join(lines) + "\n"
 
 
-def table(rows: list[dict[str, Any]]) -> Table:
+def table(rows: list[AgreementRow]) -> Table:
     """One row per (workload, architecture, figure): both figures and their relative gap."""
     out = Table(title="evaluate vs simulate")
     for header in ("workload", "architecture", "figure", "evaluate", "simulate", "gap"):
         out.add_column(header, justify="right" if header in ("evaluate", "simulate", "gap") else "left")
     for r in rows:
         out.add_row(
-            r["workload"],
-            r["architecture"],
-            r["figure"],
-            f"{r['evaluate']:.4g}",
-            f"{r['simulate']:.4g}",
-            f"{r['relative_gap']:+.1%}",
+            r.workload,
+            r.architecture,
+            r.figure,
+            f"{r.evaluate:.4g}",
+            f"{r.simulate:.4g}",
+            f"{r.relative_gap:+.1%}",
         )
     return out
 
 
-def gaps_table(rows: list[dict[str, Any]]) -> Table:
+def gaps_table(rows: list[AgreementRow]) -> Table:
     """The summary: one row per (workload, architecture), the relative gap of each figure in a
     column of its own (the figures in the order the rows give them)."""
-    figures = list(dict.fromkeys(r["figure"] for r in rows))
+    figures = list(dict.fromkeys(r.figure for r in rows))
     out = Table(title="evaluate vs simulate: gap = (evaluate - simulate) / simulate")
     out.add_column("workload")
     out.add_column("architecture")
@@ -59,7 +57,7 @@ def gaps_table(rows: list[dict[str, Any]]) -> Table:
         out.add_column(figure_label(figure), justify="right")
     gaps: dict[tuple[str, str], dict[str, str]] = {}
     for r in rows:
-        gaps.setdefault((r["workload"], r["architecture"]), {})[r["figure"]] = f"{r['relative_gap']:+.1%}"
+        gaps.setdefault((r.workload, r.architecture), {})[r.figure] = f"{r.relative_gap:+.1%}"
     for (workload, architecture), by_figure in gaps.items():
         out.add_row(workload, architecture, *(by_figure.get(figure, "-") for figure in figures))
     return out
@@ -78,7 +76,7 @@ def figure_label(figure: str) -> str:
 KEY_COLUMNS = ("workload", "architecture", "TTFT P50", "TTFT P90", "TTFT P99", "TPOT P90")
 
 
-def show(flags: AgreementFlags, rows: list[dict[str, Any]], detail: bool = False) -> None:
+def show(flags: AgreementFlags, rows: list[AgreementRow], detail: bool = False) -> None:
     """`agreement`'s output: the Markdown file its options ask for, then JSON on stdout, or the
     gaps one row per workload and architecture (the columns that fit the terminal), or with
     `detail` every figure's evaluate and simulate values, one row each."""

@@ -126,7 +126,7 @@ def show(flags: BathtubFlags, outcome: BathtubOutcome) -> None:
     if flags.csv_path is not None:
         write_atomic(flags.csv_path, csv_text(outcome.result))
     if flags.json_out:
-        output.emit_json(outcome.to_dict())
+        output.emit_json(outcome.to_output())
         return
     console = output.results()
     for chart in drawn:

@@ -20,9 +20,9 @@ def print_checks(console: Console, checks: list[ScenarioCheck]) -> None:
         table = Table(title=f"{check.name}: best {check.before.best or 'no plan'} -> {check.after.best or 'no plan'}")
         for header in ("metric", "before", "after", "change", "verdict"):
             table.add_column(header, justify="right" if header in ("before", "after", "change") else "left")
-        for m in check.metrics:
+        for metric, m in check.metrics.items():
             table.add_row(
-                m.metric,
+                metric,
                 "-" if m.before is None else f"{m.before:,.4g}",
                 "-" if m.after is None else f"{m.after:,.4g}",
                 "-" if m.change is None else f"{m.change:+.2%}",
@@ -54,14 +54,14 @@ def markdown(checks: list[ScenarioCheck]) -> str:
         "|---|---|---:|---:|---:|---|",
     ]
     for c in checks:
-        for m in c.metrics:
+        for metric, m in c.metrics.items():
             before = "-" if m.before is None else f"{m.before:,.4g}"
             after = "-" if m.after is None else f"{m.after:,.4g}"
             change = "-" if m.change is None else f"{m.change:+.2%}"
             mark = {"regression": "❌ regression", "improvement": "✅ improvement", "unchanged": "= unchanged"}[
                 m.verdict
             ]
-            lines.append(f"| {c.name} | {m.metric} | {before} | {after} | {change} | {mark} |")
+            lines.append(f"| {c.name} | {metric} | {before} | {after} | {change} | {mark} |")
     reasons = [f"- **{c.name}**: {r}" for c in checks for r in c.reasons]
     if reasons:
         lines += ["", "Regressions:", *reasons]

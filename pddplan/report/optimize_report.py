@@ -9,7 +9,11 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from pddplan.optimize.run import OptimizeReport, architecture_figures
+from pddplan.optimize.command import OptimizeOutcome
+from pddplan.optimize.outputs import Disaggregation
+from pddplan.optimize.run import OptimizeReport, architecture_output
+from pddplan.optimize.search import ArchitectureResult
+from pddplan.report import output, robustness_report
 from pddplan.report.plan_tables import drawing, parallel_label
 from pddplan.specs.workload import Sla
 
@@ -33,8 +37,8 @@ def _s(value: float | None) -> str:
     return "inf" if not math.isfinite(value) else f"{value:,.2f} s"
 
 
-def _pct(value: float) -> str:
-    return "n/a" if not math.isfinite(value) else f"{value:+.1%}"
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:+.1%}"
 
 
 def widths_note(report: OptimizeReport) -> str:
@@ -51,13 +55,18 @@ def widths_note(report: OptimizeReport) -> str:
     return f"instance widths tried (GPUs per instance): {spans} ({why})"
 
 
+def figures_of(result: ArchitectureResult) -> dict[str, Any]:
+    """The JSON view of one architecture's result (`architecture_output`), as the tables read it."""
+    return architecture_output(result).json_data()
+
+
 def print_report(console: Console, report: OptimizeReport) -> None:
     """Summary box with the drawing, side-by-side table, PDD's gains, and infeasibility reasons."""
-    figures = [architecture_figures(r) for r in report.results]
+    figures = [figures_of(r) for r in report.results]
     best = report.best
     workload = report.workload
     if best is not None and best.scenario is not None:
-        f = architecture_figures(best)
+        f = figures_of(best)
         headline = (
             f"best: [bold]{best.name}[/bold]  ${f['cost_usd_per_hour']:,.2f}/h  BCR {f['bcr']:,.2f} req/$  "
             f"goodput {f['goodput_rps']:,.3f} req/s  TTFT P90 {_s(f['ttft_p90_s'])} / P99 {_s(f['ttft_p99_s'])}"
@@ -203,10 +212,10 @@ def comparison_lines(report: OptimizeReport) -> list[str]:
     disaggregate at all (when a co-located and a disaggregated plan both exist)."""
     lines = []
     for name, g in report.gains().items():
-        note = "" if g["baseline_feasible"] else " (baseline misses the SLA)"
+        note = "" if g.baseline_feasible else " (baseline misses the SLA)"
         lines.append(
-            f"PDD vs {name}{note}: cost {_pct(g['cost_change'])}, BCR {_pct(g['bcr_change'])}, "
-            f"TTFT P90 {_pct(g['ttft_p90_change'])}, P99 {_pct(g['ttft_p99_change'])}"
+            f"PDD vs {name}{note}: cost {_pct(g.cost_change)}, BCR {_pct(g.bcr_change)}, "
+            f"TTFT P90 {_pct(g.ttft_p90_change)}, P99 {_pct(g.ttft_p99_change)}"
         )
     split = report.disaggregation()
     if split is not None:
@@ -219,7 +228,7 @@ def verdict_lines(report: OptimizeReport) -> list[str]:
     best = report.best
     if best is None or best.scenario is None:
         return ["no architecture meets the constraints", *comparison_lines(report)]
-    f = architecture_figures(best)
+    f = figures_of(best)
     mode = {"bcr": "the highest BCR", "rate": "the lowest cost", "budget": "the most goodput"}[report.options.mode]
     headline = (
         f"{best.name} wins ({mode}): ${f['cost_usd_per_hour']:,.2f}/h, BCR {f['bcr']:,.2f} req/$, goodput "
@@ -229,13 +238,13 @@ def verdict_lines(report: OptimizeReport) -> list[str]:
     return [headline, *comparison_lines(report)]
 
 
-def _disaggregation_line(split: dict[str, Any]) -> str:
+def _disaggregation_line(split: Disaggregation) -> str:
     """`disaggregate? no: co-located agg wins; the best disaggregated plan (pdd) costs 0.6% more, BCR -0.6%`."""
-    colocated_wins = split["winner"] == split["colocated"]
-    verdict = f"no: co-located {split['colocated']} wins" if colocated_wins else f"yes: {split['winner']} wins"
+    colocated_wins = split.winner == split.colocated
+    verdict = f"no: co-located {split.colocated} wins" if colocated_wins else f"yes: {split.winner} wins"
     return (
-        f"disaggregate? {verdict}; the best disaggregated plan ({split['disaggregated']}) costs "
-        f"{_pct(split['cost_change'])} against co-located {split['colocated']}, BCR {_pct(split['bcr_change'])}"
+        f"disaggregate? {verdict}; the best disaggregated plan ({split.disaggregated}) costs "
+        f"{_pct(split.cost_change)} against co-located {split.colocated}, BCR {_pct(split.bcr_change)}"
     )
 
 
@@ -343,3 +352,22 @@ def print_survival_summary(console: Console, rows: list[dict[str, Any]]) -> None
             ", ".join(row["added"]) or "nothing",
         )
     console.print(table)
+
+
+def show(outcome: OptimizeOutcome, json_out: bool, written: str | None = None) -> None:
+    """`optimize`'s result: JSON, or the tables of the report and of each further analysis;
+    `written`, the words saying which plan `--output` wrote."""
+    report, moves, day, survival = outcome.report, outcome.robustness, outcome.day, outcome.survival
+    if json_out:
+        output.emit_json(outcome.to_output(written))
+        return
+    console = output.results()
+    print_report(console, report)
+    if moves is not None:
+        robustness_report.print_report(console, moves)
+    if day is not None:
+        print_robust(console, [r.to_output().json_data() for r in day])
+    if survival is not None:
+        print_survival_summary(console, [s.json_data() for s in survival])
+    if written is not None and (day is not None or survival is not None):
+        console.print(f"plan for --output: {written}", highlight=False)

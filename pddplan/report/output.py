@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pddplan.support.jsontext import to_json
+from pddplan.support.outputs import Output
 
 
 def results() -> Console:
@@ -234,7 +235,11 @@ def _console(stderr: bool) -> Console:
     return console
 
 
-def emit_json(data: Any) -> None:
-    """Write `data` as JSON to stdout, and nothing else."""
+def emit_json(data: Output | list[Output] | Any) -> None:
+    """Write `data` (a command's typed result, or a list of them) as JSON to stdout, and nothing else."""
+    if isinstance(data, Output):
+        data = data.json_data()
+    elif isinstance(data, list) and data and isinstance(data[0], Output):
+        data = [item.json_data() for item in data]
     sys.stdout.write(to_json(data) + "\n")
     sys.stdout.flush()

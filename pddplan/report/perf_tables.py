@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from pddplan.calibration.calibrate import CalibrationResult, factors_on_bounds
 from pddplan.calibration.command import CalibrateFlags, CalibrationFit
+from pddplan.calibration.outputs import Accuracy, Estimate
 from pddplan.report import output
 
 
@@ -18,8 +17,9 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.2f} ms"
 
 
-def print_estimate(console: Console, result: dict[str, Any]) -> None:
+def print_estimate(console: Console, estimate: Estimate) -> None:
     """The headline time, then the breakdown and the binding resource."""
+    result = estimate.json_data()
     mode = result["mode"]
     head = f"{result['model']} on {result['tp']} x {result['gpu']}"
     if result["expert_parallel"]:
@@ -140,42 +140,21 @@ def _copies(count: float) -> str:
     return "1 copy" if count == 1 else f"{count:g} copies"
 
 
-def calibration_summary(result: CalibrationResult, target: str, output: Path | None) -> dict[str, Any]:
-    """Plain-dict view of a calibration."""
-
-    def stats(s: Any) -> dict[str, float]:
-        return {"count": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst, "rms_log_error": s.rms_log}
-
-    return {
-        "target": target,
-        "efficiency": result.efficiency.model_dump(),
-        "before": {"fit": stats(result.before_fit), "holdout": stats(result.before_holdout)},
-        "after": {"fit": stats(result.after_fit), "holdout": stats(result.after_holdout)},
-        "factors_on_bounds": [
-            {"factor": name, "value": value, "bound": side}
-            for name, value, side in factors_on_bounds(result.efficiency)
-        ],
-        "output": str(output) if output else None,
-    }
-
-
 def show_calibration(flags: CalibrateFlags, fit: CalibrationFit) -> None:
     """`calibrate`'s output: a warning on stderr for each factor left on a bound, then JSON on
     stdout or the tables, then the profile written (`--output`)."""
-    summary = calibration_summary(fit.result, fit.label, flags.output_path)
-    if fit.bench is not None:
-        summary["from_bench"] = fit.bench.summary()
-    for item in summary["factors_on_bounds"]:
+    result = fit.to_output(flags.output_path)
+    for item in result.factors_on_bounds:
         output.diagnostics().print(
-            f"warning: {item['factor']} = {item['value']:.4g} sits on its {item['bound']} bound: the step "
+            f"warning: {item.factor} = {item.value:.4g} sits on its {item.bound} bound: the step "
             "model's structure, not the data, limits this fit (see docs/model.md)",
             markup=False,
             highlight=False,
         )
     if flags.json_out:
-        output.emit_json(summary)
+        output.emit_json(result)
     else:
-        print_calibration(output.results(), summary)
+        print_calibration(output.results(), result.json_data())
     if flags.output_path is not None:
         output.diagnostics().print(f"wrote {flags.output_path}")
 
@@ -216,10 +195,11 @@ WORST_POINTS = 10
 POINT_KEY_COLUMNS = ("line", "model", "gpu", "kind", "measured", "predicted", "error")
 
 
-def print_accuracy(console: Console, report: dict[str, Any], detail: bool = False) -> None:
+def print_accuracy(console: Console, accuracy: Accuracy, detail: bool = False) -> None:
     """The README's accuracy table: per split and factor level, per GPU, per group of rows; then
     the worst held-out points (the columns that fit the terminal), or with `detail` every
     held-out and excluded point in every column."""
+    report = accuracy.json_data()
     table = Table(
         title=f"step-time model vs {report['rows'] - report['excluded']} measured points "
         f"({report['excluded']} excluded{', listed last' if detail else ''}; see tests/data/measurements.md)"

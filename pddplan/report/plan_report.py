@@ -13,10 +13,11 @@ import yaml
 
 from pddplan.analyses.sensitivity import sensitivity
 from pddplan.errors import InputError
+from pddplan.evaluate.outputs import Figures
 from pddplan.inputs.input_set import InputSet
-from pddplan.optimize.run import OptimizeReport, architecture_figures
-from pddplan.report.optimize_report import verdict_lines
-from pddplan.report.plan_files import plan_yaml
+from pddplan.inputs.plan_files import plan_yaml
+from pddplan.optimize.run import OptimizeReport
+from pddplan.report.optimize_report import figures_of, verdict_lines
 from pddplan.report.plan_html import OtherPlan, PlanReport, plan_report_html
 from pddplan.scenarios.scenario import Scenario
 from pddplan.simulate.engine import RequestTable, simulate_requests
@@ -42,7 +43,7 @@ class Comparison:
 
 
 def comparison_of(report: OptimizeReport) -> Comparison:
-    """Optimize's `Comparison`: the architectures side by side (`architecture_figures`), the
+    """Optimize's `Comparison`: the architectures side by side (`figures_of`), the
     verdict (`verdict_lines`) and the feasible architectures other than the best (closed-form WAN
     utilization)."""
     best = report.best
@@ -51,13 +52,13 @@ def comparison_of(report: OptimizeReport) -> Comparison:
         for r in report.feasible
         if r is not best and r.scenario is not None and r.evaluation is not None
     ]
-    return Comparison([architecture_figures(r) for r in report.results], verdict_lines(report), others)
+    return Comparison([figures_of(r) for r in report.results], verdict_lines(report), others)
 
 
 def plan_report(
     scenario: Scenario,
     inputs: InputSet,
-    figures: dict[str, Any],
+    figures: Figures,
     figures_source: str,
     simulation: tuple[RequestTable, str] | None = None,
     comparison: Comparison | None = None,
@@ -77,7 +78,7 @@ def plan_report(
     report = PlanReport(
         title=f"pddplan: {scenario.plan.name} ({scenario.plan.architecture}) for {workload.name}",
         scenario=scenario,
-        figures=figures,
+        figures=figures.json_data(),
         figures_source=figures_source,
         ttft_s=table.ttft_s[keep],
         tpot_s=table.tpot_s[keep],

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from pddplan import architectures
+from pddplan.evaluate.outputs import Figures
 from pddplan.scenarios.describe import layout_label, scenario_roles, scenario_wan
 from pddplan.scenarios.scenario import Scenario
 
@@ -72,8 +73,9 @@ def _s(value: float) -> str:
     return "inf" if not math.isfinite(value) else f"{value:,.2f} s"
 
 
-def print_figures(console: Console, scenario: Scenario, figures: dict[str, Any], title: str) -> None:
+def print_figures(console: Console, scenario: Scenario, result: Figures, title: str) -> None:
     """Drawing, headline figures, pipelines and stage loads of one evaluated or simulated plan."""
+    figures = result.json_data()
     console.print(
         Panel(
             drawing(scenario_roles(scenario), scenario_wan(scenario), scenario.plan.architecture, console.width - 4),

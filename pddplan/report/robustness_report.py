@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
-from pddplan.optimize.robustness import RobustnessReport, RobustnessRow
+from pddplan.optimize.outputs import Robustness, RobustnessRow
+from pddplan.optimize.robustness import RobustnessReport
 
 HEADERS = ("variation", "best", "PDD $/h", "best baseline", "PDD vs best baseline")
 
@@ -46,11 +45,11 @@ def print_report(console: Console, report: RobustnessReport) -> None:
         console.print(note, markup=False)
 
 
-def markdown(report: dict[str, Any]) -> list[str]:
-    """The JSON view of a report (`RobustnessReport.to_dict()`) as Markdown lines."""
+def markdown(report: Robustness) -> list[str]:
+    """A report's typed result (`RobustnessReport.to_output()`) as Markdown lines."""
     lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---:|---|---:|"]
-    lines.extend("| " + " | ".join(cells(RobustnessRow.from_dict(row))) + " |" for row in report["rows"])
-    lines.extend(["", f"{report['verdict']}."])
-    lines.extend(f"- {reason}" for reason in report.get("reasons") or [])
-    lines.extend(f"{note}." for note in report.get("notes") or [])
+    lines.extend("| " + " | ".join(cells(row)) + " |" for row in report.rows)
+    lines.extend(["", f"{report.verdict}."])
+    lines.extend(f"- {reason}" for reason in report.reasons)
+    lines.extend(f"{note}." for note in report.notes)
     return lines

@@ -9,12 +9,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticUndefined
 
 import pddplan.architectures  # noqa: F401  (registers the architecture names the plan schema lists)
+from pddplan.analyses.agreement import AgreementRow
+from pddplan.analyses.bathtub import Bathtub
+from pddplan.analyses.cache_plan import CachePlan
+from pddplan.analyses.gate import Gate
+from pddplan.analyses.paper import Paper
+from pddplan.analyses.sweep import Sweep
+from pddplan.analyses.whatif import WhatIfOutput
+from pddplan.architectures.base import ArchitectureInfo
+from pddplan.calibration.outputs import Accuracy, Calibrate, Estimate
 from pddplan.errors import InputError
-from pddplan.report.output_schemas import OUTPUTS, output_schema
+from pddplan.evaluate.outputs import Evaluation
+from pddplan.export.outputs import Export
+from pddplan.inputs.outputs import Catalog
+from pddplan.optimize.outputs import Optimize, Survive
+from pddplan.simulate.outputs import Simulation
 from pddplan.specs.baseline import Baseline
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
@@ -22,6 +35,48 @@ from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 from pddplan.support.jsontext import to_json
 from pddplan.support.loading import write_atomic
+from pddplan.trace.outputs import CacheCurve, TraceImport
+
+OUTPUTS: dict[str, Any] = {
+    "evaluate": Evaluation,
+    "simulate": Simulation,
+    "optimize": Optimize,
+    "estimate": Estimate,
+    "gate": Gate,
+    "architectures": list[ArchitectureInfo],
+    "agreement": list[AgreementRow],
+    "bathtub": Bathtub,
+    "sweep": Sweep,
+    "paper": Paper,
+    "hardware-show": Catalog,
+    "hardware-list": list[Catalog],
+    "models-show": Catalog,
+    "models-list": list[Catalog],
+    "workloads-show": Catalog,
+    "workloads-list": list[Catalog],
+    "accuracy": Accuracy,
+    "calibrate": Calibrate,
+    "export": Export,
+    "cache-plan": CachePlan,
+    "whatif": WhatIfOutput,
+    "survive": Survive,
+    "trace-import": TraceImport,
+    "cache-curve": CacheCurve,
+}
+"""Each command's typed `--json` result, by the file name its schema is written under."""
+
+
+def output_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of command output `name` (a key of OUTPUTS), generated from its type."""
+    schema = TypeAdapter(OUTPUTS[name]).json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema.setdefault("title", f"pddplan {name} --json")
+    return schema
+
+
+def validate_output(name: str, data: Any) -> None:
+    """Raise pydantic's ValidationError unless `data` is what command output `name` prints."""
+    TypeAdapter(OUTPUTS[name]).validate_python(data, strict=False)
 
 
 def schema_kinds() -> dict[str, type[BaseModel]]:

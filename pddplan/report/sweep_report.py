@@ -137,7 +137,7 @@ def show(flags: SweepFlags, result: SweepResult) -> None:
     if result.unused is not None:
         output.diagnostics().print(f"warning: {result.unused}", markup=False, highlight=False)
     if flags.json_out:
-        output.emit_json(result.to_dict())
+        output.emit_json(result.to_output())
         return
     console = output.results()
     whole = table(param, points, names, optimized)

@@ -57,37 +57,6 @@ def print_trace(console: Console, summary: dict[str, Any]) -> None:
         console.print(hits)
 
 
-def curve_data(
-    trace: str,
-    capacities: list[Any],
-    results: list[Any],
-    eviction: str,
-    instances: int,
-    routing: str,
-    model: str | None,
-) -> dict[str, Any]:
-    """The JSON view of a cache curve: one point per capacity."""
-    return {
-        "trace": trace,
-        "model": model,
-        "eviction": eviction,
-        "instances": instances,
-        "routing": routing if instances > 1 else None,
-        "points": [
-            {
-                "capacity": c.text,
-                "capacity_bytes": c.capacity_bytes,
-                "capacity_tokens": int(c.tokens),
-                "capacity_blocks": r.capacity_blocks,
-                "requests": r.requests,
-                "hit_token_weighted": r.hit_token_weighted,
-                "hit_request_weighted": r.hit_request_weighted,
-            }
-            for c, r in zip(capacities, results, strict=True)
-        ],
-    }
-
-
 def size_label(text: str) -> str:
     """A size as the user wrote it, with a space before its unit: `10GB` -> `10 GB`."""
     match = re.fullmatch(r"\s*([0-9.eE+-]*[0-9.])\s*(\S*)\s*", text)

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from pddplan.scenarios.scenario import Scenario
+from pddplan.simulate.outputs import Sequential, ShareCheck
 from pddplan.simulate.summary import WARMUP_FRACTION, Simulation, simulate
 
 #: share of the requested simulation run first
@@ -57,14 +57,14 @@ class ShareInterval:
     def clearly_missed(self) -> bool:
         return self.low > self.allowed
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "target_s": self.target_s,
-            "allowed_share": self.allowed,
-            "observed_share": self.observed,
-            "interval": [self.low, self.high],
-        }
+    def to_output(self) -> ShareCheck:
+        return ShareCheck(
+            metric=self.metric,
+            target_s=self.target_s,
+            allowed_share=self.allowed,
+            observed_share=self.observed,
+            interval=[self.low, self.high],
+        )
 
 
 def share_interval(metric: str, values: np.ndarray, target_s: float, allowed: float) -> ShareInterval:
@@ -107,7 +107,7 @@ def verify(scenario: Scenario, requests: int, seed: int, early_stop: bool = True
         intervals = share_intervals(staged, scenario)
         met = all(interval.clearly_met for interval in intervals)
         missed = any(interval.clearly_missed for interval in intervals)
-        if (met and staged.summary["sla_met"]) or (missed and not staged.summary["sla_met"]):
+        if (met and staged.summary.sla_met) or (missed and not staged.summary.sla_met):
             return _with_decision(staged, intervals, requests, stopped_early=True)
     full = simulate(scenario, requests, seed)
     return _with_decision(full, share_intervals(full, scenario), requests, stopped_early=False)
@@ -116,11 +116,11 @@ def verify(scenario: Scenario, requests: int, seed: int, early_stop: bool = True
 def _with_decision(
     simulation: Simulation, intervals: list[ShareInterval], requested: int, stopped_early: bool
 ) -> Simulation:
-    summary = dict(simulation.summary)
-    summary["sequential"] = {
-        "requests_requested": requested,
-        "requests_simulated": summary["requests"],
-        "stopped_early": stopped_early,
-        "shares": [interval.to_dict() for interval in intervals],
-    }
+    summary = simulation.summary.model_copy()
+    summary.sequential = Sequential(
+        requests_requested=requested,
+        requests_simulated=summary.requests,
+        stopped_early=stopped_early,
+        shares=[interval.to_output() for interval in intervals],
+    )
     return replace(simulation, summary=summary)

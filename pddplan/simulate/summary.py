@@ -14,9 +14,11 @@ import numpy as np
 from pddplan.architectures import Pipeline
 from pddplan.errors import InputError
 from pddplan.evaluate.classes import request_classes
+from pddplan.evaluate.outputs import Pipeline as PipelineFigures
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
 from pddplan.scenarios.scenario import Scenario
 from pddplan.simulate.engine import RequestTable, SimulationStats, simulate_requests
+from pddplan.simulate.outputs import Simulation as SimulationOutput
 from pddplan.support.loading import write_atomic
 from pddplan.trace.replay import TraceReplay
 
@@ -29,7 +31,7 @@ class Simulation:
 
     table: RequestTable
     stats: SimulationStats
-    summary: dict[str, Any]
+    summary: SimulationOutput
 
 
 def _percentiles(values: np.ndarray) -> dict[str, float]:
@@ -65,7 +67,7 @@ def table_revenue_per_request(scenario: Scenario, table: RequestTable) -> float:
 
 def summarize(
     scenario: Scenario, table: RequestTable, stats: SimulationStats, replayed: bool = False
-) -> dict[str, Any]:
+) -> SimulationOutput:
     """TTFT/TPOT percentiles overall and per pipeline, utilizations, relay share, goodput, BCR.
 
     The SLA verdict, goodput, revenue and BCR are `pddplan.evaluate.verdict`'s, as in the closed
@@ -100,13 +102,18 @@ def summarize(
     several_tokens = table.output_tokens[keep] > 1  # TPOT is undefined for one-token outputs
     for name in sorted(set(table.pipeline[keep].tolist())):
         mask = table.pipeline[keep] == name
+        ttft_of, tpot_of = _percentiles(ttft[mask]), _percentiles(tpot[mask & several_tokens])
         pipelines.append(
-            {
-                "pipeline": name,
-                "share": float(mask.mean()),
-                **{f"ttft_{k}": v for k, v in _percentiles(ttft[mask]).items()},
-                **{f"tpot_{k}": v for k, v in _percentiles(tpot[mask & several_tokens]).items()},
-            }
+            PipelineFigures(
+                pipeline=name,
+                share=float(mask.mean()),
+                ttft_p50_s=ttft_of["p50_s"],
+                ttft_p90_s=ttft_of["p90_s"],
+                ttft_p99_s=ttft_of["p99_s"],
+                tpot_p50_s=tpot_of["p50_s"],
+                tpot_p90_s=tpot_of["p90_s"],
+                tpot_p99_s=tpot_of["p99_s"],
+            )
         )
     full_span = stats.span_s if stats.span_s > 0 else 1.0
     utilization = {
@@ -118,33 +125,33 @@ def summarize(
     }
     link_utilization = stats.link_bytes / stats.link_capacity_integral if stats.link_capacity_integral > 0 else 0.0
     outputs = table.output_tokens.astype(np.float64)
-    return {
-        "architecture": scenario.plan.architecture,
-        "requests": count,
-        "requests_summarized": int(keep.sum()),
-        "rate_rps": scenario.rate_rps,
-        "ttft_p50_s": ttft_pct["p50_s"],
-        "ttft_p90_s": ttft_pct["p90_s"],
-        "ttft_p99_s": ttft_pct["p99_s"],
-        "tpot_p50_s": tpot_pct["p50_s"],
-        "tpot_p90_s": tpot_pct["p90_s"],
-        "tpot_p99_s": tpot_pct["p99_s"],
-        "worst_gap_p99_s": float(np.percentile(table.worst_gap_s[keep], 99)),
-        "goodput_rps": verdict.goodput_rps,
-        "sla_met": verdict.sla_met,
-        "sla_violations": verdict.violations,
-        "cost_usd_per_hour": cost,
-        "revenue_usd_per_hour": verdict.revenue_per_hour,
-        "bcr": verdict.bcr,
-        "rld_token_share": float(table.relay_tokens[keep].sum() / outputs[keep].sum()),
-        "singular_share": float((table.pipeline[keep] == Pipeline.P_RLD.value).mean()),
-        "request_overhead_s": scenario.prefill.instance.efficiency.request_overhead_s,
-        "cancelled_transfers": int(table.cancelled[keep].sum()),
-        "link_utilization": link_utilization,
-        "wan_bytes_per_request": float(table.wan_bytes[keep].mean()),
-        "utilization": utilization,
-        "pipelines": pipelines,
-    }
+    return SimulationOutput(
+        architecture=scenario.plan.architecture,
+        requests=count,
+        requests_summarized=int(keep.sum()),
+        rate_rps=scenario.rate_rps,
+        ttft_p50_s=ttft_pct["p50_s"],
+        ttft_p90_s=ttft_pct["p90_s"],
+        ttft_p99_s=ttft_pct["p99_s"],
+        tpot_p50_s=tpot_pct["p50_s"],
+        tpot_p90_s=tpot_pct["p90_s"],
+        tpot_p99_s=tpot_pct["p99_s"],
+        worst_gap_p99_s=float(np.percentile(table.worst_gap_s[keep], 99)),
+        goodput_rps=verdict.goodput_rps,
+        sla_met=verdict.sla_met,
+        sla_violations=verdict.violations,
+        cost_usd_per_hour=cost,
+        revenue_usd_per_hour=verdict.revenue_per_hour,
+        bcr=verdict.bcr,
+        rld_token_share=float(table.relay_tokens[keep].sum() / outputs[keep].sum()),
+        singular_share=float((table.pipeline[keep] == Pipeline.P_RLD.value).mean()),
+        request_overhead_s=scenario.prefill.instance.efficiency.request_overhead_s,
+        cancelled_transfers=int(table.cancelled[keep].sum()),
+        link_utilization=link_utilization,
+        wan_bytes_per_request=float(table.wan_bytes[keep].mean()),
+        utilization=utilization,
+        pipelines=pipelines,
+    )
 
 
 RECORD_FIELDS = (

@@ -16,14 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_model
 from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.support.limits import check_gpus_per_instance, check_tokens
-from pddplan.trace.cache import CacheResult, Eviction, Routing
+from pddplan.trace.cache import Eviction, Routing
 from pddplan.trace.curve import Capacity, cache_curve, parse_capacities
+from pddplan.trace.outputs import CacheCurve, CachePoint, TraceImport
 from pddplan.trace.prefetch import stream_trace
 from pddplan.trace.read import FORMATS, HASHED_FORMATS, TraceFormat, read_trace
 from pddplan.trace.stats import summarize
@@ -75,13 +76,13 @@ class TraceImportFlags:
         """The checked `--format`."""
         return one_of("--format", self.fmt, FORMATS)
 
-    def summary(self, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def summary(self, progress: Callable[[str], None] | None = None) -> TraceImport:
         """The trace streamed once and summarized (`pddplan.trace.stats.summarize`), after its path
         and format: what `--json` prints."""
         if progress is not None:
             progress(f"reading {self.trace}...")
         summary = summarize(stream_trace(self.trace, self.trace_format, self.block_tokens), self.block_tokens)
-        return {"trace": str(self.trace), "format": self.fmt} | summary.to_dict()
+        return summary.to_output(str(self.trace), self.fmt)
 
     def write_workload(self, progress: Callable[[str], None] | None = None) -> Path | None:
         """With `--workload-out`: write the trace's traffic on `--like`'s workload there
@@ -158,25 +159,45 @@ class CacheCurveFlags:
             raise InputError(f"--html = {str(self.html_path)!r}: name the page .html")
         return CacheSizes(kv, capacities=capacities)
 
-    def curve(self, sizes: CacheSizes) -> list[CacheResult]:
-        """The hits at each of `sizes.capacities` (`pddplan.trace.curve.cache_curve`)."""
+    def curve(self, sizes: CacheSizes) -> CacheCurve:
+        """The hits at each of `sizes.capacities` (`pddplan.trace.curve.cache_curve`): one point per
+        capacity."""
         eviction, routing = one_of("--eviction", self.eviction, EVICTIONS), one_of("--routing", self.routing, ROUTINGS)
-        return cache_curve(
+        results = cache_curve(
             self.trace, self.trace_format, sizes.capacities, self.block_tokens, eviction, self.instances, routing
         )
+        return CacheCurve(
+            trace=str(self.trace),
+            model=self.model,
+            eviction=eviction,
+            instances=self.instances,
+            routing=routing if self.instances > 1 else None,
+            points=[
+                CachePoint(
+                    capacity=c.text,
+                    capacity_bytes=c.capacity_bytes,
+                    capacity_tokens=int(c.tokens),
+                    capacity_blocks=r.capacity_blocks,
+                    requests=r.requests,
+                    hit_token_weighted=r.hit_token_weighted,
+                    hit_request_weighted=r.hit_request_weighted,
+                )
+                for c, r in zip(sizes.capacities, results, strict=True)
+            ],
+        )
 
-    def tiered(self, sizes: CacheSizes) -> dict[str, Any]:
+    def tiered(self, sizes: CacheSizes) -> CacheCurve:
         """`--tier`: the trace replayed through `sizes.tiers` (`pddplan.trace.tiers.replay_tiers`),
         as `--json` prints it (one LRU chain, no curve points)."""
         assert sizes.kv_bytes_per_token is not None
         requests = read_trace(self.trace, self.trace_format)
         result = replay_tiers(requests, sizes.tiers, sizes.kv_bytes_per_token, self.block_tokens)
-        return {
-            "trace": str(self.trace),
-            "model": self.model,
-            "eviction": "lru",
-            "instances": 1,
-            "routing": None,
-            "points": [],
-            "tiered": result.to_dict(),
-        }
+        return CacheCurve(
+            trace=str(self.trace),
+            model=self.model,
+            eviction="lru",
+            instances=1,
+            routing=None,
+            points=[],
+            tiered=result.to_output(),
+        )

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from pddplan.trace.outputs import TraceImport
 from pddplan.trace.read import TraceRequest
 
 LENGTH_BINS = [0, *[2**k for k in range(4, 21)]]  # tokens: 0, 16, 32, ..., 1M (last bin open)
@@ -78,34 +79,37 @@ class TraceSummary:
     hit_vs_length: _Moments = field(default_factory=_Moments)
     unique_blocks: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON view (SI units; token counts as integers)."""
+    def to_output(self, trace: str, fmt: str) -> TraceImport:
+        """The typed result `trace import --json` prints for `trace` read as `fmt` (SI units;
+        token counts as integers)."""
         minutes = [self.per_minute.get(m, 0) for m in range(max(self.per_minute, default=-1) + 1)]
         mean_per_minute = float(np.mean(minutes)) if minutes else 0.0
         gap_mean = self.gap_sum_s / self.gap_count if self.gap_count else None
         gap_var = self.gap_sum_squares_s2 / self.gap_count - gap_mean**2 if gap_mean is not None else None
-        return {
-            "requests": self.requests,
-            "duration_s": self.duration_s,
-            "rate_rps": self.requests / self.duration_s if self.duration_s > 0 else None,
-            "interarrival_cv": math.sqrt(max(gap_var, 0.0)) / gap_mean if gap_mean and gap_var is not None else None,
-            "requests_per_minute": minutes,
-            "peak_to_mean_per_minute": max(minutes) / mean_per_minute if mean_per_minute > 0 else None,
-            "input_tokens_mean": self.input_tokens / self.requests if self.requests else None,
-            "output_tokens_mean": self.output_tokens / self.requests if self.requests else None,
-            "length_bins_tokens": LENGTH_BINS,
-            "input_tokens_histogram": list(self.input_histogram),
-            "output_tokens_histogram": list(self.output_histogram),
-            "block_tokens": self.block_tokens,
-            "requests_with_hashes": self.hashed,
-            "ideal_hit_rate_token_weighted": self.cached_tokens / self.input_tokens
+        return TraceImport(
+            trace=trace,
+            format=fmt,
+            requests=self.requests,
+            duration_s=self.duration_s,
+            rate_rps=self.requests / self.duration_s if self.duration_s > 0 else None,
+            interarrival_cv=math.sqrt(max(gap_var, 0.0)) / gap_mean if gap_mean and gap_var is not None else None,
+            requests_per_minute=minutes,
+            peak_to_mean_per_minute=max(minutes) / mean_per_minute if mean_per_minute > 0 else None,
+            input_tokens_mean=self.input_tokens / self.requests if self.requests else None,
+            output_tokens_mean=self.output_tokens / self.requests if self.requests else None,
+            length_bins_tokens=LENGTH_BINS,
+            input_tokens_histogram=list(self.input_histogram),
+            output_tokens_histogram=list(self.output_histogram),
+            block_tokens=self.block_tokens,
+            requests_with_hashes=self.hashed,
+            ideal_hit_rate_token_weighted=self.cached_tokens / self.input_tokens
             if self.hashed and self.input_tokens
             else None,
-            "hit_bins": HIT_BINS,
-            "ideal_hit_histogram": list(self.hit_histogram),
-            "hit_vs_prompt_length_correlation": self.hit_vs_length.correlation(),
-            "unique_blocks": self.unique_blocks,
-        }
+            hit_bins=HIT_BINS,
+            ideal_hit_histogram=list(self.hit_histogram),
+            hit_vs_prompt_length_correlation=self.hit_vs_length.correlation(),
+            unique_blocks=self.unique_blocks,
+        )
 
 
 def _bin(value: float, edges: list[Any]) -> int:

@@ -25,6 +25,7 @@ import numpy as np
 from pddplan.errors import InputError
 from pddplan.support.units import parse_bandwidth
 from pddplan.trace.curve import parse_capacities
+from pddplan.trace.outputs import Tiered, TierShare
 from pddplan.trace.read import TraceRequest
 
 MAX_TIERS = 8
@@ -69,25 +70,26 @@ class TierResult:
     def hit_token_weighted(self) -> float:
         return sum(self.tokens_by_tier) / self.prompt_tokens if self.prompt_tokens else 0.0
 
-    def to_dict(self) -> dict[str, object]:
+    def to_output(self) -> Tiered:
+        """The typed result `cache-curve --tier --json` prints under `tiered`."""
         load = self.load_s
-        return {
-            "requests": self.requests,
-            "hit_token_weighted": self.hit_token_weighted,
-            "tiers": [
-                {
-                    "tier": tier.name,
-                    "capacity": tier.text,
-                    "capacity_tokens": tier.tokens,
-                    "read_bytes_per_s": tier.read_bytes_per_s,
-                    "hit_share_of_prompt_tokens": tokens / self.prompt_tokens if self.prompt_tokens else 0.0,
-                }
+        return Tiered(
+            requests=self.requests,
+            hit_token_weighted=self.hit_token_weighted,
+            tiers=[
+                TierShare(
+                    tier=tier.name,
+                    capacity=tier.text,
+                    capacity_tokens=tier.tokens,
+                    read_bytes_per_s=tier.read_bytes_per_s,
+                    hit_share_of_prompt_tokens=tokens / self.prompt_tokens if self.prompt_tokens else 0.0,
+                )
                 for tier, tokens in zip(self.tiers, self.tokens_by_tier, strict=True)
             ],
-            "load_s_mean": float(load.mean()) if len(load) else 0.0,
-            "load_s_p99": float(np.percentile(load, 99)) if len(load) else 0.0,
-            "load_s_max": float(load.max()) if len(load) else 0.0,
-        }
+            load_s_mean=float(load.mean()) if len(load) else 0.0,
+            load_s_p99=float(np.percentile(load, 99)) if len(load) else 0.0,
+            load_s_max=float(load.max()) if len(load) else 0.0,
+        )
 
 
 def replay_tiers(

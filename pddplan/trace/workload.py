@@ -39,6 +39,7 @@ from pddplan.specs.workload import Workload
 from pddplan.support.loading import validate, write_atomic
 from pddplan.trace.cache import Eviction, Routing, replay
 from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacity
+from pddplan.trace.outputs import TraceImport
 from pddplan.trace.prefetch import stream_trace
 from pddplan.trace.read import TraceFormat, TraceRequest, hashed_format
 from pddplan.trace.stats import summarize
@@ -143,7 +144,7 @@ def _length_histogram(ranges: dict[int, _Range]) -> dict[str, Any]:
     }
 
 
-def workload_fields(histogram: JointHistogram, summary: dict[str, Any], source: str) -> dict[str, Any]:
+def workload_fields(histogram: JointHistogram, summary: TraceImport, source: str) -> dict[str, Any]:
     """The trace-made fields of a workload: arrival, prompt_tokens, output_tokens, hit_rate,
     request_mix (module docstring)."""
     keys = sorted(histogram.cells)
@@ -171,11 +172,11 @@ def workload_fields(histogram: JointHistogram, summary: dict[str, Any], source: 
     longest = max(c["prompt_tokens"] for c in classes)
     top = prompt_marginal["bins"][-1]
     top["high_tokens"] = max(top["high_tokens"], longest)
-    rate = summary.get("rate_rps")
+    rate = summary.rate_rps
     if not rate:
         raise InputError("the trace spans no time (one request, or every timestamp equal): no arrival rate")
-    profile = rate_profile(summary.get("requests_per_minute") or [], summary.get("duration_s") or 0.0)
-    measured = summary.get("interarrival_cv")
+    profile = rate_profile(summary.requests_per_minute or [], summary.duration_s or 0.0)
+    measured = summary.interarrival_cv
     cv = 1.0 if measured is None else measured
     arrival: dict[str, Any] = {"rate_rps": round(rate, 6), "process": "poisson"}
     # With a profile, the minute-to-minute swings are the profile's: the whole-trace CV would count
@@ -234,7 +235,7 @@ class TraceWorkload:
 
     workload: Workload
     requests: int  # requests with block hashes
-    summary: dict[str, Any]
+    summary: TraceImport
     capacity_text: str
     eviction: str
 
@@ -271,7 +272,7 @@ def workload_from_trace(
     else:
         capacity = parse_capacity(cache_capacity, kv_bytes_per_token(workload_model(template)))
         tokens, capacity_text = capacity.tokens, f"{capacity.text} ({capacity.tokens:,.0f} tokens)"
-    summary = summarize(stream_trace(trace, fmt, block_tokens), block_tokens).to_dict()
+    summary = summarize(stream_trace(trace, fmt, block_tokens), block_tokens).to_output(str(trace), fmt)
     if tiers:
         if cache_capacity is not None:
             raise InputError("give --cache-capacity (one cache) or --tier (a chain of tiers), not both")
@@ -319,7 +320,7 @@ def write_trace_workload(
     under a header saying where each part came from."""
     built = workload_from_trace(trace, fmt, load_workload(like), cache, block_tokens, name=path.stem)
     summary = built.summary
-    cv, peak = summary.get("interarrival_cv") or 1.0, summary.get("peak_to_mean_per_minute") or 1.0
+    cv, peak = summary.interarrival_cv or 1.0, summary.peak_to_mean_per_minute or 1.0
     header = (
         f"# Written by `pddplan trace import {trace.name} --workload-out {path.name} --like {like}`.\n"
         f"# From the trace ({built.requests:,} requests with block hashes): arrival (mean rate,\n"
