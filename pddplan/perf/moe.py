@@ -216,6 +216,22 @@ def moe_step(run: MoeRun, tokens: ArrayLike, decode: bool, sender_share: ArrayLi
     )
 
 
+#: the kernels of one MoE layer's fused expert op (SGLang's `fused_moe`): token sort, gate/up
+#: grouped GEMM, activation, down grouped GEMM, weighted combine; the router GEMM and top-k run
+#: before it (`roofline.MOE_FFN_KERNELS` counts all seven and the layer's norm)
+FUSED_MOE_KERNELS = 5
+
+
+def fused_moe_layer_s(run: MoeRun, tokens: ArrayLike, decode: bool) -> np.ndarray:
+    """One MoE layer's fused expert op on the busiest rank, what a kernel benchmark of `fused_moe`
+    times: (permutation + grouped GEMMs) / MoE layers + FUSED_MOE_KERNELS * `kernel_floor_s`
+    (routing, the all-to-alls and the rest of the step are outside it)."""
+    moe = run.model.moe
+    step = moe_step(run, tokens, decode)
+    layers = 1 if moe is None else run.model.num_layers - moe.first_dense_layers
+    return (step.permutation_s + step.gemm_s) / layers + FUSED_MOE_KERNELS * run.eff.kernel_floor_s
+
+
 def _all_to_all(run: MoeRun, tokens_per_rank: np.ndarray, decode: bool) -> tuple[np.ndarray, np.ndarray]:
     """(dispatch, combine) seconds of all MoE layers for a rank sending `tokens_per_rank` tokens.
 
