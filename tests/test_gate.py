@@ -417,6 +417,38 @@ def test_scenario_with_invalid_workload_exits_2(work: Path) -> None:
     one_error_line(run("gate", work / "b.json"), "w.yaml", "not valid YAML")
 
 
+def test_scenarios_of_the_same_architectures_share_one_pool_and_a_crash_names_them(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three scenarios, two comparing agg and one pd-intra: two pooled runs, each given its
+    scenarios' requests in baseline order; a crash in a pool is exit 2 naming its scenarios."""
+    with_scenario(work, "second", "w.yaml")
+    with_scenario(work, "third", "w.yaml")
+    data = baseline_json(work)
+    data["scenarios"][1]["options"]["architectures"] = ["pd-intra"]
+    save_baseline(work, data)
+    calls: list[tuple[int, tuple[str, ...] | None]] = []
+
+    def pooled(requests: list[Any], names: Any, progress: Any = None) -> list[Any]:
+        calls.append((len(requests), names))
+        raise RuntimeError("a worker died\nwith a traceback")
+
+    monkeypatch.setattr(gating, "optimize_each", pooled)
+    with pytest.raises(InputError, match=r"scenarios 'w', 'third' crashed: RuntimeError: a worker died$"):
+        gating.gate(work / "b.json")
+    assert calls == [(2, ("agg",))]  # the first group, which crashed
+    calls.clear()
+
+    def counted(requests: list[Any], names: Any, progress: Any = None) -> list[Any]:
+        calls.append((len(requests), names))
+        return [None] * len(requests)
+
+    monkeypatch.setattr(gating, "optimize_each", counted)
+    monkeypatch.setattr(gating, "result_of", lambda report: ScenarioResult(best=None, feasible=False))
+    gating.gate(work / "b.json")
+    assert calls == [(2, ("agg",)), (1, ("pd-intra",))]
+
+
 def test_scenario_with_unknown_shipped_workload_name_exits_2(work: Path) -> None:
     data = baseline_json(work)
     data["scenarios"][0]["workload"] = "no-such-workload"

@@ -21,9 +21,10 @@ from pydantic import Field
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import OptimizeReport, architecture_output, optimize
+from pddplan.optimize.run import OptimizeReport, architecture_output, optimize, optimize_each
 from pddplan.specs.baseline import OLD_NAMES, Baseline, Metric, ScenarioResult
 from pddplan.specs.baseline import GateScenario as ScenarioSpec
+from pddplan.specs.workload import Workload
 from pddplan.support import catalog
 from pddplan.support.jsontext import to_json
 from pddplan.support.loading import load, write_atomic
@@ -97,6 +98,13 @@ def result_of(report: OptimizeReport) -> ScenarioResult:
 
 def run_scenario(scenario: ScenarioSpec, base_dir: Path) -> OptimizeReport:
     """Re-optimize one scenario with its committed options."""
+    workload, folder, options = scenario_request(scenario, base_dir)
+    return optimize(workload, folder, options, scenario.options.architectures)
+
+
+def scenario_request(scenario: ScenarioSpec, base_dir: Path) -> tuple[Workload, Path, OptimizeOptions]:
+    """What re-optimizing a scenario runs: its workload (a shipped name, or a path from the
+    baseline's folder), the folder the workload names its files from, and its committed options."""
     workload_ref = scenario.workload
     if workload_ref not in catalog.entries("workloads"):
         path = Path(workload_ref)
@@ -111,9 +119,7 @@ def run_scenario(scenario: ScenarioSpec, base_dir: Path) -> OptimizeReport:
         verify_requests=opts.requests,
         seed=opts.seed,
     )
-    return optimize(
-        workload, catalog.resolve("workloads", workload_ref, "workload").resolve().parent, options, opts.architectures
-    )
+    return workload, catalog.resolve("workloads", workload_ref, "workload").resolve().parent, options
 
 
 def compare(name: str, before: ScenarioResult, after: ScenarioResult, tolerances: Baseline) -> ScenarioCheck:
@@ -176,13 +182,51 @@ def gate(
                 )
             }
         )
-    checks = []
-    for scenario in baseline.scenarios:
-        if progress:
-            progress(f"gating {scenario.name}")
-        after = result_of(_rerun(scenario, path))
-        checks.append(compare(scenario.name, scenario.result, after, judged_by))
+    reports = _rerun_all(baseline.scenarios, path, progress)
+    checks = [
+        compare(scenario.name, scenario.result, result_of(report), judged_by)
+        for scenario, report in zip(baseline.scenarios, reports, strict=True)
+    ]
     return baseline, checks
+
+
+def _rerun_all(
+    scenarios: list[ScenarioSpec], path: Path, progress: Callable[[str], None] | None = None
+) -> list[OptimizeReport]:
+    """Every scenario re-optimized, the scenarios that compare the same architectures in one pool of
+    workers (`optimize_each`: the reports one by one would give, without one scenario's long search
+    leaving a core idle); a scenario that cannot be read, or a pool that crashes, is an InputError
+    naming the scenarios (as `_rerun`)."""
+    requests = []
+    for scenario in scenarios:
+        try:
+            requests.append(scenario_request(scenario, path.resolve().parent))
+        except InputError as error:
+            raise InputError(f"{path}: scenario {scenario.name!r}: {error}") from error
+    groups: dict[tuple[str, ...] | None, list[int]] = {}
+    for i, scenario in enumerate(scenarios):
+        chosen = scenario.options.architectures
+        groups.setdefault(tuple(chosen) if chosen is not None else None, []).append(i)
+    reports: dict[int, OptimizeReport] = {}
+    for names, members in groups.items():
+        if progress:
+            progress(f"gating {', '.join(scenarios[i].name for i in members)}")
+        try:
+            found = optimize_each([requests[i] for i in members], names, progress)
+        except InputError as error:
+            raise InputError(f"{path}: scenarios {_names(scenarios, members)}: {error}") from error
+        except Exception as error:  # a crash is reported as the scenarios', not as a gate verdict
+            raise InputError(
+                f"{path}: scenarios {_names(scenarios, members)} crashed: {type(error).__name__}: {error}".splitlines()[
+                    0
+                ]
+            ) from error
+        reports |= dict(zip(members, found, strict=True))
+    return [reports[i] for i in range(len(scenarios))]
+
+
+def _names(scenarios: list[ScenarioSpec], members: list[int]) -> str:
+    return ", ".join(repr(scenarios[i].name) for i in members)
 
 
 def _rerun(scenario: ScenarioSpec, path: Path) -> OptimizeReport:

@@ -253,11 +253,21 @@ def optimize_variants(
 ) -> list[OptimizeReport]:
     """`optimize` of each (workload, options) variant, their architectures' searches sharing one
     pool of workers (`pddplan.optimize.parallel.optimize_cases`): the same reports as one by one."""
+    return optimize_each([(workload, base_dir, options) for workload, options in variants], names, progress)
+
+
+def optimize_each(
+    requests: Sequence[tuple[Workload, Path | None, OptimizeOptions]],
+    names: Sequence[ArchitectureName] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[OptimizeReport]:
+    """`optimize` of each (workload, the folder its files are named from, options), their
+    architectures' searches sharing one pool of workers: the same reports as one by one."""
     chosen = names if names is not None else architectures.names()
-    inputs = [load_input_set(workload, base_dir) for workload, _ in variants]
-    cases = [(loaded, options) for loaded, (_, options) in zip(inputs, variants, strict=True)]
+    inputs = [load_input_set(workload, base_dir) for workload, base_dir, _ in requests]
+    cases = [(loaded, options) for loaded, (_, _, options) in zip(inputs, requests, strict=True)]
     results = optimize_cases(cases, chosen, progress)
     return [
         OptimizeReport(workload=workload, options=options, results=found, widths=instance_widths(loaded))
-        for (workload, options), loaded, found in zip(variants, inputs, results, strict=True)
+        for (workload, _, options), loaded, found in zip(requests, inputs, results, strict=True)
     ]
