@@ -23,7 +23,7 @@ from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.outputs import ArchitectureResult as ArchitectureOutput
 from pddplan.optimize.outputs import Robustness
 from pddplan.optimize.robustness import robustness
-from pddplan.optimize.run import architecture_output, headline, optimize
+from pddplan.optimize.run import architecture_output, headline, optimize, optimize_variants
 from pddplan.optimize.search import ArchitectureResult
 from pddplan.perf.kv import incremental_kv_bytes, kv_bytes_per_token, token_id_bytes
 from pddplan.scenarios.describe import layout_label
@@ -120,13 +120,11 @@ def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], Non
     workload = load_workload(WORKLOAD)
     base_dir = workload_dir(WORKLOAD)
     options = OptimizeOptions(verify_requests=requests, seed=seed)
-    by_premium: dict[float, dict[Any, Any]] = {}
-    reports = {}
-    for premium in PREMIUMS:
-        if progress:
-            progress(f"optimizing with GPU-B at +{premium:.0%}")
-        reports[premium] = optimize(_with_premium(workload, premium), base_dir, options, COMPARED)
-        by_premium[premium] = {r.name: r for r in reports[premium].results}
+    if progress:
+        progress(f"optimizing with GPU-B at {', '.join(f'+{premium:.0%}' for premium in PREMIUMS)}")
+    variants = [(_with_premium(workload, premium), options) for premium in PREMIUMS]
+    reports = dict(zip(PREMIUMS, optimize_variants(variants, base_dir, COMPARED, progress), strict=True))
+    by_premium: dict[float, dict[Any, Any]] = {p: {r.name: r for r in report.results} for p, report in reports.items()}
     nominal = by_premium[NOMINAL_PREMIUM]
     intra, pdd = nominal["pd-intra"], nominal["pdd"]
     assert pdd.plan is not None and intra.plan is not None
