@@ -13,9 +13,11 @@ from pathlib import Path
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import optimize
+from pddplan.optimize.parallel import worker_count
+from pddplan.optimize.run import optimize_each
 from pddplan.simulate.summary import simulate
 from pddplan.support import catalog
+from pddplan.support.forking import map_forked
 from pddplan.support.outputs import Output
 
 
@@ -48,21 +50,25 @@ class AgreementFlags:
 def agreement(
     requests: int = 20_000, seed: int = 0, progress: Callable[[str], None] | None = None
 ) -> list[AgreementRow]:
-    """Rows of (workload, architecture, figure, evaluate, simulate, relative gap)."""
+    """Rows of (workload, architecture, figure, evaluate, simulate, relative gap). Every shipped
+    workload's architectures are optimized in one pool of workers (`optimize_each`), and their
+    plans simulated side by side (`map_forked`): the rows one by one would give."""
+    names = catalog.entries("workloads")
+    if progress:
+        progress(f"optimizing {len(names)} workloads")
+    requests_of = [(load_workload(name), workload_dir(name), OptimizeOptions(verify=False)) for name in names]
+    reports = optimize_each(requests_of, progress=progress)
+    planned = [(name, result) for name, report in zip(names, reports, strict=True) for result in report.results]
+    scenarios = [result.scenario for _, result in planned if result.scenario is not None]
+    if progress:
+        progress(f"simulating {len(scenarios)} plans, {requests:,} requests each")
+    workers = worker_count(None, len(scenarios))
+    summaries = iter(map_forked(lambda scenario: simulate(scenario, requests, seed).summary, scenarios, workers))
     rows = []
-    for name in catalog.entries("workloads"):
-        workload = load_workload(name)
-        base = workload_dir(name)
-        if progress:
-            progress(f"{name}: optimizing")
-        report = optimize(workload, base, OptimizeOptions(verify=False))
-        for result in report.results:
-            if result.scenario is None:
-                continue
-            if progress:
-                progress(f"{name}: simulating {result.name}")
+    for name, result in planned:
+        if result.scenario is not None:
             closed = evaluate(result.scenario).to_output()
-            simulated = simulate(result.scenario, requests, seed).summary
+            simulated = next(summaries)
             for figure in FIGURES:
                 a, b = float(getattr(closed, figure)), float(getattr(simulated, figure))
                 gap = (a - b) / b if b else (0.0 if a == b else float("inf"))

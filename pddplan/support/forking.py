@@ -1,5 +1,6 @@
 """Whether this process may fork workers: only where fork exists and no other thread runs (the
-optimizer's parallel architectures, the trace reader's prefetch); and workers that die with it."""
+optimizer's parallel architectures, the trace reader's prefetch, `map_forked`'s independent
+simulations); and workers that die with it."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+ItemT = TypeVar("ItemT")
+ResultT = TypeVar("ResultT")
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -69,6 +74,32 @@ def forked_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+#: what `map_forked`'s workers run: the function and its items, inherited through the fork
+_CALL: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+
+
+def _call(index: int) -> Any:
+    assert _CALL is not None
+    func, items = _CALL
+    return func(items[index])
+
+
+def map_forked(func: Callable[[ItemT], ResultT], items: Sequence[ItemT], workers: int) -> list[ResultT]:
+    """[func(item) for item in items], on up to `workers` forked processes where forking is safe
+    (`fork_is_safe`), else in this one. The workers inherit `func` and `items` (a closure, scenarios
+    too large or too odd to pickle): only an index goes out and the result comes back."""
+    global _CALL
+    workers = min(workers, len(items))
+    if workers <= 1 or not fork_is_safe():
+        return [func(item) for item in items]
+    _CALL = (func, items)
+    try:
+        with forked_pool(workers) as pool:
+            return list(pool.map(_call, range(len(items))))
+    finally:
+        _CALL = None
 
 
 def _kill_workers(pool: ProcessPoolExecutor) -> None:
