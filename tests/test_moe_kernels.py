@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pddplan.inputs import load_hardware, load_model
-from pddplan.perf.moe import MoeRun, fused_moe_layer_s
-from pddplan.perf.roofline import Instance
+from pddplan.perf.moe import fused_moe_layer_s
+from pddplan.perf.roofline import Instance, moe_run
 
 DATA = Path(__file__).resolve().parent / "data" / "aiconfigurator-moe-h200-sglang-0.5.6.csv"
 MODELS = {
@@ -48,17 +49,7 @@ def _errors() -> dict[tuple[str, str, int], np.ndarray]:
     out = {}
     for (name, dtype, ranks), (tokens, measured) in _rows().items():
         model = load_model(name).with_weights(dtype, dtype)  # type: ignore[arg-type]
-        instance = Instance(model, h200, ranks, False)
-        run = MoeRun(
-            model=model,
-            hardware=h200,
-            eff=instance.efficiency,
-            ranks=ranks,
-            expert_parallel=False,
-            dp_attention=False,
-            gemm_dtype=h200.gemm_dtype(model.expert_dtype),
-            expert_bytes=instance.constants.expert_weight_bytes,
-        )
+        run = moe_run(Instance(model, h200, ranks, False))
         predicted = np.concatenate(
             [fused_moe_layer_s(run, tokens[tokens <= 256], True), fused_moe_layer_s(run, tokens[tokens > 256], False)]
         )
@@ -99,17 +90,7 @@ def test_more_tokens_never_take_less_time_in_the_model() -> None:
     table breaks only by noise)."""
     h200 = load_hardware("h200")
     model = load_model("qwen3-235b-a22b")
-    instance = Instance(model, h200, 8, False)
-    run = MoeRun(
-        model=model,
-        hardware=h200,
-        eff=instance.efficiency,
-        ranks=8,
-        expert_parallel=False,
-        dp_attention=False,
-        gemm_dtype=h200.gemm_dtype(model.expert_dtype),
-        expert_bytes=instance.constants.expert_weight_bytes,
-    )
+    run = moe_run(Instance(model, h200, 8, False))
     tokens = np.arange(1, 20_481, 37, dtype=np.float64)
     times = fused_moe_layer_s(run, tokens, False)
     assert np.all(np.diff(times) >= -1e-15)
@@ -128,17 +109,9 @@ def _ep_errors() -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     with EP_DATA.open(encoding="utf-8") as handle:
         for row in csv.DictReader(line for line in handle if not line.startswith("#")):
             ranks, tokens = int(row["moe_ep_size"]), float(row["num_tokens"])
-            instance = Instance(model, h200, min(ranks, 8), True)
-            run = MoeRun(
-                model=model,
-                hardware=h200,
-                eff=instance.efficiency.model_copy(update={"expert_skew": 1.0}),
-                ranks=ranks,
-                expert_parallel=True,
-                dp_attention=True,
-                gemm_dtype=h200.gemm_dtype(model.expert_dtype),
-                expert_bytes=instance.constants.expert_weight_bytes,
-            )
+            # the layout of an 8-rank data-parallel-attention EP instance, over `ranks` ranks
+            run = moe_run(Instance(model, h200, min(ranks, 8), True))
+            run = replace(run, ranks=ranks, eff=run.eff.model_copy(update={"expert_skew": 1.0}))
             decode = row["deepep_mode"] == "low_latency"
             predicted = float(fused_moe_layer_s(run, np.array([tokens]), decode)[0])
             out[row["deepep_mode"]].append((ranks, tokens, predicted / (float(row["latency_ms"]) / 1e3) - 1.0))

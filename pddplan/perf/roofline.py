@@ -444,6 +444,22 @@ def eager_host_time(instance: Instance) -> float:
     return eff.step_overhead_s + eff.launch_gap_s * launches
 
 
+def moe_run(instance: Instance) -> MoeRun:
+    """How `instance` runs its MoE layers (`pddplan.perf.moe.MoeRun`): over its tp ranks, experts
+    expert-parallel or sliced as the instance's layout says, attention data-parallel or not."""
+    hardware, model = instance.hardware, instance.model
+    return MoeRun(
+        model=model,
+        hardware=hardware,
+        eff=instance.efficiency,
+        ranks=instance.tp,
+        expert_parallel=instance.uses_ep,
+        dp_attention=instance.uses_dp_attention,
+        gemm_dtype=hardware.gemm_dtype(model.expert_dtype),
+        expert_bytes=instance.constants.expert_weight_bytes,
+    )
+
+
 def step_time(
     instance: Instance,
     new_tokens: ArrayLike,
@@ -501,17 +517,7 @@ def step_time(
     dense_memory = np.broadcast_to(k.dense_weight_bytes * replicas / bw, np.shape(dense_compute))
     dense = np.maximum(dense_compute, dense_memory)
 
-    run = MoeRun(
-        model=model,
-        hardware=hw,
-        eff=eff,
-        ranks=tp,
-        expert_parallel=instance.uses_ep,
-        dp_attention=dp,
-        gemm_dtype=hw.gemm_dtype(model.expert_dtype),
-        expert_bytes=k.expert_weight_bytes,
-    )
-    moe = moe_step(run, tokens, decode, sender_share=rows_share)
+    moe = moe_step(moe_run(instance), tokens, decode, sender_share=rows_share)
     experts = moe.work_s
 
     attention_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
