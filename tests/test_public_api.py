@@ -97,6 +97,32 @@ def test_the_library_calls_return_what_json_prints(cli: Any, tmp_path: Path) -> 
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(files.files)
 
 
+PACKAGES = ("analyses", "calibration", "evaluate", "optimize", "perf", "scenarios", "simulate", "trace")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_package_names_its_verbs_and_loads_them_on_first_use(package: str) -> None:
+    """`from pddplan.evaluate import evaluate`: every verb a package's `__init__` names resolves to
+    a function or class of that package, none is also a submodule's name (a loaded submodule
+    would shadow it), and importing the package alone loads none of its modules."""
+    import importlib
+    import pkgutil
+
+    module = importlib.import_module(f"pddplan.{package}")
+    verbs = [name for name in dir(module) if not name.startswith("_") and callable(getattr(module, name))]
+    assert verbs, package
+    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    for name in verbs:
+        value = getattr(module, name)
+        assert value.__module__.startswith(f"pddplan.{package}."), (package, name)
+        assert name not in submodules, (package, name)
+    code = f"import sys, pddplan.{package}; print(sorted(m for m in sys.modules if m.startswith('pddplan.{package}.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    with pytest.raises(AttributeError, match="no attribute"):
+        module.no_such_verb  # noqa: B018
+
+
 def test_importing_the_package_loads_no_model_code() -> None:
     """`import pddplan` stays instant: numpy and the specs load on the first library call."""
     code = "import sys, pddplan; print('numpy' in sys.modules, 'pddplan.inputs' in sys.modules)"
