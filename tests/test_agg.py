@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from pddplan.architectures import Pipeline
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.evaluate.colocated import MixedSteps, operating_point
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import InputSet, load_input_set
+from pddplan.optimize import optimize_architecture
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.search import optimize_architecture
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios import build_scenario
 from pddplan.simulate.engine import simulate_requests
 from pddplan.specs.plan import Plan
 

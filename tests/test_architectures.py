@@ -15,8 +15,8 @@ from pydantic import ValidationError
 from pddplan import architectures
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize import optimize_architecture
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.search import optimize_architecture
 from pddplan.specs.plan import Plan
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pddplan"

@@ -26,8 +26,7 @@ from pddplan.evaluate.capacity_view import capacity_view
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.report import bathtub_report
-from pddplan.scenarios import variants
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios import build_scenario, variants
 from pddplan.specs.plan import Plan
 from pddplan.support.curve_shape import DIP, local_minima
 

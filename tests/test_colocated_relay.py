@@ -15,17 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pddplan.api import scenario_of
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.evaluate.classes import request_classes
 from pddplan.inputs import load_workload
 from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize import optimize_architecture
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.search import optimize_architecture
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
 from pddplan.perf.roofline import linear_step_s, prefill_cost, step_time
+from pddplan.simulate import simulate
 from pddplan.simulate.prefill import PrefillPool, run_prefill_pool
 from pddplan.simulate.servers import ColocatedRelay
-from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -251,7 +251,7 @@ def test_fast_sizing_moves_the_relay_onto_prefill_when_it_is_no_dearer() -> None
     """bathtub and sweep size plans without the program; they compare the relay's placements too."""
     from pddplan.inputs import workload_dir
     from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
-    from pddplan.scenarios.scenario import build_scenario
+    from pddplan.scenarios import build_scenario
 
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
     sized = size_plan(inputs.workload, choose_shape(inputs, "pdd"))
@@ -269,7 +269,7 @@ def test_fast_sizing_moves_the_relay_onto_prefill_when_it_is_no_dearer() -> None
 @given(low=st.floats(0.0, 64.0), high=st.floats(0.0, 64.0))
 def test_more_relay_sequences_never_cost_a_mixed_step_less(low: float, high: float) -> None:
     from pddplan.inputs import load_hardware, load_model
-    from pddplan.perf.roofline import Instance
+    from pddplan.perf import Instance
 
     instance = Instance(load_model("deepseek-v3.2"), load_hardware("gpu-a"), 16)
     low, high = sorted((low, high))

@@ -156,7 +156,7 @@ def test_a_workload_without_decode_graphs_decodes_slower(tmp_path: Path) -> None
     """The shipped PDD plan on pdd-agent-64k with no decode graphs: every decoder's instance carries
     the cap, and no decode stage gets faster (a long-context decode step may hide its launches)."""
     from pddplan.api import scenario_of
-    from pddplan.evaluate.analytic import evaluate
+    from pddplan.evaluate import evaluate
 
     plan = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
     base = scenario_of(plan, ROOT / "workloads" / "pdd-agent-64k.yaml")

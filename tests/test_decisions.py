@@ -9,15 +9,14 @@ import numpy as np
 import pytest
 
 from pddplan.errors import InputError
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.inputs.input_set import InputSet, load_input_set
+from pddplan.optimize import optimize, optimize_architecture
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import optimize
-from pddplan.optimize.search import optimize_architecture
 from pddplan.perf.memory import prompt_room
-from pddplan.scenarios.scenario import build_scenario
-from pddplan.simulate.summary import simulate
+from pddplan.scenarios import build_scenario
+from pddplan.simulate import simulate
 from pddplan.specs.distributions import FixedLength
 from pddplan.specs.plan import Plan
 from pddplan.support.catalog import entries

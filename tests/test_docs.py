@@ -48,11 +48,11 @@ def test_shared_figures_are_documented_once() -> None:
     """docs/model.md lists the keys evaluate and simulate share; the list is exactly those keys."""
     import re
 
-    from pddplan.evaluate.analytic import evaluate
+    from pddplan.evaluate import evaluate
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.inputs.input_set import load_input_set
-    from pddplan.scenarios.scenario import build_scenario
-    from pddplan.simulate.summary import simulate
+    from pddplan.scenarios import build_scenario
+    from pddplan.simulate import simulate
 
     text = (ROOT / "docs" / "model.md").read_text(encoding="utf-8")
     section = text.split("### The figures `evaluate` and `simulate` share", 1)[1].split("\n## ", 1)[0]

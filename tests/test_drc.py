@@ -13,10 +13,10 @@ import pytest
 from test_analytic import BASE_WORKLOAD, plan_data, scenario
 
 from pddplan.cache.sessions import kept_probability
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.evaluate.classes import request_classes
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
-from pddplan.simulate.summary import simulate
+from pddplan.simulate import simulate
 from pddplan.specs.workload import Workload
 from pddplan.support.loading import validate
 
@@ -82,8 +82,8 @@ def test_the_optimizer_chooses_the_radix_cache_retention() -> None:
     from test_analytic import PLANS
 
     from pddplan.inputs.input_set import load_input_set
+    from pddplan.optimize import optimize_architecture
     from pddplan.optimize.options import OptimizeOptions
-    from pddplan.optimize.search import optimize_architecture
 
     w = workload(turn_gap_s=30.0, drc_retention_s=60.0, drc_retention_choices=[0.0, 120.0])
     result = optimize_architecture(load_input_set(w, PLANS), "pdd", OptimizeOptions(verify=False))

@@ -15,6 +15,7 @@ from toys import arch, toy_gpu
 
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
+from pddplan.perf import Instance
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.perf.memory import (
     activation_bytes,
@@ -23,7 +24,6 @@ from pddplan.perf.memory import (
     max_batch,
     memory_budget,
 )
-from pddplan.perf.roofline import Instance
 from pddplan.specs.hardware import Efficiency
 from pddplan.specs.model import ModelArchitecture
 

@@ -11,7 +11,7 @@ from cli_results import one_error_line
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.roofline import Instance, decode_step_time, step_time
 from pddplan.specs.workload import Mtp, ServingOptions

@@ -35,7 +35,7 @@ from pddplan.optimize.candidates import Candidate, wan_configs
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.problem import solve_bcr
 from pddplan.optimize.solver import SolverOptions, solve
-from pddplan.perf.roofline import Instance
+from pddplan.perf import Instance
 
 REL = 1e-6
 GPUS = ("h100-sxm", "h20")
@@ -51,7 +51,7 @@ def instance() -> Any:
     """A real roofline instance (llama-3.1-8b on one H100); only diagnosis reads it."""
     global _INSTANCE
     if _INSTANCE is None:
-        from pddplan.perf.roofline import Instance
+        from pddplan.perf import Instance
 
         _INSTANCE = Instance(load_model("llama-3.1-8b"), load_hardware("h100-sxm"), 1)
     return _INSTANCE

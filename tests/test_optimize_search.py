@@ -31,7 +31,7 @@ from test_optimize_model import (  # shared synthetic builders and brute force
 from pddplan import architectures
 from pddplan.architectures.pdd import HIT_THRESHOLDS
 from pddplan.errors import InfeasibleError
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.evaluate.capacity import PathLoad
 from pddplan.evaluate.moments import WorkloadMoments
 from pddplan.inputs import load_workload, workload_dir
@@ -42,8 +42,8 @@ from pddplan.optimize.frontier import deployment
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.problem import MISS_SHARE, Headroom, build_setup, limited_prefill_caps, prune_lines, solve_bcr
 from pddplan.optimize.search import MAX_ROUNDS, TIGHTEN, optimize_architecture, require_feasible
+from pddplan.perf import decode_step_time
 from pddplan.perf.kv import request_kv_bytes
-from pddplan.perf.roofline import decode_step_time
 from pddplan.specs.distributions import FixedLength
 from pddplan.specs.workload import Fluctuation, Sla
 
@@ -641,7 +641,7 @@ def test_decoder_too_small_for_one_sequence_is_reported_as_memory(tmp_path: Path
 
 def test_architectures_optimized_side_by_side_give_the_same_report() -> None:
     """Forked workers (one per architecture) change the wall time, not one figure."""
-    from pddplan.optimize.run import optimize
+    from pddplan.optimize import optimize
 
     workload = load_workload("chat-short-lowhit")
     base = workload_dir("chat-short-lowhit")

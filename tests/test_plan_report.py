@@ -17,7 +17,7 @@ from headless_page import DESKTOP_WIDTH_PX, PHONE_WIDTH_PX, browser, render
 
 from pddplan.analyses.sensitivity import FACTORS, sensitivity
 from pddplan.api import scenario_of
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.report.charts import nice_ticks

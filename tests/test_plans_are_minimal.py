@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from pddplan.analyses.bathtub import BathtubOptions, bathtub
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize import optimize
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.problem import build_setup
-from pddplan.optimize.run import optimize
 from pddplan.optimize.search import narrower_plans
-from pddplan.scenarios.scenario import build_scenario
-from pddplan.simulate.summary import simulate
+from pddplan.scenarios import build_scenario
+from pddplan.simulate import simulate
 from pddplan.specs.plan import Plan
 from pddplan.support.curve_shape import curve_shape
 

@@ -18,11 +18,11 @@ from pddplan import architectures
 from pddplan.cache import CacheKind, held_bytes, held_time_s, instance_tiers, kept_probability, place
 from pddplan.cache.accounting import cache_site
 from pddplan.cache.tiers import Tier, request_links
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.inputs import load_hardware, load_model, load_plan, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
-from pddplan.perf.roofline import Instance
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.perf import Instance
+from pddplan.scenarios import build_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,8 +17,7 @@ from pddplan.inputs import load_workload
 from pddplan.scenarios.variants import at_hit
 from pddplan.specs.distributions import RequestMix
 from pddplan.specs.workload import Workload
-from pddplan.trace.read import read_trace
-from pddplan.trace.stats import summarize
+from pddplan.trace import read_trace, summarize
 from pddplan.trace.workload import build_workload, joint_histogram, workload_fields
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -236,8 +235,8 @@ def test_a_slow_tier_load_delays_the_first_token_and_not_the_prefill_instance() 
     from dataclasses import replace
 
     from pddplan.api import scenario_of
-    from pddplan.evaluate.analytic import evaluate
-    from pddplan.simulate.summary import simulate
+    from pddplan.evaluate import evaluate
+    from pddplan.simulate import simulate
 
     scenario = scenario_of(ROOT / "tests" / "data" / "export" / "pdd-agent-64k-pd-intra.yaml", "pdd-agent-64k")
     workload = scenario.workload.model_copy(

@@ -16,7 +16,7 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.robust import _unmet, robust_optimize
 from pddplan.report.schemas import validate_output
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios import build_scenario
 from pddplan.scenarios.variants import scenario_workloads
 from pddplan.specs.workload import Workload
 

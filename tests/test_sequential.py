@@ -12,7 +12,7 @@ from conftest import ROOT
 
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios import build_scenario
 from pddplan.simulate.sequential import T_QUANTILE, share_interval, verify
 
 

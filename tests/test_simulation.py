@@ -32,7 +32,7 @@ from toys import PLANS
 from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.evaluate.queueing import md1_mean_wait
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set, load_trace

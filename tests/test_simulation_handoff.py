@@ -26,15 +26,15 @@ from toys import PLANS
 from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
-from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate import evaluate
 from pddplan.evaluate.handoff import CatchUp, catch_up_rounds
 from pddplan.inputs.input_set import load_input_set
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenarios.scenario import Scenario, build_scenario
+from pddplan.simulate import simulate
 from pddplan.simulate.engine import RequestTable, simulate_requests
 from pddplan.simulate.servers import DecodeInstance
-from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 from pddplan.support.loading import validate

@@ -31,7 +31,7 @@ from toys import plan_data as plan
 import pddplan.simulate.engine as engine
 from pddplan.inputs.input_set import load_input_set, load_trace
 from pddplan.net.fluctuation import CapacityPath
-from pddplan.perf.roofline import decode_step_time
+from pddplan.perf import decode_step_time
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.engine import interpolate, simulate_requests
 from pddplan.simulate.servers import DecodeInstance, Link

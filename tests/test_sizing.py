@@ -24,7 +24,7 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.candidates import instance_candidates
 from pddplan.optimize.search import OptimizeOptions, optimize_architecture
 from pddplan.optimize.sizing import SizedPlan, choose_shape, size_counts, size_plan
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios import build_scenario
 from pddplan.specs.plan import Plan
 
 CASES = [
@@ -223,8 +223,8 @@ def test_slot_utilization_is_the_largest_with_5_percent_wait(slots: int) -> None
 
 def test_decoder_capacity_is_the_largest_batch_within_tpot_and_memory(agent_setup: Any) -> None:
     from pddplan.evaluate.capacity import decoder_capacity, slot_utilization
+    from pddplan.perf import decode_step_time
     from pddplan.perf.kv import request_kv_bytes
-    from pddplan.perf.roofline import decode_step_time
 
     workload, model = agent_setup.workload, agent_setup.model
     context, mean_output = agent_setup.moments.context_tokens, agent_setup.moments.output_tokens

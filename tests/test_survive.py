@@ -54,7 +54,7 @@ def test_a_plan_that_survives_needs_nothing(grown: Any) -> None:
 def test_the_original_did_not_survive(grown: Any) -> None:
     """The hand plan has one relay and one line: losing either breaks it (why anything was added)."""
     from pddplan.optimize.survive import survives
-    from pddplan.scenarios.scenario import build_scenario
+    from pddplan.scenarios import build_scenario
 
     inputs, _ = grown
     scenario = build_scenario(load_plan(str(HAND)), inputs)
@@ -106,7 +106,7 @@ def test_relaxed_multiplies_every_target() -> None:
     from pddplan.inputs import load_plan, load_workload, workload_dir
     from pddplan.inputs.input_set import load_input_set
     from pddplan.optimize.survive import relaxed
-    from pddplan.scenarios.scenario import build_scenario
+    from pddplan.scenarios import build_scenario
 
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
     scenario = build_scenario(load_plan(str(ROOT / "tests" / "data" / "export" / "pdd-agent-64k-pdd.yaml")), inputs)

@@ -27,8 +27,7 @@ from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.sizing import choose_shape, relay_on_prefill_if_cheaper, size_plan
 from pddplan.report import sweep_report
-from pddplan.scenarios import variants
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios import build_scenario, variants
 from pddplan.support import catalog
 from pddplan.support.loading import read_data
 

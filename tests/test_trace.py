@@ -12,8 +12,7 @@ import pytest
 from cli_results import json_of, one_error_line
 
 from pddplan.errors import InputError
-from pddplan.trace.read import read_trace
-from pddplan.trace.stats import summarize
+from pddplan.trace import read_trace, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 MOONCAKE = ROOT / "examples" / "traces" / "mooncake-synthetic.jsonl"

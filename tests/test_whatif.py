@@ -121,7 +121,7 @@ def test_a_line_failing_mid_run_never_speeds_a_request_in_flight(tmp_path: Path)
     in flight at t gets its first token no sooner, and the transient reports them."""
     import numpy as np
 
-    from pddplan.scenarios.scenario import build_scenario
+    from pddplan.scenarios import build_scenario
     from pddplan.simulate.engine import simulate_requests
 
     path = two_lines(tmp_path)

@@ -13,9 +13,9 @@ from cli_results import json_of, one_error_line
 
 from pddplan.inputs import load_plan, load_workload, workload_dir, workload_model
 from pddplan.inputs.input_set import load_input_set
+from pddplan.perf import decode_step_time
 from pddplan.perf.arithmetic import param_counts, weight_bytes
-from pddplan.perf.roofline import decode_step_time
-from pddplan.scenarios.scenario import build_scenario
+from pddplan.scenarios import build_scenario
 from pddplan.specs.plan import RoleSpec
 
 ROOT = Path(__file__).resolve().parent.parent
