@@ -21,7 +21,7 @@ from pydantic import Field
 from pddplan.errors import InputError
 from pddplan.inputs import load_workload
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import OptimizeReport, architecture_output, optimize, optimize_each
+from pddplan.optimize.run import OptimizeReport, architecture_output, optimize_each
 from pddplan.specs.baseline import OLD_NAMES, Baseline, Metric, ScenarioResult
 from pddplan.specs.baseline import GateScenario as ScenarioSpec
 from pddplan.specs.workload import Workload
@@ -94,12 +94,6 @@ def result_of(report: OptimizeReport) -> ScenarioResult:
         ttft_p90_s=round(float(figures.ttft_p90_s or 0.0), 6),
         ttft_p99_s=round(float(figures.ttft_p99_s or 0.0), 6),
     )
-
-
-def run_scenario(scenario: ScenarioSpec, base_dir: Path) -> OptimizeReport:
-    """Re-optimize one scenario with its committed options."""
-    workload, folder, options = scenario_request(scenario, base_dir)
-    return optimize(workload, folder, options, scenario.options.architectures)
 
 
 def scenario_request(scenario: ScenarioSpec, base_dir: Path) -> tuple[Workload, Path, OptimizeOptions]:
@@ -195,8 +189,9 @@ def _rerun_all(
 ) -> list[OptimizeReport]:
     """Every scenario re-optimized, the scenarios that compare the same architectures in one pool of
     workers (`optimize_each`: the reports one by one would give, without one scenario's long search
-    leaving a core idle); a scenario that cannot be read, or a pool that crashes, is an InputError
-    naming the scenarios (as `_rerun`)."""
+    leaving a core idle). A scenario that cannot be read or run, or a pool that crashes, is an
+    InputError (exit 2) naming the scenarios: a scenario that cannot run is not a regression (exit 1)
+    and not a pass."""
     requests = []
     for scenario in scenarios:
         try:
@@ -210,36 +205,22 @@ def _rerun_all(
     reports: dict[int, OptimizeReport] = {}
     for names, members in groups.items():
         if progress:
-            progress(f"gating {', '.join(scenarios[i].name for i in members)}")
+            progress(f"optimizing {', '.join(scenarios[i].name for i in members)}")
         try:
             found = optimize_each([requests[i] for i in members], names, progress)
         except InputError as error:
-            raise InputError(f"{path}: scenarios {_names(scenarios, members)}: {error}") from error
+            raise InputError(f"{path}: {_names(scenarios, members)}: {error}") from error
         except Exception as error:  # a crash is reported as the scenarios', not as a gate verdict
-            raise InputError(
-                f"{path}: scenarios {_names(scenarios, members)} crashed: {type(error).__name__}: {error}".splitlines()[
-                    0
-                ]
-            ) from error
+            crash = f"{type(error).__name__}: {error}".splitlines()[0]
+            raise InputError(f"{path}: {_names(scenarios, members)} crashed: {crash}") from error
         reports |= dict(zip(members, found, strict=True))
     return [reports[i] for i in range(len(scenarios))]
 
 
 def _names(scenarios: list[ScenarioSpec], members: list[int]) -> str:
-    return ", ".join(repr(scenarios[i].name) for i in members)
-
-
-def _rerun(scenario: ScenarioSpec, path: Path) -> OptimizeReport:
-    """`run_scenario`, with any failure inside it an InputError (exit 2) naming the scenario: a
-    scenario that cannot run is not a regression (exit 1) and not a pass."""
-    try:
-        return run_scenario(scenario, path.resolve().parent)
-    except InputError as error:
-        raise InputError(f"{path}: scenario {scenario.name!r}: {error}") from error
-    except Exception as error:  # a crash is reported as the scenario's, not as a gate verdict
-        raise InputError(
-            f"{path}: scenario {scenario.name!r} crashed: {type(error).__name__}: {error}".splitlines()[0]
-        ) from error
+    """`scenario 'a'`, or `scenarios 'a', 'b'`."""
+    named = ", ".join(repr(scenarios[i].name) for i in members)
+    return f"scenario {named}" if len(members) == 1 else f"scenarios {named}"
 
 
 def updated(baseline: Baseline, checks: list[ScenarioCheck], allow_infeasible: bool = False) -> Baseline:
@@ -269,22 +250,26 @@ def init_baseline(
 ) -> Baseline:
     """A new baseline with one default scenario per workload, results from a fresh run (a workload
     with no feasible plan is refused unless `allow_infeasible`)."""
-    scenarios = []
+    placeholders = []
     for name in workloads:
         reference = name
         if name not in catalog.entries("workloads"):
             # A file named on the command line is relative to the working directory; the baseline
             # stores it relative to its own folder so the gate runs from anywhere.
             reference = os.path.relpath(Path(name).resolve(), path.resolve().parent)
-        placeholder = ScenarioSpec(
-            name=Path(name).stem,
-            workload=reference,
-            allow_infeasible=True,
-            result=ScenarioResult(best=None, feasible=False),
+        placeholders.append(
+            ScenarioSpec(
+                name=Path(name).stem,
+                workload=reference,
+                allow_infeasible=True,
+                result=ScenarioResult(best=None, feasible=False),
+            )
         )
-        if progress:
-            progress(f"running {placeholder.name}")
-        result = result_of(_rerun(placeholder, path))
+    scenarios = []
+    for name, placeholder, report in zip(
+        workloads, placeholders, _rerun_all(placeholders, path, progress), strict=True
+    ):
+        result = result_of(report)
         if not result.feasible and not allow_infeasible:
             raise InputError(
                 f"{name}: no feasible plan: not recorded (nothing to gate against); "
