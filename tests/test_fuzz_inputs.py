@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: address space of the child: pddplan with numpy, scipy and HiGHS loaded maps ~1 GB; a runaway
 #: allocation (a million histogram bins, /dev/zero read whole) goes far beyond 3 GiB
 ADDRESS_SPACE_BYTES = 3 * 1024**3
-#: mutated files per target (workload, plan, GPU profile): ~25 s on a 2-core machine
-EXAMPLES_PER_TARGET = 150
-#: the whole run, three targets (~25 s when idle): a mutated file that makes pddplan loop ends here
+#: mutated files per target (workload, plan, GPU profile): ~10 s on a 2-core machine
+EXAMPLES_PER_TARGET = 60
+#: the whole run, three targets (~10 s when idle): a mutated file that makes pddplan loop ends here
 WALL_CLOCK_S = 600
 
 

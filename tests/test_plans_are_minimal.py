@@ -1,6 +1,8 @@
-"""Issue 33's done-when on the shipped workloads: no plan optimize picks has a one-instance-smaller
-or one-width-narrower variant that passes `evaluate` and two 20,000-request simulations; and the
-bathtub's findings name the shape its own curve has."""
+"""Issue 33's done-when on the shipped workloads: every plan optimize picks is physically possible
+(each of its instances holds the longest prompt's KV) and has no one-instance-smaller or
+one-width-narrower variant, nor one with its dedicated relay moved onto the prefill instances,
+that passes `evaluate` and two 20,000-request simulations; and the bathtub's findings name the
+shape its own curve has."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pddplan.optimize import optimize
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.problem import build_setup
 from pddplan.optimize.search import narrower_plans
+from pddplan.perf.memory import prompt_room
 from pddplan.scenarios import build_scenario
 from pddplan.simulate import simulate
 from pddplan.specs.plan import Plan
@@ -33,18 +36,24 @@ def _smaller(plan: Plan, setup: object) -> list[Plan]:
         if spec is not None and spec.count > 1:
             out.append(plan.with_count(role, spec.count - 1))
         out += narrower_plans(plan, role, setup)  # type: ignore[arg-type]
+    if plan.relay is not None:
+        out.append(plan.model_copy(update={"relay": None, "relay_on_prefill": True}))
     return out
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-def test_no_smaller_variant_of_an_optimized_plan_passes(name: str) -> None:
+def test_optimized_plans_hold_the_longest_prompt_and_no_smaller_variant_passes(name: str) -> None:
     workload = load_workload(name)
     folder = workload_dir(name)
     report = optimize(workload, folder, OptimizeOptions(jobs=1))
     inputs = load_input_set(workload, folder)
+    longest = workload.prompt_tokens.largest()
     checked = 0
     for result in report.feasible:
-        assert result.plan is not None
+        assert result.plan is not None and result.scenario is not None
+        for role in result.scenario.roles.values():
+            room = prompt_room(role.kv_capacity_bytes, role.instance, longest, workload.serving.page_tokens)
+            assert room >= 1, (name, result.name, role.name)
         setup = build_setup(inputs, result.name, workload.arrival.rate_rps)
         for variant in _smaller(result.plan, setup):
             try:
