@@ -64,10 +64,10 @@ def test_marginal_step_is_the_extra_rows_plus_decode_attention(tmp_path: Path) -
 
 def test_busy_step_is_a_requests_own_chunk_step(tmp_path: Path) -> None:
     """s_C = E[A] / E[chunks] (A a request's chunks' engine time alone), whatever a full chunk
-    takes; the full packed chunk's step T_lin(C) + C a when nothing is prefilled. Not capped at a
-    full packed chunk: under data-parallel attention a lone chunk runs its attention and dense
-    layers on one rank and takes longer than a packed one spread over all (the hand plan's TP16 EP
-    prefill: s_C 0.58 s, a lone 8,192-token chunk 0.63 s, a full packed chunk 0.13 s)."""
+    takes; the full step T_lin(C) + C a when nothing is prefilled. Under data-parallel attention a
+    full step has a chunk on every rank, T_lin(r C) + C a (the hand plan's TP16 EP prefill: 0.82 s),
+    and a lone chunk runs on one rank while the others idle: less than the full step (0.63 s for a
+    lone 8,192-token chunk) and more than its 1/16 share of it."""
     scenario = scenario_of(colocated_plan_file(tmp_path), WORKLOAD)
     instance = scenario.prefill.instance
     full = float(linear_step_s(instance, 4096.0)) + 4096 * 2e-6
@@ -82,13 +82,14 @@ def test_busy_step_is_a_requests_own_chunk_step(tmp_path: Path) -> None:
     attention = classes.attention_s_per_new_token()
     busy = busy_step_s(instance, chunk, attention, classes.alone_s_per_chunk())
     assert busy == pytest.approx(by_hand, rel=1e-12)
-    # data-parallel attention: a lone full chunk, and so the busy step, exceed a full packed chunk
+    # data-parallel attention: a lone full chunk between the full lockstep step and its share of it
     assert instance.uses_dp_attention
-    packed_full = float(linear_step_s(instance, float(chunk))) + chunk * attention
+    ranks = instance.attention_ranks
+    full_step = float(linear_step_s(instance, float(chunk * ranks))) + chunk * attention
+    assert busy_step_s(instance, chunk, attention, 0.0, ranks) == pytest.approx(full_step, rel=1e-12)
     lone = prefill_cost(instance, float(chunk), 0.0, chunk)
-    assert float(lone.alone_s) > float(lone.batched_s)  # the same chunk, alone and packed
-    assert float(lone.alone_s) > 2 * packed_full
-    assert busy > 2 * packed_full
+    assert float(lone.alone_s) > float(lone.batched_s)  # the same chunk, alone and its share
+    assert full_step / ranks < float(lone.alone_s) < full_step
 
 
 @settings(max_examples=30, deadline=None)

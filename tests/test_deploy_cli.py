@@ -70,18 +70,18 @@ def test_evaluate_json(cli: Any, tmp_path: Path) -> None:
 
 
 def test_evaluate_rate_option(cli: Any, tmp_path: Path) -> None:
-    # the plan at 0.2 req/s, where its prefill instance is ~16% busy and little of its work packs: a
-    # request that waits shares its steps, and on this expert-parallel instance a request alone
-    # costs several times its packed share (its attention and dense layers on one data-parallel
-    # rank), so at the plan's 2.6 req/s halving the rate raises the work per request by half
+    # the plan at 0.2 req/s on its expert-parallel prefill instance, whose data-parallel ranks take
+    # separate requests: the fewer ranks busy beside a request, the less its steps' experts carry
+    # and the less a longer piece beside it stretches them, so half the rate brings a little less
+    # work per request
     plan = write_plan(tmp_path, lambda d: d.update(rate_rps=0.2))
     out = json_of(cli("evaluate", plan, "pdd-agent-64k", "--rate", "0.1", "--json"))
     assert out["rate_rps"] == 0.1
     base = json_of(cli("evaluate", plan, "pdd-agent-64k", "--json"))
     assert base["rate_rps"] == 0.2
-    # half the rate: half the load or a little more, as less of the prefill work is packed
+    # half the rate: half the load or a little less
     ratio = out["stages"]["prefill"]["utilization"] / (base["stages"]["prefill"]["utilization"] / 2)
-    assert 1.0 <= ratio < 1.05
+    assert 0.9 < ratio <= 1.0
 
 
 def test_simulate_json(cli: Any) -> None:

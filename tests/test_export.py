@@ -204,7 +204,8 @@ def test_flags_realize_the_plan_values() -> None:
         "--nnodes 4",
     ):
         assert flag in decode, flag
-    assert "--chunked-prefill-size 8192" in files["prefill-0.sh"]
+    # the budget per data-parallel attention rank (8,192) times the 16 ranks SGLang divides it among
+    assert "--chunked-prefill-size 131072" in files["prefill-0.sh"] and "--attn-dp-size 16" in files["prefill-0.sh"]
     assert "pdd-router.yaml" not in files  # no relay, no PDD routing
     router = yaml.safe_load(_export("hand-pdd", "sglang").files["pdd-router.yaml"])
     assert router["routing"]["hit_threshold"] == 0.9 and router["handoff"]["mode"] == "adaptive"
@@ -437,7 +438,8 @@ def test_an_agg_plan_is_co_located_servers_without_kv_transfer() -> None:
 @pytest.mark.parametrize("target", ["sglang", "vllm"])
 def test_agg_servers_mix_chunked_prefill_into_decode_steps(target: str, tmp_path: Path) -> None:
     """Each agg server, as the engine receives it: no PD flags, the chunk budget with mixing
-    (SGLang `--enable-mixed-chunk`; vLLM V1 mixes by default), vLLM's prefix cache kept and
+    (SGLang `--enable-mixed-chunk`, its budget per instance: 8,192 per attention rank times 8;
+    vLLM V1 mixes by default, its budget per data-parallel engine), vLLM's prefix cache kept and
     DeepEP's high-throughput kernels (its steps carry prefill chunks)."""
     files = _export("agg", target).files
     servers = [name for name in files if name.startswith("prefill-")]
@@ -447,7 +449,8 @@ def test_agg_servers_mix_chunked_prefill_into_decode_steps(target: str, tmp_path
         assert not any("disaggregation" in a or a == "--kv-transfer-config" for a in argv), argv
         flags = dict(itertools.pairwise(argv))
         if target == "sglang":
-            assert flags["--chunked-prefill-size"] == "8192" and "--enable-mixed-chunk" in argv
+            assert flags["--chunked-prefill-size"] == str(8192 * 8) and "--enable-mixed-chunk" in argv
+            assert flags["--attn-dp-size"] == "8"
         else:
             assert flags["--max-num-batched-tokens"] == "8192" and "--enable-prefix-caching" in argv
             assert flags["--all2all-backend"] == "deepep_high_throughput"

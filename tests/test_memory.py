@@ -75,6 +75,9 @@ def test_activation_bytes() -> None:
     assert activation_bytes(inst(GQA), 100) == 100 * (8 * 1024 + 2 * 4096) * 2
     # MoE: the widest FFN is max(dense f, w * t) = max(2048, 256 * 2)
     assert activation_bytes(inst(MOE, tp=4), 8192) == 8192 * (8 * 1024 + 2 * 2048 / 4) * 2
+    # data-parallel attention: each rank's own 8,192 tokens, whose token-expert rows its experts take
+    assert inst(MOE, tp=4, ep=True).uses_dp_attention
+    assert activation_bytes(inst(MOE, tp=4, ep=True), 8192) == 8192 * (8 * 1024 + 2 * 2048) * 2
 
 
 @pytest.mark.parametrize("tp", [1, 2, 4, 8])

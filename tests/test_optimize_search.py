@@ -522,14 +522,15 @@ def test_a_simulated_miss_limits_every_pool_as_small_or_smaller_of_that_kind() -
 
 
 def test_a_deployment_the_simulation_rejected_is_not_simulated_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake simulation fails every pd-intra plan with fewer than 4 prefill instances, decoders
-    idle (the prefill pool is the cause): each round must bring a deployment not simulated before,
-    neither the program nor the trim going back to one, and the plan kept has at least 4."""
+    """The fake simulation fails every pd-intra plan with fewer than 2 prefill instances (the
+    program picks 1), decoders idle (the prefill pool is the cause): each round must bring a
+    deployment not simulated before, neither the program nor the trim going back to one, and the
+    plan kept has at least 2."""
     simulated: list[str] = []
 
     def fake(scenario: Any, requests: int, seed: int, early_stop: bool = True) -> Any:
         simulated.append(deployment(scenario.plan))
-        met = scenario.plan.prefill.count >= 4
+        met = scenario.plan.prefill.count >= 2
         return SimpleNamespace(summary=SimpleNamespace(sla_met=met, utilization={"prefill": 0.9, "decode": 0.1}))
 
     monkeypatch.setattr("pddplan.optimize.search.verify", fake)
@@ -538,7 +539,7 @@ def test_a_deployment_the_simulation_rejected_is_not_simulated_again(monkeypatch
         load_input_set(workload, workload_dir("pdd-agent-64k")), "pd-intra", OptimizeOptions()
     )
     assert len(simulated) == len(set(simulated)) >= 2
-    assert result.feasible and result.plan is not None and result.plan.prefill.count >= 4
+    assert result.feasible and result.plan is not None and result.plan.prefill.count >= 2
 
 
 def test_a_closed_form_miss_with_a_saturated_decoder_credits_fewer_decode_slots() -> None:

@@ -84,19 +84,20 @@ def test_optimize_report_has_every_section_and_no_external_resource(optimize_rep
 def test_optimize_report_leads_with_the_verdict_and_shows_every_architecture(optimize_report: Path) -> None:
     """The verdict is the first section, in the terminal's words (the winner, PDD against each
     baseline, whether to disaggregate); every feasible architecture has a TTFT line on one chart
-    and the others' deployments are drawn too (PDD's, with its line, though agg wins here)."""
+    and the others' deployments are drawn too (agg's and pd-intra's here, where pdd wins)."""
     page = optimize_report.read_text()
     assert page.index('<section id="verdict">') < page.index('<section id="deployment">')
     verdict = section(page, "verdict")
-    assert re.search(r"<strong>agg wins \(the highest BCR\): \$[0-9.,]+/h", verdict)
-    assert "PDD vs pd-intra: cost" in verdict and "disaggregate? no: co-located agg wins" in verdict
+    assert re.search(r"<strong>pdd wins \(the highest BCR\): \$[0-9.,]+/h", verdict)
+    assert "PDD vs pd-intra: cost" in verdict and "PDD vs agg: cost" in verdict
+    assert "disaggregate? yes: pdd wins" in verdict
     legend = section(page, "ttft-by-architecture")
     for name in ("agg", "pd-intra", "pdd"):
         assert f">{name}</text>" in legend, name
     assert ">pd-cross</text>" not in legend  # infeasible here: no plan to draw
     others = section(page, "other-deployments")
-    assert others.count("<details>") == 2 and "pdd: 48 x gpu-a, 16 x gpu-b; 1 x express-40g" in others
-    assert "40 Gbps" in others and "MD: " in others
+    assert others.count("<details>") == 2 and "pd-intra: 48 x gpu-a" in others and "agg: 64 x gpu-b" in others
+    assert "P+D: " in others and "D: " in others
 
 
 def test_samples_cdf_chart_draws_a_line_per_sample_on_one_axis() -> None:

@@ -34,11 +34,15 @@ def test_rates() -> None:
 
 
 def test_losing_a_decoder_never_lowers_the_ttft_tail() -> None:
-    """Two main decoders -> one: every TTFT percentile and TPOT are at least as high."""
+    """Two main decoders -> one: every TTFT percentile and TPOT are at least as high, to the
+    resolution the TTFT quantiles are computed to (bisection to 1 ms or 0.1%,
+    `mixture_quantiles`)."""
     result = _run(HAND, Change(fail="instance:decode"))
     assert result.mode == "one decode instance down, 1 left"
     for key in ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p90_s"):
-        assert getattr(result.after, key) >= getattr(result.before, key) - 1e-9, key
+        before = getattr(result.before, key)
+        resolution = max(1e-3, 1e-3 * before) if key.startswith("ttft") else 1e-9
+        assert getattr(result.after, key) >= before - resolution, key
 
 
 def test_losing_one_of_two_lines_never_speeds_the_transfer(tmp_path: Path) -> None:

@@ -187,12 +187,17 @@ def _operating_point(
 
 @dataclass(frozen=True)
 class _Prefill:
-    """The prefill pool's queue at the evaluated rate."""
+    """The prefill pool's queue at the evaluated rate (the shares and `own_extra_s`, per class, as
+    `pddplan.evaluate.prefill_queue.PrefillQueue` has them)."""
 
     mean_s: float
     utilization: float
     p_wait: float
     wait_mean_s: float
+    own_extra_s: np.ndarray
+    busy_share: float
+    loaded_share: float
+    work_left_share: float
 
 
 @dataclass(frozen=True)
@@ -227,10 +232,19 @@ class _Decoding:
 def _prefill_stage(scenario: Scenario, classes: RequestClasses, lam: float) -> _Prefill:
     """G/G/c wait of the prefill pool (Allen-Cunneen) on the work a request brings, packed as often
     as work waits (`pddplan.evaluate.prefill_queue`), and its utilization lam E[W] / c; `mean_s` is
-    the mean of a request's own prefill time."""
+    the mean of a request's own prefill time (longer under load with data-parallel attention)."""
     queue = prefill_queue(classes, scenario.prefill.count, lam, scenario.workload.arrival.cv**2)
-    mean_s = float(classes.prefill_s @ classes.input_prob)
-    return _Prefill(mean_s, float(queue.utilization), float(queue.p_wait), float(queue.wait_mean_s))
+    mean_s = float((classes.prefill_s + queue.own_extra_s) @ classes.input_prob)
+    return _Prefill(
+        mean_s,
+        float(queue.utilization),
+        float(queue.p_wait),
+        float(queue.wait_mean_s),
+        queue.own_extra_s,
+        float(queue.busy_share),
+        float(queue.loaded_share),
+        float(queue.work_left_share),
+    )
 
 
 def _link_states(scenario: Scenario) -> _LinkStates:
@@ -412,8 +426,11 @@ def _colocated_stages(
     batches = np.arange(1.0, max(max_batch, 1.0) + 1.0)
     with_zero = np.concatenate([[0.0], batches])
     unslowed = _prefill_stage(scenario, classes, lam)
-    busy_s = busy_step_s(instance, chunk, classes.attention_s_per_new_token(), classes.alone_s_per_chunk())
-    marginal = relay_marginal_step_s(instance, with_zero, context, chunk)
+    attention = classes.attention_s_per_new_token()
+    lone_s = busy_step_s(instance, chunk, attention, classes.alone_s_per_chunk())
+    full_chunk_s = busy_step_s(instance, chunk, attention, 0.0, classes.prefill_ranks)
+    busy_s = lone_s + (full_chunk_s - lone_s) * unslowed.loaded_share if classes.prefill_ranks > 1 else lone_s
+    marginal = relay_marginal_step_s(instance, with_zero, context, classes.step_tokens)
     mixed = busy_s + marginal[1:]
     alone = decode_step_time(instance, batches, context)
 
@@ -426,14 +443,14 @@ def _colocated_stages(
         # rho ~ rho(f = 1) * f: to first order (the packing's wait probability held), which the
         # fixed point needs only to find B_R; the stage reported is solved at the final f
         extra_s = float(np.interp(min(relay_batch, float(batches[-1])), with_zero, marginal))
-        return colocated_token_s(unslowed.utilization * (1.0 + extra_s / busy_s), mixed, alone)
+        return colocated_token_s(unslowed.busy_share * (1.0 + extra_s / busy_s), mixed, alone)
 
     decoding = _decode_with_relay(scenario, classes, lam, states, _ColocatedRelay(max_batch, batches, token_s))
     assert decoding.relay is not None
     extra_s, slowed, prefill = slowed_by(decoding.relay.batch)
     relay_batch = min(decoding.relay.batch, float(batches[-1]))
     alone_s = float(np.interp(max(relay_batch, 1.0), batches, alone))
-    leaves_work = min(max(prefill.p_wait, 0.0), 1.0)
+    leaves_work = min(max(prefill.work_left_share, 0.0), 1.0)
     mixed_s = busy_s + extra_s
     # A relayed request's first token comes after one whole step of whichever kind runs next: a
     # mixed step if its instance has prefill work left, else a decode step; a two-point mixture,
@@ -441,7 +458,7 @@ def _colocated_stages(
     # keeps prefilling when a request waits in the pool's queue, probability P(wait) (rho for one
     # instance, less for a pool).
     # the longest gap: a full chunk's mixed step
-    full_s = busy_step_s(instance, chunk, classes.attention_s_per_new_token(), 0.0) + extra_s
+    full_s = full_chunk_s + extra_s
     longest = full_s if prefill.utilization > 0 else decoding.relay.step_s
     first = (leaves_work, mixed_s, alone_s)
     return slowed, prefill, replace(decoding, relay_longest_step_s=longest, first_steps=first)
@@ -458,7 +475,9 @@ def _agg_stages(
     room = colocated_relay_max_batch(scenario, context, lam)
     steps = mixed_steps(scenario.prefill.instance, scenario.chunk_tokens, classes, int(room))
     unslowed = _prefill_stage(scenario, classes, lam)
-    point = operating_point(steps, lam / count, unslowed.utilization, classes.mean_output_tokens, room, unslowed.p_wait)
+    point = operating_point(
+        steps, lam / count, unslowed.busy_share, classes.mean_output_tokens, room, unslowed.loaded_share
+    )
     slowdown = float(point.slowdown[0])
     slowed = classes.with_prefill_slowed(slowdown)
     prefill = _prefill_stage(scenario, slowed, lam)
@@ -468,6 +487,7 @@ def _agg_stages(
     zeros = np.zeros(shape)
     # a step formed while requests wait is packed to the chunk budget
     full_mixed_s = steps.full_chunk_s + float(point.marginal_s[0])
+    next_mixed_s = float(steps.next_busy_step_s(unslowed.loaded_share)) + float(point.marginal_s[0])
     return (
         slowed,
         prefill,
@@ -481,18 +501,19 @@ def _agg_stages(
             gap_s=zeros,
             iterations=1,
             md_longest_step_s=full_mixed_s if prefill.utilization > 0 else 0.0,
-            first_steps=(min(max(float(prefill.p_wait), 0.0), 1.0), full_mixed_s, float(point.alone_s[0])),
+            first_steps=(min(max(prefill.work_left_share, 0.0), 1.0), next_mixed_s, float(point.alone_s[0])),
         ),
     )
 
 
 def _first_token_delays(
-    scenario: Scenario, classes: RequestClasses, decoding: _Decoding, states: _LinkStates
+    scenario: Scenario, classes: RequestClasses, decoding: _Decoding, states: _LinkStates, own_extra_s: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Prefill plus the architecture's path to the first token, per (input class, state), and the
-    states' probabilities. A co-located decoder's first step (the relay's on prefill instances, or
-    agg's) is a two-point mixture (`_Decoding.first_steps`): the states are then (mixed step,
-    state f) and (decode step, state f), stacked along the state axis."""
+    """Prefill (its time alone plus `own_extra_s`, what the load adds) plus the architecture's path
+    to the first token, per (input class, state), and the states' probabilities. A co-located
+    decoder's first step (the relay's on prefill instances, or agg's) is a two-point mixture
+    (`_Decoding.first_steps`): the states are then (mixed step, state f) and (decode step, state f),
+    stacked along the state axis."""
     prefill = scenario.prefill
     full_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)
     rdma = rdma_time_s(full_kv, prefill.instance.kv_senders, prefill.instance.hardware.nic_bytes_per_s)
@@ -509,7 +530,7 @@ def _first_token_delays(
         first = scenario.architecture.first_token_delay(
             rdma[:, None], decoding.wan_s, decode_step, relay_step, classes.relay[:, None]
         )
-        return classes.prefill_s[:, None] + classes.load_s[:, None] + first
+        return (classes.prefill_s + own_extra_s)[:, None] + classes.load_s[:, None] + first
 
     if decoding.first_steps is None:
         return after(None), states.prob
@@ -561,7 +582,7 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     md, relay = decoding.md, decoding.relay
     weights = np.einsum("i,o,f->iof", p_in, p_out, states.prob)
 
-    first, first_prob = _first_token_delays(scenario, classes, decoding, states)
+    first, first_prob = _first_token_delays(scenario, classes, decoding, states, prefill.own_extra_s)
     delays = first.ravel()
     slot_p, slot_mean = _slot_waits(scenario, classes, lam, md, relay, decoding.finishes_on_relay, weights)
     slot_p = np.broadcast_to(slot_p[:, None], first.shape).ravel()

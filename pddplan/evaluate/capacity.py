@@ -346,6 +346,11 @@ class _FirstTokenPaths:
     rtt_l: np.ndarray
     weights_l: np.ndarray  # line x (class, state): probabilities
 
+    @property
+    def states(self) -> int:
+        """Line states per class in `delays` (its columns are class-major)."""
+        return self.capacity_lf.shape[1]
+
     def delays(self, rows: np.ndarray, rate: np.ndarray) -> np.ndarray:
         """(row, class x state): the time before the first token but the wait, at `rate` req/s."""
         classes = self.classes
@@ -413,7 +418,7 @@ def prefill_capacity_by_line(
     def feasible(rows: np.ndarray, n: np.ndarray, rate: np.ndarray) -> np.ndarray:
         queue = prefill_queue(classes, n, rate, cv2_a)
         p_wait, wait_mean = queue.p_wait, queue.wait_mean_s
-        delays = paths.delays(rows, rate)
+        delays = paths.delays(rows, rate) + np.repeat(queue.own_extra_s, paths.states, axis=1)
         ok = np.ones(len(n), dtype=bool)
         for target, share in zip(targets, allowed, strict=True):
             tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])
@@ -542,17 +547,17 @@ def colocated_capacity(
         room = np.minimum(limit, sequences_that_fit(beside - cache_hbm, sequence, pools))
         share = np.array([slot_share(int(s)) for s in room])  # a request decodes where it prefilled
         point = operating_point(
-            steps, rate / n, unslowed.utilization, classes.mean_output_tokens, share * room, unslowed.p_wait
+            steps, rate / n, unslowed.busy_share, classes.mean_output_tokens, share * room, unslowed.loaded_share
         )
         ok = point.stable & (point.token_s <= tpot_limit)
         f = point.slowdown
         queue = prefill_queue(classes, n, rate * f, cv2_a)  # time scaling: waits f times longer
         p_wait, wait_mean = queue.p_wait, queue.wait_mean_s * f
-        service = overhead[None, :] + f[:, None] * classes.prefill_alone_s[None, :]
-        packed = steps.full_chunk_s + point.marginal_s  # a step formed while requests wait
+        service = overhead[None, :] + f[:, None] * (classes.prefill_alone_s[None, :] + queue.own_extra_s)
+        packed = steps.next_busy_step_s(unslowed.loaded_share) + point.marginal_s  # the step after prefill
         first = np.stack([packed, point.alone_s], axis=1)  # (rows, 2)
         delays = (service[:, :, None] + first[:, None, :]).reshape(len(n), -1)
-        busy = np.clip(p_wait, 0.0, 1.0)  # the instance keeps prefilling after a departure (closed form)
+        busy = np.clip(queue.work_left_share, 0.0, 1.0)  # the instance keeps prefilling after a departure
         weights = (p_in[None, :, None] * np.stack([busy, 1.0 - busy], axis=1)[:, None, :]).reshape(len(n), -1)
         for target, allowed_share in zip(targets, allowed, strict=True):
             tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])

@@ -30,10 +30,15 @@ class RequestClasses:
     probability of a pair is input_prob[i] * output_prob[j]).
 
     `prefill_s` is a request's own prefill latency (its chunks' engine time alone, `prefill_alone_s`,
-    plus the request overhead); `prefill_work_s` the engine time it occupies a busy prefill instance for, when
-    chunked prefill packs requests into full steps (`pddplan.perf.roofline.prefill_cost`). `load_s`
-    is the time to read its cached KV from a slower cache tier first: it delays its first token
-    only (added where TTFT is formed, never to the prefill instance's work)."""
+    plus the request overhead); `prefill_work_s` the share of a prefill instance's time it takes
+    when the pool is saturated: chunked prefill packs requests into full steps, and under
+    data-parallel attention every rank is busy (`pddplan.perf.roofline.prefill_cost`).
+    `prefill_ranks` is r, the ranks of an instance that prefill apart (1 without data-parallel
+    attention) and `prefill_loaded_s` a request's own engine time with every rank busy (its
+    `prefill_alone_s` when r = 1), `prefill_chunk_s` its chunks' steps alone (a second axis; 0
+    past its last chunk). `load_s` is the time to read its cached KV from a slower cache
+    tier first: it delays its first token only (added where TTFT is formed, never to the prefill
+    instance's work)."""
 
     prompt_tokens: np.ndarray
     hit: np.ndarray
@@ -45,6 +50,9 @@ class RequestClasses:
     prefill_work_s: np.ndarray
     prefill_attention_s: np.ndarray
     chunk_tokens: int
+    prefill_ranks: int
+    prefill_loaded_s: np.ndarray
+    prefill_chunk_s: np.ndarray
     relay: np.ndarray
     output_tokens: np.ndarray
     input_prob: np.ndarray
@@ -74,7 +82,14 @@ class RequestClasses:
             prefill_alone_s=alone,
             prefill_work_s=self.prefill_work_s * factor,
             prefill_attention_s=self.prefill_attention_s * factor,
+            prefill_loaded_s=self.prefill_loaded_s * factor,
+            prefill_chunk_s=self.prefill_chunk_s * factor,
         )
+
+    @property
+    def step_tokens(self) -> int:
+        """New tokens a full prefill step carries: the chunk budget on each prefilling rank."""
+        return self.chunk_tokens * self.prefill_ranks
 
     @property
     def mean_output_tokens(self) -> float:
@@ -196,6 +211,9 @@ def workload_classes(
         prefill_work_s=cost.batched_s,
         prefill_attention_s=cost.packed_attention_s,
         chunk_tokens=chunk_tokens,
+        prefill_ranks=prefill.attention_ranks,
+        prefill_loaded_s=cost.loaded_s,
+        prefill_chunk_s=cost.chunk_s,
         relay=relay,
         output_tokens=outputs,
         input_prob=input_prob,

@@ -6,7 +6,9 @@ decode rows takes s_C + m(b)). At lam requests/s over n instances, r = lam / n e
 prefill pool's utilization without decode rows (`pddplan.evaluate.prefill_queue`):
 
   prefill busy share    rho(b) = rho_0 f(b),   f(b) = 1 + m(b) / s_C, s_C a busy step: the
-                        request's own chunk alone, or a full chunk when requests wait (by P(wait))
+                        request's own chunk alone, or a full step when requests wait (by P(wait);
+                        under data-parallel attention by how many ranks are busy, and rho_0 the
+                        share of time any rank prefills: `PrefillQueue.busy_share`, `loaded_share`)
   time per token        tau(b) = 1 / (rho(b) / (s_C + m(b)) + (1 - rho(b)) / tau_dec(b))
   running batch         B = r E[O] tau(B)                         (Little's law; B < 1: a lone row)
   prefill queue         the G/G/c queue of the classes with every engine time f(B) times longer; by
@@ -42,6 +44,7 @@ class MixedSteps:
     alone_s: np.ndarray  # tau_dec(b) for b = 1..M, the decode step with no chunk
     busy_s: float  # s_C, a busy instance's mean chunk step without decode rows
     full_chunk_s: float  # a full chunk's step without decode rows (the longest gap's base)
+    ranks: int = 1  # data-parallel-attention ranks that prefill apart
 
     @property
     def largest(self) -> int:
@@ -63,6 +66,14 @@ class MixedSteps:
         p = np.clip(np.asarray(waiting, dtype=np.float64), 0.0, 1.0)
         return (1.0 - p) * self.busy_s + p * self.full_chunk_s
 
+    def next_busy_step_s(self, loaded_share: ArrayLike) -> np.ndarray:
+        """The step an instance runs next when it has prefill work left: packed to the budget (a
+        full chunk's) on one server; under data-parallel attention the other ranks' steps, as full
+        as `loaded_share` (`PrefillQueue.loaded_share`) says."""
+        if self.ranks == 1:
+            return np.broadcast_to(np.float64(self.full_chunk_s), np.shape(loaded_share))
+        return self.busy_step_s(loaded_share)
+
 
 def mixed_steps(instance: Instance, chunk_tokens: int, classes: RequestClasses, largest_batch: int) -> MixedSteps:
     """The step tables of `instance` for decode batches up to `largest_batch` (at least 1), at the
@@ -71,11 +82,13 @@ def mixed_steps(instance: Instance, chunk_tokens: int, classes: RequestClasses, 
     largest = max(int(largest_batch), 1)
     with_zero = np.arange(0.0, largest + 1.0)
     attention = classes.attention_s_per_new_token()
+    ranks = classes.prefill_ranks
     return MixedSteps(
-        marginal_s=relay_marginal_step_s(instance, with_zero, context, chunk_tokens),
+        marginal_s=relay_marginal_step_s(instance, with_zero, context, chunk_tokens * ranks),
         alone_s=decode_step_time(instance, with_zero[1:], context),
         busy_s=busy_step_s(instance, chunk_tokens, attention, classes.alone_s_per_chunk()),
-        full_chunk_s=busy_step_s(instance, chunk_tokens, attention, 0.0),
+        full_chunk_s=busy_step_s(instance, chunk_tokens, attention, 0.0, ranks),
+        ranks=ranks,
     )
 
 

@@ -21,6 +21,28 @@ E[1/k] = E[1/(1 + Poisson(mu))] = (1 - e^-mu) / mu, and
 p solves p = P_wait(c, lam, E[W(p)]) (Allen-Cunneen). The right side falls as p rises (more
 packing, less work, less waiting), so the root is unique; P(wait) is Erlang C at the offered load
 lam E[W], and E[W] is linear in p, so the root is found by regula falsi on one Erlang C per step.
+
+Under data-parallel attention an instance is r ranks that prefill apart (each takes one request at
+a time, its chunks up to the budget each step; `pddplan.perf.roofline.prefill_cost`) in lockstep
+steps, so the pool is c r servers. A request's own time grows with the ranks busy beside it, in
+two ways. Their tokens join its steps' experts: alone (one rank busy) its chunks take A, with every
+rank busy L. And a step lasts as long as the longest piece any rank runs: its chunk step s lasts
+E[max(s, M)], M the longest of the other r - 1 ranks' steps, each busy with probability rho, its
+step drawn from the busy ranks' step lengths G (step-weighted over classes and chunks; beyond
+STEP_BINS distinct lengths, in that many bins of equal weight):
+P(M <= x) = (1 - rho + rho G(x))^(r - 1). With the other ranks busy a share rho of the time (the
+ranks' utilization, mean field), a request holds its rank for
+
+    W = A + (L - A) rho + sum_j (E[max(s_j, M)] - s_j),   rho = lam E[W] / (c r),
+
+rho found by iterating from the root without the stretch, lam E[A] / (c r - lam E[L - A])
+(LOCKSTEP_PASSES passes; 1 once saturated). The wait is Allen-Cunneen's for c r servers with W's
+mean and variance. A request also joins the instances' steps at a step's end: when every instance
+is busy (each 1 - (1 - rho)^r of the time) it waits E[S^2] / (2 E[S]) / c, S an instance's step,
+the longest of its busy ranks'. Its own prefill latency, beyond A, is the rest of W plus that
+join: `PrefillQueue.own_extra_s`. Decode rows co-located on the instance ride in its lockstep
+steps, which run while any rank prefills, 1 - (1 - rho)^r of the time, with
+E[k | busy] = r rho / (1 - (1 - rho)^r) ranks busy in a step.
 """
 
 from __future__ import annotations
@@ -34,17 +56,35 @@ from pddplan.evaluate.classes import RequestClasses
 from pddplan.evaluate.queueing import allen_cunneen, erlang_c
 
 ROOT_STEPS = 8  # at most; Illinois reaches |h| < 1e-12 in 5-6 steps on these smooth, monotone roots
+#: the busy ranks' step lengths, binned by equal weight (the stretch's cost grows with the bins)
+STEP_BINS = 48
+#: fixed-point passes for the ranks' utilization under the lockstep's stretch (each raises rho
+#: towards the least fixed point)
+LOCKSTEP_PASSES = 8
 
 
 @dataclass(frozen=True)
 class PrefillQueue:
     """The pool at a rate (arrays broadcast like `count` and `rate`): probability of waiting, mean
-    wait given a wait, mean work per request E[W] and utilization lam E[W] / c."""
+    wait given a wait, mean work per request E[W] and utilization lam E[W] / c (per server: an
+    instance, or a rank under data-parallel attention). `own_extra_s` (the rate's shape, then a
+    class axis) is what a request's own prefill takes beyond its alone time (0 but under
+    data-parallel attention). For decode rows co-located on the instances: `busy_share`, the share
+    of time an instance runs prefill steps; `loaded_share`, how full a prefill step is between a
+    lone request's chunk (0) and the instance's full load (1): P(wait) (a step formed while requests
+    wait is packed to the budget), or (E[k | busy] - 1) / (r - 1) under data-parallel attention;
+    `work_left_share`, the probability the instance still prefills when a request's prefill ends:
+    P(wait), or that one of the other r - 1 ranks runs a chunk that is not its request's last,
+    1 - (1 - rho q)^(r - 1), q the share of such chunks (`_continuing_share`)."""
 
     p_wait: np.ndarray
     wait_mean_s: np.ndarray
     work_s: np.ndarray
     utilization: np.ndarray
+    own_extra_s: np.ndarray
+    busy_share: np.ndarray
+    loaded_share: np.ndarray
+    work_left_share: np.ndarray
 
 
 def _tail_share(classes: RequestClasses) -> np.ndarray:
@@ -102,9 +142,134 @@ def _solve_waiting(servers: np.ndarray, rate: np.ndarray, mean_alone: float, red
     return p
 
 
+def _moments(work: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(E[W], cv^2 of W) over the last axis of `work` (classes), weighted by `prob`."""
+    mean = work @ prob
+    second = (work**2) @ prob
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv2 = np.where(mean > 0, second / np.maximum(mean, 1e-300) ** 2 - 1.0, 0.0)
+    return mean, np.maximum(cv2, 0.0)
+
+
+@dataclass(frozen=True)
+class _StepLengths:
+    """The busy ranks' chunk steps (module docstring): bin values `x` (ascending), the cumulative
+    weight G at each, and each class's chunks' bins `where` (classes x chunks) with `live` marking
+    real chunks."""
+
+    x: np.ndarray
+    cumulative: np.ndarray
+    where: np.ndarray
+    live: np.ndarray
+
+
+def _step_lengths(classes: RequestClasses) -> _StepLengths:
+    """`_StepLengths` of `classes`: every (class, chunk) step weighted by its class's probability;
+    equal lengths merged first (a class split in two by a cache keeps its steps), then, beyond
+    STEP_BINS distinct lengths, binned by equal weight, each bin at its weighted mean."""
+    steps = classes.prefill_chunk_s
+    live = steps > 0
+    lengths, distinct = np.unique(steps[live], return_inverse=True)
+    weight = np.bincount(distinct, weights=np.where(live, classes.input_prob[:, None], 0.0)[live])
+    if len(lengths) <= STEP_BINS:
+        index = np.arange(len(lengths))
+    else:
+        share = np.cumsum(weight) / max(float(weight.sum()), 1e-300)
+        bins = np.minimum((share * STEP_BINS - 1e-9).astype(np.int64), STEP_BINS - 1)
+        index = np.searchsorted(np.unique(bins), bins)
+    mass = np.bincount(index, weights=weight)
+    x = np.bincount(index, weights=weight * lengths) / np.maximum(mass, 1e-300)
+    where = np.zeros(steps.shape, dtype=np.int64)
+    where[live] = index[distinct]
+    return _StepLengths(x=x, cumulative=np.cumsum(mass) / max(float(mass.sum()), 1e-300), where=where, live=live)
+
+
+def _stretch_s(steps: _StepLengths, rho: np.ndarray, ranks: int) -> np.ndarray:
+    """Per (row, class): sum_j E[max(s_j, M)] - s_j, M the longest step of the other ranks, each
+    busy with probability rho (a row each): the integral of P(M > u) above s_j."""
+    below = (1.0 - rho[:, None] + rho[:, None] * steps.cumulative[None, :]) ** (ranks - 1)  # P(M <= x_m)
+    gaps = np.diff(steps.x, append=steps.x[-1])
+    tail = np.cumsum(((1.0 - below) * gaps)[:, ::-1], axis=1)[:, ::-1]
+    return (tail[:, steps.where] * steps.live).sum(axis=2)
+
+
+def _join_wait_s(steps: _StepLengths, rho: np.ndarray, ranks: int, instances: np.ndarray) -> np.ndarray:
+    """The mean wait for a step's end when every instance is busy (module docstring):
+    P(all busy) E[S^2] / (2 E[S]) / c, S the longest of a busy instance's busy ranks' steps."""
+    x = steps.x
+    idle = (1.0 - rho[:, None]) ** ranks
+    every = (1.0 - rho[:, None] + rho[:, None] * steps.cumulative[None, :]) ** ranks
+    with np.errstate(divide="ignore", invalid="ignore"):
+        above = np.clip((1.0 - every) / np.maximum(1.0 - idle, 1e-300), 0.0, 1.0)  # P(S > x_m | busy)
+    next_x = np.append(x[1:], x[-1])
+    mean = x[0] + (above * (next_x - x)).sum(axis=1)
+    second = x[0] ** 2 + (above * (next_x**2 - x**2)).sum(axis=1)
+    busy = 1.0 - idle[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        residual = np.where(mean > 0, second / (2.0 * np.maximum(mean, 1e-300)), 0.0)
+    return busy**instances * residual / np.maximum(instances, 1.0)
+
+
+def _rank_queue(classes: RequestClasses, c: np.ndarray, lam: np.ndarray, cv2_arrival: float) -> PrefillQueue:
+    """The data-parallel-attention pool: c r rank servers, W = A + (L - A) rho + the lockstep's
+    stretch (module docstring)."""
+    ranks = classes.prefill_ranks
+    servers = c * ranks
+    alone, loaded, prob = classes.prefill_alone_s, classes.prefill_loaded_s, classes.input_prob
+    mean_alone, mean_added = float(alone @ prob), float((loaded - alone) @ prob)
+    room = servers - lam * mean_added
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(room > 0, lam * mean_alone / np.maximum(room, 1e-300), 1.0)
+    rho = np.clip(rho, 0.0, 1.0).reshape(-1)
+    steps = _step_lengths(classes)
+    flat_lam, flat_servers = lam.reshape(-1), servers.reshape(-1)
+
+    def holding(rho: np.ndarray) -> np.ndarray:  # W per (row, class)
+        return alone[None, :] + (loaded - alone)[None, :] * rho[:, None] + _stretch_s(steps, rho, ranks)
+
+    for _ in range(LOCKSTEP_PASSES):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = np.clip(flat_lam * (holding(rho) @ prob) / np.maximum(flat_servers, 1e-300), 0.0, 1.0)
+    holds = holding(rho)
+    has_tokens = classes.new_tokens > 0
+    join = _join_wait_s(steps, rho, ranks, c.reshape(-1))
+    shape = c.shape
+    extra = (holds - alone[None, :] + join[:, None] * has_tokens[None, :]).reshape(*shape, len(prob))
+    rho = rho.reshape(shape)
+    mean, cv2 = _moments(holds.reshape(*shape, len(prob)), prob)
+    p_wait, wait_mean = allen_cunneen(servers, lam, mean, cv2, cv2_arrival)
+    busy = -np.expm1(ranks * np.log1p(-np.minimum(rho, 1.0 - 1e-15)))  # 1 - (1 - rho)^r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        busy_ranks = np.where(busy > 0, ranks * rho / np.maximum(busy, 1e-300), 1.0)
+    return PrefillQueue(
+        p_wait=np.asarray(p_wait, dtype=np.float64),
+        wait_mean_s=np.asarray(wait_mean, dtype=np.float64),
+        work_s=mean,
+        utilization=lam * mean / np.maximum(servers, 1e-12),
+        own_extra_s=extra,
+        busy_share=np.where(rho >= 1.0, 1.0, busy),
+        loaded_share=np.clip((busy_ranks - 1.0) / (ranks - 1.0), 0.0, 1.0),
+        work_left_share=1.0 - (1.0 - rho * _continuing_share(classes)) ** (ranks - 1),
+    )
+
+
+def _continuing_share(classes: RequestClasses) -> float:
+    """The share of a busy rank's steps that are not its request's last chunk, (E[chunks] - 1) /
+    E[chunks] over the requests that prefill: a rank whose request ends with the step leaves no
+    work for the next one (the others in the lockstep step end with it)."""
+    chunks = (classes.prefill_chunk_s > 0).sum(axis=1).astype(np.float64)
+    prefills = chunks > 0
+    mean = float(chunks[prefills] @ classes.input_prob[prefills]) / max(
+        float(classes.input_prob[prefills].sum()), 1e-300
+    )
+    return (mean - 1.0) / mean if mean > 0 else 0.0
+
+
 def prefill_queue(classes: RequestClasses, count: ArrayLike, rate: ArrayLike, cv2_arrival: float) -> PrefillQueue:
     """The pool of `count` instances at `rate` requests/s, packing as the module docstring says."""
     c, lam = np.broadcast_arrays(np.asarray(count, dtype=np.float64), np.asarray(rate, dtype=np.float64))
+    if classes.prefill_ranks > 1:
+        return _rank_queue(classes, c, lam, cv2_arrival)
     shape = c.shape
     fixed, variable = _step_parts(classes)
     per_instance = lam / np.maximum(c, 1e-12)
@@ -126,9 +291,15 @@ def prefill_queue(classes: RequestClasses, count: ArrayLike, rate: ArrayLike, cv
     with np.errstate(divide="ignore", invalid="ignore"):
         cv2 = np.where(mean > 0, second / np.maximum(mean, 1e-300) ** 2 - 1.0, 0.0)
     p_wait, wait_mean = allen_cunneen(c, lam, mean, cv2, cv2_arrival)
+    p_wait = np.asarray(p_wait, dtype=np.float64)
+    utilization = lam * mean / np.maximum(c, 1e-12)
     return PrefillQueue(
-        p_wait=np.asarray(p_wait, dtype=np.float64),
+        p_wait=p_wait,
         wait_mean_s=np.asarray(wait_mean, dtype=np.float64),
         work_s=mean,
-        utilization=lam * mean / np.maximum(c, 1e-12),
+        utilization=utilization,
+        own_extra_s=np.zeros((*shape, len(prob))),
+        busy_share=utilization,
+        loaded_share=p_wait,
+        work_left_share=p_wait,
     )

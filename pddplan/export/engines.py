@@ -83,22 +83,25 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
     `--ep-size N` alone (the experts' outputs summed by the all-reduce); TP is `--tp-size N` alone. Across the WAN
     there is no RDMA, so KV travels by Mooncake over TCP. A co-located server runs no disaggregation
     mode and mixes its prefill chunks into decode steps (`--enable-mixed-chunk`; SGLang turns it off
-    under EAGLE/NEXTN speculative decoding).
+    under EAGLE/NEXTN speculative decoding). pddplan's chunk budget is per attention rank; SGLang's
+    `--chunked-prefill-size` is per instance and divided among the data-parallel attention ranks
+    (server_args.py: `chunked_prefill_size // dp_size`), so under EP it is the budget times N.
     """
     n = instance.gpus
+    chunk = deployment.chunk_tokens * (n if instance.layout == "ep" else 1)
     args = ["python3", "-m", "sglang.launch_server", "--model-path", deployment.model_repo, "--tp-size", str(n)]
     if instance.layout == "ep":
         args += ["--ep-size", str(n), "--attn-dp-size", str(n), "--moe-a2a-backend", "deepep"]
     elif instance.layout == "tp-ep":
         args += ["--ep-size", str(n)]
     if instance.colocated:
-        args += ["--chunked-prefill-size", str(deployment.chunk_tokens), "--enable-mixed-chunk"]
+        args += ["--chunked-prefill-size", str(chunk), "--enable-mixed-chunk"]
     else:
         args += ["--disaggregation-mode", instance.disaggregation]
         args += ["--disaggregation-transfer-backend", "mooncake_tcp" if instance.kv_transfer == "tcp" else "mooncake"]
     if instance.disaggregation == "prefill":
         args += ["--disaggregation-bootstrap-port", str(bootstrap_port(instance))]
-        args += ["--chunked-prefill-size", str(deployment.chunk_tokens)]
+        args += ["--chunked-prefill-size", str(chunk)]
     if instance.max_running_requests is not None:
         args += ["--max-running-requests", str(instance.max_running_requests)]
     if instance.decode_radix_cache:
@@ -140,7 +143,8 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
     vLLM's multiprocessing executor (`--nnodes`, `--node-rank`, `--master-addr`; the others
     headless). KV moves with the NIXL connector; across the WAN its UCX transport is told to use TCP.
     A co-located server has no KV connector: vLLM V1 mixes prefill chunks into decode steps by
-    default, `--max-num-batched-tokens` bounding each step.
+    default, `--max-num-batched-tokens` bounding each step (of each data-parallel engine: the budget
+    per attention rank, as pddplan plans it).
     """
     args = ["vllm", "serve", deployment.model_repo]
     per_node = instance.gpus_per_node

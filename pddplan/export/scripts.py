@@ -226,13 +226,14 @@ def colocated_notes(engine: Engine, deployment: Deployment, router: str = "`rout
     chunk = deployment.chunk_tokens
     lines = [
         "The plan co-locates prefill and decode: each server runs both, with no disaggregation mode and",
-        f"no KV transfer, mixing prefill chunks of up to {chunk} tokens into its decode steps.",
+        f"no KV transfer, mixing prefill chunks of up to {chunk} tokens (per attention rank) into its decode steps.",
         f"{router} the router in regular mode over every server",
         "(cache-aware: a request goes to the server that holds its prefix).",
     ]
     if engine == "sglang":
         lines += [
-            f"SGLang mixes them with `--chunked-prefill-size {chunk} --enable-mixed-chunk`, and turns mixed",
+            "SGLang mixes them with `--chunked-prefill-size` (the budget times the data-parallel attention",
+            "ranks, which SGLang divides it among) and `--enable-mixed-chunk`, and turns mixed",
             "chunks off under EAGLE/NEXTN speculative decoding: it then runs prefill chunks and decode steps",
             "apart.",
         ]

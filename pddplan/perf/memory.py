@@ -41,12 +41,15 @@ class MemoryBudget:
 
 
 def activation_bytes(instance: Instance, step_tokens: int) -> float:
-    """Activation workspace per GPU for a step of `step_tokens` tokens: T * (8 d + 2 f / tp) * 2 B."""
+    """Activation workspace per GPU for a step of `step_tokens` tokens: T * (8 d + 2 f / s) * 2 B,
+    s = tp, the FFN split over the ranks; under data-parallel attention T is each rank's own
+    budget and its experts receive as many token-expert rows as its own tokens bring, s = 1."""
     model = instance.model
     widest_ffn = model.intermediate_size
     if model.moe is not None:
         widest_ffn = max(widest_ffn, model.moe.expert_intermediate_size * model.moe.experts_per_token)
-    per_token = ACTIVATION_WIDTH_FACTOR * model.hidden_size + 2 * widest_ffn / instance.tp
+    split = 1 if instance.uses_dp_attention else instance.tp
+    per_token = ACTIVATION_WIDTH_FACTOR * model.hidden_size + 2 * widest_ffn / split
     return float(step_tokens * per_token * ACTIVATION_BYTES)
 
 

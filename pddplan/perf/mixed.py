@@ -33,25 +33,30 @@ from numpy.typing import ArrayLike
 from pddplan.perf.roofline import Instance, linear_step_s, step_time
 
 
-def relay_marginal_step_s(instance: Instance, batch: ArrayLike, context_tokens: float, chunk_tokens: int) -> np.ndarray:
+def relay_marginal_step_s(instance: Instance, batch: ArrayLike, context_tokens: float, step_tokens: int) -> np.ndarray:
     """m(b) = T_lin(C + b) - T_lin(C) + A_dec(b, context): what b relay sequences add to a prefill
-    step of C tokens (0 for b = 0; fractional b interpolates the rows linearly)."""
+    step of C = `step_tokens` tokens (0 for b = 0; fractional b interpolates the rows linearly).
+    Under data-parallel attention a full step carries the chunk budget on each of r ranks, and the
+    rows spread over them: C is r times the budget (`RequestClasses.step_tokens`)."""
     b = np.maximum(np.asarray(batch, dtype=np.float64), 0.0)
-    chunk = float(chunk_tokens)
+    chunk = float(step_tokens)
     rows = linear_step_s(instance, chunk + b) - linear_step_s(instance, chunk)
     attention = step_time(instance, 1.0, context_tokens, np.maximum(b, 1e-12)).attention_s
     return np.where(b > 0, np.maximum(rows, 0.0) + attention, 0.0)
 
 
-def busy_step_s(instance: Instance, chunk_tokens: int, attention_s_per_token: float, mean_chunk_s: float) -> float:
+def busy_step_s(
+    instance: Instance, chunk_tokens: int, attention_s_per_token: float, mean_chunk_s: float, ranks: int = 1
+) -> float:
     """s_C = E[A] / E[chunks]: a busy prefill instance's mean step, a request's own chunk step on
-    average (`mean_chunk_s`); a full chunk's, T_lin(C) + C * (prefill attention per new token),
-    when `mean_chunk_s` is 0 (no request brings a new token, or the full chunk is asked for).
-    Not capped at a full packed chunk: under data-parallel attention a lone request's chunk runs
-    on one rank and takes longer than a packed one spread over all."""
+    average (`mean_chunk_s`); a full step's, T_lin(r C) + C * (prefill attention per new token),
+    when `mean_chunk_s` is 0 (no request brings a new token, or the full step is asked for): the
+    chunk budget C on each of the `ranks` data-parallel-attention ranks (1 without), each rank's
+    attention in parallel. A lone request's chunk runs on one rank and under data-parallel
+    attention takes less than a full step and more than a packed share of it."""
     if mean_chunk_s > 0:
         return mean_chunk_s
-    return float(linear_step_s(instance, float(chunk_tokens))) + chunk_tokens * attention_s_per_token
+    return float(linear_step_s(instance, float(chunk_tokens * ranks))) + chunk_tokens * attention_s_per_token
 
 
 def colocated_token_s(busy_fraction: float, mixed_step_s: ArrayLike, alone_step_s: ArrayLike) -> np.ndarray:

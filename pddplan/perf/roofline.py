@@ -155,6 +155,12 @@ class Instance:
         return self.tp if self.uses_dp_attention else 1
 
     @property
+    def attention_ranks(self) -> int:
+        """Ranks that prefill apart: tp under data-parallel attention (each rank its own requests,
+        up to the chunk budget each per step, the steps in lockstep for the MoE all-to-all), else 1."""
+        return self.tp if self.uses_dp_attention else 1
+
+    @property
     def kv_senders(self) -> int:
         """GPUs (and NICs) one request's KV leaves from: 1 under data-parallel attention (one rank
         holds it), else tp (each rank sends its shard or share)."""
@@ -736,12 +742,23 @@ class PrefillCost:
     packs it with other requests into full steps of C tokens: n / C * T_lin(C) + attention, where
     T_lin(C) = step(C tokens) - its attention is the step's token-proportional and fixed part (weight
     reads, GEMMs, collectives, overheads), shared in proportion to tokens; at most `alone_s`.
+
+    Under data-parallel attention (r = `Instance.attention_ranks` > 1) a request's chunks run on one
+    rank, each up to the chunk budget, while the other ranks run other requests' chunks in the same
+    lockstep steps: `loaded_s` is its chunks' time when every rank is busy, sum_j L_r(size_j) +
+    its attention, L_k(T) the step without attention when k ranks carry T tokens each
+    (`rank_linear_step_s`), and `batched_s` = `loaded_s` / r, its share of the instance; `chunk_s`
+    (a last axis over the chunks, 0 past a request's last) each chunk's step alone, which the
+    lockstep stretches to the longest piece any rank runs beside it. Without data-parallel
+    attention `loaded_s` is `alone_s` and `chunk_s` the whole alone time.
     """
 
     alone_s: np.ndarray
     attention_s: np.ndarray
     packed_attention_s: np.ndarray
     batched_s: np.ndarray
+    loaded_s: np.ndarray
+    chunk_s: np.ndarray
 
 
 def linear_step_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
@@ -752,6 +769,19 @@ def linear_step_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
     the work binds; attention is then charged on top.
     """
     step = step_time(instance, np.maximum(np.asarray(tokens, dtype=np.float64), 1.0), 0.0, 1.0, balanced=True)
+    return np.maximum(step.total_s - step.attention_s, 0.0)
+
+
+def rank_linear_step_s(instance: Instance, busy_ranks: ArrayLike, tokens: ArrayLike) -> np.ndarray:
+    """L_k(T): a lockstep step without its attention when k of the instance's data-parallel ranks
+    each carry T new tokens of one sequence (k <= tp): each rank's dense layers on its T rows, the
+    experts on k T tokens. L_1 is a lone sequence's step; without data-parallel attention it is the
+    step of T tokens whatever k."""
+    k = np.asarray(busy_ranks, dtype=np.float64)
+    t = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
+    if instance.attention_ranks == 1:
+        k = np.ones_like(k)
+    step = step_time(instance, t, 0.0, k)
     return np.maximum(step.total_s - step.attention_s, 0.0)
 
 
@@ -772,11 +802,21 @@ def prefill_cost(
         step = step_time(instance, np.maximum(n, 1.0), c)
         alone = np.where(n > 0, step.total_s, 0.0)
         attention = np.where(n > 0, step.attention_s, 0.0)
-        return PrefillCost(alone_s=alone, attention_s=attention, packed_attention_s=attention, batched_s=alone)
+        return PrefillCost(
+            alone_s=alone,
+            attention_s=attention,
+            packed_attention_s=attention,
+            batched_s=alone,
+            loaded_s=alone,
+            chunk_s=alone[..., None],
+        )
+    ranks = instance.attention_ranks
     chunks = np.ceil(n / chunk_tokens)
     alone = np.zeros(n.shape)
     attention = np.zeros(n.shape)
     packed_attention = np.zeros(n.shape)
+    loading = np.zeros(n.shape)  # sum_j L_r(size_j) - L_1(size_j): what busy ranks add
+    per_chunk: list[np.ndarray] = []
     for j in range(int(chunks.max(initial=0))):
         size = np.clip(n - j * chunk_tokens, 0.0, chunk_tokens)
         live = size > 0
@@ -784,9 +824,30 @@ def prefill_cost(
         alone = alone + np.where(live, step.total_s, 0.0)
         attention = attention + np.where(live, step.attention_s, 0.0)
         packed_attention = packed_attention + np.where(live, step.packed_attention_s, 0.0)
+        if ranks > 1:
+            added = rank_linear_step_s(instance, ranks, size) - rank_linear_step_s(instance, 1, size)
+            loading = loading + np.where(live, added, 0.0)
+            per_chunk.append(np.where(live, step.total_s, 0.0))
+    if ranks > 1:
+        loaded = np.where(n > 0, alone + loading, 0.0)
+        return PrefillCost(
+            alone_s=alone,
+            attention_s=attention,
+            packed_attention_s=attention,
+            batched_s=loaded / ranks,
+            loaded_s=loaded,
+            chunk_s=np.stack(per_chunk, axis=-1) if per_chunk else np.zeros((*n.shape, 1)),
+        )
     shared = n / chunk_tokens * float(linear_step_s(instance, chunk_tokens)) + packed_attention
     batched = np.where(n > 0, np.minimum(shared, alone), 0.0)
-    return PrefillCost(alone_s=alone, attention_s=attention, packed_attention_s=packed_attention, batched_s=batched)
+    return PrefillCost(
+        alone_s=alone,
+        attention_s=attention,
+        packed_attention_s=packed_attention,
+        batched_s=batched,
+        loaded_s=alone,
+        chunk_s=alone[..., None],
+    )
 
 
 def prefill_time(

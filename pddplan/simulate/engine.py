@@ -46,7 +46,14 @@ from pddplan.net.fluctuation import CapacityPath, SteppedPath
 from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.mixed import relay_marginal_step_s
-from pddplan.perf.roofline import decode_step_time, extend_time, linear_step_s, prefill_cost, step_time
+from pddplan.perf.roofline import (
+    decode_step_time,
+    extend_time,
+    linear_step_s,
+    prefill_cost,
+    rank_linear_step_s,
+    step_time,
+)
 from pddplan.scenarios.scenario import Role, Scenario
 from pddplan.simulate.prefill import PrefillPool, PrefillRun, run_prefill_pool
 from pddplan.simulate.servers import ColocatedRelay, DecodeInstance, Link
@@ -178,6 +185,18 @@ def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
     chunk = scenario.chunk_tokens
     instance = scenario.prefill.instance
     tokens = np.arange(chunk + 1, dtype=np.float64)
+    ranks = instance.attention_ranks
+    if ranks > 1:  # lockstep ranks: L(k, T) for k busy ranks of T tokens each
+        busy_ranks = np.arange(1.0, ranks + 1.0)[:, None]
+        table = rank_linear_step_s(instance, busy_ranks, tokens[None, :])
+        return PrefillPool(
+            instances=scenario.prefill.count,
+            chunk_tokens=chunk,
+            linear_s=table[-1].tolist(),
+            extra_step_s=extra_step_s,
+            ranks=ranks,
+            rank_linear_s=table.tolist(),
+        )
     linear = linear_step_s(instance, tokens).tolist()
     alone = step_time(instance, np.maximum(tokens, 1.0), 0.0, 1.0)  # one sequence: not spread over DP ranks
     alone_linear = np.maximum(alone.total_s - alone.attention_s, 0.0).tolist()
@@ -199,7 +218,9 @@ def _colocated_extra_step_s(scenario: Scenario, context: float) -> float:
     batch = evaluate(scenario).stages[pool].batch_per_instance
     if not math.isfinite(batch):
         batch = colocated_relay_max_batch(scenario, context)
-    return float(relay_marginal_step_s(scenario.prefill.instance, batch, context, scenario.chunk_tokens))
+    instance = scenario.prefill.instance
+    step_tokens = scenario.chunk_tokens * instance.attention_ranks
+    return float(relay_marginal_step_s(instance, batch, context, step_tokens))
 
 
 def _colocated_relays(scenario: Scenario, run: PrefillRun, context: float) -> list[DecodeInstance]:

@@ -20,6 +20,14 @@ data-parallel attention its dense layers run on one rank, as in its alone time
 A relay on the prefill instances adds its decode tokens to every step: `extra_step_s`, its marginal
 cost m(B) at the closed form's mean relay batch B (the coupling is one way: the relay's actual batch
 does not feed back into the prefill steps).
+
+Under data-parallel attention (`PrefillPool.ranks` r > 1) an instance is r ranks stepping in
+lockstep, each with its own requests (their KV stays on the rank): a step gives each request the
+instance is in the middle of its next piece, up to C tokens each, then starts waiting requests on
+the ranks left free, in arrival order, one per rank. A step whose k pieces hold T_1..T_k tokens
+takes L(k', T_max) + max_i A_i s_i / n_i: L(k, T) the step without attention when k ranks carry T
+tokens each (`PrefillPool.rank_linear_s`), read at the busiest rank's T_max and k' = sum T_i / T_max
+(the experts' tokens; interpolated between whole k), the ranks' attention in parallel.
 """
 
 from __future__ import annotations
@@ -43,13 +51,18 @@ class PrefillPool:
     #: T_lin(T) of a step whose T tokens are one request's alone (None: `linear_s`); differs under
     #: data-parallel attention, where one sequence's dense layers run on one rank (`dp_rank_share`)
     alone_linear_s: list[float] | None = None
+    #: data-parallel-attention ranks per instance (module docstring); rank_linear_s[k - 1][T] is
+    #: L(k, T) for k = 1..ranks and T = 0..chunk_tokens (entry 0 unused)
+    ranks: int = 1
+    rank_linear_s: list[list[float]] | None = None
 
 
 @dataclass(frozen=True)
 class PrefillRun:
     """Per request, when its first prefill step started, when its last ended and on which instance;
-    the pool's total busy time (the sum of its steps); and per instance its steps' (start, end)
-    times in order (a co-located relay decodes in them)."""
+    the pool's total busy time (the sum of its steps; under data-parallel attention its ranks' busy
+    time over r, so that it measures the ranks' utilization); and per instance its steps' (start,
+    end) times in order (a co-located relay decodes in them)."""
 
     start_s: np.ndarray
     end_s: np.ndarray
@@ -70,6 +83,8 @@ def run_prefill_pool(
     `arrival_s` must be sorted. Each loop pass either runs one step on the instance free first or,
     when an instance is idle, starts one at the next arrival; nothing else.
     """
+    if pool.ranks > 1:
+        return _run_rank_pool(pool, arrival_s, new_tokens, attention_s)
     count = len(arrival_s)
     start = np.array(arrival_s, dtype=np.float64)
     end = np.array(arrival_s, dtype=np.float64)
@@ -144,6 +159,80 @@ def run_prefill_pool(
         steps[k][0].append(t)
         steps[k][1].append(done)
         for i in finished:
+            end[i] = done
+            on_instance[i] = k
+        heapq.heappush(busy, (done, k))
+    return PrefillRun(start_s=start, end_s=end, busy_s=busy_s, instance=on_instance, steps=steps)
+
+
+def _run_rank_pool(
+    pool: PrefillPool, arrival_s: np.ndarray, new_tokens: np.ndarray, attention_s: np.ndarray
+) -> PrefillRun:
+    """`run_prefill_pool` under data-parallel attention: instances of `pool.ranks` lockstep ranks
+    (module docstring)."""
+    assert pool.rank_linear_s is not None
+    count = len(arrival_s)
+    start = np.array(arrival_s, dtype=np.float64)
+    end = np.array(arrival_s, dtype=np.float64)
+    on_instance = np.zeros(count, dtype=np.int64)
+    steps: list[tuple[list[float], list[float]]] = [([], []) for _ in range(pool.instances)]
+    arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
+    tokens = np.asarray(new_tokens, dtype=np.float64).tolist()
+    has_tokens = np.asarray(new_tokens) > 0
+    attention_per_token = np.divide(attention_s, new_tokens, out=np.zeros(count), where=has_tokens).tolist()
+    waiting = [i for i in range(count) if tokens[i] > 0]
+    chunk = float(pool.chunk_tokens)
+    ranks = pool.ranks
+    table = pool.rank_linear_s
+    busy: list[tuple[float, int]] = []
+    idle = deque(range(pool.instances))  # longest idle first
+    running: list[dict[int, float]] = [{} for _ in range(pool.instances)]  # request -> tokens left
+    head = 0
+    busy_s = 0.0
+    while True:
+        free_t = busy[0][0] if busy else np.inf
+        next_arrival = arrival[waiting[head]] if head < len(waiting) and idle else np.inf
+        if free_t == np.inf and next_arrival == np.inf:
+            break
+        if free_t <= next_arrival:
+            t, k = heapq.heappop(busy)
+        else:
+            t, k = next_arrival, idle.popleft()
+        mine = running[k]
+        while len(mine) < ranks and head < len(waiting) and arrival[waiting[head]] <= t:
+            i = waiting[head]
+            head += 1
+            start[i] = t
+            mine[i] = tokens[i]
+        if not mine:
+            idle.append(k)
+            continue
+        largest = 0.0
+        total = 0.0
+        attention = 0.0
+        finished: list[int] = []
+        for i, left in mine.items():
+            piece = min(left, chunk)
+            largest = max(largest, piece)
+            total += piece
+            attention = max(attention, attention_per_token[i] * piece)
+            if left - piece <= 0:
+                finished.append(i)
+            else:
+                mine[i] = left - piece
+        size = round(largest)
+        spread = total / largest  # k': the busy ranks the experts' tokens amount to
+        low = int(spread)
+        linear = table[low - 1][size]
+        if low < len(mine):
+            linear += (table[low][size] - linear) * (spread - low)
+        step_s = linear + attention + pool.extra_step_s
+        busy_s += step_s * len(mine) / ranks  # rank-seconds over r: the ranks' utilization
+        done = t + step_s
+        steps[k][0].append(t)
+        steps[k][1].append(done)
+        for i in finished:
+            del mine[i]
             end[i] = done
             on_instance[i] = k
         heapq.heappush(busy, (done, k))

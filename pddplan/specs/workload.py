@@ -306,7 +306,12 @@ DECODE_BATCH_SEARCH_LIMIT = 4096
 class ServingOptions(StrictModel):
     """Serving-engine settings shared by every plan for this workload."""
 
-    chunk_tokens: ChunkTokens = Field(default=8192, description="chunked-prefill token budget per step")
+    chunk_tokens: ChunkTokens = Field(
+        default=8192,
+        description="chunked-prefill token budget per step of each attention rank: the instance's under "
+        "tensor-parallel attention, each rank's under data-parallel attention (SGLang's --chunked-prefill-size "
+        "is this times the data-parallel size)",
+    )
     page_tokens: int = Field(default=64, gt=0, le=65_536, description="KV cache page (block) size")
     max_decode_batch: int | None = Field(
         default=None,

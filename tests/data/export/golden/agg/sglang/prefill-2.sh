@@ -9,7 +9,7 @@ exec python3 -m sglang.launch_server \
     --ep-size 8 \
     --attn-dp-size 8 \
     --moe-a2a-backend deepep \
-    --chunked-prefill-size 8192 \
+    --chunked-prefill-size 65536 \
     --enable-mixed-chunk \
     --mem-fraction-static 0.9 \
     --page-size 64 \

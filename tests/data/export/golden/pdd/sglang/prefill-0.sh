@@ -16,7 +16,7 @@ exec python3 -m sglang.launch_server \
     --disaggregation-mode prefill \
     --disaggregation-transfer-backend mooncake \
     --disaggregation-bootstrap-port 8998 \
-    --chunked-prefill-size 8192 \
+    --chunked-prefill-size 131072 \
     --mem-fraction-static 0.9 \
     --page-size 64 \
     --context-length 72704 \
