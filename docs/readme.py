@@ -119,12 +119,11 @@ def main_job_words() -> str:
         else f"sessions return after {serving.turn_gap_s:g} s on average"
     )
     agg = archs.get("agg")
-    colocated = (
-        f"co-located serving (agg: {_gpus(agg)}, {money(agg['cost_usd_per_hour'])}, no line, no relay, no radix "
-        f"cache on decoders) is the plan to beat, and PDD is {cheaper(gains['agg']['cost_change'])} it; "
-        if agg is not None and agg["feasible"] and "agg" in gains
-        else ""
-    )
+    colocated = ""
+    if agg is not None and agg["feasible"] and "agg" in gains:
+        what = f"agg: {_gpus(agg)}, {money(agg['cost_usd_per_hour'])}, no line, no relay, no radix cache on decoders"
+        beaten = "is the plan to beat, and" if report["best"] == "agg" else "costs more:"
+        colocated = f"co-located serving ({what}) {beaten} PDD is {cheaper(gains['agg']['cost_change'])} it; "
     lines = [
         f"**On the article's scenario, as pddplan models it, the best plan is {report['best']}'s**: {colocated}"
         f"PDD is {cheaper(gains['pd-intra']['cost_change'])} intra-datacenter PD ({money(pdd['cost_usd_per_hour'])} "
