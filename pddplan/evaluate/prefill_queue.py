@@ -58,8 +58,8 @@ from pddplan.evaluate.queueing import allen_cunneen, erlang_c
 ROOT_STEPS = 8  # at most; Illinois reaches |h| < 1e-12 in 5-6 steps on these smooth, monotone roots
 #: the busy ranks' step lengths, binned by equal weight (the stretch's cost grows with the bins)
 STEP_BINS = 48
-#: fixed-point passes for the ranks' utilization under the lockstep's stretch (each raises rho
-#: towards the least fixed point)
+#: fixed-point passes for the ranks' utilization under the lockstep's stretch, at most (each raises
+#: rho towards the least fixed point; they stop once it moves by less than 1e-12)
 LOCKSTEP_PASSES = 8
 
 
@@ -154,13 +154,11 @@ def _moments(work: np.ndarray, prob: np.ndarray) -> tuple[np.ndarray, np.ndarray
 @dataclass(frozen=True)
 class _StepLengths:
     """The busy ranks' chunk steps (module docstring): bin values `x` (ascending), the cumulative
-    weight G at each, and each class's chunks' bins `where` (classes x chunks) with `live` marking
-    real chunks."""
+    weight G at each, and `counts[k, q]`, how many of class k's chunks fall in bin q."""
 
     x: np.ndarray
     cumulative: np.ndarray
-    where: np.ndarray
-    live: np.ndarray
+    counts: np.ndarray
 
 
 def _step_lengths(classes: RequestClasses) -> _StepLengths:
@@ -179,18 +177,18 @@ def _step_lengths(classes: RequestClasses) -> _StepLengths:
         index = np.searchsorted(np.unique(bins), bins)
     mass = np.bincount(index, weights=weight)
     x = np.bincount(index, weights=weight * lengths) / np.maximum(mass, 1e-300)
-    where = np.zeros(steps.shape, dtype=np.int64)
-    where[live] = index[distinct]
-    return _StepLengths(x=x, cumulative=np.cumsum(mass) / max(float(mass.sum()), 1e-300), where=where, live=live)
+    counts = np.zeros((steps.shape[0], len(x)))
+    np.add.at(counts, (np.nonzero(live)[0], index[distinct]), 1.0)
+    return _StepLengths(x=x, cumulative=np.cumsum(mass) / max(float(mass.sum()), 1e-300), counts=counts)
 
 
-def _stretch_s(steps: _StepLengths, rho: np.ndarray, ranks: int) -> np.ndarray:
-    """Per (row, class): sum_j E[max(s_j, M)] - s_j, M the longest step of the other ranks, each
-    busy with probability rho (a row each): the integral of P(M > u) above s_j."""
+def _stretch_tail_s(steps: _StepLengths, rho: np.ndarray, ranks: int) -> np.ndarray:
+    """Per (row, bin): E[max(s, M)] - s for a step s in the bin, M the longest step of the other
+    ranks, each busy with probability rho (a row each): the integral of P(M > u) above s. A class's
+    stretch is its chunks' sum, `@ counts.T`."""
     below = (1.0 - rho[:, None] + rho[:, None] * steps.cumulative[None, :]) ** (ranks - 1)  # P(M <= x_m)
     gaps = np.diff(steps.x, append=steps.x[-1])
-    tail = np.cumsum(((1.0 - below) * gaps)[:, ::-1], axis=1)[:, ::-1]
-    return (tail[:, steps.where] * steps.live).sum(axis=2)
+    return np.cumsum(((1.0 - below) * gaps)[:, ::-1], axis=1)[:, ::-1]
 
 
 def _join_wait_s(steps: _StepLengths, rho: np.ndarray, ranks: int, instances: np.ndarray) -> np.ndarray:
@@ -223,14 +221,17 @@ def _rank_queue(classes: RequestClasses, c: np.ndarray, lam: np.ndarray, cv2_arr
     rho = np.clip(rho, 0.0, 1.0).reshape(-1)
     steps = _step_lengths(classes)
     flat_lam, flat_servers = lam.reshape(-1), servers.reshape(-1)
-
-    def holding(rho: np.ndarray) -> np.ndarray:  # W per (row, class)
-        return alone[None, :] + (loaded - alone)[None, :] * rho[:, None] + _stretch_s(steps, rho, ranks)
-
+    mean_counts = prob @ steps.counts  # chunks per request in each bin
     for _ in range(LOCKSTEP_PASSES):
+        mean_hold = mean_alone + mean_added * rho + _stretch_tail_s(steps, rho, ranks) @ mean_counts
         with np.errstate(divide="ignore", invalid="ignore"):
-            rho = np.clip(flat_lam * (holding(rho) @ prob) / np.maximum(flat_servers, 1e-300), 0.0, 1.0)
-    holds = holding(rho)
+            new = np.clip(flat_lam * mean_hold / np.maximum(flat_servers, 1e-300), 0.0, 1.0)
+        done = np.all(np.abs(new - rho) <= 1e-12)
+        rho = new
+        if done:
+            break
+    stretch = _stretch_tail_s(steps, rho, ranks) @ steps.counts.T
+    holds = alone[None, :] + (loaded - alone)[None, :] * rho[:, None] + stretch
     has_tokens = classes.new_tokens > 0
     join = _join_wait_s(steps, rho, ranks, c.reshape(-1))
     shape = c.shape

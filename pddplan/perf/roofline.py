@@ -815,8 +815,8 @@ def prefill_cost(
     alone = np.zeros(n.shape)
     attention = np.zeros(n.shape)
     packed_attention = np.zeros(n.shape)
-    loading = np.zeros(n.shape)  # sum_j L_r(size_j) - L_1(size_j): what busy ranks add
     per_chunk: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
     for j in range(int(chunks.max(initial=0))):
         size = np.clip(n - j * chunk_tokens, 0.0, chunk_tokens)
         live = size > 0
@@ -825,10 +825,13 @@ def prefill_cost(
         attention = attention + np.where(live, step.attention_s, 0.0)
         packed_attention = packed_attention + np.where(live, step.packed_attention_s, 0.0)
         if ranks > 1:
-            added = rank_linear_step_s(instance, ranks, size) - rank_linear_step_s(instance, 1, size)
-            loading = loading + np.where(live, added, 0.0)
             per_chunk.append(np.where(live, step.total_s, 0.0))
+            sizes.append(size)
     if ranks > 1:
+        # sum_j L_r(size_j) - L_1(size_j): what busy ranks add, every chunk in one call
+        size_j = np.stack(sizes) if sizes else np.zeros((1, *n.shape))
+        lone_and_full = rank_linear_step_s(instance, np.array([1.0, ranks]).reshape(2, *([1] * size_j.ndim)), size_j)
+        loading = np.where(size_j > 0, lone_and_full[1] - lone_and_full[0], 0.0).sum(axis=0)
         loaded = np.where(n > 0, alone + loading, 0.0)
         return PrefillCost(
             alone_s=alone,
