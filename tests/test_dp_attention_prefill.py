@@ -4,7 +4,9 @@ budget each per step, in lockstep steps (`pddplan.perf.roofline.prefill_cost`,
 
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -164,3 +166,18 @@ def test_a_third_request_waits_for_a_free_rank() -> None:
     run = run_prefill_pool(pool, np.array([0.0, 0.0, 0.0]), np.array([8.0, 8.0, 4.0]), np.zeros(3))
     assert run.start_s.tolist() == [0.0, 0.0, 12.0]
     assert run.end_s.tolist() == [12.0, 12.0, 17.0]
+
+
+def test_estimate_reports_a_prefill_beside_busy_ranks(cli: Any) -> None:
+    """`estimate --json` under data-parallel attention: the prefill with every rank busy (prefill_cost's
+    loaded_s) and its share of the instance (loaded / 16); neither rank figure without it."""
+    args = ("estimate", "--model", "deepseek-v3.2", "--gpu", "gpu-a", "--tp", "16", "--prefill", "20000")
+    out = json.loads(cli(*args, "--cached", "40000", "--chunk", "8192", "--json").stdout)
+    cost = prefill_cost(dp_instance(), np.array([20_000.0]), np.array([40_000.0]), 8192)
+    assert out["loaded_prefill_s"] == pytest.approx(float(cost.loaded_s[0]), rel=1e-12)
+    assert out["packed_prefill_s"] == pytest.approx(out["loaded_prefill_s"] / 16, rel=1e-12)
+    assert out["loaded_prefill_s"] > out["prefill_s"]
+    plain = json.loads(
+        cli("estimate", "--model", "qwen3-32b", "--gpu", "h200", "--tp", "4", "--prefill", "8192", "--json").stdout
+    )
+    assert "loaded_prefill_s" not in plain

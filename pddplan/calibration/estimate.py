@@ -212,7 +212,9 @@ def estimate(
     no collectives or overheads: `floor_time`), `times_floor` the step over it.
 
     A prefill reports its engine time alone (`prefill_s`, its chunks back to back), what it costs
-    an engine that packs it with other requests (`packed_prefill_s`), and apart from both the
+    an engine that packs it with other requests (`packed_prefill_s`; under data-parallel attention
+    its share of the instance with every rank busy, and its own time then, `loaded_prefill_s`),
+    and apart from both the
     serving stack's per-request overhead (`request_overhead_s`: HTTP, tokenization, scheduling)
     with the lone request's client TTFT, their sum (`lone_request_ttft_s`).
 
@@ -278,6 +280,8 @@ def estimate(
             chunks=chunks,
             tail_chunk_tokens=tail,
         )
+        if instance.attention_ranks > 1:
+            result["loaded_prefill_s"] = float(cost.loaded_s)
     elif modes[0] == "decode":
         assert decode_batch is not None and context_tokens is not None
         step = step_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch, decode=True)

@@ -78,7 +78,15 @@ class Estimate(Output):
     memory_per_gpu: MemoryPerGpu
     # prefill
     prefill_s: float | None = Field(default=None, description="the prefill alone, its chunks back to back")
-    packed_prefill_s: float | None = Field(default=None, description="what it costs an engine packing it with others")
+    packed_prefill_s: float | None = Field(
+        default=None,
+        description="what it costs an engine packing it with others (under data-parallel attention: its share "
+        "of the instance with every rank busy)",
+    )
+    loaded_prefill_s: float | None = Field(
+        default=None,
+        description="under data-parallel attention, its own engine time with every rank prefilling beside it",
+    )
     request_overhead_s: float | None = Field(default=None, description="the serving stack's, per request")
     lone_request_ttft_s: float | None = None
     new_tokens: int | None = None

@@ -798,6 +798,8 @@ def prefill_cost(
     n = np.asarray(new_tokens, dtype=np.float64)
     c = np.asarray(cached_tokens, dtype=np.float64)
     n, c = np.broadcast_arrays(n, c)
+    if chunk_tokens is None and instance.attention_ranks > 1:  # one chunk each, beside the other ranks'
+        chunk_tokens = max(int(np.max(n, initial=1.0)), 1)
     if chunk_tokens is None:
         step = step_time(instance, np.maximum(n, 1.0), c)
         alone = np.where(n > 0, step.total_s, 0.0)

@@ -26,12 +26,18 @@ def print_estimate(console: Console, estimate: Estimate) -> None:
         attention = "tensor" if result.get("tp_attention") else "data"
         head += f" (expert parallel, {attention}-parallel attention)"
     if mode == "prefill":
+        if result.get("loaded_prefill_s") is not None:
+            packed = (
+                f"{_ms(result['loaded_prefill_s'])} with every data-parallel rank prefilling beside it, "
+                f"{_ms(result['packed_prefill_s'])} of the instance's time"
+            )
+        else:
+            packed = f"{_ms(result['packed_prefill_s'])} packed with other requests"
         console.print(
             f"{head}: prefill of {result['new_tokens']:,} tokens on {result['cached_tokens']:,} cached "
             f"= [bold]{_ms(result['prefill_s'])}[/bold] of engine time ({result['chunks']} chunk(s), tail "
-            f"{result['tail_chunk_tokens']:,} tokens; {_ms(result['packed_prefill_s'])} packed with other "
-            f"requests); a lone request's TTFT adds the stack's request overhead "
-            f"{_ms(result['request_overhead_s'])}: {_ms(result['lone_request_ttft_s'])}"
+            f"{result['tail_chunk_tokens']:,} tokens; {packed}); a lone request's TTFT adds the stack's "
+            f"request overhead {_ms(result['request_overhead_s'])}: {_ms(result['lone_request_ttft_s'])}"
         )
     elif mode == "decode":
         mtp = ""
