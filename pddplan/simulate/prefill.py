@@ -33,8 +33,9 @@ tokens each (`PrefillPool.rank_linear_s`), read at the busiest rank's T_max and 
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -71,6 +72,44 @@ class PrefillRun:
     steps: list[tuple[list[float], list[float]]]
 
 
+def _per_token(seconds: np.ndarray, new_tokens: np.ndarray) -> list[float]:
+    """seconds / new tokens per request (0 for a request with none)."""
+    return np.divide(seconds, new_tokens, out=np.zeros(len(new_tokens)), where=np.asarray(new_tokens) > 0).tolist()
+
+
+def _start(
+    pool: PrefillPool, arrival_s: np.ndarray, new_tokens: np.ndarray, attention_s: np.ndarray
+) -> tuple[PrefillRun, list[float], list[float], list[float], list[int]]:
+    """A run to fill in (every request starting and ending at its arrival, no step yet), and the
+    loop's lists: arrivals, new tokens, attention per new token, the requests that prefill."""
+    count = len(arrival_s)
+    run = PrefillRun(
+        start_s=np.array(arrival_s, dtype=np.float64),
+        end_s=np.array(arrival_s, dtype=np.float64),
+        busy_s=0.0,
+        instance=np.zeros(count, dtype=np.int64),
+        steps=[([], []) for _ in range(pool.instances)],
+    )
+    tokens = np.asarray(new_tokens, dtype=np.float64).tolist()
+    waiting = [i for i in range(count) if tokens[i] > 0]
+    arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
+    return run, arrival, tokens, _per_token(attention_s, new_tokens), waiting
+
+
+def _next_step(
+    busy: list[tuple[float, int]], idle: deque[int], arrival: list[float], waiting: list[int], head: int
+) -> tuple[float, int] | None:
+    """When and where the next step runs: on the instance free first, or at the next arrival on the
+    instance idle longest (None when neither comes)."""
+    free_t = busy[0][0] if busy else math.inf
+    next_arrival = arrival[waiting[head]] if head < len(waiting) and idle else math.inf
+    if free_t == math.inf and next_arrival == math.inf:
+        return None
+    if free_t <= next_arrival:
+        return heapq.heappop(busy)
+    return next_arrival, idle.popleft()
+
+
 def run_prefill_pool(
     pool: PrefillPool,
     arrival_s: np.ndarray,
@@ -85,18 +124,10 @@ def run_prefill_pool(
     """
     if pool.ranks > 1:
         return _run_rank_pool(pool, arrival_s, new_tokens, attention_s)
-    count = len(arrival_s)
-    start = np.array(arrival_s, dtype=np.float64)
-    end = np.array(arrival_s, dtype=np.float64)
-    on_instance = np.zeros(count, dtype=np.int64)
-    steps: list[tuple[list[float], list[float]]] = [([], []) for _ in range(pool.instances)]
-    arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
-    tokens = np.asarray(new_tokens, dtype=np.float64).tolist()
-    has_tokens = np.asarray(new_tokens) > 0
-    attention_per_token = np.divide(attention_s, new_tokens, out=np.zeros(count), where=has_tokens).tolist()
+    run, arrival, tokens, attention_per_token, waiting = _start(pool, arrival_s, new_tokens, attention_s)
+    start, end, on_instance, steps = run.start_s, run.end_s, run.instance, run.steps
     packed = attention_s if packed_attention_s is None else packed_attention_s
-    packed_per_token = np.divide(packed, new_tokens, out=np.zeros(count), where=has_tokens).tolist()
-    waiting = [i for i in range(count) if tokens[i] > 0]
+    packed_per_token = _per_token(packed, new_tokens)
     budget = float(pool.chunk_tokens)
     linear = pool.linear_s
     alone_linear = linear if pool.alone_linear_s is None else pool.alone_linear_s
@@ -106,15 +137,8 @@ def run_prefill_pool(
     left = [0.0] * pool.instances  # its tokens still to prefill
     head = 0
     busy_s = 0.0
-    while True:
-        free_t = busy[0][0] if busy else np.inf
-        next_arrival = arrival[waiting[head]] if head < len(waiting) and idle else np.inf
-        if free_t == np.inf and next_arrival == np.inf:
-            break
-        if free_t <= next_arrival:
-            t, k = heapq.heappop(busy)
-        else:
-            t, k = next_arrival, idle.popleft()
+    while (step := _next_step(busy, idle, arrival, waiting, head)) is not None:
+        t, k = step
         room = budget
         step_tokens = 0.0
         step_attention = 0.0  # at the pieces' own efficiency
@@ -162,7 +186,7 @@ def run_prefill_pool(
             end[i] = done
             on_instance[i] = k
         heapq.heappush(busy, (done, k))
-    return PrefillRun(start_s=start, end_s=end, busy_s=busy_s, instance=on_instance, steps=steps)
+    return replace(run, busy_s=busy_s)
 
 
 def _run_rank_pool(
@@ -171,16 +195,8 @@ def _run_rank_pool(
     """`run_prefill_pool` under data-parallel attention: instances of `pool.ranks` lockstep ranks
     (module docstring)."""
     assert pool.rank_linear_s is not None
-    count = len(arrival_s)
-    start = np.array(arrival_s, dtype=np.float64)
-    end = np.array(arrival_s, dtype=np.float64)
-    on_instance = np.zeros(count, dtype=np.int64)
-    steps: list[tuple[list[float], list[float]]] = [([], []) for _ in range(pool.instances)]
-    arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
-    tokens = np.asarray(new_tokens, dtype=np.float64).tolist()
-    has_tokens = np.asarray(new_tokens) > 0
-    attention_per_token = np.divide(attention_s, new_tokens, out=np.zeros(count), where=has_tokens).tolist()
-    waiting = [i for i in range(count) if tokens[i] > 0]
+    run, arrival, tokens, attention_per_token, waiting = _start(pool, arrival_s, new_tokens, attention_s)
+    start, end, on_instance, steps = run.start_s, run.end_s, run.instance, run.steps
     chunk = float(pool.chunk_tokens)
     ranks = pool.ranks
     table = pool.rank_linear_s
@@ -189,15 +205,8 @@ def _run_rank_pool(
     running: list[dict[int, float]] = [{} for _ in range(pool.instances)]  # request -> tokens left
     head = 0
     busy_s = 0.0
-    while True:
-        free_t = busy[0][0] if busy else np.inf
-        next_arrival = arrival[waiting[head]] if head < len(waiting) and idle else np.inf
-        if free_t == np.inf and next_arrival == np.inf:
-            break
-        if free_t <= next_arrival:
-            t, k = heapq.heappop(busy)
-        else:
-            t, k = next_arrival, idle.popleft()
+    while (step := _next_step(busy, idle, arrival, waiting, head)) is not None:
+        t, k = step
         mine = running[k]
         while len(mine) < ranks and head < len(waiting) and arrival[waiting[head]] <= t:
             i = waiting[head]
@@ -236,4 +245,4 @@ def _run_rank_pool(
             end[i] = done
             on_instance[i] = k
         heapq.heappush(busy, (done, k))
-    return PrefillRun(start_s=start, end_s=end, busy_s=busy_s, instance=on_instance, steps=steps)
+    return replace(run, busy_s=busy_s)
