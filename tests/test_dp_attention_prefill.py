@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -181,3 +182,17 @@ def test_estimate_reports_a_prefill_beside_busy_ranks(cli: Any) -> None:
         cli("estimate", "--model", "qwen3-32b", "--gpu", "h200", "--tp", "4", "--prefill", "8192", "--json").stdout
     )
     assert "loaded_prefill_s" not in plain
+
+
+def test_a_pool_with_nothing_to_prefill_waits_for_nothing() -> None:
+    """Every prompt wholly cached: no chunk, no stretch, no join, no wait."""
+    classes = _two_classes(2)
+    none = replace(
+        classes,
+        new_tokens=0.0 * classes.new_tokens,
+        prefill_alone_s=0.0 * classes.prefill_alone_s,
+        prefill_loaded_s=0.0 * classes.prefill_loaded_s,
+        prefill_chunk_s=0.0 * classes.prefill_chunk_s,
+    )
+    queue = prefill_queue(none, 1.0, 2.0, 1.0)
+    assert float(queue.utilization) == 0.0 and np.all(queue.own_extra_s == 0.0)

@@ -167,6 +167,8 @@ def _step_lengths(classes: RequestClasses) -> _StepLengths:
     STEP_BINS distinct lengths, binned by equal weight, each bin at its weighted mean."""
     steps = classes.prefill_chunk_s
     live = steps > 0
+    if not live.any():  # nothing to prefill: one step of no length
+        return _StepLengths(x=np.zeros(1), cumulative=np.ones(1), counts=np.zeros((steps.shape[0], 1)))
     lengths, distinct = np.unique(steps[live], return_inverse=True)
     weight = np.bincount(distinct, weights=np.where(live, classes.input_prob[:, None], 0.0)[live])
     if len(lengths) <= STEP_BINS:
