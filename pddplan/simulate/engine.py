@@ -32,7 +32,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from enum import IntEnum
 
 import numpy as np
@@ -47,6 +47,8 @@ from pddplan.net.tcp import rdma_time_s
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
 from pddplan.perf.mixed import relay_marginal_step_s
 from pddplan.perf.roofline import (
+    Instance,
+    PrefillCost,
     decode_step_time,
     extend_time,
     linear_step_s,
@@ -179,6 +181,16 @@ def _run_prefill_after_loads(
     return replace(run, start_s=run.start_s[back], end_s=run.end_s[back], instance=run.instance[back])
 
 
+def _prefill_costs(instance: Instance, fresh: np.ndarray, cached: np.ndarray, chunk_tokens: int) -> PrefillCost:
+    """`prefill_cost` per request, computed once per distinct (new, cached) pair: cached tokens are
+    whole pages, so a hundred thousand requests share a few thousand pairs (each element is the
+    same arithmetic either way)."""
+    pairs, back = np.unique(np.stack([fresh, cached], axis=1), axis=0, return_inverse=True)
+    cost = prefill_cost(instance, pairs[:, 0], pairs[:, 1], chunk_tokens)
+    back = back.reshape(-1)
+    return PrefillCost(**{f.name: getattr(cost, f.name)[back] for f in fields(cost)})
+
+
 def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
     """The scenario's prefill pool: its instances, chunk budget and T_lin(T) for T = 0..C, each step
     `extra_step_s` longer (a co-located relay's tokens)."""
@@ -305,7 +317,7 @@ class _Simulation:
             self.load = (full_kv - incremental) * effects.prefill_load_s_per_byte
         md_load = np.where(md_held, (full_kv - incremental) * effects.md_load_s_per_byte, 0.0)
         prefill = scenario.prefill.instance
-        cost = prefill_cost(prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens)
+        cost = _prefill_costs(prefill, self.fresh, cached_tokens(self.prompt, self.hit, page), scenario.chunk_tokens)
         self.rdma = rdma_time_s(full_kv, prefill.kv_senders, prefill.hardware.nic_bytes_per_s).tolist()
         if scenario.colocated_pool is not None:  # the relay (or agg's decoder) is where prefill left the KV
             self.rdma = [0.0] * count
