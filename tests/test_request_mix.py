@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from pddplan.errors import InputError
+from pddplan.evaluate.classes import request_classes
 from pddplan.inputs import load_workload
 from pddplan.scenarios.variants import at_hit
 from pddplan.specs.distributions import RequestMix
@@ -251,8 +252,6 @@ def test_a_slow_tier_load_delays_the_first_token_and_not_the_prefill_instance() 
     loaded = _mixed(base, [c | {"load_s": 1.0} for c in classes])
     before, after = (evaluate(replace(scenario, workload=w)) for w in (base, loaded))
     assert after.stages["prefill"].utilization == pytest.approx(before.stages["prefill"].utilization, rel=1e-12)
-    from pddplan.evaluate.classes import request_classes
-
     short = request_classes(replace(scenario, workload=base)).load_s[1]  # the median request's tier load
     assert 0.0 < short < 0.1
     assert after.ttft.p50_s == pytest.approx(before.ttft.p50_s + 1.0 - short, abs=2e-3)

@@ -430,7 +430,7 @@ def _colocated_stages(
     lone_s = busy_step_s(instance, chunk, attention, classes.alone_s_per_chunk())
     full_chunk_s = busy_step_s(instance, chunk, attention, 0.0, classes.prefill_ranks)
     busy_s = lone_s + (full_chunk_s - lone_s) * unslowed.loaded_share if classes.prefill_ranks > 1 else lone_s
-    marginal = relay_marginal_step_s(instance, with_zero, context, classes.step_tokens)
+    marginal = relay_marginal_step_s(instance, with_zero, context, instance.full_step_tokens(chunk))
     mixed = busy_s + marginal[1:]
     alone = decode_step_time(instance, batches, context)
 

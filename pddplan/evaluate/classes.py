@@ -87,11 +87,6 @@ class RequestClasses:
         )
 
     @property
-    def step_tokens(self) -> int:
-        """New tokens a full prefill step carries: the chunk budget on each prefilling rank."""
-        return self.chunk_tokens * self.prefill_ranks
-
-    @property
     def mean_output_tokens(self) -> float:
         return self.moments.output_tokens
 

@@ -84,7 +84,7 @@ def mixed_steps(instance: Instance, chunk_tokens: int, classes: RequestClasses, 
     attention = classes.attention_s_per_new_token()
     ranks = classes.prefill_ranks
     return MixedSteps(
-        marginal_s=relay_marginal_step_s(instance, with_zero, context, chunk_tokens * ranks),
+        marginal_s=relay_marginal_step_s(instance, with_zero, context, instance.full_step_tokens(chunk_tokens)),
         alone_s=decode_step_time(instance, with_zero[1:], context),
         busy_s=busy_step_s(instance, chunk_tokens, attention, classes.alone_s_per_chunk()),
         full_chunk_s=busy_step_s(instance, chunk_tokens, attention, 0.0, ranks),

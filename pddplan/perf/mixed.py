@@ -37,7 +37,7 @@ def relay_marginal_step_s(instance: Instance, batch: ArrayLike, context_tokens: 
     """m(b) = T_lin(C + b) - T_lin(C) + A_dec(b, context): what b relay sequences add to a prefill
     step of C = `step_tokens` tokens (0 for b = 0; fractional b interpolates the rows linearly).
     Under data-parallel attention a full step carries the chunk budget on each of r ranks, and the
-    rows spread over them: C is r times the budget (`RequestClasses.step_tokens`)."""
+    rows spread over them: C is r times the budget (`Instance.full_step_tokens`)."""
     b = np.maximum(np.asarray(batch, dtype=np.float64), 0.0)
     chunk = float(step_tokens)
     rows = linear_step_s(instance, chunk + b) - linear_step_s(instance, chunk)

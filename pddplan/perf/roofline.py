@@ -160,6 +160,10 @@ class Instance:
         up to the chunk budget each per step, the steps in lockstep for the MoE all-to-all), else 1."""
         return self.tp if self.uses_dp_attention else 1
 
+    def full_step_tokens(self, chunk_tokens: int) -> int:
+        """New tokens a full prefill step carries: the chunk budget on each rank that prefills apart."""
+        return chunk_tokens * self.attention_ranks
+
     @property
     def kv_senders(self) -> int:
         """GPUs (and NICs) one request's KV leaves from: 1 under data-parallel attention (one rank

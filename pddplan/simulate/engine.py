@@ -204,7 +204,7 @@ def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
         return PrefillPool(
             instances=scenario.prefill.count,
             chunk_tokens=chunk,
-            linear_s=table[-1].tolist(),
+            linear_s=[],
             extra_step_s=extra_step_s,
             ranks=ranks,
             rank_linear_s=table.tolist(),
@@ -231,8 +231,7 @@ def _colocated_extra_step_s(scenario: Scenario, context: float) -> float:
     if not math.isfinite(batch):
         batch = colocated_relay_max_batch(scenario, context)
     instance = scenario.prefill.instance
-    step_tokens = scenario.chunk_tokens * instance.attention_ranks
-    return float(relay_marginal_step_s(instance, batch, context, step_tokens))
+    return float(relay_marginal_step_s(instance, batch, context, instance.full_step_tokens(scenario.chunk_tokens)))
 
 
 def _colocated_relays(scenario: Scenario, run: PrefillRun, context: float) -> list[DecodeInstance]:

@@ -43,7 +43,8 @@ import numpy as np
 @dataclass(frozen=True)
 class PrefillPool:
     """A prefill pool: `instances` identical instances, chunk budget `chunk_tokens`, and
-    `linear_s[T]` = T_lin(T) for T = 0..chunk_tokens (entry 0 unused)."""
+    `linear_s[T]` = T_lin(T) for T = 0..chunk_tokens (entry 0 unused; not read under data-parallel
+    attention, whose steps come from `rank_linear_s`)."""
 
     instances: int
     chunk_tokens: int
