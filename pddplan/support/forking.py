@@ -49,7 +49,7 @@ def fork_is_safe(settle_s: float = 0.05) -> bool:
     console's, a BLAS pool's) at the fork would leave that lock held forever in the child. A
     Python thread just joined can linger natively for a moment, so a native-only surplus is given
     `settle_s` to go."""
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return False
     deadline = time.monotonic() + settle_s
     while threads_in_process() > 1:
