@@ -475,9 +475,16 @@ def largest_feasible_rate(
     """Per (row, pool size), the largest rate in [0, ceiling] that `feasible(rows, sizes, rates)`
     accepts, feasibility falling with the rate: the ceiling when it is feasible, else a grid search
     (GRID_POINTS rates per round, GRID_ROUNDS rounds; the feasible end of the bracket is kept)."""
-    top_ok = feasible(rows, sizes, ceiling)
+    out = ceiling.copy()
     # only the pool sizes that cannot carry their ceiling need the search
-    rows, n, high = rows[~top_ok], sizes[~top_ok], ceiling[~top_ok]
+    searched = np.flatnonzero(~feasible(rows, sizes, ceiling))
+    out[searched] = 0.0
+    if len(searched):
+        # the least rate the grid would try: a size that cannot carry it ends at 0 after every
+        # round (feasibility falls with the rate), so one evaluation settles it
+        least = ceiling[searched] * (1.0 / (GRID_POINTS + 1)) ** GRID_ROUNDS
+        searched = searched[feasible(rows[searched], sizes[searched], least)]
+    rows, n, high = rows[searched], sizes[searched], ceiling[searched]
     low = np.zeros(len(n))
     steps = np.arange(1, GRID_POINTS + 1) / (GRID_POINTS + 1)
     index = np.arange(len(n))
@@ -491,8 +498,7 @@ def largest_feasible_rate(
             np.where(leading > 0, rates[index, np.maximum(leading - 1, 0)], low),
             np.where(leading < GRID_POINTS, rates[index, np.minimum(leading, GRID_POINTS - 1)], high),
         )
-    out = ceiling.copy()
-    out[~top_ok] = low
+    out[searched] = low
     return out
 
 
