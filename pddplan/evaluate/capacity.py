@@ -188,13 +188,15 @@ def decoder_capacity(
 @dataclass(frozen=True)
 class Downstream:
     """What a request meets after prefill: the architecture's path, the WAN pool it crosses (None
-    over RDMA) and the step times of the main decoder and the relay."""
+    over RDMA), the step times of the main decoder and the relay, and (when given) which request
+    classes take the relay, a routing rule's marks (None: the classes' own)."""
 
     architecture: Architecture
     line: LinePool | None
     md_step_s: float
     relay_step_s: float
     relay_on_prefill: bool = False  # the relay decodes where prefill left the KV: no RDMA
+    relayed: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -333,8 +335,9 @@ def _line_supports(lines: Sequence[LinePool | None]) -> tuple[np.ndarray, np.nda
 @dataclass(frozen=True)
 class _FirstTokenPaths:
     """What a request of each input class spends before its first token apart from the queue, on
-    each of some lines (rows; None: RDMA): its own prefill and load, then the architecture's path
-    (`first_token_delay`: RDMA or a WAN transfer at the line's load, and a decode or relay step)."""
+    each of some downstreams (rows: a line, None for RDMA, and the relay marks of a routing rule):
+    its own prefill and load, then the architecture's path (`first_token_delay`: RDMA or a WAN
+    transfer at the line's load, and a decode or relay step)."""
 
     classes: RequestClasses
     downstream: Downstream
@@ -345,6 +348,7 @@ class _FirstTokenPaths:
     flow_cap_l: np.ndarray
     rtt_l: np.ndarray
     weights_l: np.ndarray  # line x (class, state): probabilities
+    relay_l: np.ndarray  # line x class: relayed
 
     @property
     def states(self) -> int:
@@ -364,7 +368,7 @@ class _FirstTokenPaths:
         )
         downstream = self.downstream
         path = downstream.architecture.first_token_delay(
-            self.rdma_s[None, :, None], wan, downstream.md_step_s, downstream.relay_step_s, classes.relay[None, :, None]
+            self.rdma_s[None, :, None], wan, downstream.md_step_s, downstream.relay_step_s, self.relay_l[rows, :, None]
         )
         return (self.service_s[None, :, None] + path).reshape(len(rows), -1)
 
@@ -372,7 +376,8 @@ class _FirstTokenPaths:
 def _first_token_paths(
     candidate: InstanceKind, classes: RequestClasses, downstreams: Sequence[Downstream], workload: Workload
 ) -> _FirstTokenPaths:
-    """`_FirstTokenPaths` of `candidate` on each of `downstreams` (which differ only in their line)."""
+    """`_FirstTokenPaths` of `candidate` on each of `downstreams` (which differ only in their line
+    and relay marks)."""
     downstream = downstreams[0]
     full_kv = request_kv_bytes(candidate.instance.model, classes.prompt_tokens, workload.serving.page_tokens)
     rdma = rdma_time_s(full_kv, candidate.instance.kv_senders, candidate.instance.hardware.nic_bytes_per_s)
@@ -390,6 +395,7 @@ def _first_token_paths(
         flow_cap_l=np.array([line.flow_cap_bytes_per_s if line is not None else math.inf for line in lines]),
         rtt_l=np.array([line.rtt_s if line is not None else 0.0 for line in lines]),
         weights_l=(classes.input_prob[None, :, None] * prob_lf[:, None, :]).reshape(len(lines), -1),
+        relay_l=np.stack([classes.relay if d.relayed is None else d.relayed for d in downstreams]),
     )
 
 
@@ -402,8 +408,9 @@ def prefill_capacity_by_line(
     rate_ceiling: float,
     sla_scale: float,
 ) -> np.ndarray:
-    """`prefill_capacity` for each of `downstreams` (one row each), which differ only in their line:
-    every (line, pool size) pair is searched at once, the per-call overhead paid once."""
+    """`prefill_capacity` for each of `downstreams` (one row each), which differ only in their line
+    and which requests take the relay (a row per routing rule and line): every (row, pool size)
+    pair is searched at once, the per-call overhead paid once."""
     lines = [d.line for d in downstreams]
     sla = workload.sla
     cv2_a = workload.arrival.cv**2

@@ -176,15 +176,22 @@ def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variabl
     one prefill kind and size (sum z = 1), placed at the pool's prefill datacenter."""
     model += pulp.lpSum(v.prefill.values()) == 1, "one-prefill-pool"
     for k in v.pool:
-        supply = pulp.lpSum(
-            float(data.prefill_caps[(c, k)][n - 1]) * z
-            for (c, n), z in v.prefill.items()
-            if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
+        # built from (variable, coefficient) pairs: the same expression as a sum of products, without
+        # an expression object per term (this program has one term per prefill kind and size)
+        supply = pulp.LpAffineExpression(
+            [
+                (z, float(data.prefill_caps[(c, k)][n - 1]))
+                for (c, n), z in v.prefill.items()
+                if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
+            ]
         )
         model += supply + v.slack_of("prefill-capacity") >= pool_rps(data, v, k), f"prefill-capacity-{k}"
+    homes: dict[str, Any] = {}
     for (c, n), z in v.prefill.items():
-        home = [k for k in v.pool if data.pool_location(k)[0] == data.prefill[c].datacenter]
-        model += z <= pulp.lpSum(v.pool[k] for k in home), f"prefill-location-{c}-{n}"
+        datacenter = data.prefill[c].datacenter
+        if datacenter not in homes:
+            homes[datacenter] = [k for k in v.pool if data.pool_location(k)[0] == datacenter]
+        model += z <= pulp.lpSum(v.pool[k] for k in homes[datacenter]), f"prefill-location-{c}-{n}"
 
 
 def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:

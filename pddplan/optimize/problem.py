@@ -9,6 +9,7 @@ SLA scale only); `solve_program` solves one program, `solve_bcr` runs Dinkelbach
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -174,6 +175,11 @@ class ProblemBuilder:
     _one_instance: dict[str, list[DecoderCapacity[Candidate]]] = field(default_factory=dict)
     _pooled: dict[tuple[str, int, int], DecoderCapacity[Candidate]] = field(default_factory=dict)
 
+    def beyond(self) -> ProblemBuilder:
+        """This builder sizing prefill pools past the inventory (`beyond_inventory`), sharing every
+        memo that does not depend on it (request classes, decoders, cache room)."""
+        return replace(self, beyond_inventory=True, _prefill_memo={})
+
     def decoders(
         self, decode_scale: float = 1.0, pooled_rps: float = 0.0, role: RoleName = "decode"
     ) -> list[DecoderCapacity[Candidate]]:
@@ -241,25 +247,9 @@ class ProblemBuilder:
         # a relay pool's size is not known: one instance's slots
         relays = self.decoders(headroom.decode_scale, role="relay")
         md_step = max((d.step_s for d in relays if d.usable), default=math.inf)
-        relay_rule = arch.relay_rule(routing) if routing is not None else None
-        routing_key = routing.model_dump_json() if routing else None
-        if routing_key not in self._classes_memo:
-            if None not in self._classes_memo:  # prefill times do not depend on the routing: computed once
-                self._classes_memo[None] = {
-                    i: workload_classes(
-                        workload, setup.model, c.instance, setup.chunk, None, planning_effects(workload, c.instance)
-                    )
-                    for i, c in enumerate(setup.candidates)
-                }
-            self._classes_memo[routing_key] = {
-                i: with_relay_rule(base, relay_rule) for i, base in self._classes_memo[None].items()
-            }
-        classes = self._classes_memo[routing_key]
+        routing_key, classes = self._routing_classes(routing)
         any_classes = next(iter(classes.values()))
-        # over RDMA the pools sit in the home datacenter; co-located pools may sit in any
-        datacenters = (
-            [dc.name for dc in workload.deployment.datacenters] if arch.colocated else [workload.deployment.home]
-        )
+        datacenters = self._datacenters()
         downstream = Downstream(arch, None, md_step, md_step)
         # the handoff's extend cost comes from the slowest decoder kind: found once, not per line
         slowest = (
@@ -284,9 +274,7 @@ class ProblemBuilder:
         decoders = self.decoders(headroom.decode_scale, least_md_rps)
         memo_key = (routing_key, headroom.sla_scale)
         if memo_key not in self._prefill_memo:
-            self._prefill_memo[memo_key] = self._prefill_capacities(
-                classes, pools, datacenters, downstream, headroom.sla_scale
-            )
+            self.prepare([routing], headroom)
         inventory = {
             (dc.name, offer.type): offer.max_count for dc in workload.deployment.datacenters for offer in dc.gpus
         }
@@ -310,6 +298,51 @@ class ProblemBuilder:
             prefill_cache_bytes_per_rps=prefill_cache_bytes_per_rps(workload, setup.model),
             prefill_cache_room=self.prefill_cache_room(),
         )
+
+    def _routing_classes(self, routing: Routing | None) -> tuple[str | None, dict[int, RequestClasses]]:
+        """(memo key, per prefill candidate the request classes) of one routing rule."""
+        setup = self.setup
+        workload = setup.workload
+        routing_key = routing.model_dump_json() if routing else None
+        if routing_key not in self._classes_memo:
+            if None not in self._classes_memo:  # prefill times do not depend on the routing: computed once
+                self._classes_memo[None] = {
+                    i: workload_classes(
+                        workload, setup.model, c.instance, setup.chunk, None, planning_effects(workload, c.instance)
+                    )
+                    for i, c in enumerate(setup.candidates)
+                }
+            relay_rule = setup.architecture.relay_rule(routing) if routing is not None else None
+            self._classes_memo[routing_key] = {
+                i: with_relay_rule(base, relay_rule) for i, base in self._classes_memo[None].items()
+            }
+        return routing_key, self._classes_memo[routing_key]
+
+    def _datacenters(self) -> list[str]:
+        """Where the program's pools without a line sit: over RDMA the home datacenter; co-located
+        pools in any."""
+        workload = self.setup.workload
+        if self.setup.architecture.colocated:
+            return [dc.name for dc in workload.deployment.datacenters]
+        return [workload.deployment.home]
+
+    def prepare(self, routings: Sequence[Routing | None], headroom: Headroom = Headroom()) -> None:
+        """Size the prefill pools of every rule in `routings` at `headroom`'s SLA scale that `build`
+        has not yet: one capacity search per candidate over every (rule, line) row, so that a round
+        over many routing rules pays the search's per-call overhead once."""
+        relays = self.decoders(headroom.decode_scale, role="relay")
+        md_step = max((d.step_s for d in relays if d.usable), default=math.inf)
+        todo: dict[str | None, dict[int, RequestClasses]] = {}
+        for routing in routings:
+            key, classes = self._routing_classes(routing)
+            if (key, headroom.sla_scale) not in self._prefill_memo:
+                todo[key] = classes
+        if not todo:
+            return
+        downstream = Downstream(self.setup.architecture, None, md_step, md_step)
+        by_rule = self._prefill_capacities(todo, downstream, headroom.sla_scale)
+        for key, caps in by_rule.items():
+            self._prefill_memo[(key, headroom.sla_scale)] = caps
 
     def unloaded_ttft(self, routing: Routing | None) -> tuple[np.ndarray, Candidate, LinePool | None] | None:
         """The prefill kind and line (None: RDMA) whose TTFT comes closest to the SLA's TTFT targets
@@ -360,36 +393,41 @@ class ProblemBuilder:
 
     def _prefill_capacities(
         self,
-        classes: dict[int, RequestClasses],
-        pools: list[PathLoad],
-        datacenters: list[str],
+        classes_by_rule: dict[str | None, dict[int, RequestClasses]],
         downstream: Downstream,
         sla_scale: float,
-    ) -> dict[tuple[int, int], np.ndarray]:
-        """(prefill candidate, pool) -> the rate each pool size 1..N sustains within the TTFT SLA;
-        pool k without a line sits in `datacenters[k]`."""
+    ) -> dict[str | None, dict[tuple[int, int], np.ndarray]]:
+        """Per routing rule, (prefill candidate, pool) -> the rate each pool size 1..N sustains
+        within the TTFT SLA; pool k is the k-th of `setup.lines` over the WAN, else it sits in the
+        k-th of `_datacenters()`. The rules differ only in which requests take the relay: one search
+        per candidate covers every (rule, distinct line) row."""
         setup = self.setup
-        caps: dict[tuple[int, int], np.ndarray] = {}
+        arch = setup.architecture
+        datacenters = self._datacenters()
+        lines: list[LinePool | None] = list(setup.lines) if arch.uses_wan else [None] * len(datacenters)
+        rules = list(classes_by_rule)
+        out: dict[str | None, dict[tuple[int, int], np.ndarray]] = {key: {} for key in rules}
         least = self.options.least_rate(setup.rate_ceiling)
+        base = next(iter(classes_by_rule.values()))
         for i, candidate in enumerate(setup.candidates):
             if not holds_longest_prompt(candidate, setup.workload):
                 continue
-            mean_s = float(classes[i].prefill_s @ classes[i].input_prob)
+            classes = base[i]  # every rule's classes but for the relay marks
+            mean_s = float(classes.prefill_s @ classes.input_prob)
             by_rate = math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4
             top = max(by_rate if self.beyond_inventory else min(candidate.max_count, by_rate), 1)
             # a pool of n instances serves less than n / E[P], P a request's work when fully packed (its
             # least, `pddplan.evaluate.prefill_queue`; far below its time alone under data-parallel
             # attention): smaller pools cannot reach the least rate the program may serve, so their
             # capacity is left at 0 without computing it
-            least_work_s = float(classes[i].prefill_work_s @ classes[i].input_prob)
+            least_work_s = float(classes.prefill_work_s @ classes.input_prob)
             lowest = min(max(math.floor(least * least_work_s), 1), top)
             sizes = np.arange(lowest, top + 1)
-            # one row per distinct line (pools of equal lines share it), searched in one call
+            # one row per distinct line (pools of equal lines share it)
             rows: dict[Any, int] = {}
             line_rows: list[LinePool | None] = []
             pool_row: dict[int, int] = {}
-            for k, load in enumerate(pools):
-                line = load.line
+            for k, line in enumerate(lines):
                 source = line.source if line is not None else datacenters[k]
                 if source != candidate.datacenter:
                     continue
@@ -404,19 +442,25 @@ class ProblemBuilder:
                 pool_row[k] = rows[link_key]
             if not line_rows:
                 continue
-            if setup.architecture.colocated:  # the pool also decodes: one row, no line
+            if arch.colocated:  # the pool also decodes: one row, no line, no relay
                 rates = colocated_capacity(
-                    candidate, classes[i], setup.workload, sizes, setup.rate_ceiling, sla_scale, least
+                    candidate, classes, setup.workload, sizes, setup.rate_ceiling, sla_scale, least
                 )[None, :]
-            else:
-                downstreams = [replace(downstream, line=line) for line in line_rows]
+            else:  # rows rule-major: rule r's line j is row r * len(line_rows) + j
+                downstreams = [
+                    replace(downstream, line=line, relayed=classes_by_rule[key][i].relay)
+                    for key in rules
+                    for line in line_rows
+                ]
                 rates = prefill_capacity_by_line(
-                    candidate, classes[i], downstreams, setup.workload, sizes, setup.rate_ceiling, sla_scale
+                    candidate, classes, downstreams, setup.workload, sizes, setup.rate_ceiling, sla_scale
                 )
-            padded = np.concatenate([np.zeros((len(line_rows), lowest - 1)), rates], axis=1)
-            for k, row in pool_row.items():
-                caps[(i, k)] = padded[row]
-        return caps
+            padded = np.concatenate([np.zeros((len(rates), lowest - 1)), rates], axis=1)
+            for r, key in enumerate(rules):
+                offset = r * len(line_rows) if not arch.colocated else 0
+                for k, row in pool_row.items():
+                    out[key][(i, k)] = padded[offset + row]
+        return out
 
 
 def limited_prefill_caps(

@@ -247,6 +247,7 @@ def _best_of_round(
     setup, options = builder.setup, builder.options
     arch = setup.architecture
     best: _Pick | None = None
+    builder.prepare(routings, headroom)  # every rule's prefill pools sized in one search
     for routing in routings:
         if progress:
             progress(f"{arch.name}: routing {rule_text(routing)}, round {result.rounds}")
@@ -543,10 +544,11 @@ def _optimize_at(
         constraint = "wan-bandwidth" if setup.architecture.uses_wan else "deployment"
         result.infeasibility = [{"constraint": constraint, "message": unavailable}]
         return result
-    _search(ProblemBuilder(setup, options), result, progress)
+    builder = ProblemBuilder(setup, options)
+    _search(builder, result, progress)
     if not result.feasible:
         simulated = result.simulation is not None
-        result.infeasibility = diagnose(ProblemBuilder(setup, options, beyond_inventory=True), simulated)
+        result.infeasibility = diagnose(builder.beyond(), simulated)
         if not simulated:  # keep only a plan the simulation tried (and report what it measured)
             result.plan = result.scenario = result.evaluation = None
     return result

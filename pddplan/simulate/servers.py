@@ -122,6 +122,8 @@ class ColocatedRelay(DecodeInstance):
         self.busy_before = [0.0]  # busy time before step j
         for start, end in zip(starts, ends, strict=True):
             self.busy_before.append(self.busy_before[-1] + end - start)
+        # idle(t) at the end of step j, the time outside the steps by then
+        self.idle_at_end = [end - busy for end, busy in zip(ends, self.busy_before[1:], strict=True)]
 
     def _position(self, t: float) -> tuple[float, float]:
         """(F(t), idle(t)): prefill steps done by t, and the time by t outside them."""
@@ -139,11 +141,11 @@ class ColocatedRelay(DecodeInstance):
 
     def _time_at(self, clock: float, tau: float) -> float:
         """The t at which V(t) = `clock` (V relative to time 0, at decode step `tau`)."""
-        ends, starts, busy_before = self.ends, self.starts, self.busy_before
-        low, high = 0, len(ends)  # first step j whose end reaches the clock
+        ends, starts, busy_before, idle_at_end = self.ends, self.starts, self.busy_before, self.idle_at_end
+        low, high = 0, len(ends)  # first step j whose end reaches the clock: j + 1 + idle / tau >= clock
         while low < high:
             mid = (low + high) // 2
-            if mid + 1 + (ends[mid] - busy_before[mid + 1]) / tau >= clock:
+            if idle_at_end[mid] >= (clock - mid - 1) * tau:
                 high = mid
             else:
                 low = mid + 1
