@@ -711,18 +711,22 @@ def test_instance_candidates_follow_the_offers() -> None:
         for cand in found:
             offer = offers[(cand.datacenter, cand.gpu)]
             hardware = load_hardware(cand.gpu)
-            assert cand.tp in tp_degrees(workload, hardware.scale_up_domain)
-            assert cand.tp <= offer.max_count
-            assert cand.max_count == offer.max_count // cand.tp
-            assert cand.usd_per_hour == pytest.approx(cand.tp * gpu_price(hardware, workload, cand.datacenter))
+            width = cand.gpus_per_instance
+            assert width in tp_degrees(workload, hardware.scale_up_domain)
+            assert width <= offer.max_count
+            assert cand.max_count == offer.max_count // width
+            assert cand.usd_per_hour == pytest.approx(width * gpu_price(hardware, workload, cand.datacenter))
             assert fits(cand.instance, workload.serving.hbm_utilization, chunk)
+            # pipeline stages: a dense model's, one scale-up domain of TP each
+            assert cand.pp == 1 or (model.moe is None and cand.tp == hardware.scale_up_domain)
             layout = ("/ep" if cand.instance.uses_ep else "") + ("/tp-attention" if cand.tp_attention else "")
-            assert cand.key == f"{cand.datacenter}/{cand.gpu}/tp{cand.tp}{layout}"
+            stages = f"/pp{cand.pp}" if cand.pp > 1 else ""
+            assert cand.key == f"{cand.datacenter}/{cand.gpu}/tp{cand.tp}{stages}{layout}"
             # an MoE model's candidate says its layout outright; a dense model's leaves the default
             assert cand.expert_parallel == (cand.instance.uses_ep if model.moe is not None else None)
             assert cand.tp_attention == cand.instance.tp_attention
         if workload.deployment.tp_options:
-            assert {c.tp for c in found} <= set(workload.deployment.tp_options)
+            assert {c.gpus_per_instance for c in found} <= set(workload.deployment.tp_options)
         keys = [c.key for c in found]
         assert len(keys) == len(set(keys))
         # an MoE model on more than one GPU tries, each where it fits: inside one scale-up domain TP,

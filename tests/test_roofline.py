@@ -339,10 +339,18 @@ def test_dense_step_by_hand(n: int, c: int, b: int) -> None:
         "memory_bound_s",
         "expert_imbalance",
         "micro_batches",
+        "stage_transfer_s",
     }
     assert parts["host_bound_s"] == 0.0  # no CUDA-graph cap: never bounded by its host
     # a dense model on one GPU: no MoE parts, nothing overlapped, one batch, nobody to wait for
-    for part in ("moe_routing_s", "moe_permutation_s", "moe_dispatch_s", "moe_combine_s", "overlap_s"):
+    for part in (
+        "moe_routing_s",
+        "moe_permutation_s",
+        "moe_dispatch_s",
+        "moe_combine_s",
+        "overlap_s",
+        "stage_transfer_s",
+    ):
         assert parts[part] == 0.0, part
     assert parts["expert_imbalance"] == parts["micro_batches"] == 1.0
 

@@ -341,8 +341,8 @@ def _decode_reason(intra: ArchitectureResult, pdd: ArchitectureResult) -> str:
     base_hw, main_hw = base.instance.hardware, main.instance.hardware
     memory = main_hw.hbm_bytes / base_hw.hbm_bytes - 1
     bandwidth = main_hw.hbm_bytes_per_s / base_hw.hbm_bytes_per_s - 1
-    base_layout = layout_label(base.instance.tp, base.instance.uses_ep, base.instance.tp_attention)
-    main_layout = layout_label(main.instance.tp, main.instance.uses_ep, main.instance.tp_attention)
+    base_layout = layout_label(base.instance.tp, base.instance.uses_ep, base.instance.tp_attention, base.instance.pp)
+    main_layout = layout_label(main.instance.tp, main.instance.uses_ep, main.instance.tp_attention, main.instance.pp)
     scenario = pdd.scenario
     radix = scenario.cache(CacheKind.DECODE)
     radix_gb = radix.placement.demand_bytes / 1e9 if radix is not None else 0.0

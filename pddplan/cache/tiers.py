@@ -16,7 +16,7 @@ probability is linear in capacity), so
     load time of a hit of h bytes = h x sum_k share_k / b_k,    share_k = bytes_k / bytes held,
 
 b_k the rate one request's KV loads from tier k into HBM: each GPU holding part of the request
-copies its part over its own host link, b = per-GPU bandwidth x tp / (KV pools x KV copies).
+copies its part over its own host link, b = per-GPU bandwidth x tp pp / (KV pools x KV copies).
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ class Tier:
 
 
 def request_links(instance: Instance) -> float:
-    """Host links one request's KV loads over in parallel: tp / (KV pools x KV copies) (one GPU
-    under data-parallel attention; every GPU under tensor parallelism, less the copies each keeps)."""
-    return instance.tp / (instance.kv_pools * kv_replication(instance))
+    """Host links one request's KV loads over in parallel: tp pp / (KV pools x KV copies) (one GPU
+    under data-parallel attention; every GPU under tensor parallelism, less the copies each keeps,
+    each pipeline stage its own layers')."""
+    return instance.gpus / (instance.kv_pools * kv_replication(instance))
 
 
 def instance_tiers(
@@ -66,7 +67,7 @@ def instance_tiers(
             if not v
         ]
         return (), (f"{hw.name}: {', '.join(missing)} unknown: its caches stay in HBM (set them in the profile)",)
-    tp, links = instance.tp, request_links(instance)
+    tp, links = instance.gpus, request_links(instance)  # every GPU of every stage
     h2d_bytes = h2d * 1e9
     tiers = [Tier("dram", dram * 1e9 * host_utilization * tp / per_node, h2d_bytes * links, h2d_bytes * tp)]
     if lowest == "ssd":

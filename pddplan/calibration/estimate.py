@@ -22,7 +22,7 @@ from pddplan.perf.roofline import (
 from pddplan.specs.model import KvDtype, ModelArchitecture
 from pddplan.specs.precision import WEIGHT_FORMATS, WeightDtype, weight_bytes_per_value
 from pddplan.specs.workload import Mtp
-from pddplan.support.limits import MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
+from pddplan.support.limits import MAX_PIPELINE_STAGES, MIN_CHUNK_TOKENS, check_gpus_per_instance, check_tokens
 
 MAX_MTP_DRAFT_TOKENS = 8  # as a workload's serving.mtp_draft_tokens
 MAX_GRAPH_BATCH = 1_000_000  # as a workload's serving.cuda_graph_max_batch (and max_decode_batch)
@@ -35,7 +35,8 @@ class StepQuery:
     prefill: `prefill_tokens` new tokens on `cached_tokens` cached ones (chunked by `chunk_tokens`);
     decode:  one step of `decode_batch` sequences at `context_tokens`, a captured CUDA graph unless
              the batch exceeds `cuda_graph_max_batch` (0: never captured; None: always);
-    extend:  `extend_tokens` recomputed on `context_tokens` (the token-ID handoff).
+    extend:  `extend_tokens` recomputed on `context_tokens` (the token-ID handoff);
+    on an instance of `pipeline_stages` stages of tp GPUs each (1: none).
     """
 
     prefill_tokens: int | None = None
@@ -47,6 +48,15 @@ class StepQuery:
     mtp_draft_tokens: int = 0
     mtp_acceptance: float | None = None
     cuda_graph_max_batch: int | None = None
+    pipeline_stages: int = 1
+
+    def stages(self, tp: int) -> int:
+        """The pipeline stages (--pp), checked with the GPUs they take (tp x pp)."""
+        pp = self.pipeline_stages
+        if not 1 <= pp <= MAX_PIPELINE_STAGES:
+            raise InputError(f"--pp = {pp}: must be between 1 and {MAX_PIPELINE_STAGES} pipeline stages")
+        check_gpus_per_instance(tp * pp, "--tp x --pp")
+        return pp
 
     def graph_cap(self) -> int | None:
         """The largest decode batch run as a CUDA graph (--cuda-graph-max-batch), checked; None: all."""
@@ -93,6 +103,7 @@ class EstimateFlags:
     model: str
     gpu: str
     tp: int = 1
+    pp: int = 1
     prefill: int | None = None
     cached: int = 0
     chunk: int | None = None
@@ -122,6 +133,7 @@ class EstimateFlags:
             mtp_draft_tokens=self.mtp,
             mtp_acceptance=self.accept,
             cuda_graph_max_batch=self.cuda_graph_max_batch,
+            pipeline_stages=self.pp,
         )
 
     def estimate(self) -> Estimate:
@@ -208,6 +220,11 @@ def estimate(
 ) -> Estimate:
     """Predict a prefill, a decode step or an extend step (see `StepQuery`): engine times.
 
+    With the query's `pipeline_stages` (pp) of `tp` GPUs each, a step is one stage's (its layers' share plus its
+    send to the next stage, `pipeline_stage`); a decode step's time per output token is the batch's
+    pp micro-batches crossing every stage, and a prefill's lone latency adds its last chunk's
+    crossing of the other stages (`pipeline_fill_s`).
+
     `floor_s` is the shown step's pure floor (every FLOP at peak, every byte at peak HBM bandwidth,
     no collectives or overheads: `floor_time`), `times_floor` the step over it.
 
@@ -243,6 +260,7 @@ def estimate(
     if modes[0] in ("decode", "extend") and context_tokens is None:
         raise InputError(f"--{'decode-batch' if modes[0] == 'decode' else 'extend'} needs --context TOKENS")
     check_gpus_per_instance(tp, "--tp")
+    pp = query.stages(tp)
     mtp = query.mtp()
     graph_cap = query.graph_cap()
     formats = formats or Formats()
@@ -258,6 +276,7 @@ def estimate(
         mtp=mtp,
         tp_attention=tp_attention,
         cuda_graph_max_batch=graph_cap,
+        pp=pp,
     )
     budget = memory_budget(instance, step_tokens=chunk_tokens or prefill_tokens or 8192)
     result: dict[str, Any] = {}  # the mode's keys
@@ -270,11 +289,13 @@ def estimate(
         floor = float(floor_time(instance, first_chunk, cached_tokens))
         chunks = -(-prefill_tokens // (chunk_tokens or prefill_tokens))
         tail = prefill_tokens - (chunks - 1) * (chunk_tokens or prefill_tokens)
+        if pp > 1:
+            result["pipeline_fill_s"] = float(cost.fill_s)
         result.update(
             prefill_s=float(cost.alone_s),
             packed_prefill_s=float(cost.batched_s),
             request_overhead_s=overhead,
-            lone_request_ttft_s=float(cost.alone_s) + overhead,
+            lone_request_ttft_s=float(cost.alone_s) + float(cost.fill_s) + overhead,
             new_tokens=prefill_tokens,
             cached_tokens=cached_tokens,
             chunks=chunks,
@@ -284,8 +305,9 @@ def estimate(
             result["loaded_prefill_s"] = float(cost.loaded_s)
     elif modes[0] == "decode":
         assert decode_batch is not None and context_tokens is not None
-        step = step_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch, decode=True)
-        floor = float(floor_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, decode_batch))
+        micro = max(decode_batch / pp, 1.0) if pp > 1 else decode_batch  # a stage's step runs one micro-batch
+        step = step_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, micro, decode=True)
+        floor = float(floor_time(instance, 1 + (mtp.draft_tokens if mtp else 0), context_tokens, micro))
         per_token = float(decode_step_time(instance, decode_batch, context_tokens))
         eager = bool(instance.runs_eagerly(decode_batch))
         result.update(
@@ -314,6 +336,7 @@ def estimate(
         model=model.name,
         gpu=instance.hardware.name,
         tp=tp,
+        **({"pp": pp} if pp > 1 else {}),
         expert_parallel=instance.uses_ep,
         tp_attention=instance.tp_attention,
         mode=modes[0],
@@ -326,7 +349,13 @@ def estimate(
             kv_budget_bytes=budget.kv_bytes,
         ),
         **result,
-        breakdown=Breakdown(**{name: value for name, value in step.breakdown().items() if name.endswith("_s")}),
+        breakdown=Breakdown(
+            **{
+                name: value
+                for name, value in step.breakdown().items()
+                if name.endswith("_s") and (pp > 1 or name != "stage_transfer_s")
+            }
+        ),
         precision=precision_of(instance),
         moe=moe_parts(instance, step),
         bound=str(step.bound),

@@ -21,6 +21,9 @@ class Breakdown(Output):
     communication_s: float
     moe_dispatch_s: float = Field(description="the expert-parallel dispatch all-to-alls, within communication_s")
     moe_combine_s: float = Field(description="the expert-parallel combine all-to-alls, within communication_s")
+    stage_transfer_s: float | None = Field(
+        default=None, description="with pipeline stages: the stage's send to the next, within communication_s"
+    )
     overhead_s: float
     overlap_s: float = Field(description="work hidden behind the all-to-alls by two micro-batches")
     host_bound_s: float = Field(
@@ -69,6 +72,7 @@ class Estimate(Output):
     model: str
     gpu: str
     tp: int
+    pp: int | None = Field(default=None, description="pipeline stages of tp GPUs each (absent without)")
     expert_parallel: bool
     tp_attention: bool = Field(description="with expert_parallel: attention tensor-parallel, not data-parallel")
     mode: Literal["prefill", "decode", "extend"]
@@ -87,6 +91,11 @@ class Estimate(Output):
         default=None,
         description="under data-parallel attention, its own engine time with every rank prefilling beside it",
     )
+    pipeline_fill_s: float | None = Field(
+        default=None,
+        description="with pipeline stages: the last chunk's crossing of the stages after the first, a latency "
+        "the first stage does not wait for (prefill_s and packed_prefill_s are the first stage's)",
+    )
     request_overhead_s: float | None = Field(default=None, description="the serving stack's, per request")
     lone_request_ttft_s: float | None = None
     new_tokens: int | None = None
@@ -94,7 +103,10 @@ class Estimate(Output):
     chunks: int | None = None
     tail_chunk_tokens: int | None = None
     # decode
-    decode_step_s: float | None = None
+    decode_step_s: float | None = Field(
+        default=None,
+        description="the decode step (with pipeline stages: one stage's, on one micro-batch of batch / pp)",
+    )
     cuda_graph: bool | None = None
     eager_host_s: float | None = None
     time_per_output_token_s: float | None = None

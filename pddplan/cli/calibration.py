@@ -18,6 +18,14 @@ if TYPE_CHECKING:
 ModelOption = Annotated[str, typer.Option("--model", help="Catalog model, config.json or model YAML.")]
 GpuOption = Annotated[str, typer.Option("--gpu", help="Hardware profile name or YAML file.")]
 TpOption = Annotated[int, typer.Option("--tp", help="GPUs per instance (tensor/expert parallel degree).")]
+PpOption = Annotated[
+    int,
+    typer.Option(
+        "--pp",
+        help="Pipeline stages, each the next layers on its own --tp GPUs (tp x pp GPUs); steps are a stage's, "
+        "decode per token (SGLang --pp-size, vLLM --pipeline-parallel-size).",
+    ),
+]
 PrefillOption = Annotated[int | None, typer.Option("--prefill", help="Prefill this many new tokens.")]
 CachedOption = Annotated[int, typer.Option("--cached", help="...on top of this many cached tokens.")]
 ChunkOption = Annotated[int | None, typer.Option("--chunk", help="Chunked-prefill token budget.")]
@@ -75,6 +83,7 @@ def estimate(
     model: ModelOption,
     gpu: GpuOption,
     tp: TpOption = 1,
+    pp: PpOption = 1,
     prefill: PrefillOption = None,
     cached: CachedOption = 0,
     chunk: ChunkOption = None,

@@ -127,7 +127,7 @@ class RolePool:
 
     rate_rps: float
     count: int
-    tp: int
+    gpus_per_instance: int
     usd_per_hour: float
 
 
@@ -142,7 +142,7 @@ def fluid_view(
     `prefill_tokens_per_gpu_s` = (packed, alone), see `prefill_token_throughputs`."""
     rates = {name: pool.rate_rps for name, pool in roles.items()}
     counts = {name: pool.count for name, pool in roles.items()}
-    tp = {name: pool.tp for name, pool in roles.items()}
+    gpus = {name: pool.gpus_per_instance for name, pool in roles.items()}
     usd_per_instance_hour = {name: pool.usd_per_hour for name, pool in roles.items()}
     wan_rate, wan_usd_per_hour = wan if wan is not None else (None, 0.0)
     totals = {name: counts[name] * rate for name, rate in rates.items()}
@@ -152,7 +152,7 @@ def fluid_view(
     gpus_per_rps = 0.0
     cost_per_second = 0.0
     for name, rate in rates.items():
-        gpus_per_rps += tp[name] / rate if rate > 0 else math.inf
+        gpus_per_rps += gpus[name] / rate if rate > 0 else math.inf
         cost_per_second += usd_per_instance_hour[name] / rate if rate > 0 else math.inf
     if wan_rate is not None:
         cost_per_second += wan_usd_per_hour / wan_rate if wan_rate > 0 else math.inf
@@ -218,7 +218,7 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         rates["relay"] = relay_rate(relay, load)
     pools: dict[str, RolePool] = {}
     for name, role in scenario.roles.items():
-        pools[name] = RolePool(rates[name], role.count, role.tp, role.usd_per_hour / role.count)
+        pools[name] = RolePool(rates[name], role.count, role.gpus_per_instance, role.usd_per_hour / role.count)
     if "relay" in rates and "relay" not in pools:  # on the prefill instances: their GPUs, priced there
         pools["relay"] = RolePool(rates["relay"], scenario.prefill.count, 0, 0.0)
     link = scenario.link
@@ -226,7 +226,7 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
         pools,
         (load.max_rate, link.usd_per_hour) if link is not None else None,
         revenue_per_request(workload, classes),
-        prefill_token_throughputs(classes, scenario.prefill.tp),
+        prefill_token_throughputs(classes, scenario.prefill.gpus_per_instance),
     )
     return replace(view, limits=limits)
 
@@ -254,21 +254,26 @@ def _colocated_view(scenario: Scenario, classes: RequestClasses) -> CapacityView
         terms[PREFILL_CACHE] = cache_rate
     limit = min(terms, key=terms.__getitem__)
     view = fluid_view(
-        {"prefill": RolePool(terms[limit], prefill.count, prefill.tp, prefill.usd_per_hour / prefill.count)},
+        {
+            "prefill": RolePool(
+                terms[limit], prefill.count, prefill.gpus_per_instance, prefill.usd_per_hour / prefill.count
+            )
+        },
         None,
         revenue_per_request(scenario.workload, classes),
-        prefill_token_throughputs(classes, prefill.tp),
+        prefill_token_throughputs(classes, prefill.gpus_per_instance),
     )
     return replace(view, limits={"prefill": limit})
 
 
-def prefill_token_throughputs(classes: RequestClasses, tp: int) -> tuple[float, float]:
+def prefill_token_throughputs(classes: RequestClasses, gpus: int) -> tuple[float, float]:
     """(packed, alone) prefill throughputs of `prefill_token_throughput`."""
-    return prefill_token_throughput(classes, tp, packed=True), prefill_token_throughput(classes, tp, packed=False)
+    return prefill_token_throughput(classes, gpus, packed=True), prefill_token_throughput(classes, gpus, packed=False)
 
 
-def prefill_token_throughput(classes: RequestClasses, tp: int, packed: bool = True) -> float:
-    """New tokens a prefill GPU processes per second when busy: E[new tokens] / E[engine time] / tp.
+def prefill_token_throughput(classes: RequestClasses, gpus: int, packed: bool = True) -> float:
+    """New tokens a prefill GPU processes per second when busy: E[new tokens] / E[engine time] / GPUs
+    per instance.
 
     The step-time physics alone, before queueing. `packed`: chunked prefill packs requests into full
     steps (`RequestClasses.prefill_work_s`), so a small tail chunk shares a step's weight reads with
@@ -277,4 +282,4 @@ def prefill_token_throughput(classes: RequestClasses, tp: int, packed: bool = Tr
     where the tail chunk vanishes."""
     engine_s = classes.prefill_work_s if packed else classes.prefill_alone_s
     mean_s = float(engine_s @ classes.input_prob)
-    return float(classes.new_tokens @ classes.input_prob) / mean_s / tp if mean_s > 0 else 0.0
+    return float(classes.new_tokens @ classes.input_prob) / mean_s / gpus if mean_s > 0 else 0.0

@@ -30,7 +30,8 @@ class RequestClasses:
     probability of a pair is input_prob[i] * output_prob[j]).
 
     `prefill_s` is a request's own prefill latency (its chunks' engine time alone, `prefill_alone_s`,
-    plus the request overhead); `prefill_work_s` the share of a prefill instance's time it takes
+    plus, with pipeline stages, its last chunk's crossing of the stages after the first,
+    `PrefillCost.fill_s`, plus the request overhead); `prefill_work_s` the share of a prefill instance's time it takes
     when the pool is saturated: chunked prefill packs requests into full steps, and under
     data-parallel attention every rank is busy (`pddplan.perf.roofline.prefill_cost`).
     `prefill_ranks` is r, the ranks of an instance that prefill apart (1 without data-parallel
@@ -201,7 +202,7 @@ def workload_classes(
         new_tokens=fresh,
         cached_tokens=cached,
         wan_bytes=wan_bytes,
-        prefill_s=np.where(fresh > 0, cost.alone_s + overhead, 0.0),
+        prefill_s=np.where(fresh > 0, cost.alone_s + cost.fill_s + overhead, 0.0),
         prefill_alone_s=cost.alone_s,
         prefill_work_s=cost.batched_s,
         prefill_attention_s=cost.packed_attention_s,

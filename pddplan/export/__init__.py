@@ -49,6 +49,7 @@ class Export:
                     datacenter=i.datacenter,
                     gpu=i.gpu,
                     gpus=i.gpus,
+                    pp=i.pp,
                     nodes=i.nodes,
                     layout=i.layout,
                     kv_transfer=i.kv_transfer,

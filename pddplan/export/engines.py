@@ -81,7 +81,8 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
     --attn-dp-size N` with DeepEP all-to-all (SGLang 0.5.23 spells data-parallel attention so;
     `--enable-dp-attention --dp-size N` is deprecated); EP under tensor-parallel attention is
     `--ep-size N` alone (the experts' outputs summed by the all-reduce); TP is `--tp-size N` alone. Across the WAN
-    there is no RDMA, so KV travels by Mooncake over TCP. A co-located server runs no disaggregation
+    there is no RDMA, so KV travels by Mooncake over TCP. Pipeline stages are `--pp-size P` beside
+    `--tp-size` of one stage's GPUs (SGLang's chunked pipeline). A co-located server runs no disaggregation
     mode and mixes its prefill chunks into decode steps (`--enable-mixed-chunk`; SGLang turns it off
     under EAGLE/NEXTN speculative decoding). pddplan's chunk budget is per attention rank; SGLang's
     `--chunked-prefill-size` is per instance and divided among the data-parallel attention ranks
@@ -89,7 +90,10 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
     """
     n = instance.gpus
     chunk = deployment.chunk_tokens * (n if instance.layout == "ep" else 1)
-    args = ["python3", "-m", "sglang.launch_server", "--model-path", deployment.model_repo, "--tp-size", str(n)]
+    args = ["python3", "-m", "sglang.launch_server", "--model-path", deployment.model_repo]
+    args += ["--tp-size", str(instance.tp)]
+    if instance.pp > 1:
+        args += ["--pp-size", str(instance.pp)]
     if instance.layout == "ep":
         args += ["--ep-size", str(n), "--attn-dp-size", str(n), "--moe-a2a-backend", "deepep"]
     elif instance.layout == "tp-ep":
@@ -139,7 +143,8 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
     headless, each starting at its first rank (a co-located server's steps carry prefill chunks,
     so it takes the high-throughput kernels). EP under tensor-parallel attention is
     `--tensor-parallel-size N --enable-expert-parallel` (one rank group, experts spread over it). TP
-    is `--tensor-parallel-size N`; across nodes, with
+    is `--tensor-parallel-size N` (with pipeline stages, of one stage's GPUs, beside
+    `--pipeline-parallel-size P`); across nodes, with
     vLLM's multiprocessing executor (`--nnodes`, `--node-rank`, `--master-addr`; the others
     headless). KV moves with the NIXL connector; across the WAN its UCX transport is told to use TCP.
     A co-located server has no KV connector: vLLM V1 mixes prefill chunks into decode steps by
@@ -158,7 +163,9 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
             args += ["--data-parallel-address", node.leader_address]
             args += ["--data-parallel-rpc-port", str(VLLM_DP_RPC_PORT)]
     else:
-        args += ["--tensor-parallel-size", str(instance.gpus)]
+        args += ["--tensor-parallel-size", str(instance.tp)]
+        if instance.pp > 1:
+            args += ["--pipeline-parallel-size", str(instance.pp)]
         if instance.layout == "tp-ep":
             args += ["--enable-expert-parallel"]
         if instance.nodes > 1:

@@ -81,6 +81,12 @@ class EngineInstance:
     #: slot*gpus .. slot*gpus + gpus - 1 and ports offset by the slot, `engines.server_port`)
     per_server: int = 1
     slot: int = 0
+    pp: int = 1  # pipeline stages: gpus / pp GPUs of tensor parallelism in each
+
+    @property
+    def tp(self) -> int:
+        """GPUs of one pipeline stage (all of them without stages)."""
+        return self.gpus // self.pp
 
     @property
     def gpu_ids(self) -> list[int] | None:
@@ -225,10 +231,11 @@ def deployment_of(
     quantization = role_quantization(scenario, checkpoint_given)
     instances: list[EngineInstance] = []
     for role_name, role in scenario.roles.items():
-        per_node = min(gpus_per_node, role.tp)
-        if role.tp % per_node:
+        width = role.gpus_per_instance
+        per_node = min(gpus_per_node, width)
+        if width % per_node:
             raise InputError(
-                f"{role_name}: {role.tp} GPUs per instance do not fill whole {gpus_per_node}-GPU nodes "
+                f"{role_name}: {width} GPUs per instance do not fill whole {gpus_per_node}-GPU nodes "
                 "(set --gpus-per-node to your servers' GPU count)"
             )
         check_script_text(f"plan roles.{role_name}.datacenter", role.spec.datacenter)
@@ -240,7 +247,7 @@ def deployment_of(
         crosses_wan = role_name == "decode" or (role_name == "prefill" and not scenario.architecture.has_relay)
         transport: Transport = "none" if colocated else "tcp" if wan and crosses_wan else "rdma"
         mode: Disaggregation = "none" if colocated else "decode" if is_decode else "prefill"
-        per_server = min(max(gpus_per_node // role.tp, 1), role.count) if pack else 1
+        per_server = min(max(gpus_per_node // width, 1), role.count) if pack else 1
         instances.extend(
             EngineInstance(
                 role=role_name,
@@ -249,8 +256,9 @@ def deployment_of(
                 datacenter=role.spec.datacenter,
                 gpu=role.spec.gpu,
                 vendor=_vendor(role.instance.hardware.description),
-                gpus=role.tp,
-                nodes=role.tp // per_node,
+                gpus=width,
+                nodes=width // per_node,
+                pp=role.spec.pp,
                 expert_parallel=role.instance.uses_ep,
                 tp_attention=role.instance.tp_attention,
                 disaggregation=mode,

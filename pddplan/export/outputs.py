@@ -12,7 +12,8 @@ class ExportInstance(Output):
     role: str = Field(description="prefill, relay or decode")
     datacenter: str
     gpu: str
-    gpus: int
+    gpus: int = Field(description="GPUs of one instance: tensor-parallel ranks x pipeline stages")
+    pp: int = Field(default=1, description="pipeline stages (--pp-size, --pipeline-parallel-size)")
     nodes: int
     layout: str = Field(
         description="ep (experts expert-parallel, data-parallel attention), tp-ep (experts expert-parallel, "

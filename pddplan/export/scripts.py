@@ -159,9 +159,8 @@ def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for i in deployment.instances:
-        layout = {"tp": f"TP{i.gpus}", "ep": f"EP{i.gpus} + DP attention", "tp-ep": f"EP{i.gpus} + TP attention"}[
-            i.layout
-        ]
+        tp = f"TP{i.tp} x PP{i.pp}" if i.pp > 1 else f"TP{i.gpus}"
+        layout = {"tp": tp, "ep": f"EP{i.gpus} + DP attention", "tp-ep": f"EP{i.gpus} + TP attention"}[i.layout]
         ids = i.gpu_ids
         nodes = str(i.nodes) if ids is None else f"shared, GPUs {ids[0]}-{ids[-1]}"
         lines.append(

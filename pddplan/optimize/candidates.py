@@ -31,9 +31,9 @@ from pddplan.specs.workload import WanLineOption, Workload
 
 @dataclass(frozen=True)
 class Candidate:
-    """One kind of instance: `tp` GPUs of `gpu` in `datacenter`; `expert_parallel` and `tp_attention`
-    say the layout of an MoE model's instance outright (so a written plan does too), None and False
-    for a dense model."""
+    """One kind of instance: `tp` x `pp` GPUs of `gpu` in `datacenter` (`pp` pipeline stages of
+    `tp` each); `expert_parallel` and `tp_attention` say the layout of an MoE model's instance
+    outright (so a written plan does too), None and False for a dense model."""
 
     datacenter: str
     gpu: str
@@ -44,11 +44,18 @@ class Candidate:
     max_count: int
     expert_parallel: bool | None = None
     tp_attention: bool = False
+    pp: int = 1
+
+    @property
+    def gpus_per_instance(self) -> int:
+        """tp x pp."""
+        return self.tp * self.pp
 
     @property
     def key(self) -> str:
         layout = ("/ep" if self.expert_parallel else "") + ("/tp-attention" if self.tp_attention else "")
-        return f"{self.datacenter}/{self.gpu}/tp{self.tp}" + layout
+        stages = f"/pp{self.pp}" if self.pp > 1 else ""
+        return f"{self.datacenter}/{self.gpu}/tp{self.tp}" + stages + layout
 
     def role(self, count: int) -> RoleSpec:
         """`count` instances of this kind, as a plan's role."""
@@ -59,6 +66,7 @@ class Candidate:
             count=count,
             expert_parallel=self.expert_parallel,
             tp_attention=self.tp_attention,
+            pp=self.pp,
         )
 
 
@@ -99,6 +107,17 @@ def tp_degrees(workload: Workload, domain: int) -> list[int]:
     return degrees
 
 
+def stage_splits(model: ModelArchitecture, width: int, domain: int) -> list[tuple[int, int]]:
+    """(tp, pp) splits of an instance of `width` GPUs to try: tensor parallelism over all of them,
+    and, for a dense model wider than one scale-up domain, tensor parallelism inside each domain
+    and one pipeline stage per domain (how engines run a dense model too large for one node: TP
+    within a node, PP across). An MoE model spreads its experts across domains instead."""
+    splits = [(width, 1)]
+    if model.moe is None and width > domain and width % domain == 0 and width // domain <= model.num_layers:
+        splits.append((domain, width // domain))
+    return splits
+
+
 def instance_widths(inputs: InputSet) -> dict[str, list[int]]:
     """The instance widths (GPUs per instance) tried per offered GPU type."""
     workload = inputs.workload
@@ -106,8 +125,9 @@ def instance_widths(inputs: InputSet) -> dict[str, list[int]]:
 
 
 def instance_candidates(inputs: InputSet, chunk_tokens: int, role: RoleName = "prefill") -> list[Candidate]:
-    """Every (datacenter, GPU, TP, layout) the model fits on, smallest TP first within a GPU; its
-    instances store the model as `role`'s do (`InputSet.model_for`)."""
+    """Every (datacenter, GPU, width, TP x PP split, layout) the model fits on, the narrowest first
+    within a GPU (`stage_splits`, `layouts`); its instances store the model as `role`'s do
+    (`InputSet.model_for`)."""
     workload, model = inputs.workload, inputs.model_for(role)
     out = []
     utilization = workload.serving.hbm_utilization
@@ -116,36 +136,40 @@ def instance_candidates(inputs: InputSet, chunk_tokens: int, role: RoleName = "p
             if offer.max_count == 0:
                 continue
             hardware = inputs.hardware_for(offer.type)
-            for tp in tp_degrees(workload, hardware.scale_up_domain):
-                if tp > offer.max_count:
+            domain = hardware.scale_up_domain
+            for width in tp_degrees(workload, domain):
+                if width > offer.max_count:
                     continue
-                for layout, tp_attention in layouts(model, tp, hardware.scale_up_domain):
-                    instance = Instance(
-                        model,
-                        hardware,
-                        tp,
-                        layout,
-                        tp_attention=tp_attention,
-                        stack=workload.serving.stack,
-                        mtp=workload.serving.mtp(),
-                        cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
-                        context_cv=min(workload.decode_context_cv(), 10.0),
-                    )
-                    if not fits(instance, utilization, chunk_tokens):
-                        continue
-                    out.append(
-                        Candidate(
-                            datacenter=dc.name,
-                            gpu=offer.type,
-                            tp=tp,
-                            instance=instance,
-                            usd_per_hour=tp * gpu_price(hardware, workload, dc.name, offer.type),
-                            kv_capacity_bytes=instance_kv_capacity_bytes(instance, utilization, chunk_tokens),
-                            max_count=offer.max_count // tp,
-                            expert_parallel=instance.uses_ep if model.moe is not None else None,
+                for tp, pp in stage_splits(model, width, domain):
+                    for layout, tp_attention in layouts(model, tp, domain):
+                        instance = Instance(
+                            model,
+                            hardware,
+                            tp,
+                            layout,
                             tp_attention=tp_attention,
+                            stack=workload.serving.stack,
+                            mtp=workload.serving.mtp(),
+                            cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
+                            context_cv=min(workload.decode_context_cv(), 10.0),
+                            pp=pp,
                         )
-                    )
+                        if not fits(instance, utilization, chunk_tokens):
+                            continue
+                        out.append(
+                            Candidate(
+                                datacenter=dc.name,
+                                gpu=offer.type,
+                                tp=tp,
+                                instance=instance,
+                                usd_per_hour=width * gpu_price(hardware, workload, dc.name, offer.type),
+                                kv_capacity_bytes=instance_kv_capacity_bytes(instance, utilization, chunk_tokens),
+                                max_count=offer.max_count // width,
+                                expert_parallel=instance.uses_ep if model.moe is not None else None,
+                                tp_attention=tp_attention,
+                                pp=pp,
+                            )
+                        )
     return out
 
 

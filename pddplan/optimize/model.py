@@ -309,17 +309,17 @@ def define_inventory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> 
     """GPUs of each type per datacenter: sum over roles of tp * instances <= what the datacenter offers."""
     for (dc, gpu), limit in data.inventory.items():
         used = [
-            n * data.prefill[c].tp * z
+            n * data.prefill[c].gpus_per_instance * z
             for (c, n), z in v.prefill.items()
             if (data.prefill[c].datacenter, data.prefill[c].gpu) == (dc, gpu)
         ]
         used += [
-            data.decode[d].candidate.tp * count
+            data.decode[d].candidate.gpus_per_instance * count
             for d, count in v.decode_count.items()
             if (data.decode[d].candidate.datacenter, data.decode[d].candidate.gpu) == (dc, gpu)
         ]
         used += [
-            data.relay[r].candidate.tp * count
+            data.relay[r].candidate.gpus_per_instance * count
             for r, count in v.relay_count.items()
             if (data.relay[r].candidate.datacenter, data.relay[r].candidate.gpu) == (dc, gpu)
         ]

@@ -18,6 +18,7 @@ class Role(Output):
     expert_parallel: bool | None
     count: int
     tp_attention: bool | None = Field(default=None, description="present (true) when EP runs tensor-parallel attention")
+    pp: int | None = Field(default=None, description="pipeline stages of tp GPUs each (present when more than one)")
     relay_on_prefill: bool | None = None
 
 

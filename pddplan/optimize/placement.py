@@ -26,7 +26,7 @@ def relay_placements(plan: Plan, placement: RelayPlacement = "auto") -> list[lis
     elif relay is None or relay.count == 0 or placement == "dedicated":
         return [[plan]]
     else:
-        extra = range(math.ceil(relay.gpus / prefill.tp) + 1)
+        extra = range(math.ceil(relay.gpus / prefill.gpus_per_instance) + 1)
     colocated = [
         plan.model_copy(
             update={

@@ -232,7 +232,7 @@ class ProblemBuilder:
         longest = float(request_kv_bytes(model, workload.prompt_tokens.largest(), page))
         out = {}
         for i, candidate in enumerate(setup.candidates):
-            if not holds_longest_prompt(candidate, workload):
+            if not holds_longest_prompt(candidate, workload) or candidate.pp > 1:  # no mixed pipelined steps
                 continue
             room = replace(candidate, kv_capacity_bytes=candidate.kv_capacity_bytes - longest)
             d = decoder_capacity(room, workload, model, moments.context_tokens, moments.output_tokens)
@@ -411,6 +411,8 @@ class ProblemBuilder:
         base = next(iter(classes_by_rule.values()))
         for i, candidate in enumerate(setup.candidates):
             if not holds_longest_prompt(candidate, setup.workload):
+                continue
+            if arch.colocated and candidate.pp > 1:  # decoding in pipelined steps is not modelled
                 continue
             classes = base[i]  # every rule's classes but for the relay marks
             mean_s = float(classes.prefill_s @ classes.input_prob)

@@ -254,7 +254,8 @@ def _plans_and_limits(report: OptimizeReport) -> tuple[dict[str, dict[str, str]]
         if result.plan is None or result.scenario is None:
             continue
         plans[result.name] = {
-            role: f"{spec.count} x {spec.gpu} TP{spec.tp}" for role, spec in result.plan.roles().items()
+            role: f"{spec.count} x {spec.gpu} TP{spec.tp}" + (f" PP{spec.pp}" if spec.pp > 1 else "")
+            for role, spec in result.plan.roles().items()
         }
         if result.plan.relay_on_prefill:
             plans[result.name]["relay"] = "on the prefill instances"

@@ -152,10 +152,17 @@ def narrower_plans(plan: Plan, role: RoleName, setup: OptimizeSetup) -> list[Pla
     """`plan` with `role` one width narrower: the candidates of its datacenter and GPU type at half
     its GPUs per instance that may serve the role (its own layout first), at the same count."""
     spec = getattr(plan, role)
-    if spec is None or spec.count == 0 or spec.tp % 2:
+    if spec is None or spec.count == 0 or spec.gpus_per_instance % 2:
         return []
-    kinds = [c for c in setup.candidates if (c.datacenter, c.gpu, c.tp) == (spec.datacenter, spec.gpu, spec.tp // 2)]
-    kinds.sort(key=lambda c: (c.expert_parallel != spec.expert_parallel, c.tp_attention != spec.tp_attention))
+    half = (spec.datacenter, spec.gpu, spec.gpus_per_instance // 2)
+    kinds = [c for c in setup.candidates if (c.datacenter, c.gpu, c.gpus_per_instance) == half]
+    kinds.sort(
+        key=lambda c: (
+            c.expert_parallel != spec.expert_parallel,
+            c.tp_attention != spec.tp_attention,
+            (c.pp > 1) != (spec.pp > 1),
+        )
+    )
     return [plan.model_copy(update={role: c.role(spec.count)}) for c in kinds]
 
 
@@ -310,10 +317,11 @@ def _prefill_key(plan: Plan, candidates: list[Candidate]) -> str | None:
     """The candidate key of `plan`'s prefill role (None when no candidate has its layout)."""
     spec = plan.prefill
     for c in candidates:
-        if (c.datacenter, c.gpu, c.tp, c.expert_parallel, c.tp_attention) == (
+        if (c.datacenter, c.gpu, c.tp, c.pp, c.expert_parallel, c.tp_attention) == (
             spec.datacenter,
             spec.gpu,
             spec.tp,
+            spec.pp,
             spec.expert_parallel,
             spec.tp_attention,
         ):

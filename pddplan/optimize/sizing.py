@@ -293,10 +293,10 @@ def size_counts(workload: Workload, shape: Shape, name: str | None = None) -> Si
             planning_effects(workload, shape.prefill.instance),
         )
         view = fluid_view(
-            {"prefill": RolePool(carried / count, count, shape.prefill.tp, shape.prefill.usd_per_hour)},
+            {"prefill": RolePool(carried / count, count, shape.prefill.gpus_per_instance, shape.prefill.usd_per_hour)},
             None,
             revenue_per_request(workload, classes),
-            prefill_token_throughputs(classes, shape.prefill.tp),
+            prefill_token_throughputs(classes, shape.prefill.gpus_per_instance),
         )
         return SizedPlan(plan, view)
     relay_rule = arch.relay_rule(shape.routing) if shape.routing is not None else None
@@ -359,13 +359,13 @@ def size_counts(workload: Workload, shape: Shape, name: str | None = None) -> Si
     _check_inventory(plan, workload)
     view = fluid_view(
         {
-            key: RolePool(rates[key], counts[key], kinds[key].tp, kinds[key].usd_per_hour)
+            key: RolePool(rates[key], counts[key], kinds[key].gpus_per_instance, kinds[key].usd_per_hour)
             for key in ("prefill", "decode", "relay")
             if key in rates
         },
         (load.max_rate, line.usd_per_hour) if line is not None else None,
         revenue_per_request(workload, classes),
-        prefill_token_throughputs(classes, shape.prefill.tp),
+        prefill_token_throughputs(classes, shape.prefill.gpus_per_instance),
     )
     return SizedPlan(plan, view)
 

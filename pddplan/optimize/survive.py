@@ -113,7 +113,7 @@ def growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan, float]]:
     out = []
     for role, spec in plan.roles().items():
         grown = plan.with_count(role, spec.count + 1)
-        out.append((f"+1 {role} instance ({spec.tp} x {spec.gpu})", grown))
+        out.append((f"+1 {role} instance ({spec.gpus_per_instance} x {spec.gpu})", grown))
     limits = {line.name: line.max_lines for line in inputs.workload.deployment.wan_lines}
     for i, lease in enumerate(plan.wan):
         if lease.count < limits.get(lease.option, 0):

@@ -1,13 +1,15 @@
 """Memory capacity of an instance: weights, activations, and what is left for KV.
 
 Per GPU:  usable = HBM * hbm_utilization
-          weights = W / tp  under TP (every weight split across ranks);
+          weights = W / (tp pp)  under TP (every weight split across ranks, each of the pp
+                    pipeline stages holding its num_layers / pp layers);
                     W_dense + W_experts / tp  under EP (non-expert weights replicated on each rank)
           activations = T * (8 * d + 2 * f_tp) * 2 B,  T = tokens per step, f_tp = widest FFN per rank
           kv_budget = usable - weights - activations   (must be > 0, else the model does not fit)
-An instance's KV budget is tp * kv_budget per GPU; a sequence of N tokens takes request_kv_bytes(N)
-times the copies its attention layout keeps (see `kv_replication`: GQA heads replicated when tp > g,
-MLA's latent on every rank under tensor-parallel attention, one copy under data-parallel attention).
+An instance's KV budget is tp * pp * kv_budget per GPU (a stage keeps its own layers' KV); a
+sequence of N tokens takes request_kv_bytes(N) times the copies its attention layout keeps (see
+`kv_replication`: GQA heads replicated when tp > g, MLA's latent on every rank under
+tensor-parallel attention, one copy under data-parallel attention).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def memory_budget(instance: Instance, hbm_utilization: float = 0.9, step_tokens:
         )
         per_gpu_weights = total_weights - expert_total + expert_total / instance.tp
     else:
-        per_gpu_weights = total_weights / instance.tp
+        per_gpu_weights = total_weights / instance.gpus
     budget = MemoryBudget(
         usable_bytes=hw.hbm_bytes * hbm_utilization,
         weight_bytes=per_gpu_weights,
@@ -72,7 +74,7 @@ def memory_budget(instance: Instance, hbm_utilization: float = 0.9, step_tokens:
     if budget.kv_bytes <= 0:
         need = (budget.weight_bytes + budget.activation_bytes) / 1e9
         raise InputError(
-            f"model '{instance.model.name}' does not fit on {hw.name} at tp={instance.tp}: "
+            f"model '{instance.model.name}' does not fit on {hw.name} at {layout_name(instance)}: "
             f"weights {budget.weight_bytes / 1e9:.1f} GB + activations {budget.activation_bytes / 1e9:.1f} GB "
             f"= {need:.1f} GB per GPU, usable {budget.usable_bytes / 1e9:.1f} GB "
             f"({hbm_utilization:.0%} of {hw.hbm_bytes / 1e9:.0f} GB); use a larger tp or another GPU"
@@ -90,12 +92,17 @@ def fits(instance: Instance, hbm_utilization: float = 0.9, step_tokens: int = 81
 
 
 def instance_kv_capacity_bytes(instance: Instance, hbm_utilization: float = 0.9, step_tokens: int = 8192) -> float:
-    """KV bytes an instance can hold, across its tp GPUs, in model-figure units.
+    """KV bytes an instance can hold, across its tp x pp GPUs, in model-figure units.
 
     Replicated KV (`kv_replication`) shrinks the capacity by its number of copies.
     """
     per_gpu = memory_budget(instance, hbm_utilization, step_tokens).kv_bytes
-    return per_gpu * instance.tp / kv_replication(instance)
+    return per_gpu * instance.gpus / kv_replication(instance)
+
+
+def layout_name(instance: Instance) -> str:
+    """tp=N, or tp=N x pp=M with pipeline stages (for messages)."""
+    return f"tp={instance.tp}" + (f" x pp={instance.pp}" if instance.pp > 1 else "")
 
 
 def kv_replication(instance: Instance) -> float:

@@ -34,7 +34,7 @@ F, BW: datasheet peaks. Every function accepts numpy arrays and broadcasts.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -89,6 +89,8 @@ class Instance:
     all-to-all hides behind the other's work (SGLang `--enable-two-batch-overlap`); None lets each
     step take the faster of the two ways. `context_cv`: the coefficient of variation of the
     sequences' context lengths, which makes the busiest data-parallel rank's attention longer.
+    `pp`: pipeline-parallel stages, each the model's next num_layers / pp layers on its own `tp`
+    GPUs (tp x pp GPUs in all, `gpus`), passing activations to the next stage (`pipeline_stage`).
     Expert parallelism runs data-parallel attention (DeepSeek's and SGLang's `--enable-dp-attention`
     layout) unless `tp_attention`: then attention stays tensor-parallel and only the experts are
     spread whole over the ranks (SGLang `--tp N --ep N`, vLLM `--enable-expert-parallel`).
@@ -105,10 +107,18 @@ class Instance:
     cuda_graph_max_batch: int | None = None
     two_batch_overlap: bool | None = None
     context_cv: float = 0.0
+    pp: int = 1
 
     def __post_init__(self) -> None:
         if self.tp < 1:
             raise InputError(f"tp = {self.tp}: must be at least 1")
+        if not 1 <= self.pp <= self.model.num_layers:
+            raise InputError(f"pp = {self.pp}: pipeline stages must be 1 to the model's {self.model.num_layers} layers")
+        if self.pp > 1 and self.uses_dp_attention:
+            raise InputError(
+                f"pp = {self.pp} with data-parallel attention: not modelled (its ranks' lockstep across "
+                "stages); use tensor-parallel attention (tp_attention) or expert_parallel false"
+            )
         if not 0.0 <= self.context_cv <= 10.0:
             raise InputError(f"context_cv = {self.context_cv}: must be between 0 and 10")
         if self.cuda_graph_max_batch is not None and self.cuda_graph_max_batch < 0:
@@ -125,6 +135,16 @@ class Instance:
     @property
     def efficiency(self) -> Efficiency:
         return self.efficiency_override or efficiency_of(self.hardware, self.stack)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one instance: tp per pipeline stage, pp stages."""
+        return self.tp * self.pp
+
+    def one_stage(self) -> Instance:
+        """The instance as one stage holding every layer (pp = 1): what a stage's step is a
+        1 / pp share of (`pipeline_stage`)."""
+        return self if self.pp == 1 else replace(self, pp=1)
 
     def runs_eagerly(self, decode_batch: ArrayLike) -> np.ndarray:
         """Which decode batches the engine launches without a CUDA graph: those above
@@ -167,8 +187,8 @@ class Instance:
     @property
     def kv_senders(self) -> int:
         """GPUs (and NICs) one request's KV leaves from: 1 under data-parallel attention (one rank
-        holds it), else tp (each rank sends its shard or share)."""
-        return 1 if self.uses_dp_attention else self.tp
+        holds it), else every GPU (each rank sends its shard or share of its stage's layers)."""
+        return 1 if self.uses_dp_attention else self.gpus
 
     @cached_property
     def constants(self) -> _ModelConstants:
@@ -289,6 +309,8 @@ class StepTime:
     #: work hidden behind communication by two-batch overlap (its extra launches are in overhead_s)
     overlap_s: np.ndarray | float = 0.0
     micro_batches: np.ndarray | int = 1
+    #: a pipeline stage's send of its activations to the next stage, within communication_s
+    stage_transfer_s: np.ndarray | float = 0.0
 
     @property
     def experts_s(self) -> np.ndarray:
@@ -318,6 +340,7 @@ class StepTime:
             "moe_combine_s": float(self.moe_combine_s),
             "overhead_s": float(self.overhead_s),
             "overlap_s": float(self.overlap_s),
+            "stage_transfer_s": float(self.stage_transfer_s),
             "host_bound_s": float(self.host_bound_s),
             "compute_bound_s": float(self.compute_bound_s),
             "memory_bound_s": float(self.memory_bound_s),
@@ -496,7 +519,15 @@ def step_time(
 
     `balanced`: the step's tokens come from many sequences spread evenly over data-parallel ranks
     (a packed chunked-prefill step), whatever `batch` says; otherwise the busiest rank carries
-    ceil(b / tp) of the b sequences (`dp_rank_share`)."""
+    ceil(b / tp) of the b sequences (`dp_rank_share`).
+
+    With pipeline stages (`Instance.pp` > 1) this is one stage's step on these tokens
+    (`pipeline_stage`): how long each stage is busy with them, the pace at which the pipeline
+    takes micro-batches."""
+    if instance.pp > 1:
+        whole = step_time(instance.one_stage(), new_tokens, context_tokens, batch, packed_tokens, decode, balanced)
+        tokens = np.asarray(new_tokens, dtype=np.float64) * np.asarray(batch, dtype=np.float64)
+        return pipeline_stage(instance, whole, tokens)
     k = instance.constants
     hw = instance.hardware
     eff = instance.efficiency
@@ -606,6 +637,60 @@ def step_time(
     )
 
 
+def stage_transfer_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
+    """One pipeline stage's send of `tokens` tokens' hidden states to the next stage, by the rule
+    of the tensor-parallel collectives (`_communication`): alpha + N d 2 B / (tp e link), each of
+    the stage's tp ranks sending its share over its own link; the scale-up fabric and its latency
+    when the instance's tp x pp GPUs fit one scale-up domain, the NIC and `nic_latency_s` otherwise."""
+    hw = instance.hardware
+    eff = instance.efficiency
+    inside = instance.gpus <= hw.scale_up_domain
+    link = (hw.scale_up_bytes_per_s if inside else hw.nic_bytes_per_s) * eff.scale_up_fraction
+    latency = eff.collective_latency_s if inside else eff.nic_latency_s
+    message = np.asarray(tokens, dtype=np.float64) * instance.model.hidden_size * ACTIVATION_BYTES
+    return latency + message / (instance.tp * link)
+
+
+def pipeline_stage(instance: Instance, whole: StepTime, tokens: ArrayLike) -> StepTime:
+    """A stage's step of a `pp`-stage pipeline, from `whole`, the same step with every layer on
+    one stage's tp GPUs: its per-layer parts (GEMMs, attention, collectives, kernel launches) / pp,
+    plus its send to the next stage (`stage_transfer_s`), plus the engine's per-step overhead
+    once (the scheduler forms each micro-batch once, not per stage):
+
+        stage = (whole - o_step - host) / pp + x(T) + o_step + host,
+
+    o_step = `step_overhead_s`, host the eager-launch wait. Stages are taken as balanced (num_layers
+    / pp layers each; the embedding and LM head's few percent of the work spread with them)."""
+    pp = instance.pp
+    step_overhead = instance.efficiency.step_overhead_s
+    send = stage_transfer_s(instance, tokens)
+
+    def share(value: np.ndarray | float) -> np.ndarray:
+        return np.asarray(value, dtype=np.float64) / pp
+
+    host = np.asarray(whole.host_bound_s, dtype=np.float64)
+    return replace(
+        whole,
+        total_s=(whole.total_s - step_overhead - host) / pp + send + step_overhead + host,
+        dense_gemm_s=share(whole.dense_gemm_s),
+        expert_gemm_s=share(whole.expert_gemm_s),
+        attention_s=share(whole.attention_s),
+        communication_s=share(whole.communication_s) + send,
+        overhead_s=(whole.overhead_s - step_overhead) / pp + step_overhead,
+        compute_bound_s=share(whole.compute_bound_s),
+        memory_bound_s=share(whole.memory_bound_s),
+        flops_s=share(whole.flops_s),
+        bytes_s=share(whole.bytes_s),
+        packed_attention_s=share(whole.packed_attention_s),
+        moe_routing_s=share(whole.moe_routing_s),
+        moe_permutation_s=share(whole.moe_permutation_s),
+        moe_dispatch_s=share(whole.moe_dispatch_s),
+        moe_combine_s=share(whole.moe_combine_s),
+        overlap_s=share(whole.overlap_s),
+        stage_transfer_s=send,
+    )
+
+
 #: Kernels that run at their datasheet roofs: what `floor_time` prices a step at. Every efficiency
 #: (a `*_fraction`) is 1, routing no more skewed than uniform, every half-saturation point, latency
 #: and overhead 0: built from the fields so that a factor added to `Efficiency` cannot be left out.
@@ -632,6 +717,7 @@ def floor_time(
         efficiency_override=IDEAL_EFFICIENCY,
         tp_attention=instance.tp_attention,
         two_batch_overlap=False,
+        pp=instance.pp,
     )
     step = step_time(ideal, new_tokens, context_tokens, batch)
     return np.maximum(step.flops_s, step.bytes_s)
@@ -755,6 +841,12 @@ class PrefillCost:
     (a last axis over the chunks, 0 past a request's last) each chunk's step alone, which the
     lockstep stretches to the longest piece any rank runs beside it. Without data-parallel
     attention `loaded_s` is `alone_s` and `chunk_s` the whole alone time.
+
+    With pipeline stages (pp > 1) every time above is the first stage's, the pace at which the
+    pipeline takes chunks, and a request's chunks follow one another through the stages (SGLang's
+    chunked pipeline): its last chunk leaves the last stage `fill_s` = (pp - 1) max_j s_j after it
+    leaves the first (a proportionate flow shop's makespan is sum_j s_j + (pp - 1) max_j s_j), a
+    latency the request waits and the first stage does not (0 without stages).
     """
 
     alone_s: np.ndarray
@@ -763,6 +855,7 @@ class PrefillCost:
     batched_s: np.ndarray
     loaded_s: np.ndarray
     chunk_s: np.ndarray
+    fill_s: np.ndarray
 
 
 def linear_step_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
@@ -804,6 +897,7 @@ def prefill_cost(
     n, c = np.broadcast_arrays(n, c)
     if chunk_tokens is None and instance.attention_ranks > 1:  # one chunk each, beside the other ranks'
         chunk_tokens = max(int(np.max(n, initial=1.0)), 1)
+    drain = instance.pp - 1  # stages a request's last chunk still crosses after the first
     if chunk_tokens is None:
         step = step_time(instance, np.maximum(n, 1.0), c)
         alone = np.where(n > 0, step.total_s, 0.0)
@@ -815,10 +909,12 @@ def prefill_cost(
             batched_s=alone,
             loaded_s=alone,
             chunk_s=alone[..., None],
+            fill_s=drain * alone,
         )
     ranks = instance.attention_ranks
     chunks = np.ceil(n / chunk_tokens)
     alone = np.zeros(n.shape)
+    longest = np.zeros(n.shape)
     attention = np.zeros(n.shape)
     packed_attention = np.zeros(n.shape)
     per_chunk: list[np.ndarray] = []
@@ -828,6 +924,7 @@ def prefill_cost(
         live = size > 0
         step = step_time(instance, np.where(live, size, 1.0), c + j * chunk_tokens, packed_tokens=chunk_tokens)
         alone = alone + np.where(live, step.total_s, 0.0)
+        longest = np.maximum(longest, np.where(live, step.total_s, 0.0))
         attention = attention + np.where(live, step.attention_s, 0.0)
         packed_attention = packed_attention + np.where(live, step.packed_attention_s, 0.0)
         if ranks > 1:
@@ -846,6 +943,7 @@ def prefill_cost(
             batched_s=loaded / ranks,
             loaded_s=loaded,
             chunk_s=np.stack(per_chunk, axis=-1) if per_chunk else np.zeros((*n.shape, 1)),
+            fill_s=np.zeros(n.shape),  # no pipeline stages under data-parallel attention (`Instance`)
         )
     shared = n / chunk_tokens * float(linear_step_s(instance, chunk_tokens)) + packed_attention
     batched = np.where(n > 0, np.minimum(shared, alone), 0.0)
@@ -856,6 +954,7 @@ def prefill_cost(
         batched_s=batched,
         loaded_s=alone,
         chunk_s=alone[..., None],
+        fill_s=drain * longest,
     )
 
 
@@ -866,12 +965,14 @@ def prefill_time(
     chunk_tokens: int | None = None,
 ) -> np.ndarray:
     """Time to prefill `new_tokens` on top of `cached_tokens` alone, in chunks of `chunk_tokens`:
-    the engine time (`prefill_cost(...).alone_s`) plus the request's `request_overhead_s` once
-    (scheduling, tokenization, returning the first token). Zero new tokens take no time.
+    the engine time (`prefill_cost(...).alone_s`, plus the pipeline's `fill_s` with stages) plus
+    the request's `request_overhead_s` once (scheduling, tokenization, returning the first token).
+    Zero new tokens take no time.
     """
     n = np.asarray(new_tokens, dtype=np.float64)
-    alone = prefill_cost(instance, n, cached_tokens, chunk_tokens).alone_s
-    return np.where(alone > 0, alone + instance.efficiency.request_overhead_s, 0.0)
+    cost = prefill_cost(instance, n, cached_tokens, chunk_tokens)
+    alone = cost.alone_s
+    return np.where(alone > 0, alone + cost.fill_s + instance.efficiency.request_overhead_s, 0.0)
 
 
 def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
@@ -879,16 +980,23 @@ def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: Array
     sequence gains. With multi-token prediction (`instance.mtp`, K drafts accepted at rate a) a step
     verifies K + 1 tokens per sequence and runs the draft layer K times (each about one layer of
     the model: a 1-token step / L), and gains `Mtp.tokens_per_step` tokens:
-    (step(K + 1 tokens) + K * step(1 token) / L) / (1 + a + ... + a^K)."""
+    (step(K + 1 tokens) + K * step(1 token) / L) / (1 + a + ... + a^K).
+
+    With pipeline stages (pp > 1) the batch runs as pp micro-batches of B / pp sequences (at least
+    one: fewer leave stages idle, the pipeline's bubble), each crossing every stage once per step:
+    tau(B) = pp * stage(max(B / pp, 1)) (`pipeline_stage`)."""
     mtp = instance.mtp
+    pp = instance.pp
+    micro = np.maximum(np.asarray(batch, dtype=np.float64) / pp, 1.0) if pp > 1 else batch
     if mtp is None or mtp.draft_tokens == 0:
-        return step_time(instance, 1.0, context_tokens, batch, decode=True).total_s
-    verify = step_time(instance, float(mtp.draft_tokens + 1), context_tokens, batch, decode=True).total_s
-    one_token = step_time(instance, 1.0, context_tokens, batch, decode=True).total_s
+        return pp * step_time(instance, 1.0, context_tokens, micro, decode=True).total_s
+    verify = step_time(instance, float(mtp.draft_tokens + 1), context_tokens, micro, decode=True).total_s
+    one_token = step_time(instance, 1.0, context_tokens, micro, decode=True).total_s
     draft = mtp.draft_tokens * one_token / instance.model.num_layers
-    return (verify + draft) / mtp.tokens_per_step()
+    return pp * (verify + draft) / mtp.tokens_per_step()
 
 
 def extend_time(instance: Instance, tokens: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
-    """Time of one extend step: recompute `tokens` tokens' KV on a context (token-ID handoff)."""
-    return step_time(instance, tokens, context_tokens, 1.0).total_s
+    """Time of one extend step: recompute `tokens` tokens' KV on a context (token-ID handoff);
+    with pipeline stages the step crosses all pp of them: pp * stage(tokens)."""
+    return instance.pp * step_time(instance, tokens, context_tokens, 1.0).total_s

@@ -21,7 +21,10 @@ def print_estimate(console: Console, estimate: Estimate) -> None:
     """The headline time, then the breakdown and the binding resource."""
     result = estimate.json_data()
     mode = result["mode"]
+    stages = result.get("pp")
     head = f"{result['model']} on {result['tp']} x {result['gpu']}"
+    if stages:
+        head = f"{result['model']} on {stages} pipeline stages of {result['tp']} x {result['gpu']}"
     if result["expert_parallel"]:
         attention = "tensor" if result.get("tp_attention") else "data"
         head += f" (expert parallel, {attention}-parallel attention)"
@@ -33,11 +36,15 @@ def print_estimate(console: Console, estimate: Estimate) -> None:
             )
         else:
             packed = f"{_ms(result['packed_prefill_s'])} packed with other requests"
+        fill = ""
+        if stages:
+            fill = f" and the last chunk's crossing of the other stages {_ms(result['pipeline_fill_s'])}"
         console.print(
             f"{head}: prefill of {result['new_tokens']:,} tokens on {result['cached_tokens']:,} cached "
-            f"= [bold]{_ms(result['prefill_s'])}[/bold] of engine time ({result['chunks']} chunk(s), tail "
-            f"{result['tail_chunk_tokens']:,} tokens; {packed}); a lone request's TTFT adds the stack's "
-            f"request overhead {_ms(result['request_overhead_s'])}: {_ms(result['lone_request_ttft_s'])}"
+            f"= [bold]{_ms(result['prefill_s'])}[/bold] of {'the first stage' if stages else 'engine'} time "
+            f"({result['chunks']} chunk(s), tail {result['tail_chunk_tokens']:,} tokens; {packed}); a lone "
+            f"request's TTFT adds the stack's request overhead {_ms(result['request_overhead_s'])}{fill}: "
+            f"{_ms(result['lone_request_ttft_s'])}"
         )
     elif mode == "decode":
         mtp = ""
@@ -52,8 +59,13 @@ def print_estimate(console: Console, estimate: Estimate) -> None:
                 f", launched eagerly (no CUDA graph at this batch): at least its host's "
                 f"{_ms(result['eager_host_s'])} to issue every kernel"
             )
+        if stages:
+            mtp += (
+                f"; {stages} micro-batches cross every stage: {_ms(result['time_per_output_token_s'])} per output token"
+            )
+        step = f"a stage's decode step of one micro-batch of {result['batch'] / stages:g}" if stages else "decode step"
         console.print(
-            f"{head}: decode step, batch {result['batch']} at {result['context_tokens']:,} context "
+            f"{head}: {step}, batch {result['batch']} at {result['context_tokens']:,} context "
             f"= [bold]{_ms(result['decode_step_s'])}[/bold]{mtp}{eager} ({result['tokens_per_s']:,.0f} tokens/s; "
             f"memory holds up to {result['max_batch_by_memory']:,} such sequences)"
         )
@@ -96,6 +108,8 @@ def _breakdown_rows(parts: dict[str, float], moe: dict[str, Any] | None) -> list
         ]
     rows.append(("attention", parts["attention_s"]))
     rows.append(("communication", parts["communication_s"]))
+    if parts.get("stage_transfer_s"):
+        rows.append(("  send to the next stage", parts["stage_transfer_s"]))
     if parts["moe_dispatch_s"] or parts["moe_combine_s"]:
         rows += [
             ("  dispatch (all-to-all)", parts["moe_dispatch_s"]),

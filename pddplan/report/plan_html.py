@@ -81,8 +81,8 @@ def _datacenters(scenario: Scenario) -> dict[str, list[str]]:
     by_dc: dict[str, list[str]] = {}
     for name, role in scenario_roles(scenario).items():
         label = "P+RLD" if role.get("relay_on_prefill") else scenario.architecture.role_label(name)
-        layout = layout_label(role["tp"], role["expert_parallel"], role.get("tp_attention", False))
-        gpus = role["count"] * role["tp"]
+        layout = layout_label(role["tp"], role["expert_parallel"], role.get("tp_attention", False), role.get("pp", 1))
+        gpus = role["count"] * role["tp"] * role.get("pp", 1)
         by_dc.setdefault(role["datacenter"], []).append(
             f"{label}: {role['count']} x {role['gpu']} {layout} = {gpus} GPUs"
         )

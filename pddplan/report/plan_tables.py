@@ -17,11 +17,12 @@ from pddplan.scenarios.scenario import Scenario
 
 def parallel_label(role: dict[str, Any]) -> str:
     """`layout_label` of a role given as a plain dict (see `scenario_roles`)."""
-    return layout_label(role["tp"], role.get("expert_parallel"), bool(role.get("tp_attention")))
+    return layout_label(role["tp"], role.get("expert_parallel"), bool(role.get("tp_attention")), role.get("pp", 1))
 
 
 def _role_line(name: str, role: dict[str, Any]) -> str:
-    return f"{name} {role['count']} x {role['gpu']} ({parallel_label(role)}) = {role['count'] * role['tp']} GPUs"
+    gpus = role["count"] * role["tp"] * role.get("pp", 1)
+    return f"{name} {role['count']} x {role['gpu']} ({parallel_label(role)}) = {gpus} GPUs"
 
 
 def drawing(

@@ -7,12 +7,13 @@ from typing import Any
 from pddplan.scenarios.scenario import Scenario
 
 
-def layout_label(tp: int, expert_parallel: bool | None, tp_attention: bool = False) -> str:
+def layout_label(tp: int, expert_parallel: bool | None, tp_attention: bool = False, pp: int = 1) -> str:
     """TP8; TP8 EP when the instance runs expert parallelism with data-parallel attention; TP8 EP-TPA
-    with tensor-parallel attention."""
+    with tensor-parallel attention; TP8 PP2 with two pipeline stages of TP8."""
+    stages = f" PP{pp}" if pp > 1 else ""
     if not expert_parallel:
-        return f"TP{tp}"
-    return f"TP{tp} EP" + ("-TPA" if tp_attention else "")
+        return f"TP{tp}{stages}"
+    return f"TP{tp}{stages} EP" + ("-TPA" if tp_attention else "")
 
 
 def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
@@ -26,6 +27,7 @@ def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
             "count": role.count,
         }
         | ({"tp_attention": True} if role.instance.tp_attention else {})
+        | ({"pp": role.spec.pp} if role.spec.pp > 1 else {})
         | ({"relay_on_prefill": True} if name == "prefill" and scenario.relay_colocated else {})
         for name, role in scenario.roles.items()
     }

@@ -44,6 +44,10 @@ class Role:
         return self.spec.tp
 
     @property
+    def gpus_per_instance(self) -> int:
+        return self.spec.gpus_per_instance
+
+    @property
     def gpus(self) -> int:
         return self.spec.gpus
 
@@ -179,6 +183,12 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
                 f"{source}: {name}.gpu = {spec.gpu!r}: datacenter {spec.datacenter} offers only {', '.join(offers)}"
             )
         hardware = inputs.hardware_for(spec.gpu)
+        decodes_in_prefill = architectures.get(plan.architecture).colocated or plan.relay_on_prefill
+        if spec.pp > 1 and name == "prefill" and decodes_in_prefill:
+            raise InputError(
+                f"{source}: prefill.pp = {spec.pp}: decode tokens riding in a pipelined instance's prefill steps "
+                "(agg, or a relay on the prefill instances) are not modelled; use pp 1 for these instances"
+            )
         try:
             instance = Instance(
                 inputs.model_for(name, spec),
@@ -190,6 +200,7 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
                 tp_attention=spec.tp_attention,
                 cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
                 context_cv=min(workload.decode_context_cv(), 10.0),
+                pp=spec.pp,
             )
             memory_budget(instance, workload.serving.hbm_utilization, chunk)
         except InputError as exc:
@@ -234,7 +245,8 @@ def _check_prompt_room(
         return
     need = float(request_kv_bytes(instance.model, longest, workload.serving.page_tokens))
     raise InputError(
-        f"{source}: {name}: one {spec.gpu} TP{spec.tp} instance keeps {kv_capacity_bytes / 1e9:.3g} GB of KV "
+        f"{source}: {name}: one {spec.gpu} TP{spec.tp}{f' PP{spec.pp}' if spec.pp > 1 else ''} instance keeps "
+        f"{kv_capacity_bytes / 1e9:.3g} GB of KV "
         f"(over {instance.kv_pools} rank pool(s)), but the longest prompt ({longest:,} tokens) needs "
         f"{need / 1e9:.3g} GB; use more GPUs per instance, GPUs with more memory, or a smaller kv_dtype"
     )

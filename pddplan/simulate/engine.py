@@ -218,6 +218,7 @@ def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
         linear_s=linear,
         extra_step_s=extra_step_s,
         alone_linear_s=alone_linear,
+        stages=instance.pp,
     )
 
 

@@ -28,6 +28,12 @@ the ranks left free, in arrival order, one per rank. A step whose k pieces hold 
 takes L(k', T_max) + max_i A_i s_i / n_i: L(k, T) the step without attention when k ranks carry T
 tokens each (`PrefillPool.rank_linear_s`), read at the busiest rank's T_max and k' = sum T_i / T_max
 (the experts' tokens; interpolated between whole k), the ranks' attention in parallel.
+
+With pipeline stages (`PrefillPool.stages` p > 1) every step above is the first stage's (the step
+tables are a stage's, `pddplan.perf.roofline.pipeline_stage`): the instance starts its next step
+when the first stage is free, and a request's prefill ends (p - 1) x the longest step it rode in
+after its last step leaves the first stage, its last chunk crossing the other stages
+(`PrefillCost.fill_s`, the same rule).
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ class PrefillPool:
     #: L(k, T) for k = 1..ranks and T = 0..chunk_tokens (entry 0 unused)
     ranks: int = 1
     rank_linear_s: list[list[float]] | None = None
+    stages: int = 1  # pipeline stages per instance (module docstring)
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,8 @@ def run_prefill_pool(
     left = [0.0] * pool.instances  # its tokens still to prefill
     head = 0
     busy_s = 0.0
+    drain = pool.stages - 1
+    longest = [0.0] * len(arrival) if drain else []  # per request, the longest step it rode in
     while (step := _next_step(busy, idle, arrival, waiting, head)) is not None:
         t, k = step
         room = budget
@@ -146,8 +155,11 @@ def run_prefill_pool(
         packed_attention = 0.0  # at a full chunk's
         pieces = 0
         finished: list[int] = []
+        riders: list[int] = []  # with stages: the requests in this step
         if current[k] >= 0:
             i = current[k]
+            if drain:
+                riders.append(i)
             piece = min(left[k], room)
             room -= piece
             step_tokens += piece
@@ -162,6 +174,8 @@ def run_prefill_pool(
             i = waiting[head]
             head += 1
             start[i] = t
+            if drain:
+                riders.append(i)
             piece = min(tokens[i], room)
             room -= piece
             step_tokens += piece
@@ -183,8 +197,10 @@ def run_prefill_pool(
         done = t + step_s
         steps[k][0].append(t)
         steps[k][1].append(done)
+        for i in riders:
+            longest[i] = max(longest[i], step_s)
         for i in finished:
-            end[i] = done
+            end[i] = done + drain * longest[i] if drain else done
             on_instance[i] = k
         heapq.heappush(busy, (done, k))
     return replace(run, busy_s=busy_s)

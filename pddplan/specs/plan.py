@@ -24,6 +24,7 @@ from pddplan.specs.common import (
     TokenCount,
 )
 from pddplan.specs.precision import WeightDtype
+from pddplan.support.limits import MAX_PIPELINE_STAGES
 
 # An architecture's name, as `pddplan.architectures` registers it (checked when a plan is read).
 ArchitectureName = str
@@ -32,12 +33,19 @@ HandoffMode = Literal["one-shot", "catch-up", "adaptive"]
 
 
 class RoleSpec(StrictModel):
-    """Instances of one role: `count` instances of `tp` GPUs of type `gpu` in `datacenter`."""
+    """Instances of one role: `count` instances of `tp` x `pp` GPUs of type `gpu` in `datacenter`."""
 
     datacenter: Name
     gpu: str = Field(min_length=1)
     tp: PositiveInt
     count: NonNegativeInt
+    pp: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_PIPELINE_STAGES,
+        description="pipeline-parallel stages, each the next layers on its own tp GPUs (SGLang --pp-size, "
+        "vLLM --pipeline-parallel-size); tp x pp GPUs per instance",
+    )
     expert_parallel: bool | None = Field(
         default=None, description="None: EP for MoE models spanning more than one scale-up domain"
     )
@@ -53,14 +61,21 @@ class RoleSpec(StrictModel):
     )
 
     @property
+    def gpus_per_instance(self) -> int:
+        """tp x pp."""
+        return self.tp * self.pp
+
+    @property
     def gpus(self) -> int:
-        return self.tp * self.count
+        return self.gpus_per_instance * self.count
 
     @model_serializer(mode="wrap")
     def _written_without_the_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A plan file names `tp_attention` and the weight formats only where they are set: plans
-        written before them read alike."""
+        """A plan file names `pp`, `tp_attention` and the weight formats only where they are set:
+        plans written before them read alike."""
         data: dict[str, Any] = handler(self)
+        if self.pp == 1:
+            data.pop("pp", None)
         if not self.tp_attention:
             data.pop("tp_attention", None)
         for name in ("weights", "expert_weights"):

@@ -57,6 +57,8 @@ MAX_TOKENS = 10_000_000
 MIN_CHUNK_TOKENS = 16
 #: GPUs in one model instance: 100,000 is beyond any scale-up or scale-out domain a model spans
 MAX_GPUS_PER_INSTANCE = 100_000
+#: pipeline stages of one instance (engines split a model's layers over a few nodes; 64 is beyond any)
+MAX_PIPELINE_STAGES = 64
 #: parallel workers: more than a thousand processes on one machine is a typo
 MAX_JOBS = 1024
 #: a solver time limit: a day per solve is beyond any planning loop
