@@ -49,7 +49,7 @@ class Export:
                     datacenter=i.datacenter,
                     gpu=i.gpu,
                     gpus=i.gpus,
-                    pp=i.pp,
+                    **({"pp": i.pp} if i.pp > 1 else {}),
                     nodes=i.nodes,
                     layout=i.layout,
                     kv_transfer=i.kv_transfer,

@@ -13,7 +13,7 @@ class ExportInstance(Output):
     datacenter: str
     gpu: str
     gpus: int = Field(description="GPUs of one instance: tensor-parallel ranks x pipeline stages")
-    pp: int = Field(default=1, description="pipeline stages (--pp-size, --pipeline-parallel-size)")
+    pp: int = Field(default=1, description="pipeline stages (--pp-size, --pipeline-parallel-size); absent: 1")
     nodes: int
     layout: str = Field(
         description="ep (experts expert-parallel, data-parallel attention), tp-ep (experts expert-parallel, "
