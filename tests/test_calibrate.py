@@ -750,3 +750,13 @@ def test_a_fit_that_worsens_the_held_out_rows_is_not_written_without_force(cli: 
     assert lines[-1].endswith(f"{out} not written (--force writes it anyway)")
     forced = cli("calibrate", measurements, "--gpu", "h100-sxm", "--output", str(out), "--force")
     assert forced.exit_code == 0 and out.exists() and "warning: the fitted factors make" in forced.stderr
+
+
+def test_predicting_rows_together_equals_predicting_each_alone() -> None:
+    """`predict` steps every row of one instance and kind at once: each row's prediction is the
+    one it gets alone, exactly (the shipped measurements: every model, GPU, layout and kind)."""
+    rows = read_measurements(ROOT / "tests" / "data" / "measurements.csv")
+    for by_stack in (False, True):
+        together = predict(rows, by_stack=by_stack)
+        alone = np.array([predict([m], by_stack=by_stack)[0] for m in rows])
+        assert np.array_equal(together, alone)

@@ -262,33 +262,52 @@ def predict(
     """Predicted step seconds for each row: with `efficiency` for every GPU, or each GPU's own
     factors (`by_stack`: those of the row's stack where the GPU's profile holds them). `models`:
     the rows' models already resolved (a fit predicts the same rows hundreds of times), else
-    resolved here."""
+    resolved here. Rows of one instance and step kind are predicted in one vectorized step."""
     models = {} if models is None else models
     profiles = dict(hardware or {})
-    out = []
-    for m in rows:
+    rows = list(rows)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for index, m in enumerate(rows):
         if m.gpu not in profiles:
             profiles[m.gpu] = load_hardware(m.gpu)
         stack = m.stack if by_stack and m.stack in profiles[m.gpu].stack_efficiency else None
-        instance = Instance(
-            _model_for(m, models),
-            profiles[m.gpu],
+        key = (
+            m.gpu,
+            (m.model, m.weight_dtype, m.expert_weight_dtype, m.kv_dtype),
             m.tp,
             m.expert_parallel,
+            stack,
+            m.tp_attention,
+            m.kind,
+            m.adds_request_overhead,
+        )
+        groups.setdefault(key, []).append(index)
+    out = np.empty(len(rows))
+    for (gpu, _, tp, expert_parallel, stack, tp_attention, kind, overhead), members in groups.items():
+        first = rows[members[0]]
+        instance = Instance(
+            _model_for(first, models),
+            profiles[gpu],
+            tp,
+            expert_parallel,
             efficiency,
             stack=stack,
-            tp_attention=m.tp_attention,
+            tp_attention=tp_attention,
         )
-        if m.kind == "prefill":
-            seconds = step_time(instance, m.tokens, m.cached, m.batch).total_s
-            if m.adds_request_overhead:
+
+        def column(name: str, members: list[int] = members) -> np.ndarray:
+            return np.array([getattr(rows[i], name) for i in members], dtype=np.float64)
+
+        if kind == "prefill":
+            seconds = step_time(instance, column("tokens"), column("cached"), column("batch")).total_s
+            if overhead:
                 seconds = seconds + instance.efficiency.request_overhead_s
-        elif m.kind == "decode":
-            seconds = step_time(instance, 1.0, m.context, m.batch, decode=True).total_s
+        elif kind == "decode":
+            seconds = step_time(instance, 1.0, column("context"), column("batch"), decode=True).total_s
         else:
-            seconds = step_time(instance, m.tokens, m.context, 1.0).total_s
-        out.append(float(seconds))
-    return np.array(out)
+            seconds = step_time(instance, column("tokens"), column("context"), 1.0).total_s
+        out[members] = seconds
+    return out
 
 
 @dataclass(frozen=True)
