@@ -7,7 +7,9 @@ the file, the field path, the offending value and what was expected.
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 import json
 import os
 import re
@@ -67,9 +69,22 @@ _PlainLoader.add_implicit_resolver(
 )
 
 
+#: texts up to this size keep their parse (a catalog file is read again by every fit, scenario
+#: and test); a trace or a large input is parsed each time and not held
+MAX_REMEMBERED_TEXT = 256 * 1024
+
+
+@functools.lru_cache(maxsize=128)
+def _remembered(text: str) -> Any:
+    return yaml.load(text, Loader=_PlainLoader)
+
+
 def parse_text(text: str, source: str) -> Any:
-    """Parse YAML (a superset of JSON) text; `source` names it in error messages."""
+    """Parse YAML (a superset of JSON) text; `source` names it in error messages. A small text
+    parsed before returns a copy of its earlier parse (plain data: the same values)."""
     try:
+        if len(text) <= MAX_REMEMBERED_TEXT:
+            return copy.deepcopy(_remembered(text))
         return yaml.load(text, Loader=_PlainLoader)
     except ValueError:  # an integer of more than 4,300 digits (Python's conversion limit)
         raise InputError(f"{source}: not valid YAML: a number too long to read") from None
