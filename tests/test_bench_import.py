@@ -173,6 +173,11 @@ def test_bad_benchmark_files_give_one_line_naming_the_line(
             "give --tp N",
         ),
         (json.dumps({**SGLANG_RUN, "server_info": {"tp_size": 1}}) + "\n", (), "names no model: give --model"),
+        (
+            json.dumps({**SGLANG_RUN, "server_info": {**SGLANG_RUN["server_info"], "pp_size": 2}}) + "\n",
+            (),
+            "the server ran pp_size 2: pipeline-parallel runs are not calibrated",
+        ),
     ],
 )
 def test_bad_calibrate_from_gives_one_line_and_exit_2(

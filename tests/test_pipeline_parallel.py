@@ -18,11 +18,14 @@ from pddplan.api import scenario_of
 from pddplan.errors import InputError
 from pddplan.export import export_plan
 from pddplan.inputs import load_hardware, load_model
+from pddplan.perf.arithmetic import weight_bytes
 from pddplan.perf.memory import instance_kv_capacity_bytes, memory_budget
 from pddplan.perf.roofline import (
     Instance,
+    collectives_launched,
     decode_step_time,
     extend_time,
+    kernels_launched,
     prefill_cost,
     prefill_time,
     stage_transfer_s,
@@ -46,7 +49,7 @@ def test_a_stage_step_is_its_share_of_the_layers_plus_its_send_and_the_step_over
     tokens = 4096.0
     whole = step_time(instance.one_stage(), tokens, 0.0)
     stage = step_time(instance, tokens, 0.0)
-    send = eff.nic_latency_s + tokens * 16384 * 2 / (8 * hw.nic_bytes_per_s * eff.scale_up_fraction)
+    send = eff.nic_latency_s + 2 * tokens * 16384 * 2 / (8 * hw.nic_bytes_per_s * eff.scale_up_fraction)
     assert float(stage_transfer_s(instance, tokens)) == pytest.approx(send, rel=1e-12)
     expected = (whole.total_s - eff.step_overhead_s) / 2 + send + eff.step_overhead_s
     assert float(stage.total_s) == pytest.approx(float(expected), rel=1e-12)
@@ -56,10 +59,37 @@ def test_a_stage_step_is_its_share_of_the_layers_plus_its_send_and_the_step_over
     assert float(parts) == pytest.approx(float(stage.total_s), rel=1e-9)  # the breakdown still adds up
 
 
+def test_an_eager_stage_waits_for_its_own_kernels_to_launch() -> None:
+    """Without CUDA graphs a stage's step takes at least its host's time to launch the stage's
+    kernels, o_step + gap (launches) s, not the whole model's: Llama-3.1-70B on two TP8 stages."""
+    instance = Instance(load_model("llama-3.1-70b"), load_hardware("h100-sxm"), 8, pp=2, cuda_graph_max_batch=0)
+    eff = instance.efficiency
+    whole = step_time(instance.one_stage(), 1.0, 4000.0, 32.0, decode=True)
+    stage = step_time(instance, 1.0, 4000.0, 32.0, decode=True)
+    device = (whole.total_s - whole.host_bound_s - eff.step_overhead_s) / 2 + stage.stage_transfer_s
+    device = device + eff.step_overhead_s
+    launches = kernels_launched(instance.model) + collectives_launched(instance)
+    host = eff.step_overhead_s + eff.launch_gap_s * launches / 2
+    assert float(stage.total_s) == pytest.approx(max(float(device), host), rel=1e-12)
+    assert float(stage.host_bound_s) == pytest.approx(max(host - float(device), 0.0), abs=1e-15)
+
+
+def test_the_fullest_stage_sets_the_pace_and_the_memory() -> None:
+    """Llama-3.1-405B's 126 layers on four stages: the fullest holds 32, s = 32 / 126, of the
+    per-layer work and of the weights per GPU; the KV one instance holds is tp / s GPUs' worth."""
+    instance, whole = stages(pp=4), stages(pp=1)
+    assert instance.stage_share == pytest.approx(32 / 126)
+    stage, full = step_time(instance, 2048.0, 0.0), step_time(whole, 2048.0, 0.0)
+    assert float(stage.dense_gemm_s) == pytest.approx(float(full.dense_gemm_s) * 32 / 126, rel=1e-12)
+    weights = weight_bytes(instance.model) / 8  # every weight over one stage's 8 GPUs
+    assert memory_budget(instance).weight_bytes == pytest.approx(weights * 32 / 126, rel=1e-12)
+    assert instance_kv_capacity_bytes(instance) == pytest.approx(memory_budget(instance).kv_bytes * 8 * 126 / 32)
+
+
 def test_inside_one_domain_the_send_takes_the_scale_up_fabric() -> None:
     instance = stages(pp=2, tp=4, model="llama-3.1-70b")  # 8 GPUs: one node
     hw, eff = instance.hardware, instance.efficiency
-    send = eff.collective_latency_s + 1000 * 8192 * 2 / (4 * hw.scale_up_bytes_per_s * eff.scale_up_fraction)
+    send = eff.collective_latency_s + 2 * 1000 * 8192 * 2 / (4 * hw.scale_up_bytes_per_s * eff.scale_up_fraction)
     assert float(stage_transfer_s(instance, 1000.0)) == pytest.approx(send, rel=1e-12)
 
 
@@ -140,6 +170,16 @@ def test_the_simulated_pool_steps_at_the_first_stage_and_ends_after_the_fill() -
     assert run.end_s[1] == pytest.approx(0.0105 + 0.001 + 0.001)
 
 
+def test_a_short_step_after_a_long_one_waits_for_it_in_the_later_stages() -> None:
+    """A flow shop: a 100-token request packed into the step after a 2,000-token one leaves the
+    first stage at 2.1 ms but the second only after the long step has left it, at 4 + 0.1 ms."""
+    linear = [t / 1e6 for t in range(2001)]
+    pool = PrefillPool(instances=1, chunk_tokens=2000, linear_s=linear, stages=2)
+    run = run_prefill_pool(pool, np.array([0.0, 0.0]), np.array([2000.0, 100.0]), np.zeros(2))
+    assert run.end_s[0] == pytest.approx(0.004)
+    assert run.end_s[1] == pytest.approx(0.0041)
+
+
 def test_a_role_s_gpus_are_tp_times_pp_and_a_plan_names_pp_only_when_set() -> None:
     spec = RoleSpec(datacenter="dc-a", gpu="h100-sxm", tp=8, count=3, pp=2)
     assert spec.gpus_per_instance == 16
@@ -205,8 +245,7 @@ def test_a_bad_pp_in_a_plan_is_one_line_naming_the_field(cli: Any, tmp_path: Pat
 
 
 def test_the_export_runs_stages_beside_tensor_parallelism(tmp_path: Path) -> None:
-    """SGLang --tp-size 8 --pp-size 2, vLLM --tensor-parallel-size 8 --pipeline-parallel-size 2,
-    over two 8-GPU nodes; the README table says TP8 x PP2."""
+    """SGLang --tp-size 8 --pp-size 2 over two 8-GPU nodes; the README table says TP8 x PP2."""
     scenario = scenario_of(_plan(tmp_path), WORKLOAD)
     sglang = export_plan(scenario, "sglang")
     head = " ".join(sglang.files["prefill-0.sh"].replace("\\\n", " ").split())
@@ -215,8 +254,22 @@ def test_the_export_runs_stages_beside_tensor_parallelism(tmp_path: Path) -> Non
     assert "TP8 x PP2" in sglang.files["README.md"]
     prefill = next(i for i in sglang.to_output().instances if i.role == "prefill")
     assert (prefill.gpus, prefill.pp, prefill.nodes) == (16, 2, 2)
-    vllm = " ".join(export_plan(scenario, "vllm").files["prefill-0.sh"].replace("\\\n", " ").split())
-    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in vllm
+    decode = " ".join(sglang.files["decode-0.sh"].replace("\\\n", " ").split())
+    assert "--pp-size" not in decode
+
+
+def test_the_export_refuses_stages_an_engine_cannot_run(tmp_path: Path) -> None:
+    """vLLM's NIXL connector runs no pipeline stages; SGLang's decode runs pp 1 or the prefill's."""
+    with pytest.raises(InputError, match=r"prefill.pp = 2: vLLM .*NixlConnector does not run pipeline stages"):
+        export_plan(scenario_of(_plan(tmp_path), WORKLOAD), "vllm")
+    with pytest.raises(InputError, match=r"prefill.pp = 2: vLLM"):
+        export_plan(scenario_of(_plan(tmp_path), WORKLOAD), "k8s", engine="vllm")
+    plan = yaml.safe_load(_plan(tmp_path).read_text(encoding="utf-8"))
+    plan["decode"].update(pp=4, count=1)
+    path = tmp_path / "decode-pp.yaml"
+    path.write_text(yaml.safe_dump(plan), encoding="utf-8")
+    with pytest.raises(InputError, match=r"decode.pp = 4: SGLang's decode runs pp 1 or the prefill's \(2"):
+        export_plan(scenario_of(path, WORKLOAD), "sglang")
 
 
 def test_estimate_reports_a_stage_and_the_fill(cli: Any) -> None:

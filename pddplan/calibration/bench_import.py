@@ -191,6 +191,12 @@ def read_bench(path: Path, fmt: BenchFormat) -> list[BenchRun]:
         server = _server_info(record)
         model = record.get("model_id") if fmt == "vllm-bench" else server.get("model_path")
         tp = server.get("tp_size")
+        stages = server.get("pp_size")
+        if isinstance(stages, int) and stages > 1:
+            raise InputError(
+                f"{where}: the server ran pp_size {stages}: pipeline-parallel runs are not calibrated (a step "
+                "fitted as one stage would mix the stages' sends and fill into the factors)"
+            )
         runs.append(
             BenchRun(
                 where=where,

@@ -667,7 +667,8 @@ def _cap_notes(scenario: Scenario, decoding: _Decoding, context: float, rate_rps
         verb = "binds" if busy else "holds it below memory"
         label = scenario.architecture.decode_label if name == "decode" else "RLD"
         notes.append(
-            f"decode batch cap {cap} {verb} on {label} ({role.instance.hardware.name} TP{role.tp}): memory allows "
+            f"decode batch cap {cap} {verb} on {label} ({role.instance.hardware.name} TP{role.tp}"
+            f"{f' PP{role.spec.pp}' if role.spec.pp > 1 else ''}): memory allows "
             f"{room:,.0f} sequences, the pool runs {decoder.batch:,.0f} per instance"
         )
     return notes

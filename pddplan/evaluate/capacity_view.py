@@ -11,11 +11,12 @@ Per instance, within the SLA (see `pddplan.evaluate.capacity`):
             their KV room holds beside the prefill in flight, and prefill is slowed by its tokens;
   WAN       0.9 * E[available capacity] / E[bytes per request] for the plan's lines.
 Plan capacity = min over roles of count * per-instance capacity. Fluid economics:
-  gpus_per_rps = sum over roles of tp / per-instance capacity;
+  gpus_per_rps = sum over roles of GPUs per instance (tp x pp) / per-instance capacity;
   cost_per_request = (sum over roles of $/h per instance / capacity + $/h of lines / WAN capacity) / 3600;
   throughput per GPU-hour = 3600 / gpus_per_rps;  BCR = 1 / cost_per_request (requests per $);
   revenue per cost = revenue per request / cost per request;
-  prefill tokens per GPU-second = E[new tokens] / E[prefill time] / tp (service physics, no queue).
+  prefill tokens per GPU-second = E[new tokens] / E[prefill time] / GPUs per instance (service physics,
+  no queue).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pddplan.cache.sessions import CacheKind
 from pddplan.cache.tiers import instance_tiers
 from pddplan.evaluate.moments import WorkloadMoments, workload_moments
 from pddplan.perf.kv import cached_tokens, incremental_kv_bytes, new_tokens, request_kv_bytes
-from pddplan.perf.roofline import Instance, prefill_cost
+from pddplan.perf.roofline import Instance, linear_step_s, prefill_cost
 from pddplan.scenarios.scenario import Scenario
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Routing
@@ -30,10 +30,13 @@ class RequestClasses:
     probability of a pair is input_prob[i] * output_prob[j]).
 
     `prefill_s` is a request's own prefill latency (its chunks' engine time alone, `prefill_alone_s`,
-    plus, with pipeline stages, its last chunk's crossing of the stages after the first,
-    `PrefillCost.fill_s`, plus the request overhead); `prefill_work_s` the share of a prefill instance's time it takes
-    when the pool is saturated: chunked prefill packs requests into full steps, and under
-    data-parallel attention every rank is busy (`pddplan.perf.roofline.prefill_cost`).
+    plus, with pipeline stages, its last chunk's crossing of the stages after the first alone,
+    `PrefillCost.fill_s`, plus the request overhead); `prefill_stages` the pipeline's stages and
+    `prefill_full_step_s` a full chunk's stage step, T_lin(C) + C x attention per new token (what
+    the later stages may still be busy with, `pddplan.evaluate.prefill_queue`); `prefill_work_s`
+    the share of a prefill instance's time it takes when the pool is saturated: chunked prefill
+    packs requests into full steps, and under data-parallel attention every rank is busy
+    (`pddplan.perf.roofline.prefill_cost`).
     `prefill_ranks` is r, the ranks of an instance that prefill apart (1 without data-parallel
     attention) and `prefill_loaded_s` a request's own engine time with every rank busy (its
     `prefill_alone_s` when r = 1), `prefill_chunk_s` its chunks' steps alone (a second axis; 0
@@ -61,6 +64,9 @@ class RequestClasses:
     moments: WorkloadMoments
     load_s: np.ndarray
     md_load_s: np.ndarray
+    prefill_stages: int = 1
+    prefill_full_step_s: float = 0.0
+    prefill_fill_s: np.ndarray | float = 0.0  # per class, its lone fill (`PrefillCost.fill_s`)
 
     def attention_s_per_new_token(self) -> float:
         """Prefill attention per new token, token-weighted: E[A] / E[n] (0 with no new tokens)."""
@@ -196,6 +202,11 @@ def workload_classes(
     cost = prefill_cost(prefill, fresh, cached, chunk_tokens)
     overhead = prefill.efficiency.request_overhead_s
     outputs, output_probs = workload.output_tokens.support()
+    full_step = 0.0
+    if prefill.pp > 1:  # a full chunk's stage step, at the classes' mean packed attention per token
+        tokens = float(fresh @ input_prob)
+        per_token = float(cost.packed_attention_s @ input_prob) / tokens if tokens > 0 else 0.0
+        full_step = float(linear_step_s(prefill, chunk_tokens)) + chunk_tokens * per_token
     return RequestClasses(
         prompt_tokens=prompt,
         hit=hit,
@@ -217,6 +228,9 @@ def workload_classes(
         moments=workload_moments(workload),
         load_s=load,
         md_load_s=md_load,
+        prefill_stages=prefill.pp,
+        prefill_full_step_s=full_step,
+        prefill_fill_s=cost.fill_s,
     )
 
 

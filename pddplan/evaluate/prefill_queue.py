@@ -43,6 +43,11 @@ the longest of its busy ranks'. Its own prefill latency, beyond A, is the rest o
 join: `PrefillQueue.own_extra_s`. Decode rows co-located on the instance ride in its lockstep
 steps, which run while any rank prefills, 1 - (1 - rho)^r of the time, with
 E[k | busy] = r rho / (1 - (1 - rho)^r) ranks busy in a step.
+
+With pipeline stages the queue is the first stage's (every time above a stage's), and a request's
+last chunk then crosses the later stages: alone in (pp - 1) m, m its longest own step (in its
+`prefill_s`), behind the fuller steps ahead of it in (pp - 1) max(m, s_full) while the instance is
+busy; `own_extra_s` adds that difference times the utilization (`_drain_behind_s`).
 """
 
 from __future__ import annotations
@@ -268,6 +273,21 @@ def _continuing_share(classes: RequestClasses) -> float:
     return (mean - 1.0) / mean if mean > 0 else 0.0
 
 
+def _drain_behind_s(classes: RequestClasses, utilization: np.ndarray) -> np.ndarray:
+    """With pipeline stages, what a request's last chunk waits in the later stages behind fuller
+    steps than its own (0 without stages): alone it drains in (pp - 1) m (its longest own step m,
+    `PrefillCost.fill_s`); with the instance busy, the stages ahead still run the steps before it,
+    full ones, so it drains in (pp - 1) max(m, s_full): the class's extra is
+    (pp - 1) max(s_full - m, 0) x the instance's utilization (mean field; the simulator steps it)."""
+    shape = np.shape(utilization)
+    drain = classes.prefill_stages - 1
+    if drain == 0:
+        return np.zeros((*shape, len(classes.input_prob)))
+    own = np.asarray(classes.prefill_fill_s, dtype=np.float64) / drain  # m
+    behind = np.where(classes.new_tokens > 0, drain * np.maximum(classes.prefill_full_step_s - own, 0.0), 0.0)
+    return np.clip(utilization, 0.0, 1.0)[..., None] * behind
+
+
 def prefill_queue(classes: RequestClasses, count: ArrayLike, rate: ArrayLike, cv2_arrival: float) -> PrefillQueue:
     """The pool of `count` instances at `rate` requests/s, packing as the module docstring says."""
     c, lam = np.broadcast_arrays(np.asarray(count, dtype=np.float64), np.asarray(rate, dtype=np.float64))
@@ -301,7 +321,7 @@ def prefill_queue(classes: RequestClasses, count: ArrayLike, rate: ArrayLike, cv
         wait_mean_s=np.asarray(wait_mean, dtype=np.float64),
         work_s=mean,
         utilization=utilization,
-        own_extra_s=np.zeros((*shape, len(prob))),
+        own_extra_s=_drain_behind_s(classes, utilization),
         busy_share=utilization,
         loaded_share=p_wait,
         work_left_share=p_wait,

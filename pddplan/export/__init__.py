@@ -72,6 +72,38 @@ def model_repo_of(model: str, model_path: str | None) -> str:
     return str(entry["hf_repo"])
 
 
+def check_pipeline_stages(engine: Engine, deployment: Deployment) -> None:
+    """InputError when `engine` cannot run the deployment's pipeline stages as planned:
+    vLLM 0.34's NixlConnector refuses pp > 1 (vLLM #40674, #52913; its push connector takes a
+    pipelined prefill, vLLM #45880, with a proxy this export does not write); SGLang's decode (and
+    a relay fed by prefill) runs pp 1 or the prefill's (SGLang #14265), and speculative decoding
+    beside pipeline stages only experimentally, outside PD (`SGLANG_ENABLE_PP_SPEC`)."""
+    staged = [i for i in deployment.instances if i.pp > 1]
+    if not staged:
+        return
+    first = staged[0]
+    where = f"{first.role}.pp = {first.pp}"
+    if engine == "vllm":
+        raise InputError(
+            f"{where}: vLLM {ENGINE_VERSIONS['vllm'].split()[1]}'s NixlConnector does not run pipeline stages "
+            "(vLLM #40674; a pipelined prefill needs its NixlPushConnector and proxy, vLLM #45880, which this "
+            "export does not write); export with --target sglang, or plan without pp"
+        )
+    prefill_pp = {i.pp for i in deployment.instances if i.role == "prefill"}
+    for instance in deployment.instances:
+        if instance.role != "prefill" and instance.pp > 1 and {instance.pp} != prefill_pp:
+            raise InputError(
+                f"{instance.role}.pp = {instance.pp}: SGLang's decode runs pp 1 or the prefill's "
+                f"({'/'.join(map(str, sorted(prefill_pp)))}; SGLang #14265)"
+            )
+    if deployment.mtp_draft_tokens and any(not i.colocated for i in staged):
+        raise InputError(
+            f"{where} with multi-token prediction (serving.mtp_draft_tokens): SGLang runs speculative decoding "
+            "beside pipeline stages only experimentally and not in PD mode (SGLANG_ENABLE_PP_SPEC); "
+            "plan without pp or without MTP"
+        )
+
+
 def export_plan(
     scenario: Scenario,
     target: Target,
@@ -89,6 +121,7 @@ def export_plan(
         check_script_text("--image", image)
     repo = model_repo_of(scenario.workload.model, model_path)
     deployment = deployment_of(scenario, repo, gpus_per_node, checkpoint_given=bool(model_path), pack=target != "k8s")
+    check_pipeline_stages(engine if target == "k8s" else target, deployment)
     if target == "k8s":
         return Export(target, engine, deployment, k8s_files(engine, deployment, image))
 

@@ -96,8 +96,8 @@ def sglang_args(deployment: Deployment, instance: EngineInstance, node: NodeCont
         args += ["--pp-size", str(instance.pp)]
     if instance.layout == "ep":
         args += ["--ep-size", str(n), "--attn-dp-size", str(n), "--moe-a2a-backend", "deepep"]
-    elif instance.layout == "tp-ep":
-        args += ["--ep-size", str(n)]
+    elif instance.layout == "tp-ep":  # the experts spread over one stage's ranks
+        args += ["--ep-size", str(instance.tp)]
     if instance.colocated:
         args += ["--chunked-prefill-size", str(chunk), "--enable-mixed-chunk"]
     else:
@@ -143,8 +143,7 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
     headless, each starting at its first rank (a co-located server's steps carry prefill chunks,
     so it takes the high-throughput kernels). EP under tensor-parallel attention is
     `--tensor-parallel-size N --enable-expert-parallel` (one rank group, experts spread over it). TP
-    is `--tensor-parallel-size N` (with pipeline stages, of one stage's GPUs, beside
-    `--pipeline-parallel-size P`); across nodes, with
+    is `--tensor-parallel-size N`; across nodes, with
     vLLM's multiprocessing executor (`--nnodes`, `--node-rank`, `--master-addr`; the others
     headless). KV moves with the NIXL connector; across the WAN its UCX transport is told to use TCP.
     A co-located server has no KV connector: vLLM V1 mixes prefill chunks into decode steps by
@@ -163,9 +162,7 @@ def vllm_args(deployment: Deployment, instance: EngineInstance, node: NodeContex
             args += ["--data-parallel-address", node.leader_address]
             args += ["--data-parallel-rpc-port", str(VLLM_DP_RPC_PORT)]
     else:
-        args += ["--tensor-parallel-size", str(instance.tp)]
-        if instance.pp > 1:
-            args += ["--pipeline-parallel-size", str(instance.pp)]
+        args += ["--tensor-parallel-size", str(instance.gpus)]  # no pipeline stages (`check_pipeline_stages`)
         if instance.layout == "tp-ep":
             args += ["--enable-expert-parallel"]
         if instance.nodes > 1:

@@ -159,8 +159,9 @@ def readme(engine: Engine, deployment: Deployment, files: list[str]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for i in deployment.instances:
-        tp = f"TP{i.tp} x PP{i.pp}" if i.pp > 1 else f"TP{i.gpus}"
-        layout = {"tp": tp, "ep": f"EP{i.gpus} + DP attention", "tp-ep": f"EP{i.gpus} + TP attention"}[i.layout]
+        stages = f" x PP{i.pp}" if i.pp > 1 else ""
+        layout = {"tp": f"TP{i.tp}", "ep": f"EP{i.tp} + DP attention", "tp-ep": f"EP{i.tp} + TP attention"}[i.layout]
+        layout += stages
         ids = i.gpu_ids
         nodes = str(i.nodes) if ids is None else f"shared, GPUs {ids[0]}-{ids[-1]}"
         lines.append(

@@ -50,6 +50,7 @@ def rdma_time_s(payload_bytes: ArrayLike, gpus: int, nic_bytes_per_s: float) -> 
     """RDMA copy of a KV payload from a prefill instance: bytes / (gpus * NIC) + copy overhead.
 
     Each sending GPU sends its part through its own NIC, so their NICs add up; `gpus` is the
-    instance's `kv_senders` (tp under tensor-parallel attention, 1 under data-parallel attention).
+    instance's `kv_senders` (every GPU, tp x pp, under tensor-parallel attention, 1 under data-parallel
+    attention).
     """
     return np.asarray(payload_bytes, dtype=np.float64) / (gpus * nic_bytes_per_s) + RDMA_COPY_OVERHEAD_S

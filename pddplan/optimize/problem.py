@@ -73,8 +73,12 @@ class OptimizeSetup:
     role_candidates: dict[RoleName, list[Candidate]] | None = None
 
     def candidates_for(self, role: RoleName) -> list[Candidate]:
-        """The instance kinds `role` may take, its instances storing the model as that role does."""
-        return (self.role_candidates or {}).get(role, self.candidates)
+        """The instance kinds `role` may take, its instances storing the model as that role does;
+        pipeline stages only for prefill: a decoder receiving KV from prefill runs without them
+        (vLLM's NIXL connectors take pipelined prefill only, vLLM #45880; SGLang's decode pp must
+        be 1 or the prefill's)."""
+        kinds = (self.role_candidates or {}).get(role, self.candidates)
+        return kinds if role == "prefill" else [c for c in kinds if c.pp == 1]
 
     @property
     def workload(self) -> Workload:
@@ -359,6 +363,8 @@ class ProblemBuilder:
         best: tuple[float, np.ndarray, Candidate, LinePool | None] | None = None
         for i, candidate in enumerate(setup.candidates):
             if not holds_longest_prompt(candidate, setup.workload):
+                continue
+            if setup.architecture.colocated and candidate.pp > 1:  # never a co-located pool's kind
                 continue
             lines = [
                 load.line

@@ -102,9 +102,9 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
     chunk = workload.serving.chunk_tokens
     moments = workload_moments(workload)
     home = workload.deployment.home
-    candidates = _plain_first(instance_candidates(inputs, chunk), workload)
-    if arch.colocated:
-        return _colocated_shape(inputs, arch, candidates)
+    candidates = instance_candidates(inputs, chunk)
+    if arch.colocated:  # decoding in pipelined steps is not modelled
+        return _colocated_shape(inputs, arch, [c for c in candidates if c.pp == 1])
     at_home = [c for c in candidates if c.datacenter == home]
     if not at_home:
         raise InfeasibleError(f"model '{model.name}' fits no GPU offered in the home datacenter {home}")
@@ -155,25 +155,15 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
     return Shape(arch, model, prefill, decode, relay, line, routing, line_options, tuple(fallbacks))
 
 
-def _plain_first(candidates: list[Candidate], workload: Workload) -> list[Candidate]:
-    """The kinds without pipeline stages when one of them holds the longest prompt, else all: the
-    shape picks one kind per role by a per-unit measure (dollars per request/s) that cannot see an
-    instance's granularity, and a pipelined kind is one scale-up domain per stage (a one-instance
-    pool of 64 GPUs where eight of 8 would do). The optimizer's program, which counts instances,
-    weighs every kind."""
-    plain = [c for c in candidates if c.pp == 1]
-    return plain if any(holds_longest_prompt(c, workload) for c in plain) else candidates
-
-
 def _usable_decoders(inputs: InputSet, role: RoleName, prefill: list[Candidate]) -> list[DecoderCapacity[Candidate]]:
     """`role`'s candidates (the prefill ones unless the workload's `role_weights` store the model
-    otherwise there) as decoders, those that hold the longest prompt and meet the TPOT target."""
+    otherwise there) as decoders, those without pipeline stages (`OptimizeSetup.candidates_for`)
+    that hold the longest prompt and meet the TPOT target."""
     workload, model = inputs.workload, inputs.model
     moments = workload_moments(workload)
     own = role in (workload.role_weights or {})
-    candidates = (
-        _plain_first(instance_candidates(inputs, workload.serving.chunk_tokens, role), workload) if own else prefill
-    )
+    kinds = instance_candidates(inputs, workload.serving.chunk_tokens, role) if own else prefill
+    candidates = [c for c in kinds if c.pp == 1]
     decoders = [decoder_capacity(c, workload, model, moments.context_tokens, moments.output_tokens) for c in candidates]
     return [d for d in decoders if d.usable and holds_longest_prompt(d.candidate, workload)]
 

@@ -1,12 +1,12 @@
 """Memory capacity of an instance: weights, activations, and what is left for KV.
 
 Per GPU:  usable = HBM * hbm_utilization
-          weights = W / (tp pp)  under TP (every weight split across ranks, each of the pp
-                    pipeline stages holding its num_layers / pp layers);
+          weights = W s / tp  under TP (every weight split across ranks; with pp pipeline stages
+                    the fullest holds s = ceil(L / pp) / L of the layers, 1 without);
                     W_dense + W_experts / tp  under EP (non-expert weights replicated on each rank)
           activations = T * (8 * d + 2 * f_tp) * 2 B,  T = tokens per step, f_tp = widest FFN per rank
           kv_budget = usable - weights - activations   (must be > 0, else the model does not fit)
-An instance's KV budget is tp * pp * kv_budget per GPU (a stage keeps its own layers' KV); a
+An instance's KV budget is tp * kv_budget / s per GPU (a stage keeps its own layers' KV); a
 sequence of N tokens takes request_kv_bytes(N) times the copies its attention layout keeps (see
 `kv_replication`: GQA heads replicated when tp > g, MLA's latent on every rank under
 tensor-parallel attention, one copy under data-parallel attention).
@@ -64,8 +64,8 @@ def memory_budget(instance: Instance, hbm_utilization: float = 0.9, step_tokens:
             instance.constants.expert_weight_bytes * instance.constants.moe_layers * (instance.constants.num_experts)
         )
         per_gpu_weights = total_weights - expert_total + expert_total / instance.tp
-    else:
-        per_gpu_weights = total_weights / instance.gpus
+    else:  # each pipeline stage holds its layers (the fullest stage's share binds)
+        per_gpu_weights = total_weights * instance.stage_share / instance.tp
     budget = MemoryBudget(
         usable_bytes=hw.hbm_bytes * hbm_utilization,
         weight_bytes=per_gpu_weights,
@@ -97,7 +97,8 @@ def instance_kv_capacity_bytes(instance: Instance, hbm_utilization: float = 0.9,
     Replicated KV (`kv_replication`) shrinks the capacity by its number of copies.
     """
     per_gpu = memory_budget(instance, hbm_utilization, step_tokens).kv_bytes
-    return per_gpu * instance.gpus / kv_replication(instance)
+    # a stage keeps its own layers' share of each token's KV: the fullest stage fills first
+    return per_gpu * instance.tp / (instance.stage_share * kv_replication(instance))
 
 
 def layout_name(instance: Instance) -> str:

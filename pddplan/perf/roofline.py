@@ -141,6 +141,13 @@ class Instance:
         """GPUs of one instance: tp per pipeline stage, pp stages."""
         return self.tp * self.pp
 
+    @property
+    def stage_share(self) -> float:
+        """The share of the model's layers the fullest pipeline stage holds, ceil(L / pp) / L (1
+        without stages): what sets the pipeline's pace and its memory per GPU."""
+        layers = self.model.num_layers
+        return 1.0 if self.pp == 1 else math.ceil(layers / self.pp) / layers
+
     def one_stage(self) -> Instance:
         """The instance as one stage holding every layer (pp = 1): what a stage's step is a
         1 / pp share of (`pipeline_stage`)."""
@@ -527,7 +534,8 @@ def step_time(
     if instance.pp > 1:
         whole = step_time(instance.one_stage(), new_tokens, context_tokens, batch, packed_tokens, decode, balanced)
         tokens = np.asarray(new_tokens, dtype=np.float64) * np.asarray(batch, dtype=np.float64)
-        return pipeline_stage(instance, whole, tokens)
+        eager = instance.runs_eagerly(batch) if decode else False
+        return pipeline_stage(instance, whole, tokens, eager)
     k = instance.constants
     hw = instance.hardware
     eff = instance.efficiency
@@ -637,51 +645,66 @@ def step_time(
     )
 
 
+#: what a pipeline stage sends the next per token: the hidden states and the residual stream
+#: (SGLang's PPProxyTensors and vLLM's IntermediateTensors carry both), bf16
+STAGE_TENSORS = 2
+
+
 def stage_transfer_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
-    """One pipeline stage's send of `tokens` tokens' hidden states to the next stage, by the rule
-    of the tensor-parallel collectives (`_communication`): alpha + N d 2 B / (tp e link), each of
-    the stage's tp ranks sending its share over its own link; the scale-up fabric and its latency
-    when the instance's tp x pp GPUs fit one scale-up domain, the NIC and `nic_latency_s` otherwise."""
+    """One pipeline stage's send of `tokens` tokens to the next stage, by the rule of the
+    tensor-parallel collectives (`_communication`): alpha + 2 N d 2 B / (tp e link) (hidden states
+    and residual), each of the stage's tp ranks sending its share over its own link; the scale-up
+    fabric and its latency when the instance's tp x pp GPUs fit one scale-up domain, the NIC and
+    `nic_latency_s` otherwise (a stage boundary then crosses servers somewhere, and the slowest
+    stage sets the pipeline's pace)."""
     hw = instance.hardware
     eff = instance.efficiency
     inside = instance.gpus <= hw.scale_up_domain
     link = (hw.scale_up_bytes_per_s if inside else hw.nic_bytes_per_s) * eff.scale_up_fraction
     latency = eff.collective_latency_s if inside else eff.nic_latency_s
-    message = np.asarray(tokens, dtype=np.float64) * instance.model.hidden_size * ACTIVATION_BYTES
+    message = STAGE_TENSORS * np.asarray(tokens, dtype=np.float64) * instance.model.hidden_size * ACTIVATION_BYTES
     return latency + message / (instance.tp * link)
 
 
-def pipeline_stage(instance: Instance, whole: StepTime, tokens: ArrayLike) -> StepTime:
-    """A stage's step of a `pp`-stage pipeline, from `whole`, the same step with every layer on
-    one stage's tp GPUs: its per-layer parts (GEMMs, attention, collectives, kernel launches) / pp,
-    plus its send to the next stage (`stage_transfer_s`), plus the engine's per-step overhead
-    once (the scheduler forms each micro-batch once, not per stage):
+def pipeline_stage(instance: Instance, whole: StepTime, tokens: ArrayLike, eager: ArrayLike = False) -> StepTime:
+    """The slowest stage's step of a `pp`-stage pipeline, from `whole`, the same step with every
+    layer on one stage's tp GPUs: its per-layer parts (GEMMs, attention, collectives, kernel
+    floors) times its share of the layers, s = ceil(L / pp) / L (`Instance.stage_share`), plus its
+    send to the next stage (`stage_transfer_s`), plus the engine's per-step overhead once (the
+    scheduler forms each micro-batch once, not per stage):
 
-        stage = (whole - o_step - host) / pp + x(T) + o_step + host,
+        device = (whole - o_step - host_whole) s + x(T) + o_step,
 
-    o_step = `step_overhead_s`, host the eager-launch wait. Stages are taken as balanced (num_layers
-    / pp layers each; the embedding and LM head's few percent of the work spread with them)."""
-    pp = instance.pp
-    step_overhead = instance.efficiency.step_overhead_s
+    and where the step launches eagerly (`eager`) at least its host's time to issue the stage's
+    kernels, o_step + launch_gap (launches) s (`eager_host_time`, cut to the stage): total =
+    max(device, that). The embedding and LM head are spread with the layers."""
+    eff = instance.efficiency
+    step_overhead = eff.step_overhead_s
+    fraction = instance.stage_share
     send = stage_transfer_s(instance, tokens)
 
     def share(value: np.ndarray | float) -> np.ndarray:
-        return np.asarray(value, dtype=np.float64) / pp
+        return np.asarray(value, dtype=np.float64) * fraction
 
-    host = np.asarray(whole.host_bound_s, dtype=np.float64)
+    device = (whole.total_s - step_overhead - np.asarray(whole.host_bound_s, dtype=np.float64)) * fraction
+    device = device + send + step_overhead
+    launches = kernels_launched(instance.model) + collectives_launched(instance)
+    host_s = step_overhead + eff.launch_gap_s * launches * fraction
+    host = np.where(np.asarray(eager, dtype=bool), np.maximum(host_s - device, 0.0), 0.0)
     return replace(
         whole,
-        total_s=(whole.total_s - step_overhead - host) / pp + send + step_overhead + host,
+        total_s=device + host,
         dense_gemm_s=share(whole.dense_gemm_s),
         expert_gemm_s=share(whole.expert_gemm_s),
         attention_s=share(whole.attention_s),
         communication_s=share(whole.communication_s) + send,
-        overhead_s=(whole.overhead_s - step_overhead) / pp + step_overhead,
+        overhead_s=(whole.overhead_s - step_overhead) * fraction + step_overhead,
         compute_bound_s=share(whole.compute_bound_s),
         memory_bound_s=share(whole.memory_bound_s),
         flops_s=share(whole.flops_s),
         bytes_s=share(whole.bytes_s),
         packed_attention_s=share(whole.packed_attention_s),
+        host_bound_s=host,
         moe_routing_s=share(whole.moe_routing_s),
         moe_permutation_s=share(whole.moe_permutation_s),
         moe_dispatch_s=share(whole.moe_dispatch_s),

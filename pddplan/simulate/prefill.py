@@ -29,11 +29,12 @@ takes L(k', T_max) + max_i A_i s_i / n_i: L(k, T) the step without attention whe
 tokens each (`PrefillPool.rank_linear_s`), read at the busiest rank's T_max and k' = sum T_i / T_max
 (the experts' tokens; interpolated between whole k), the ranks' attention in parallel.
 
-With pipeline stages (`PrefillPool.stages` p > 1) every step above is the first stage's (the step
-tables are a stage's, `pddplan.perf.roofline.pipeline_stage`): the instance starts its next step
-when the first stage is free, and a request's prefill ends (p - 1) x the longest step it rode in
-after its last step leaves the first stage, its last chunk crossing the other stages
-(`PrefillCost.fill_s`, the same rule).
+With pipeline stages (`PrefillPool.stages` p > 1) every step above is a stage's (the step tables
+are the slowest stage's, `pddplan.perf.roofline.pipeline_stage`): the instance starts its next
+step when its first stage is free, each step crosses the stages in order, a stage taking it when
+it is done with the step before (C_j = max(C_{j-1}, stage j free) + s, a flow shop), and a
+request's prefill ends when its last step leaves the last stage (for a lone request the
+closed form's `PrefillCost.fill_s`, sum_j s_j + (p - 1) max_j s_j).
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def run_prefill_pool(
     left = [0.0] * pool.instances  # its tokens still to prefill
     head = 0
     busy_s = 0.0
-    drain = pool.stages - 1
-    longest = [0.0] * len(arrival) if drain else []  # per request, the longest step it rode in
+    # with pipeline stages: per instance, when each stage after the first is free
+    later_stages = [[0.0] * (pool.stages - 1) for _ in range(pool.instances)]
     while (step := _next_step(busy, idle, arrival, waiting, head)) is not None:
         t, k = step
         room = budget
@@ -155,11 +156,8 @@ def run_prefill_pool(
         packed_attention = 0.0  # at a full chunk's
         pieces = 0
         finished: list[int] = []
-        riders: list[int] = []  # with stages: the requests in this step
         if current[k] >= 0:
             i = current[k]
-            if drain:
-                riders.append(i)
             piece = min(left[k], room)
             room -= piece
             step_tokens += piece
@@ -174,8 +172,6 @@ def run_prefill_pool(
             i = waiting[head]
             head += 1
             start[i] = t
-            if drain:
-                riders.append(i)
             piece = min(tokens[i], room)
             room -= piece
             step_tokens += piece
@@ -197,10 +193,13 @@ def run_prefill_pool(
         done = t + step_s
         steps[k][0].append(t)
         steps[k][1].append(done)
-        for i in riders:
-            longest[i] = max(longest[i], step_s)
+        out = done  # when the step leaves the last stage
+        stages = later_stages[k]
+        for j, free in enumerate(stages):
+            out = max(out, free) + step_s
+            stages[j] = out
         for i in finished:
-            end[i] = done + drain * longest[i] if drain else done
+            end[i] = out
             on_instance[i] = k
         heapq.heappush(busy, (done, k))
     return replace(run, busy_s=busy_s)
