@@ -51,6 +51,10 @@ from pddplan.specs.plan import ArchitectureName, Handoff, RoleName, Routing
 from pddplan.specs.workload import Workload
 
 DINKELBACH_ITERATIONS = 12
+#: routing rules searched together for one prefill kind while rules x lines x pool sizes x request
+#: classes stays at most this (pdd-agent-64k: all six, 80,640; the 10,000-GPU fleet: one at a time,
+#: whose arrays already outgrow the caches)
+BATCHED_ELEMENTS = 200_000
 # A pool size a simulation saw miss the SLA at rate r is credited with at most this share of r: the
 # program may still serve less on it, not r again.
 MISS_SHARE = 0.85
@@ -455,14 +459,22 @@ class ProblemBuilder:
                     candidate, classes, setup.workload, sizes, setup.rate_ceiling, sla_scale, least
                 )[None, :]
             else:  # rows rule-major: rule r's line j is row r * len(line_rows) + j
-                downstreams = [
-                    replace(downstream, line=line, relayed=classes_by_rule[key][i].relay)
-                    for key in rules
-                    for line in line_rows
-                ]
-                rates = prefill_capacity_by_line(
-                    candidate, classes, downstreams, setup.workload, sizes, setup.rate_ceiling, sla_scale
-                )
+                # as many rules per search as keep its arrays small: beyond, one call per rule is faster
+                per_rule = len(line_rows) * len(sizes) * len(classes.input_prob)
+                group = max(1, min(len(rules), BATCHED_ELEMENTS // max(per_rule, 1)))
+                parts = []
+                for start in range(0, len(rules), group):
+                    downstreams = [
+                        replace(downstream, line=line, relayed=classes_by_rule[key][i].relay)
+                        for key in rules[start : start + group]
+                        for line in line_rows
+                    ]
+                    parts.append(
+                        prefill_capacity_by_line(
+                            candidate, classes, downstreams, setup.workload, sizes, setup.rate_ceiling, sla_scale
+                        )
+                    )
+                rates = np.concatenate(parts)
             padded = np.concatenate([np.zeros((len(rates), lowest - 1)), rates], axis=1)
             for r, key in enumerate(rules):
                 offset = r * len(line_rows) if not arch.colocated else 0
