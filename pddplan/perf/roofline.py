@@ -666,6 +666,24 @@ def stage_transfer_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
     return latency + message / (instance.tp * link)
 
 
+#: the parts of a step that scale with the layers it runs (`pipeline_stage` cuts them to a stage's)
+PER_LAYER_PARTS = (
+    "dense_gemm_s",
+    "expert_gemm_s",
+    "attention_s",
+    "compute_bound_s",
+    "memory_bound_s",
+    "flops_s",
+    "bytes_s",
+    "packed_attention_s",
+    "moe_routing_s",
+    "moe_permutation_s",
+    "moe_dispatch_s",
+    "moe_combine_s",
+    "overlap_s",
+)
+
+
 def pipeline_stage(instance: Instance, whole: StepTime, tokens: ArrayLike, eager: ArrayLike = False) -> StepTime:
     """The slowest stage's step of a `pp`-stage pipeline, from `whole`, the same step with every
     layer on one stage's tp GPUs: its per-layer parts (GEMMs, attention, collectives, kernel
@@ -693,23 +711,11 @@ def pipeline_stage(instance: Instance, whole: StepTime, tokens: ArrayLike, eager
     host = np.where(np.asarray(eager, dtype=bool), np.maximum(host_s - device, 0.0), 0.0)
     return replace(
         whole,
+        **{name: share(getattr(whole, name)) for name in PER_LAYER_PARTS},
         total_s=device + host,
-        dense_gemm_s=share(whole.dense_gemm_s),
-        expert_gemm_s=share(whole.expert_gemm_s),
-        attention_s=share(whole.attention_s),
         communication_s=share(whole.communication_s) + send,
         overhead_s=(whole.overhead_s - step_overhead) * fraction + step_overhead,
-        compute_bound_s=share(whole.compute_bound_s),
-        memory_bound_s=share(whole.memory_bound_s),
-        flops_s=share(whole.flops_s),
-        bytes_s=share(whole.bytes_s),
-        packed_attention_s=share(whole.packed_attention_s),
         host_bound_s=host,
-        moe_routing_s=share(whole.moe_routing_s),
-        moe_permutation_s=share(whole.moe_permutation_s),
-        moe_dispatch_s=share(whole.moe_dispatch_s),
-        moe_combine_s=share(whole.moe_combine_s),
-        overlap_s=share(whole.overlap_s),
         stage_transfer_s=send,
     )
 
