@@ -176,14 +176,10 @@ def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variabl
     one prefill kind and size (sum z = 1), placed at the pool's prefill datacenter."""
     model += pulp.lpSum(v.prefill.values()) == 1, "one-prefill-pool"
     for k in v.pool:
-        # built from (variable, coefficient) pairs: the same expression as a sum of products, without
-        # an expression object per term (this program has one term per prefill kind and size)
-        supply = pulp.LpAffineExpression(
-            [
-                (z, float(data.prefill_caps[(c, k)][n - 1]))
-                for (c, n), z in v.prefill.items()
-                if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
-            ]
+        supply = pulp.lpSum(
+            float(data.prefill_caps[(c, k)][n - 1]) * z
+            for (c, n), z in v.prefill.items()
+            if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
         )
         model += supply + v.slack_of("prefill-capacity") >= pool_rps(data, v, k), f"prefill-capacity-{k}"
     homes: dict[str, Any] = {}
