@@ -182,7 +182,7 @@ def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variabl
             if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
         )
         model += supply + v.slack_of("prefill-capacity") >= pool_rps(data, v, k), f"prefill-capacity-{k}"
-    homes: dict[str, Any] = {}
+    homes: dict[str, list[int]] = {}  # datacenter -> the pools whose prefill sits there
     for (c, n), z in v.prefill.items():
         datacenter = data.prefill[c].datacenter
         if datacenter not in homes:

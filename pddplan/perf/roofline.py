@@ -479,9 +479,12 @@ def eager_host_time(instance: Instance) -> float:
     """The host's time to launch one step without a CUDA graph: step_overhead + launch_gap *
     (kernels + collectives). An eagerly launched step takes at least this long: its kernels
     cannot run before the host issues them (the host runs ahead only while kernels outlast the gap)."""
-    eff = instance.efficiency
-    launches = kernels_launched(instance.model) + collectives_launched(instance)
-    return eff.step_overhead_s + eff.launch_gap_s * launches
+    return instance.efficiency.step_overhead_s + launch_s(instance)
+
+
+def launch_s(instance: Instance) -> float:
+    """The host's time to issue one step's kernels and collectives: launch_gap * (kernels + collectives)."""
+    return instance.efficiency.launch_gap_s * (kernels_launched(instance.model) + collectives_launched(instance))
 
 
 def moe_run(instance: Instance) -> MoeRun:
@@ -657,11 +660,7 @@ def stage_transfer_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
     fabric and its latency when the instance's tp x pp GPUs fit one scale-up domain, the NIC and
     `nic_latency_s` otherwise (a stage boundary then crosses servers somewhere, and the slowest
     stage sets the pipeline's pace)."""
-    hw = instance.hardware
-    eff = instance.efficiency
-    inside = instance.gpus <= hw.scale_up_domain
-    link = (hw.scale_up_bytes_per_s if inside else hw.nic_bytes_per_s) * eff.scale_up_fraction
-    latency = eff.collective_latency_s if inside else eff.nic_latency_s
+    latency, link = collective_link(instance, instance.gpus)
     message = STAGE_TENSORS * np.asarray(tokens, dtype=np.float64) * instance.model.hidden_size * ACTIVATION_BYTES
     return latency + message / (instance.tp * link)
 
@@ -706,8 +705,7 @@ def pipeline_stage(instance: Instance, whole: StepTime, tokens: ArrayLike, eager
 
     device = (whole.total_s - step_overhead - np.asarray(whole.host_bound_s, dtype=np.float64)) * fraction
     device = device + send + step_overhead
-    launches = kernels_launched(instance.model) + collectives_launched(instance)
-    host_s = step_overhead + eff.launch_gap_s * launches * fraction
+    host_s = step_overhead + launch_s(instance) * fraction
     host = np.where(np.asarray(eager, dtype=bool), np.maximum(host_s - device, 0.0), 0.0)
     return replace(
         whole,
@@ -819,6 +817,16 @@ def _attention(
     return flops, read, keys_per_query
 
 
+def collective_link(instance: Instance, gpus: int) -> tuple[float, float]:
+    """(latency alpha in s, effective bytes/s e * link) of a collective among `gpus` GPUs: the
+    scale-up fabric and `collective_latency_s` when they fit one scale-up domain, the NIC and
+    `nic_latency_s` otherwise."""
+    hw, eff = instance.hardware, instance.efficiency
+    if gpus <= hw.scale_up_domain:
+        return eff.collective_latency_s, hw.scale_up_bytes_per_s * eff.scale_up_fraction
+    return eff.nic_latency_s, hw.nic_bytes_per_s * eff.scale_up_fraction
+
+
 def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
     """The tensor-parallel all-reduces of a step, each alpha + bytes / (e * link) (the Hockney model;
     nccl-tests and custom all-reduce figures set alpha and e), alpha the scale-up latency
@@ -835,14 +843,8 @@ def _communication(instance: Instance, tokens: np.ndarray) -> np.ndarray:
     tp = instance.tp
     if tp == 1 or instance.uses_dp_attention:
         return np.zeros_like(tokens)
-    hw = instance.hardware
-    eff = instance.efficiency
     model = instance.model
-    domain = hw.scale_up_domain
-    scale_up = hw.scale_up_bytes_per_s * eff.scale_up_fraction
-    nic = hw.nic_bytes_per_s * eff.scale_up_fraction
-    latency = eff.collective_latency_s if tp <= domain else eff.nic_latency_s
-    link = scale_up if tp <= domain else nic
+    latency, link = collective_link(instance, tp)
     message = tokens * model.hidden_size * ACTIVATION_BYTES
     all_reduce = latency + 2.0 * (tp - 1) / tp * message / link
     return 2.0 * model.num_layers * all_reduce

@@ -69,9 +69,9 @@ _PlainLoader.add_implicit_resolver(
 )
 
 
-#: texts up to this size keep their parse (a catalog file is read again by every fit, scenario
+#: texts up to this many characters keep their parse (a catalog file is read again by every fit, scenario
 #: and test); a trace or a large input is parsed each time and not held
-MAX_REMEMBERED_TEXT = 256 * 1024
+MAX_REMEMBERED_CHARS = 256 * 1024
 
 
 @functools.lru_cache(maxsize=128)
@@ -83,7 +83,7 @@ def parse_text(text: str, source: str) -> Any:
     """Parse YAML (a superset of JSON) text; `source` names it in error messages. A small text
     parsed before returns a copy of its earlier parse (plain data: the same values)."""
     try:
-        if len(text) <= MAX_REMEMBERED_TEXT:
+        if len(text) <= MAX_REMEMBERED_CHARS:
             return copy.deepcopy(_remembered(text))
         return yaml.load(text, Loader=_PlainLoader)
     except ValueError:  # an integer of more than 4,300 digits (Python's conversion limit)
