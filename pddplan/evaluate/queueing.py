@@ -96,20 +96,28 @@ def ps_response(size: ArrayLike, capacity: float, load: float) -> np.ndarray:
     return x / (capacity * (1.0 - load))
 
 
-def _exp_tail(y: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.where(mean > 0, np.exp(-y / np.where(mean > 0, mean, 1.0)), 0.0)
-
-
 def single_wait_survival(slack: ArrayLike, p_wait: ArrayLike, wait_mean: ArrayLike) -> np.ndarray:
     """P(W > slack) for W = 0 w.p. 1 - p, else exponential with mean m: p e^{-slack/m}, 1 for
     slack < 0, 0 when m = 0 (no wait), 1 when m is infinite. Every argument broadcasts (the
-    capacity view passes one p and m per pool size)."""
-    y = np.asarray(slack, dtype=np.float64)
+    capacity view passes one p and m per pool size). Computed in place in one array: the
+    capacity searches call it on millions of (row, class) points."""
     p = np.asarray(p_wait, dtype=np.float64)
     m = np.asarray(wait_mean, dtype=np.float64)
-    tail = np.where(np.isfinite(m), p * _exp_tail(np.maximum(y, 0.0), m), 1.0)
-    return np.where(y < 0, 1.0, tail)
+    y = np.asarray(slack, dtype=np.float64)
+    shape = np.broadcast_shapes(y.shape, p.shape, m.shape)
+    tail = np.array(np.broadcast_to(y, shape), dtype=np.float64)
+    negative = y < 0
+    waits = m > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        np.maximum(tail, 0.0, out=tail)
+        np.negative(tail, out=tail)
+        tail /= np.where(waits, m, 1.0)
+        np.exp(tail, out=tail)
+        tail *= p
+    np.copyto(tail, 0.0, where=~waits)
+    np.copyto(tail, 1.0, where=~np.isfinite(m))
+    np.copyto(tail, 1.0, where=negative)
+    return tail
 
 
 def wait_survival(
