@@ -177,6 +177,23 @@ def test_single_wait_survival_broadcasts_one_wait_per_pool() -> None:
     np.testing.assert_allclose(out[3], [1.0, 1.0, 1.0, 1.0])  # an unstable queue
 
 
+def test_single_wait_survival_in_the_callers_array_gives_the_same_bits() -> None:
+    """`overwrite` computes in the slack array itself: the same numbers, bit for bit, and the
+    caller's array is the result; a slack of another shape is never written."""
+    y = np.array([[-1.0, 0.0, 0.5, 2.0], [3.0, -0.5, 1.0, 0.25]])
+    p = np.array([[0.4], [0.9]])
+    m = np.array([[2.0], [math.inf]])
+    expected = single_wait_survival(y, p, m)
+    buffer = y.copy()
+    out = single_wait_survival(buffer, p, m, overwrite=True)
+    assert out is buffer
+    np.testing.assert_array_equal(out, expected)
+    row = np.array([-1.0, 0.0, 0.5, 2.0])
+    kept = row.copy()
+    single_wait_survival(row, p, m, overwrite=True)  # broadcast to (2, 4): a new array
+    np.testing.assert_array_equal(row, kept)
+
+
 @pytest.mark.parametrize(("m1", "m2"), [(1.0, 3.0), (2.0, 2.0), (0.5, 0.5000000001)])
 def test_wait_survival_of_two_waits_matches_closed_form(m1: float, m2: float) -> None:
     """P(W1 + W2 > y) for W_i = 0 w.p. 1 - p_i else Exp(m_i): the four cases by hand."""

@@ -428,7 +428,7 @@ def prefill_capacity_by_line(
         delays = paths.delays(rows, rate) + np.repeat(queue.own_extra_s, paths.states, axis=1)
         ok = np.ones(len(n), dtype=bool)
         for target, share in zip(targets, allowed, strict=True):
-            tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])
+            tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None], overwrite=True)
             ok &= np.einsum("rk,rk->r", tail, paths.weights_l[rows]) <= share
         return ok
 
@@ -573,7 +573,7 @@ def colocated_capacity(
         busy = np.clip(queue.work_left_share, 0.0, 1.0)  # the instance keeps prefilling after a departure
         weights = (p_in[None, :, None] * np.stack([busy, 1.0 - busy], axis=1)[:, None, :]).reshape(len(n), -1)
         for target, allowed_share in zip(targets, allowed, strict=True):
-            tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None])
+            tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None], overwrite=True)
             ok &= np.einsum("rk,rk->r", tail, weights) <= allowed_share
         return ok
 

@@ -96,17 +96,23 @@ def ps_response(size: ArrayLike, capacity: float, load: float) -> np.ndarray:
     return x / (capacity * (1.0 - load))
 
 
-def single_wait_survival(slack: ArrayLike, p_wait: ArrayLike, wait_mean: ArrayLike) -> np.ndarray:
+def single_wait_survival(
+    slack: ArrayLike, p_wait: ArrayLike, wait_mean: ArrayLike, overwrite: bool = False
+) -> np.ndarray:
     """P(W > slack) for W = 0 w.p. 1 - p, else exponential with mean m: p e^{-slack/m}, 1 for
     slack < 0, 0 when m = 0 (no wait), 1 when m is infinite. Every argument broadcasts (the
-    capacity view passes one p and m per pool size). Computed in place in one array: the
-    capacity searches call it on millions of (row, class) points."""
+    capacity view passes one p and m per pool size). Computed in place in one array (the capacity
+    searches call it on millions of (row, class) points): with `overwrite`, in `slack` itself when
+    it is a float64 array of the result's shape (a temporary of the caller's)."""
     p = np.asarray(p_wait, dtype=np.float64)
     m = np.asarray(wait_mean, dtype=np.float64)
     y = np.asarray(slack, dtype=np.float64)
     shape = np.broadcast_shapes(y.shape, p.shape, m.shape)
-    tail = np.array(np.broadcast_to(y, shape), dtype=np.float64)
     negative = y < 0
+    if overwrite and y is slack and y.shape == shape and y.flags.writeable:
+        tail = y
+    else:
+        tail = np.array(np.broadcast_to(y, shape), dtype=np.float64)
     waits = m > 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         np.maximum(tail, 0.0, out=tail)
