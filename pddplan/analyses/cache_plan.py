@@ -26,8 +26,7 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_workload, workload_dir, workload_model
 from pddplan.optimize.command import architecture_names
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.run import headline
-from pddplan.optimize.run import optimize as run_optimize
+from pddplan.optimize.run import headline, optimize_variants
 from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.specs.workload import Workload
 from pddplan.support.limits import check_rate
@@ -151,20 +150,27 @@ def cache_plan(
         raise InputError(f"--usd-per-gb-month = {usd_per_gb_month}: expected 0 to 10,000 $ per GB-month")
 
     kv = kv_bytes_per_token(workload_model(template))
-    points = []
+    built = []
     for capacity in capacities:
         if progress:
-            progress(f"cache {capacity.text}: replaying the trace and optimizing...")
+            progress(f"cache {capacity.text}: replaying the trace...")
+        choice = CacheChoice(f"{capacity.tokens:.0f} tokens")
+        built.append(workload_from_trace(traffic.trace, traffic.fmt, template, choice).workload)
+    if progress:
+        progress(f"optimizing the deployment at {len(capacities)} cache capacities...")
+    # one pool of workers for every (capacity, architecture) search: no core idles while the last
+    # architecture of one capacity finishes (the same reports as one capacity at a time)
+    reports = optimize_variants([(workload, options) for workload in built], traffic.base_dir, architectures)
+    points = []
+    for capacity, workload, report in zip(capacities, built, reports, strict=True):
         size_bytes = capacity.capacity_bytes if capacity.capacity_bytes is not None else capacity.tokens * kv
-        built = workload_from_trace(traffic.trace, traffic.fmt, template, CacheChoice(f"{capacity.tokens:.0f} tokens"))
-        report = run_optimize(built.workload, traffic.base_dir, options, architectures)
         best = report.best
         figures = headline(best) if best is not None else None
         points.append(
             CachePoint(
                 capacity=capacity,
                 capacity_bytes=size_bytes,
-                hit_token_weighted=token_weighted_hit(built.workload),
+                hit_token_weighted=token_weighted_hit(workload),
                 architecture=best.name if best is not None else None,
                 gpu_and_line_usd_per_hour=figures.cost_usd_per_hour if figures else None,
                 cache_usd_per_hour=size_bytes / 1e9 * usd_per_gb_month / HOURS_PER_MONTH,
