@@ -22,6 +22,7 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.outputs import ArchitectureResult as ArchitectureOutput
 from pddplan.optimize.outputs import Robustness
+from pddplan.optimize.parallel import worker_count
 from pddplan.optimize.robustness import robustness
 from pddplan.optimize.run import architecture_output, headline, optimize, optimize_variants
 from pddplan.optimize.search import ArchitectureResult
@@ -32,6 +33,7 @@ from pddplan.simulate.outputs import Simulation
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
+from pddplan.support.forking import map_forked
 from pddplan.support.outputs import Output, number
 
 
@@ -132,10 +134,11 @@ def compare(requests: int = 20_000, seed: int = 0, progress: Callable[[str], Non
         progress("simulating the plans")
     inputs = load_input_set(workload, base_dir)
     pdd_scenario = build_scenario(pdd.plan, inputs)
-    pdd_sim = simulate(pdd_scenario, requests, seed).summary
-    intra_sim = simulate(build_scenario(intra.plan, inputs), requests, seed).summary
     cross_plan = pdd.plan.model_copy(update={"architecture": "pd-cross", "relay": None, "name": "pdd-without-relay"})
-    cross_sim = simulate(build_scenario(cross_plan, inputs), requests, seed).summary
+    scenarios = [pdd_scenario, build_scenario(intra.plan, inputs), build_scenario(cross_plan, inputs)]
+    pdd_sim, intra_sim, cross_sim = map_forked(
+        lambda scenario: simulate(scenario, requests, seed).summary, scenarios, worker_count(None, len(scenarios))
+    )
     model = pdd_scenario.model
     if progress:
         progress("optimizing the variant with both GPU types in datacenter A")
