@@ -6,6 +6,9 @@ the same steps. One role, the prefill instances, does both; no KV moves. A reque
 comes one step after its prefill ends (a mixed step while other prompts wait, else a decode
 step), and every step that carries a chunk slows the sequences decoding in it
 (`pddplan.evaluate.colocated`). TTFT = wait + prefill (slowed by the decode rows) + one step.
+
+A plan may split the requests over a second pool on another GPU type (`split`), each pool an agg
+deployment at its share of the traffic (`pddplan.scenarios.split`).
 """
 
 from __future__ import annotations
@@ -37,7 +40,13 @@ class Agg(Architecture):
         return (CacheKind.PREFILL,)
 
     def validate(self, plan: Plan) -> None:
-        """One role: `prefill` names the instances; no decode, relay or WAN lines."""
+        """One role: `prefill` names the instances (and `split` a second pool of them, in the same
+        datacenter: the router that divides the requests sits there); no decode, relay or WAN lines."""
+        if plan.split is not None and plan.split.datacenter != plan.prefill.datacenter:
+            raise ValueError(
+                f"split.datacenter = {plan.split.datacenter!r}: the second pool must sit with the first in "
+                f"{plan.prefill.datacenter!r} (one router divides the requests between them)"
+            )
         for field, present in (
             ("decode", plan.decode is not None),
             ("relay", plan.relay is not None),

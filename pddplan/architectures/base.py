@@ -114,7 +114,7 @@ class Architecture:
         """Short name of a role in tables: P, RLD, D or MD; P+D for co-located instances."""
         if role == "decode":
             return self.decode_label
-        if role == "prefill":
+        if role in ("prefill", "split"):
             return "P+D" if self.colocated else "P"
         return "RLD"
 
@@ -138,6 +138,11 @@ class Architecture:
 
     def validate(self, plan: Plan) -> None:
         """Raise ValueError when `plan`'s roles, datacenters or lines do not fit this architecture."""
+        if plan.split is not None:
+            raise ValueError(
+                f"architecture {self.name} decodes apart from prefill; `split` (a second co-located pool) "
+                "is for co-located serving (agg)"
+            )
         if plan.decode is None:
             raise ValueError(f"architecture {self.name} needs decode instances (`decode`)")
         relay = plan.relay

@@ -17,7 +17,10 @@ class CacheTier(Output):
 class PrefixCache(Output):
     """One prefix cache of the architecture (`pddplan.cache`)."""
 
-    cache: str = Field(description="prefill (the prefill instances' prefix cache) or decode (the radix cache)")
+    cache: str = Field(
+        description="prefill (the prefill instances' prefix cache), split (a split agg plan's second pool's) or "
+        "decode (the radix cache)"
+    )
     holds_gb: float = Field(description="rate x E[min(turn gap, retention)] x E[prompt KV], GB")
     hbm_gb: float
     tiers: list[CacheTier]

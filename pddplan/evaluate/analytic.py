@@ -37,7 +37,7 @@ from pddplan.evaluate.colocated import mixed_steps, operating_point
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.outputs import Capacity as CapacityOutput
 from pddplan.evaluate.prefill_queue import prefill_queue
-from pddplan.evaluate.queueing import allen_cunneen, mixture_quantiles, wait_survival
+from pddplan.evaluate.queueing import WaitedDelays, allen_cunneen, mixture_quantiles, pools_quantiles, wait_survival
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
@@ -46,6 +46,7 @@ from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenarios.scenario import Role, Scenario
+from pddplan.scenarios.split import pool_parts
 from pddplan.support.limits import check_rate
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -75,6 +76,21 @@ class StageReport:
 
 
 @dataclass(frozen=True)
+class PoolMixture:
+    """One pool's distributions as the closed form finds them: TTFT is W + D over `ttft`'s points;
+    TPOT and the worst gap take `tpot` and `worst_gap` with `weights`; the share of requests that
+    meet both P99 TTFT and TPOT targets, the mean revenue per request, and why it is unstable."""
+
+    ttft: WaitedDelays
+    tpot: np.ndarray
+    worst_gap: np.ndarray
+    weights: np.ndarray
+    attainment: float
+    revenue_per_request_usd: float
+    instability: str | None
+
+
+@dataclass(frozen=True)
 class Evaluation:
     """Figures of one deployment under one workload (SI units, $ per hour)."""
 
@@ -101,6 +117,8 @@ class Evaluation:
     request_overhead_s: float = 0.0  # the serving stack's, in every TTFT above (off the engine)
     caches: list[PrefixCache] = field(default_factory=list)  # `cache_reports`
     notes: list[str] = field(default_factory=list)  # a decode batch cap that holds a pool below its memory
+    # what the TTFT and TPOT distributions are made of, for the mixture of a split plan's pools
+    mixture: PoolMixture | None = field(default=None, compare=False, repr=False)
 
     def to_output(self, capacity: CapacityOutput | None = None) -> outputs.Evaluation:
         """The typed result `evaluate --json` prints (ttft_p90_s, goodput_rps, bcr, ...); its
@@ -564,10 +582,17 @@ def _tpot_and_gaps(decoding: _Decoding, outputs: np.ndarray, shape: tuple[int, .
 
 def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
     """Evaluate `scenario` at `rate_rps` (default: the plan's rate), stage by stage (module docstring)."""
-    workload = scenario.workload
     if rate_rps is not None:
         check_rate(rate_rps)
     lam = rate_rps if rate_rps is not None else scenario.rate_rps
+    if scenario.plan.split is not None:
+        return _evaluate_split(scenario, lam)
+    return _evaluate_pool(scenario, lam)
+
+
+def _evaluate_pool(scenario: Scenario, lam: float) -> Evaluation:
+    """`evaluate` of a plan with one pool per role at `lam` requests/s."""
+    workload = scenario.workload
     classes = request_classes(scenario, lam)
     p_in, outputs, p_out = classes.input_prob, classes.output_tokens, classes.output_prob
     states = _link_states(scenario)
@@ -609,14 +634,8 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         attainment = float((ttft_ok[:, None, :] * tpot_ok * weights).sum())
     instability = None if stable else _instability(prefill.utilization, md, relay, link_utilization)
     cost = scenario.cost_per_hour
-    verdict = judge(
-        sla,
-        Tails.of(ttft_q, tpot_q),
-        lam,
-        attainment,
-        (revenue_per_request(workload, classes), cost),
-        instability,
-    )
+    revenue = revenue_per_request(workload, classes)
+    verdict = judge(sla, Tails.of(ttft_q, tpot_q), lam, attainment, (revenue, cost), instability)
     finishes = decoding.finishes_on_relay
     return Evaluation(
         architecture=scenario.plan.architecture,
@@ -643,6 +662,84 @@ def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
         request_overhead_s=scenario.prefill.instance.efficiency.request_overhead_s,
         caches=cache_reports(scenario, lam),
         notes=_cap_notes(scenario, decoding, context=classes.mean_context_tokens, rate_rps=lam),
+        mixture=PoolMixture(
+            ttft=WaitedDelays(delays, ttft_weights, *waits),
+            tpot=tpot.ravel(),
+            worst_gap=worst_gap.ravel(),
+            weights=weights.ravel(),
+            attainment=attainment,
+            revenue_per_request_usd=revenue,
+            instability=instability,
+        ),
+    )
+
+
+def _evaluate_split(scenario: Scenario, lam: float) -> Evaluation:
+    """A plan whose requests split over two co-located pools (`pddplan.scenarios.split`): each pool
+    evaluated at its share s_i of `lam`, the request a mixture of theirs. TTFT quantiles solve
+    sum_i s_i P(T_i > t) = 1 - q; TPOT and gap quantiles are over both pools' points, weighted by
+    s_i; attainment and revenue per request are the s_i-weighted means; cost adds up. A pool's
+    stages are named by its role (`split`, `split-decode` for the second pool)."""
+    parts = pool_parts(scenario)
+    pools = [(part, _evaluate_pool(part.scenario, lam * part.share)) for part in parts]
+    mixtures = [(part.share, evaluation.mixture) for part, evaluation in pools]
+    assert all(m is not None for _, m in mixtures)
+    unstable = [
+        f"{part.role} pool: {e.mixture.instability.removeprefix('unstable: ')}"
+        for part, e in pools
+        if e.mixture is not None and e.mixture.instability
+    ]
+    ttft_q = pools_quantiles(QUANTILES, [(s, m.ttft) for s, m in mixtures if m is not None])
+    if unstable:
+        ttft_q = np.full(3, math.inf)
+    weights = np.concatenate([s * m.weights for s, m in mixtures if m is not None])
+    tpot_q = _weighted_quantiles(np.concatenate([m.tpot for _, m in mixtures if m is not None]), weights, QUANTILES)
+    gaps = np.concatenate([m.worst_gap for _, m in mixtures if m is not None])
+    attainment = sum(s * m.attainment for s, m in mixtures if m is not None)
+    revenue = sum(s * m.revenue_per_request_usd for s, m in mixtures if m is not None)
+    cost = scenario.cost_per_hour
+    instability = "unstable: " + "; ".join(unstable) if unstable else None
+    verdict = judge(scenario.workload.sla, Tails.of(ttft_q, tpot_q), lam, attainment, (revenue, cost), instability)
+    stages: dict[str, StageReport] = {}
+    caches: list[PrefixCache] = []
+    notes: list[str] = []
+    for part, evaluation in pools:
+        first = part.role == "prefill"
+        for name, stage in evaluation.stages.items():
+            stages[name if first else ("split" if name == "prefill" else f"split-{name}")] = stage
+        caches += [c if first else c.model_copy(update={"cache": "split"}) for c in evaluation.caches]
+        notes += [note if first else f"split pool: {note}" for note in evaluation.notes]
+    # co-located serving has one pipeline, which every request of either pool takes
+    figures = {"share": 1.0, **{f"ttft_p{round(q * 100)}_s": float(v) for q, v in zip(QUANTILES, ttft_q, strict=True)}}
+    pipelines = dict.fromkeys(pools[0][1].pipelines, figures)
+
+    def mean(figure: Callable[[Evaluation], float]) -> float:
+        return float(sum(part.share * figure(evaluation) for part, evaluation in pools))
+
+    return Evaluation(
+        architecture=scenario.plan.architecture,
+        rate_rps=lam,
+        ttft=Percentiles(*map(float, ttft_q)),
+        tpot=Percentiles(*map(float, tpot_q)),
+        worst_gap_p99_s=float(_weighted_quantiles(gaps, weights, (0.99,))[0]),
+        goodput_rps=verdict.goodput_rps,
+        sla_met=verdict.sla_met,
+        sla_violations=verdict.violations,
+        cost_per_hour=cost,
+        revenue_per_hour=verdict.revenue_per_hour,
+        bcr=verdict.bcr,
+        rld_token_share=mean(lambda e: e.rld_token_share),
+        singular_share=mean(lambda e: e.singular_share),
+        relay_share=mean(lambda e: e.relay_share),
+        link_utilization=0.0,
+        wan_bytes_per_request=mean(lambda e: e.wan_bytes_per_request),
+        wan_gbps_offered=sum(e.wan_gbps_offered for _, e in pools),
+        stages=stages,
+        pipelines=pipelines,
+        fixed_point_iterations=max(e.fixed_point_iterations for _, e in pools),
+        request_overhead_s=mean(lambda e: e.request_overhead_s),
+        caches=caches,
+        notes=notes,
     )
 
 

@@ -44,6 +44,7 @@ from pddplan.evaluate.outputs import Capacity
 from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenarios.scenario import Scenario
+from pddplan.scenarios.split import pool_parts
 
 UNBOUNDED_RATE = 1e9
 
@@ -177,6 +178,8 @@ def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> 
     """The capacity view of `scenario` (see the module docstring)."""
     workload, model, plan = scenario.workload, scenario.model, scenario.plan
     classes = classes or request_classes(scenario)
+    if scenario.plan.split is not None:
+        return _split_view(scenario)
     if scenario.architecture.colocated:
         return _colocated_view(scenario, classes)
     mean_output = classes.mean_output_tokens
@@ -265,6 +268,40 @@ def _colocated_view(scenario: Scenario, classes: RequestClasses) -> CapacityView
         prefill_token_throughputs(classes, prefill.gpus_per_instance),
     )
     return replace(view, limits={"prefill": limit})
+
+
+def _split_view(scenario: Scenario) -> CapacityView:
+    """A plan split over two co-located pools at shares s_i: each pool's own view (`_colocated_view`
+    at its share); the plan as written carries min_i cap_i / s_i (the pool that fills first binds);
+    the fluid economics run every pool at its limit, sum_i cap_i requests/s for the pools' summed
+    cost and GPUs; revenue per request and prefill token rates are the s_i-weighted means."""
+    parts = pool_parts(scenario)
+    views = [(part, _colocated_view(part.scenario, request_classes(part.scenario))) for part in parts]
+    carried = {part.role: view.max_rate_rps / part.share for part, view in views}
+    bottleneck = min(carried, key=carried.__getitem__)
+    rate = sum(view.max_rate_rps for _, view in views)
+    usd_per_hour = sum(part.scenario.cost_per_hour for part, _ in views)
+    gpus = sum(part.scenario.prefill.gpus for part, _ in views)
+    cost = usd_per_hour / 3600.0 / rate if rate > 0 else math.inf
+    revenue = sum(part.share * view.revenue_per_request_usd for part, view in views)
+
+    def mean(figure: str) -> float:
+        return float(sum(part.share * getattr(view, figure) for part, view in views))
+
+    return CapacityView(
+        max_rate_rps=carried[bottleneck],
+        bottleneck=bottleneck,
+        per_instance_rps={part.role: view.per_instance_rps["prefill"] for part, view in views},
+        prefill_tokens_per_gpu_s=mean("prefill_tokens_per_gpu_s"),
+        prefill_tokens_per_gpu_s_alone=mean("prefill_tokens_per_gpu_s_alone"),
+        throughput_per_gpu_hour=3600.0 * rate / gpus if gpus > 0 else 0.0,
+        cost_per_request_usd=cost,
+        bcr=1.0 / cost if cost > 0 else 0.0,
+        revenue_per_request_usd=revenue,
+        revenue_per_cost=revenue / cost if cost > 0 else 0.0,
+        margin_per_request_usd=revenue - cost,
+        limits={part.role: view.limits["prefill"] for part, view in views},
+    )
 
 
 def prefill_token_throughputs(classes: RequestClasses, gpus: int) -> tuple[float, float]:

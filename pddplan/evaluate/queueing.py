@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -225,6 +226,51 @@ def mixture_quantiles(
     for _ in range(60):
         mid = (low + high) / 2.0
         above = _mixture_survival(mid, delays, weights, waits) > 1.0 - q
+        low = np.where(above, mid, low)
+        high = np.where(above, high, mid)
+        if np.all(high - low <= np.maximum(1e-3, 1e-3 * high)):
+            break
+    return np.where(1.0 - q < inf_share, np.inf, high)
+
+
+@dataclass(frozen=True)
+class WaitedDelays:
+    """One pool's W + D (see `mixture_survival`): its delays and their weights, its prefill wait
+    (p, mean) and, per point, its second wait (p2, mean2)."""
+
+    delays: np.ndarray
+    weights: np.ndarray
+    p_wait: float
+    wait_mean: float
+    p_wait2: np.ndarray
+    wait_mean2: np.ndarray
+
+
+def pools_quantiles(quantiles: ArrayLike, pools: list[tuple[float, WaitedDelays]]) -> np.ndarray:
+    """Quantiles of a request's W + D when it is pool i's with probability s_i (pairs (s_i, pool)):
+    P(T > t) = sum_i s_i P(W_i + D_i > t), by bisection as `mixture_quantiles`. An unstable pool
+    (an infinite wait mean) makes every quantile infinite."""
+    q = np.asarray(quantiles, dtype=np.float64)
+    parts = []
+    inf_share = 0.0
+    high_start = 1e-3
+    for share, pool in pools:
+        weights = pool.weights / pool.weights.sum()
+        mean2 = np.broadcast_to(np.asarray(pool.wait_mean2, dtype=np.float64), pool.delays.shape)
+        if not math.isfinite(pool.wait_mean) or not np.all(np.isfinite(mean2)):
+            return np.full(q.shape, np.inf)
+        finite = np.isfinite(pool.delays)
+        inf_share += share * float(weights[~finite].sum())
+        spread = max(pool.wait_mean, 0.0) + float(mean2.max(initial=0.0))
+        high_start = max(high_start, float(pool.delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3)
+        waits = TwoWaits(pool.p_wait, pool.wait_mean, np.broadcast_to(pool.p_wait2, pool.delays.shape), mean2)
+        parts.append((share, pool.delays, weights, waits))
+    low = np.zeros(q.shape)
+    high = np.full(q.shape, high_start)
+    for _ in range(60):
+        mid = (low + high) / 2.0
+        survival = sum(share * _mixture_survival(mid, delays, w, waits) for share, delays, w, waits in parts)
+        above = np.asarray(survival) > 1.0 - q
         low = np.where(above, mid, low)
         high = np.where(above, high, mid)
         if np.all(high - low <= np.maximum(1e-3, 1e-3 * high)):

@@ -140,6 +140,7 @@ class Deployment:
     routing: dict[str, Any] | None  # PDD's routing rule and handoff, None for the baselines
     relay_on_prefill: bool
     cache_tiers: str = "hbm"  # the lowest tier the plan's prefix caches use (`serving.cache_tiers`)
+    split_share: float | None = None  # a split agg plan: the share of requests its `split` servers serve
 
     def of_role(self, role: RoleName) -> list[EngineInstance]:
         return [i for i in self.instances if i.role == role]
@@ -294,6 +295,7 @@ def deployment_of(
         routing=routing,
         relay_on_prefill=scenario.relay_colocated,
         cache_tiers=workload.serving.cache_tiers,
+        split_share=plan.split.share if plan.split is not None else None,
     )
 
 

@@ -230,6 +230,16 @@ def colocated_notes(engine: Engine, deployment: Deployment, router: str = "`rout
         f"{router} the router in regular mode over every server",
         "(cache-aware: a request goes to the server that holds its prefix).",
     ]
+    share = deployment.split_share
+    if share is not None:
+        first, second = deployment.of_role("prefill")[0].gpu, deployment.of_role("split")[0].gpu
+        lines += [
+            f"The plan splits the requests over two pools: {1 - share:.0%} to the prefill-* servers ({first}),",
+            f"{share:.0%} to the split-* servers ({second}); each pool meets the SLA at its share. The stock",
+            "router has no fixed weights: it keeps a session on one server and balances by load, so the faster",
+            "pool takes more. To hold the plan's shares, put a weighted load balancer in front of one router per",
+            "pool.",
+        ]
     if engine == "sglang":
         lines += [
             "SGLang mixes them with `--chunked-prefill-size` (the budget times the data-parallel attention",

@@ -41,7 +41,8 @@ class InputSet:
     def model_for(self, role: RoleName, spec: RoleSpec | None = None) -> ModelArchitecture:
         """The model as `role`'s instances store it: the workload's formats (`model`), replaced by
         the workload's `role_weights[role]`, then by the plan role's own (`spec`), field by field."""
-        chosen = (self.workload.role_weights or {}).get(role)
+        # a second co-located pool (`split`) stores the model as the first (`prefill`) does
+        chosen = (self.workload.role_weights or {}).get("prefill" if role == "split" else role)
         weights = (spec.weights if spec is not None else None) or (chosen.weights if chosen else None)
         experts = (spec.expert_weights if spec is not None else None) or (chosen.expert_weights if chosen else None)
         if weights is None and experts is None:

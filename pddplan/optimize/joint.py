@@ -107,6 +107,8 @@ def joint_purchase(cases: list[JointCase], architecture: ArchitectureName, optio
     if len({_options_of(data) for data in datas}) != 1:
         return None
     _pad_prefill_capacities(datas)
+    for data in datas:  # one purchase for every scenario: one co-located pool (a split's share would vary)
+        data.colocated_pools = 1
     model = pulp.LpProblem("pddplan-joint", pulp.LpMinimize)
     shared = milp.define_variables(model, datas[0])
     # a decode or relay kind that some scenario cannot use (its longest prompt does not fit) is not bought

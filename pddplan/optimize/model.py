@@ -63,6 +63,9 @@ class ProblemData:
     # one instance holds for it (HBM beside the prompt in flight, plus its tiers below HBM)
     prefill_cache_bytes_per_rps: float = 0.0
     prefill_cache_room: dict[int, float] = field(default_factory=dict)
+    # co-located serving: how many pools (of different GPU types in the pool's datacenter) may split
+    # the requests (each at most its capacity; `pddplan.scenarios.split`)
+    colocated_pools: int = 1
     # Elastic diagnosis: a slack on each named family (weighted in the objective by
     # `slack_weights`, default 1 per unit), and instance counts no longer capped by `max_count`
     # (the inventory constraint, with its own slack per GPU type, stands for the offer instead).
@@ -173,8 +176,22 @@ def define_served_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -
 
 def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
     """Prefill within the TTFT SLA: for every pool k, sum_{c,n} cap(c, n, k) * z(c, n) >= rate_k,
-    one prefill kind and size (sum z = 1), placed at the pool's prefill datacenter."""
-    model += pulp.lpSum(v.prefill.values()) == 1, "one-prefill-pool"
+    one prefill kind and size (sum z = 1), placed at the pool's prefill datacenter. Co-located
+    serving with `colocated_pools` P > 1 may split the requests over up to P pools, at most one
+    per GPU type in a datacenter (1 <= sum z <= P): each pool serves at most its capacity, so each
+    meets the SLA at its share, and so does their mixture (P(T > t) = sum_i s_i P(T_i > t))."""
+    pools = data.colocated_pools if data.architecture.colocated else 1
+    if pools == 1:
+        model += pulp.lpSum(v.prefill.values()) == 1, "one-prefill-pool"
+    else:
+        model += pulp.lpSum(v.prefill.values()) >= 1, "a-prefill-pool"
+        model += pulp.lpSum(v.prefill.values()) <= pools, "co-located-pools"
+        by_type: dict[tuple[str, str], list[pulp.LpVariable]] = {}
+        for (c, _), z in v.prefill.items():
+            by_type.setdefault((data.prefill[c].datacenter, data.prefill[c].gpu), []).append(z)
+        for (dc, gpu), picks in by_type.items():
+            if len(picks) > 1:
+                model += pulp.lpSum(picks) <= 1, f"one-pool-of-{dc}-{gpu}"
     for k in v.pool:
         supply = pulp.lpSum(
             float(data.prefill_caps[(c, k)][n - 1]) * z
@@ -407,11 +424,18 @@ class Solution:
     slack: dict[str, float]
     inventory_short: dict[tuple[str, str], float] = field(default_factory=dict)  # GPUs beyond the offer
     relay_on_prefill: bool = False
+    split: tuple[int, int] | None = None  # co-located serving's second pool, when the requests split
 
 
 def read_solution(data: ProblemData, v: Variables) -> Solution:
     """Which candidate, how many, which pool; rounding guards against solver tolerances."""
     prefill = max(v.prefill, key=lambda key: v.prefill[key].value() or 0.0)
+    split = None
+    picked = [key for key, z in v.prefill.items() if (z.value() or 0.0) > 0.5]
+    if len(picked) == 2:  # the pool that carries more first
+        pool = max(v.pool, key=lambda k: v.pool[k].value() or 0.0)
+        picked.sort(key=lambda key: -float(data.prefill_caps[(key[0], pool)][key[1] - 1]))
+        prefill, split = picked
     decode = max(v.decode_pick, key=lambda d: v.decode_pick[d].value() or 0.0) if v.decode_pick else None
     relay = None
     on_prefill = v.relay_on_prefill is not None and (v.relay_on_prefill.value() or 0.0) > 0.5
@@ -429,6 +453,7 @@ def read_solution(data: ProblemData, v: Variables) -> Solution:
         slack={name: float(pulp.value(var) or 0.0) for name, var in v.slack.items()},
         inventory_short={key: float(var.value() or 0.0) for key, var in v.inventory_slack.items()},
         relay_on_prefill=on_prefill,
+        split=split,
     )
 
 

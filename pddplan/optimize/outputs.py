@@ -20,6 +20,9 @@ class Role(Output):
     tp_attention: bool | None = Field(default=None, description="present (true) when EP runs tensor-parallel attention")
     pp: int | None = Field(default=None, description="pipeline stages of tp GPUs each (present when more than one)")
     relay_on_prefill: bool | None = None
+    share: float | None = Field(
+        default=None, description="a split agg plan's second pool (role `split`): the share of the requests it serves"
+    )
 
 
 class WanLease(Output):

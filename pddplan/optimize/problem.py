@@ -128,7 +128,9 @@ def build_setup(inputs: InputSet, architecture: ArchitectureName, rate_ceiling: 
     chunk = workload.serving.chunk_tokens
     candidates = instance_candidates(inputs, chunk)
     roles: tuple[RoleName, ...] = ("decode", "relay")
-    own = {role: instance_candidates(inputs, chunk, role) for role in roles if role in (workload.role_weights or {})}
+    own: dict[RoleName, list[Candidate]] = {
+        role: instance_candidates(inputs, chunk, role) for role in roles if role in (workload.role_weights or {})
+    }
     lines: list[LinePool] = []
     if arch.uses_wan:
         home = workload.deployment.home
@@ -305,6 +307,7 @@ class ProblemBuilder:
             colocated_relay=self.colocated_relay(headroom.decode_scale) if arch.has_relay else {},
             prefill_cache_bytes_per_rps=prefill_cache_bytes_per_rps(workload, setup.model),
             prefill_cache_room=self.prefill_cache_room(),
+            colocated_pools=2 if arch.colocated and _two_types_in_a_datacenter(setup.candidates) else 1,
         )
 
     def _routing_classes(self, routing: Routing | None) -> tuple[str | None, dict[int, RequestClasses]]:
@@ -547,3 +550,12 @@ def solve_bcr(
             break
         ratio = solution.rate / solution.cost_per_hour
     return best, solves
+
+
+def _two_types_in_a_datacenter(candidates: list[Candidate]) -> bool:
+    """Whether some datacenter offers instance kinds of two GPU types (where co-located serving may
+    split the requests over a pool of each)."""
+    types: dict[str, set[str]] = {}
+    for c in candidates:
+        types.setdefault(c.datacenter, set()).add(c.gpu)
+    return any(len(gpus) > 1 for gpus in types.values())

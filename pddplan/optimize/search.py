@@ -32,7 +32,7 @@ from pddplan.scenarios.describe import scenario_roles
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.outputs import Simulation as SimulationOutput
 from pddplan.simulate.sequential import verify
-from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, Routing, WanLease
+from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, Routing, SplitPool, WanLease
 from pddplan.support.limits import MAX_RATE_RPS
 
 TIGHTEN = 0.85
@@ -132,13 +132,13 @@ def _trimmed(
             return None
         return found
 
-    for role in ("decode", "relay", "prefill"):
+    for role in ("decode", "relay", "prefill", "split"):
         while (spec := getattr(best.plan, role)) is not None and spec.count > 1:
             smaller = better(best.plan.with_count(role, spec.count - 1))
             if smaller is None:
                 break
             best = smaller
-    roles: tuple[RoleName, ...] = ("decode", "relay", "prefill")
+    roles: tuple[RoleName, ...] = ("decode", "relay", "prefill", "split")
     for role in roles:
         for narrower in narrower_plans(best.plan, role, setup):
             found = better(narrower)
@@ -163,6 +163,11 @@ def narrower_plans(plan: Plan, role: RoleName, setup: OptimizeSetup) -> list[Pla
             (c.pp > 1) != (spec.pp > 1),
         )
     )
+    if isinstance(spec, SplitPool):  # the second pool keeps its share of the requests
+        return [
+            plan.model_copy(update={role: SplitPool(**c.role(spec.count).model_dump(), share=spec.share)})
+            for c in kinds
+        ]
     return [plan.model_copy(update={role: c.role(spec.count)}) for c in kinds]
 
 
@@ -178,6 +183,13 @@ def plan_of_solution(
     relay = None
     if solution.relay is not None:
         relay = data.relay[solution.relay[0]].candidate.role(max(solution.relay[1], 1))
+    split = None
+    if solution.split is not None:  # requests divided in proportion to the pools' capacities
+        c2, n2 = solution.split
+        first = float(data.prefill_caps[(c, solution.pool)][n - 1])
+        second = float(data.prefill_caps[(c2, solution.pool)][n2 - 1])
+        role = data.prefill[c2].role(n2)
+        split = SplitPool(**role.model_dump(), share=second / (first + second))
     line = milp.line_of(data, solution)
     wan = [WanLease(option=option.name, count=count) for option, count in line.leases] if line else []
     offered = setup.workload.arrival.rate_rps
@@ -187,6 +199,7 @@ def plan_of_solution(
         rate_rps=served,
         architecture=setup.architecture.name,
         prefill=data.prefill[c].role(n),
+        split=split,
         relay=relay,
         relay_on_prefill=solution.relay_on_prefill,
         decode=decode,
@@ -314,7 +327,10 @@ def _after_miss(
 
 
 def _prefill_key(plan: Plan, candidates: list[Candidate]) -> str | None:
-    """The candidate key of `plan`'s prefill role (None when no candidate has its layout)."""
+    """The candidate key of `plan`'s prefill role (None when no candidate has its layout, or the
+    requests split over two pools: a simulated miss does not say which pool missed)."""
+    if plan.split is not None:
+        return None
     spec = plan.prefill
     for c in candidates:
         if (c.datacenter, c.gpu, c.tp, c.pp, c.expert_parallel, c.tp_attention) == (
@@ -444,7 +460,7 @@ def more_plans(
         spent.add(solution.prefill[0])
         plan = plan_of_solution(setup, data, solution, pick.routing)
         found += [replace(p, found_by="re-solved") for p in _placed_plans(setup, options, plan, pick.routing)]
-    roles: tuple[RoleName, ...] = ("prefill", "relay", "decode")
+    roles: tuple[RoleName, ...] = ("prefill", "split", "relay", "decode")
     for role in roles:
         spec = getattr(pick.plan, role)
         if spec is None or spec.count == 0:

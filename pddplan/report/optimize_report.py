@@ -98,12 +98,20 @@ def print_report(console: Console, report: OptimizeReport) -> None:
 
     row("feasible", lambda f: "yes" if f["feasible"] else "[red]no[/red]")
     row("GPUs", lambda f: ", ".join(f"{n} x {gpu}" for gpu, n in f["gpus"].items()) or "-")
-    for role, label in (("prefill", "P (P+D)"), ("relay", "RLD"), ("decode", "D / MD")):
+    split = any("split" in f["roles"] for f in figures)  # co-located pools on two GPU types
+    roles = (
+        ("prefill", "P (P+D)"),
+        *((("split", "2nd P+D"),) if split else ()),
+        ("relay", "RLD"),
+        ("decode", "D / MD"),
+    )
+    for role, label in roles:
         row(
             label,
             lambda f, role=role: (
                 f"{f['roles'][role]['count']} x {f['roles'][role]['gpu']} {parallel_label(f['roles'][role])} "
                 f"@{f['roles'][role]['datacenter']}"
+                + (f" {f['roles'][role]['share']:.0%}" if "share" in f["roles"][role] else "")
                 if role in f["roles"]
                 else ("on P" if role == "relay" and f["roles"].get("prefill", {}).get("relay_on_prefill") else "-")
             ),

@@ -85,6 +85,7 @@ def _datacenters(scenario: Scenario) -> dict[str, list[str]]:
         gpus = role["count"] * role["tp"] * role.get("pp", 1)
         by_dc.setdefault(role["datacenter"], []).append(
             f"{label}: {role['count']} x {role['gpu']} {layout} = {gpus} GPUs"
+            + (f", {role['share']:.0%} of requests" if "share" in role else "")
         )
     return by_dc
 

@@ -22,7 +22,8 @@ def parallel_label(role: dict[str, Any]) -> str:
 
 def _role_line(name: str, role: dict[str, Any]) -> str:
     gpus = role["count"] * role["tp"] * role.get("pp", 1)
-    return f"{name} {role['count']} x {role['gpu']} ({parallel_label(role)}) = {gpus} GPUs"
+    share = f", {role['share']:.0%} of requests" if "share" in role else ""
+    return f"{name} {role['count']} x {role['gpu']} ({parallel_label(role)}) = {gpus} GPUs{share}"
 
 
 def drawing(
@@ -156,7 +157,7 @@ def cache_table(caches: list[dict[str, Any]]) -> Table:
     for cache in caches:
         below = ", ".join(f"{t['tier']} {t['gb']:,.0f} GB" for t in cache["tiers"]) or "-"
         table.add_row(
-            "prefill" if cache["cache"] == "prefill" else "radix (MD)",
+            {"prefill": "prefill", "split": "prefill (split)"}.get(cache["cache"], "radix (MD)"),
             f"{cache['holds_gb']:,.0f} GB",
             f"{cache['hbm_gb']:,.0f} GB",
             below,

@@ -29,6 +29,7 @@ def scenario_roles(scenario: Scenario) -> dict[str, dict[str, Any]]:
         | ({"tp_attention": True} if role.instance.tp_attention else {})
         | ({"pp": role.spec.pp} if role.spec.pp > 1 else {})
         | ({"relay_on_prefill": True} if name == "prefill" and scenario.relay_colocated else {})
+        | ({"share": scenario.plan.split.share} if name == "split" and scenario.plan.split is not None else {})
         for name, role in scenario.roles.items()
     }
 

@@ -16,7 +16,7 @@ from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.scenarios.variants import with_hit
 from pddplan.specs.plan import RoleName
 
-ROLES = ("prefill", "relay", "decode")
+ROLES = ("prefill", "relay", "decode", "split")
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,13 @@ def _without_instance(inputs: InputSet, scenario: Scenario, role: str) -> tuple[
     if left > 0:
         shrunk = plan.with_count(cast(RoleName, role), left)  # a name of ROLES, checked above
         return _rebuilt(inputs, shrunk), f"one {role} instance down, {left} left"
+    if role == "split":  # the router sends the second pool's requests to the first
+        return _rebuilt(inputs, plan.model_copy(update={"split": None})), (
+            "the second pool's only instance is down: the first pool serves every request"
+        )
+    if role == "prefill" and plan.split is not None:
+        whole = plan.model_copy(update={"prefill": plan.split.as_role(), "split": None})
+        return _rebuilt(inputs, whole), "the first pool's only instance is down: the second pool serves every request"
     if role == "prefill":
         return None, "the only prefill instance is down: all traffic is shed"
     if role == "relay":

@@ -184,9 +184,9 @@ def build_scenario(plan: Plan, inputs: InputSet, source: str = "plan") -> Scenar
             )
         hardware = inputs.hardware_for(spec.gpu)
         decodes_in_prefill = architectures.get(plan.architecture).colocated or plan.relay_on_prefill
-        if spec.pp > 1 and name == "prefill" and decodes_in_prefill:
+        if spec.pp > 1 and name in ("prefill", "split") and decodes_in_prefill:
             raise InputError(
-                f"{source}: prefill.pp = {spec.pp}: decode tokens riding in a pipelined instance's prefill steps "
+                f"{source}: {name}.pp = {spec.pp}: decode tokens riding in a pipelined instance's prefill steps "
                 "(agg, or a relay on the prefill instances) are not modelled; use pp 1 for these instances"
             )
         try:

@@ -38,6 +38,7 @@ from enum import IntEnum
 import numpy as np
 
 from pddplan.architectures import Pipeline
+from pddplan.errors import InputError
 from pddplan.evaluate.analytic import colocated_relay_max_batch, decoder_max_batch, evaluate
 from pddplan.evaluate.classes import cache_effects, relayed
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
@@ -57,6 +58,7 @@ from pddplan.perf.roofline import (
     step_time,
 )
 from pddplan.scenarios.scenario import Role, Scenario
+from pddplan.scenarios.split import pool_parts
 from pddplan.simulate.prefill import PrefillPool, PrefillRun, run_prefill_pool
 from pddplan.simulate.servers import ColocatedRelay, DecodeInstance, Link
 from pddplan.support.limits import check_requests, check_seed
@@ -126,6 +128,7 @@ class SimulationStats:
     decoder_max_batch: dict[str, int]
     decoder_instances: dict[str, int]
     link_timeline: list[tuple[float, int]] | None = None  # (t, transfers in flight), when recorded
+    pools: tuple[tuple[str, SimulationStats], ...] = ()  # a split plan's pools by role, each its own
 
 
 def _kept(probability: float, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -721,8 +724,45 @@ def simulate_requests(
     `record_link` keeps the transfers in flight at each change (`SimulationStats.link_timeline`)."""
     check_requests(count)
     check_seed(seed)
+    if scenario.plan.split is not None:
+        if replay is not None:
+            raise InputError(
+                "a trace replayed through a plan with a `split`: not supported (the trace's sessions would need "
+                "dividing between the pools); simulate the plan on its workload, or replay a one-pool plan"
+            )
+        return _simulate_split(scenario, count, seed)
     if replay is not None:
         count = min(count, len(replay))
     simulation = _Simulation(scenario, count, np.random.default_rng(seed), replay, link_change, record_link)
     simulation.run()
     return simulation.table(), simulation.stats()
+
+
+def _simulate_split(scenario: Scenario, count: int, seed: int) -> tuple[RequestTable, SimulationStats]:
+    """A plan whose requests split over two co-located pools (`pddplan.scenarios.split`): each pool
+    simulated on its own arrivals, round(s_i count) requests (at least one) at s_i of the rate with
+    its own seed drawn from `seed`, over the same span; the tables merged in arrival order. The
+    statistics add up, each pool's kept in `pools`."""
+    parts = pool_parts(scenario)
+    first = min(max(round(count * parts[0].share), 1), max(count - 1, 1))
+    counts = [first, max(count - first, 1)]
+    runs = []
+    for index, (part, n) in enumerate(zip(parts, counts, strict=True)):
+        pool_seed = int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+        runs.append(simulate_requests(part.scenario, n, pool_seed))
+    columns = {f.name: np.concatenate([getattr(t, f.name) for t, _ in runs]) for f in fields(RequestTable)}
+    order = np.argsort(columns["arrival_s"], kind="stable")
+    table = RequestTable(**{name: values[order] for name, values in columns.items()})
+    pools = tuple((part.role, stats) for part, (_, stats) in zip(parts, runs, strict=True))
+    all_stats = [stats for _, stats in runs]
+    return table, SimulationStats(
+        span_s=max(stats.span_s for stats in all_stats),
+        prefill_busy_s=sum(stats.prefill_busy_s for stats in all_stats),
+        prefill_instances=sum(stats.prefill_instances for stats in all_stats),
+        link_bytes=0.0,
+        link_capacity_integral=0.0,
+        decoder_batch_integral={},
+        decoder_max_batch={},
+        decoder_instances={},
+        pools=pools,
+    )

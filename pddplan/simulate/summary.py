@@ -17,6 +17,7 @@ from pddplan.evaluate.classes import request_classes
 from pddplan.evaluate.outputs import Pipeline as PipelineFigures
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
 from pddplan.scenarios.scenario import Scenario
+from pddplan.scenarios.split import pool_parts
 from pddplan.simulate.engine import RequestTable, SimulationStats, simulate_requests
 from pddplan.simulate.outputs import Simulation as SimulationOutput
 from pddplan.support.loading import write_atomic
@@ -92,9 +93,7 @@ def summarize(
         scenario.rate_rps,
         attainment,
         (
-            table_revenue_per_request(scenario, table)
-            if replayed
-            else revenue_per_request(workload, request_classes(scenario)),
+            table_revenue_per_request(scenario, table) if replayed else _revenue_per_request(scenario),
             cost,
         ),
     )
@@ -115,14 +114,10 @@ def summarize(
                 tpot_p99_s=tpot_of["p99_s"],
             )
         )
-    full_span = stats.span_s if stats.span_s > 0 else 1.0
-    utilization = {
-        "prefill": stats.prefill_busy_s / (stats.prefill_instances * full_span),
-        **{
-            name: float(integral / (stats.decoder_instances[name] * stats.decoder_max_batch[name] * full_span))
-            for name, integral in stats.decoder_batch_integral.items()
-        },
-    }
+    utilization = _utilization(stats)
+    for role, pool in stats.pools:  # a split plan: each pool's own, the second's by its role
+        for name, busy in _utilization(pool).items():
+            utilization[name if role == "prefill" else ("split" if name == "prefill" else f"split-{name}")] = busy
     link_utilization = stats.link_bytes / stats.link_capacity_integral if stats.link_capacity_integral > 0 else 0.0
     outputs = table.output_tokens.astype(np.float64)
     return SimulationOutput(
@@ -145,12 +140,36 @@ def summarize(
         bcr=verdict.bcr,
         rld_token_share=float(table.relay_tokens[keep].sum() / outputs[keep].sum()),
         singular_share=float((table.pipeline[keep] == Pipeline.P_RLD.value).mean()),
-        request_overhead_s=scenario.prefill.instance.efficiency.request_overhead_s,
+        request_overhead_s=sum(
+            part.share * part.scenario.prefill.instance.efficiency.request_overhead_s for part in pool_parts(scenario)
+        ),
         cancelled_transfers=int(table.cancelled[keep].sum()),
         link_utilization=link_utilization,
         wan_bytes_per_request=float(table.wan_bytes[keep].mean()),
         utilization=utilization,
         pipelines=pipelines,
+    )
+
+
+def _utilization(stats: SimulationStats) -> dict[str, float]:
+    """Busy share of each pool over the span: prefill's busy time per instance; a decoder's mean
+    batch over its instances' slots."""
+    full_span = stats.span_s if stats.span_s > 0 else 1.0
+    return {
+        "prefill": stats.prefill_busy_s / (stats.prefill_instances * full_span),
+        **{
+            name: float(integral / (stats.decoder_instances[name] * stats.decoder_max_batch[name] * full_span))
+            for name, integral in stats.decoder_batch_integral.items()
+        },
+    }
+
+
+def _revenue_per_request(scenario: Scenario) -> float:
+    """Mean $ a request pays by the workload's classes; under a split plan, the pools' means
+    weighted by their shares (each pool's caches see its own share of the sessions)."""
+    return sum(
+        part.share * revenue_per_request(part.scenario.workload, request_classes(part.scenario))
+        for part in pool_parts(scenario)
     )
 
 

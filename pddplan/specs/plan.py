@@ -28,7 +28,7 @@ from pddplan.support.limits import MAX_PIPELINE_STAGES
 
 # An architecture's name, as `pddplan.architectures` registers it (checked when a plan is read).
 ArchitectureName = str
-RoleName = Literal["prefill", "relay", "decode"]
+RoleName = Literal["prefill", "relay", "decode", "split"]
 HandoffMode = Literal["one-shot", "catch-up", "adaptive"]
 
 
@@ -84,6 +84,18 @@ class RoleSpec(StrictModel):
         return data
 
 
+class SplitPool(RoleSpec):
+    """Co-located serving (agg) on a second GPU type: these instances serve `share` of the
+    requests, `prefill`'s the rest. The router keeps a session on one pool, so each pool's prefix
+    cache holds its own sessions and finds the workload's hit rate."""
+
+    share: float = Field(gt=0.0, lt=1.0, description="the share of requests these instances serve (0 to 1, exclusive)")
+
+    def as_role(self) -> RoleSpec:
+        """The instances alone, as a role of a one-pool plan."""
+        return RoleSpec.model_validate(self.model_dump(exclude={"share"}))
+
+
 class WanLease(StrictModel):
     """Lines of one WAN option (named in the workload's `deployment.wan_lines`)."""
 
@@ -137,6 +149,11 @@ class Plan(StrictModel):
     decode: RoleSpec | None = Field(
         default=None, description="the (main) decode instances; left out by co-located serving (agg)"
     )
+    split: SplitPool | None = Field(
+        default=None,
+        description="co-located serving (agg) only: a second pool of instances, on another GPU type, that serves "
+        "`share` of the requests",
+    )
     wan: list[WanLease] = Field(default_factory=list)
     routing: Routing = Routing()
     handoff: Handoff = Handoff()
@@ -149,6 +166,14 @@ class Plan(StrictModel):
     drc_retention_s: NonNegativeSeconds | None = Field(
         default=None, description="the main decoders' radix-cache retention this plan runs; default: the workload's"
     )
+
+    @model_serializer(mode="wrap")
+    def _written_without_a_split(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A plan file names `split` only where it has one: plans written before it read alike."""
+        data: dict[str, Any] = handler(self)
+        if self.split is None:
+            data.pop("split", None)
+        return data
 
     @field_validator("architecture")
     @classmethod
@@ -164,6 +189,8 @@ class Plan(StrictModel):
             raise ValueError("decode.count = 0: a plan needs at least one (main) decode instance")
         if self.prefill.count == 0:
             raise ValueError("prefill.count = 0: a plan needs at least one prefill instance")
+        if self.split is not None and self.split.count == 0:
+            raise ValueError("split.count = 0: a second pool needs at least one instance (or leave out `split`)")
         architecture_rules().validate(self)
         return self
 
@@ -179,6 +206,8 @@ class Plan(StrictModel):
             out["relay"] = self.relay
         if self.decode is not None:
             out["decode"] = self.decode
+        if self.split is not None:
+            out["split"] = self.split
         return out
 
 
