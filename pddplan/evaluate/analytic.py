@@ -119,6 +119,9 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)  # a decode batch cap that holds a pool below its memory
     # what the TTFT and TPOT distributions are made of, for the mixture of a split plan's pools
     mixture: PoolMixture | None = field(default=None, compare=False, repr=False)
+    # the relay's handoff: catch-up (True) or one-shot (False), as decided at each fixed-point
+    # iteration; an adaptive plan that decided one way throughout evaluates as that mode's plan
+    handoff_choices: frozenset[bool] = field(default=frozenset(), compare=False, repr=False)
 
     def to_output(self, capacity: CapacityOutput | None = None) -> outputs.Evaluation:
         """The typed result `evaluate --json` prints (ttft_p90_s, goodput_rps, bcr, ...); its
@@ -241,6 +244,7 @@ class _Decoding:
     gap_s: np.ndarray
     iterations: int
     relay_longest_step_s: float = 0.0  # a co-located relay's mixed step (its tokens' longest gap)
+    catch_up_choices: frozenset[bool] = frozenset()  # the handoff's catch-up decision at each iteration
     md_longest_step_s: float = 0.0  # a co-located decoder's full-chunk mixed step (agg)
     # a co-located decoder's first token (the relay's, or agg's): after a mixed step (probability
     # p), else a decode step: (p, mixed step, decode step); None: after the pool's step_s
@@ -337,6 +341,7 @@ def _decode_with_relay(
 
     relay: _Decoder | None = None
     md: _Decoder | None = None
+    choices: set[bool] = set()
     cancel = np.zeros(weights.shape)
     previous: tuple[float, float, float] | None = None
     iterations = 0
@@ -348,9 +353,9 @@ def _decode_with_relay(
         utilization = relay.batch / max(relay_max, 1e-9) if relay else 0.0
         window = wan + link.rtt_s / 2  # the relay stops half an RTT after the KV lands at the MD
         k0 = window / tau_r
-        rounds = catch_up_rounds(
-            k0, tau_r, link.rtt_s, handoff.catchup_threshold_tokens, extend_s, wants_catch_up(handoff, utilization)
-        )
+        catch_up = wants_catch_up(handoff, utilization)
+        choices.add(catch_up)
+        rounds = catch_up_rounds(k0, tau_r, link.rtt_s, handoff.catchup_threshold_tokens, extend_s, catch_up)
         eager = np.minimum(o, (k0 + rounds.extra_relay_s / tau_r)[:, None, :])
         finishes = relayed & (o <= eager)
         eager_tokens = np.where(relayed, eager, 0.0)
@@ -390,7 +395,9 @@ def _decode_with_relay(
             break
         previous = current
     assert md is not None
-    return _Decoding(md, relay, offered, wan, eager_tokens, finishes, gap, iterations)
+    return _Decoding(
+        md, relay, offered, wan, eager_tokens, finishes, gap, iterations, catch_up_choices=frozenset(choices)
+    )
 
 
 def _step_or_half_full(
@@ -662,6 +669,7 @@ def _evaluate_pool(scenario: Scenario, lam: float) -> Evaluation:
         request_overhead_s=scenario.prefill.instance.efficiency.request_overhead_s,
         caches=cache_reports(scenario, lam),
         notes=_cap_notes(scenario, decoding, context=classes.mean_context_tokens, rate_rps=lam),
+        handoff_choices=decoding.catch_up_choices,
         mixture=PoolMixture(
             ttft=WaitedDelays(delays, ttft_weights, *waits),
             tpot=tpot.ravel(),

@@ -60,6 +60,8 @@ GRID_ROUNDS = 6
 BOUND_GRID = 512  # rates tried for a co-located instance's bound (`colocated_rate_bound`)
 EXACT_SIZES = 32  # pools searched at every size up to this, then every SIZE_STEP
 SIZE_STEP = 1.05
+#: the pool sizes above EXACT_SIZES a capacity is searched at (`_sampled`)
+SAMPLED_SIZES = np.unique(np.round(EXACT_SIZES * SIZE_STEP ** np.arange(0, 400)))
 UNBOUNDED_RPS = 1e9
 
 
@@ -593,8 +595,7 @@ def _sampled(sizes: np.ndarray) -> np.ndarray:
     """The pool sizes a capacity is searched at: every one up to EXACT_SIZES, then about every
     SIZE_STEP (5%) more, and the largest (an Erlang C over thousands of servers per row is what
     costs)."""
-    grid = np.unique(np.round(EXACT_SIZES * SIZE_STEP ** np.arange(0, 400)))
-    return (sizes <= EXACT_SIZES) | np.isin(sizes, grid) | (sizes == sizes.max(initial=0))
+    return (sizes <= EXACT_SIZES) | np.isin(sizes, SAMPLED_SIZES) | (sizes == sizes.max(initial=0))
 
 
 def _filled_in(

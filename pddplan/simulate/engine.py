@@ -194,33 +194,63 @@ def _prefill_costs(instance: Instance, fresh: np.ndarray, cached: np.ndarray, ch
     return PrefillCost(**{f.name: getattr(cost, f.name)[back] for f in fields(cost)})
 
 
+@dataclass(frozen=True)
+class _StepTables:
+    """A prefill instance kind's T_lin(T) for T = 0..C (`linear`, `alone` for one sequence), or
+    under data-parallel attention L(k, T) for k = 1..ranks busy ranks (`ranks`)."""
+
+    linear: list[float]
+    alone: list[float] | None
+    ranks: list[list[float]] | None
+
+
+#: the step tables of the last few (instance kind, chunk) pairs simulated: a verification simulates
+#: the same kind again (a longer run, one more instance, another architecture's plan), and a table
+#: is a roofline evaluation of up to C + 1 token counts per busy rank (0.1 s for an EP16 instance)
+_TABLES: list[tuple[Instance, int, _StepTables]] = []
+REMEMBERED_TABLES = 8
+
+
+def _step_tables(instance: Instance, chunk: int) -> _StepTables:
+    """`_StepTables` of `instance` at chunk budget `chunk`, computed once per equal instance kind
+    (equal fields and efficiency override) among the last REMEMBERED_TABLES."""
+    for known, known_chunk, tables in _TABLES:
+        if known_chunk == chunk and known == instance and known.efficiency_override == instance.efficiency_override:
+            return tables
+    tokens = np.arange(chunk + 1, dtype=np.float64)
+    if instance.attention_ranks > 1:  # lockstep ranks: L(k, T) for k busy ranks of T tokens each
+        busy_ranks = np.arange(1.0, instance.attention_ranks + 1.0)[:, None]
+        tables = _StepTables([], None, rank_linear_step_s(instance, busy_ranks, tokens[None, :]).tolist())
+    else:
+        alone = step_time(instance, np.maximum(tokens, 1.0), 0.0, 1.0)  # one sequence: not spread over DP ranks
+        alone_linear = np.maximum(alone.total_s - alone.attention_s, 0.0).tolist()
+        tables = _StepTables(linear_step_s(instance, tokens).tolist(), alone_linear, None)
+    _TABLES.append((instance, chunk, tables))
+    del _TABLES[:-REMEMBERED_TABLES]
+    return tables
+
+
 def _prefill_pool(scenario: Scenario, extra_step_s: float) -> PrefillPool:
     """The scenario's prefill pool: its instances, chunk budget and T_lin(T) for T = 0..C, each step
     `extra_step_s` longer (a co-located relay's tokens)."""
     chunk = scenario.chunk_tokens
     instance = scenario.prefill.instance
-    tokens = np.arange(chunk + 1, dtype=np.float64)
-    ranks = instance.attention_ranks
-    if ranks > 1:  # lockstep ranks: L(k, T) for k busy ranks of T tokens each
-        busy_ranks = np.arange(1.0, ranks + 1.0)[:, None]
-        table = rank_linear_step_s(instance, busy_ranks, tokens[None, :])
+    tables = _step_tables(instance, chunk)
+    if tables.ranks is not None:
         return PrefillPool(
             instances=scenario.prefill.count,
             chunk_tokens=chunk,
             linear_s=[],
             extra_step_s=extra_step_s,
-            ranks=ranks,
-            rank_linear_s=table.tolist(),
+            ranks=instance.attention_ranks,
+            rank_linear_s=tables.ranks,
         )
-    linear = linear_step_s(instance, tokens).tolist()
-    alone = step_time(instance, np.maximum(tokens, 1.0), 0.0, 1.0)  # one sequence: not spread over DP ranks
-    alone_linear = np.maximum(alone.total_s - alone.attention_s, 0.0).tolist()
     return PrefillPool(
         instances=scenario.prefill.count,
         chunk_tokens=chunk,
-        linear_s=linear,
+        linear_s=tables.linear,
         extra_step_s=extra_step_s,
-        alone_linear_s=alone_linear,
+        alone_linear_s=tables.alone,
         stages=instance.pp,
     )
 
