@@ -29,6 +29,7 @@ import time
 from _timing import ROOT
 
 RUNS = 3
+TARGET_RATIO = 25.0  # issue 38: optimize on the peer's question at least 25x faster than the peer
 CASES = {
     "comparable (Qwen3-32B, 32 x H200, ISL 16K / 14K cached)": (
         ["benchmarks/qwen3-32b-16k.yaml"],
@@ -62,10 +63,11 @@ def main() -> None:
             ours.append(_seconds([sys.executable, "-m", "pddplan", "optimize", *workload, "--json"]))
             theirs.append(_seconds([aiconfigurator, "cli", "default", *aic_args]))
         ratio = statistics.median(theirs) / statistics.median(ours)
-        ok &= ratio >= 10.0
+        ok &= ratio >= TARGET_RATIO
         print(
             f"{name}: pddplan {statistics.median(ours):.2f} s, aiconfigurator {statistics.median(theirs):.2f} s "
-            f"(medians of {RUNS}): pddplan {ratio:.1f}x faster  target >= 10x  {'OK' if ratio >= 10 else 'MISSED'}"
+            f"(medians of {RUNS}): pddplan {ratio:.1f}x faster  target >= {TARGET_RATIO:g}x  "
+            f"{'OK' if ratio >= TARGET_RATIO else 'MISSED'}"
         )
     raise SystemExit(0 if ok else 1)
 
