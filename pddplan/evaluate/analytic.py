@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.outputs import Capacity as CapacityOutput
 from pddplan.evaluate.prefill_queue import prefill_queue
 from pddplan.evaluate.queueing import WaitedDelays, allen_cunneen, mixture_quantiles, pools_quantiles, wait_survival
-from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
+from pddplan.evaluate.verdict import Tails, Verdict, judge, revenue_per_request, tpot_target
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
@@ -645,17 +646,8 @@ def _evaluate_pool(scenario: Scenario, lam: float) -> Evaluation:
     verdict = judge(sla, Tails.of(ttft_q, tpot_q), lam, attainment, (revenue, cost), instability)
     finishes = decoding.finishes_on_relay
     return Evaluation(
-        architecture=scenario.plan.architecture,
-        rate_rps=lam,
-        ttft=Percentiles(*map(float, ttft_q)),
-        tpot=Percentiles(*map(float, tpot_q)),
+        **_judged(scenario, lam, ttft_q, tpot_q, verdict, cost),
         worst_gap_p99_s=worst_gap_p99,
-        goodput_rps=verdict.goodput_rps,
-        sla_met=verdict.sla_met,
-        sla_violations=verdict.violations,
-        cost_per_hour=cost,
-        revenue_per_hour=verdict.revenue_per_hour,
-        bcr=verdict.bcr,
         rld_token_share=float((np.minimum(decoding.eager_tokens, outputs[None, :, None]) * weights).sum())
         / classes.mean_output_tokens,
         singular_share=float((finishes * weights).sum()),
@@ -680,6 +672,25 @@ def _evaluate_pool(scenario: Scenario, lam: float) -> Evaluation:
             instability=instability,
         ),
     )
+
+
+def _judged(
+    scenario: Scenario, lam: float, ttft_q: np.ndarray, tpot_q: np.ndarray, verdict: Verdict, cost: float
+) -> dict[str, Any]:
+    """The fields every evaluation states alike: the rate, the TTFT and TPOT quantiles, and the
+    verdict's goodput, violations, revenue and BCR at `cost` $/h."""
+    return {
+        "architecture": scenario.plan.architecture,
+        "rate_rps": lam,
+        "ttft": Percentiles(*map(float, ttft_q)),
+        "tpot": Percentiles(*map(float, tpot_q)),
+        "goodput_rps": verdict.goodput_rps,
+        "sla_met": verdict.sla_met,
+        "sla_violations": verdict.violations,
+        "cost_per_hour": cost,
+        "revenue_per_hour": verdict.revenue_per_hour,
+        "bcr": verdict.bcr,
+    }
 
 
 def _evaluate_split(scenario: Scenario, lam: float) -> Evaluation:
@@ -725,17 +736,8 @@ def _evaluate_split(scenario: Scenario, lam: float) -> Evaluation:
         return float(sum(part.share * figure(evaluation) for part, evaluation in pools))
 
     return Evaluation(
-        architecture=scenario.plan.architecture,
-        rate_rps=lam,
-        ttft=Percentiles(*map(float, ttft_q)),
-        tpot=Percentiles(*map(float, tpot_q)),
+        **_judged(scenario, lam, ttft_q, tpot_q, verdict, cost),
         worst_gap_p99_s=float(_weighted_quantiles(gaps, weights, (0.99,))[0]),
-        goodput_rps=verdict.goodput_rps,
-        sla_met=verdict.sla_met,
-        sla_violations=verdict.violations,
-        cost_per_hour=cost,
-        revenue_per_hour=verdict.revenue_per_hour,
-        bcr=verdict.bcr,
         rld_token_share=mean(lambda e: e.rld_token_share),
         singular_share=mean(lambda e: e.singular_share),
         relay_share=mean(lambda e: e.relay_share),
