@@ -62,6 +62,10 @@ EXACT_SIZES = 32  # pools searched at every size up to this, then every SIZE_STE
 SIZE_STEP = 1.05
 #: the pool sizes above EXACT_SIZES a capacity is searched at (`_sampled`)
 SAMPLED_SIZES = np.unique(np.round(EXACT_SIZES * SIZE_STEP ** np.arange(0, 400)))
+#: the same for pool sizes only a split of the requests over two co-located pools uses
+COARSE_EXACT_SIZES = 8
+COARSE_SIZE_STEP = 1.25
+COARSE_SIZES = np.unique(np.round(COARSE_EXACT_SIZES * COARSE_SIZE_STEP ** np.arange(0, 100)))
 UNBOUNDED_RPS = 1e9
 
 
@@ -511,6 +515,16 @@ def largest_feasible_rate(
     return out
 
 
+@dataclass(frozen=True)
+class SearchFloor:
+    """Where a co-located pool's capacity search starts: the least rate the pool may serve (sizes
+    whose bound is below it are left at 0), and the size below which only a split of the requests
+    over two pools would use the pool (searched on a coarser grid)."""
+
+    rate_rps: float = 0.0
+    coarse_below: int = 0
+
+
 def colocated_capacity(
     candidate: InstanceKind,
     classes: RequestClasses,
@@ -518,11 +532,13 @@ def colocated_capacity(
     pool_sizes: np.ndarray,
     rate_ceiling: float,
     sla_scale: float,
-    least_rate: float = 0.0,
+    least: SearchFloor | None = None,
 ) -> np.ndarray:
     """Largest rate each pool size of co-located instances of `candidate` sustains within the SLA
-    (0 if none, and 0 without a search for a size whose bound (`colocated_rate_bound`) is below
-    `least_rate`, the least the program may serve), by the closed form's equations
+    (0 if none, and with a `least` floor, 0 without a search for a size whose bound
+    (`colocated_rate_bound`) is below its rate, the least the program may serve; sizes below its
+    `coarse_below`, which only a split of the requests over two pools uses, searched on the coarser
+    grid of `_sampled`), by the closed form's equations
     (`pddplan.evaluate.colocated`): the running batch fits the KV room beside the longest prompt
     and the prefix cache's HBM share (lower tiers hold first) at the slot utilization u* of one
     instance's slots (a request decodes where it prefilled), the mean token time keeps the
@@ -583,19 +599,25 @@ def colocated_capacity(
     per_instance = colocated_rate_bound(steps, classes, tpot_limit, float(largest))
     ceiling = np.minimum(sizes * per_instance, rate_ceiling)
     out = np.zeros(len(sizes))
-    reach = (ceiling > 0) & (ceiling >= least_rate)
-    searched = reach & _sampled(sizes)
+    floor = least or SearchFloor()
+    reach = (ceiling > 0) & (ceiling >= floor.rate_rps)
+    searched = reach & _sampled(sizes, floor.coarse_below)
     if searched.any():
         rows = np.zeros(int(searched.sum()), dtype=int)
         out[searched] = largest_feasible_rate(feasible, rows, sizes[searched], ceiling[searched])
     return _filled_in(sizes, out, searched, reach, ceiling)
 
 
-def _sampled(sizes: np.ndarray) -> np.ndarray:
+def _sampled(sizes: np.ndarray, coarse_below: int = 0) -> np.ndarray:
     """The pool sizes a capacity is searched at: every one up to EXACT_SIZES, then about every
     SIZE_STEP (5%) more, and the largest (an Erlang C over thousands of servers per row is what
-    costs)."""
-    return (sizes <= EXACT_SIZES) | np.isin(sizes, SAMPLED_SIZES) | (sizes == sizes.max(initial=0))
+    costs); below `coarse_below`, every one up to COARSE_EXACT_SIZES, then about every
+    COARSE_SIZE_STEP (25%) more. The sizes between are filled in conservatively (`_filled_in`)."""
+    fine = (sizes <= EXACT_SIZES) | np.isin(sizes, SAMPLED_SIZES) | (sizes == sizes.max(initial=0))
+    if coarse_below <= 0:
+        return fine
+    coarse = (sizes <= COARSE_EXACT_SIZES) | np.isin(sizes, COARSE_SIZES)
+    return np.where(sizes < coarse_below, coarse, fine)
 
 
 def _filled_in(

@@ -24,6 +24,7 @@ from pddplan.evaluate.capacity import (
     DecoderCapacity,
     Downstream,
     PathLoad,
+    SearchFloor,
     colocated_capacity,
     decoder_capacity,
     path_loads,
@@ -226,6 +227,38 @@ class ProblemBuilder:
             out.append(replace(d, requests_per_s=d.requests_per_s * decode_scale, occupancy=d.occupancy * decode_scale))
         return out
 
+    def _largest_pool(self, candidate: Candidate, classes: RequestClasses) -> int:
+        """The most instances of `candidate` a pool is sized up to: what the whole rate would keep
+        busy 1.5 times over (plus 4), within the datacenter's offer (unless beyond the inventory)."""
+        mean_s = float(classes.prefill_s @ classes.input_prob)
+        by_rate = math.ceil(self.setup.rate_ceiling * mean_s * 1.5) + 4
+        return max(by_rate if self.beyond_inventory else min(candidate.max_count, by_rate), 1)
+
+    def _least_rates(self, classes: dict[int, RequestClasses], usable: list[bool], tops: list[int]) -> list[float]:
+        """The least rate each candidate's pool may serve: all the program serves, or, where
+        co-located pools may split the requests, what the largest pool of another GPU type in its
+        datacenter cannot carry (n instances of kind k carry less than n / E[P_k], P_k a request's
+        fully packed work). A diagnosis (beyond the inventory) asks what one pool lacks."""
+        setup = self.setup
+        least = self.options.least_rate(setup.rate_ceiling)
+        if not self.colocated_split or self.beyond_inventory:
+            return [least] * len(setup.candidates)
+        most = []
+        for i, top in enumerate(tops):
+            work_s = float(classes[i].prefill_work_s @ classes[i].input_prob)
+            most.append(top / work_s if usable[i] and work_s > 0 else (math.inf if usable[i] else 0.0))
+        out = []
+        for c in setup.candidates:
+            beside = [k for k, o in enumerate(setup.candidates) if o.datacenter == c.datacenter and o.gpu != c.gpu]
+            out.append(max(least - max((most[k] for k in beside), default=0.0), 0.0))
+        return out
+
+    @property
+    def colocated_split(self) -> bool:
+        """Whether co-located serving may split the requests over two pools: some datacenter offers
+        instance kinds of two GPU types."""
+        return self.setup.architecture.colocated and _two_types_in_a_datacenter(self.setup.candidates)
+
     def colocated_relay(self, decode_scale: float) -> dict[int, float]:
         """Per prefill candidate, the relay sequences one instance keeps running (u* B*) in the
         KV room its longest prompt leaves, when the options let the relay run on prefill."""
@@ -307,7 +340,7 @@ class ProblemBuilder:
             colocated_relay=self.colocated_relay(headroom.decode_scale) if arch.has_relay else {},
             prefill_cache_bytes_per_rps=prefill_cache_bytes_per_rps(workload, setup.model),
             prefill_cache_room=self.prefill_cache_room(),
-            colocated_pools=2 if arch.colocated and _two_types_in_a_datacenter(setup.candidates) else 1,
+            colocated_pools=2 if self.colocated_split else 1,
         )
 
     def _routing_classes(self, routing: Routing | None) -> tuple[str | None, dict[int, RequestClasses]]:
@@ -420,23 +453,27 @@ class ProblemBuilder:
         lines: list[LinePool | None] = list(setup.lines) if arch.uses_wan else [None] * len(datacenters)
         rules = list(classes_by_rule)
         out: dict[str | None, dict[tuple[int, int], np.ndarray]] = {key: {} for key in rules}
-        least = self.options.least_rate(setup.rate_ceiling)
         base = next(iter(classes_by_rule.values()))
+        usable = [
+            holds_longest_prompt(c, setup.workload) and not (arch.colocated and c.pp > 1)  # pipelined decode
+            for c in setup.candidates
+        ]
+        tops = [self._largest_pool(c, base[i]) for i, c in enumerate(setup.candidates)]
+        least_rates = self._least_rates(base, usable, tops)
+        whole = self.options.least_rate(setup.rate_ceiling)
         for i, candidate in enumerate(setup.candidates):
-            if not holds_longest_prompt(candidate, setup.workload):
-                continue
-            if arch.colocated and candidate.pp > 1:  # decoding in pipelined steps is not modelled
+            if not usable[i]:
                 continue
             classes = base[i]  # every rule's classes but for the relay marks
-            mean_s = float(classes.prefill_s @ classes.input_prob)
-            by_rate = math.ceil(setup.rate_ceiling * mean_s * 1.5) + 4
-            top = max(by_rate if self.beyond_inventory else min(candidate.max_count, by_rate), 1)
+            top, least = tops[i], least_rates[i]
             # a pool of n instances serves less than n / E[P], P a request's work when fully packed (its
             # least, `pddplan.evaluate.prefill_queue`; far below its time alone under data-parallel
-            # attention): smaller pools cannot reach the least rate the program may serve, so their
+            # attention): smaller pools cannot reach the least rate the pool may serve, so their
             # capacity is left at 0 without computing it
             least_work_s = float(classes.prefill_work_s @ classes.input_prob)
             lowest = min(max(math.floor(least * least_work_s), 1), top)
+            # what one pool needs to carry all the program serves: smaller ones only split it
+            alone = min(max(math.floor(whole * least_work_s), 1), top)
             sizes = np.arange(lowest, top + 1)
             # one row per distinct line (pools of equal lines share it)
             rows: dict[Any, int] = {}
@@ -458,8 +495,9 @@ class ProblemBuilder:
             if not line_rows:
                 continue
             if arch.colocated:  # the pool also decodes: one row, no line, no relay
+                floor = SearchFloor(least, alone)
                 rates = colocated_capacity(
-                    candidate, classes, setup.workload, sizes, setup.rate_ceiling, sla_scale, least
+                    candidate, classes, setup.workload, sizes, setup.rate_ceiling, sla_scale, floor
                 )[None, :]
             else:  # rows rule-major: rule r's line j is row r * len(line_rows) + j
                 # as many rules per search as keep its arrays small: beyond, one call per rule is faster
