@@ -218,3 +218,17 @@ def test_losing_a_pools_only_instance_sends_its_requests_to_the_other(inputs) ->
     shrunk, _, _ = apply(inputs, larger, Change(fail="instance:split"))
     assert shrunk is not None and shrunk.plan.split is not None
     assert (shrunk.plan.split.count, shrunk.plan.split.share) == (POOL_A["count"] - 1, 0.2)  # type: ignore[operator]
+
+
+def test_a_one_line_plan_splits_when_neither_gpu_offer_alone_carries_the_rate(tmp_path: Path) -> None:
+    """8 x H200 and 16 x H100 for Qwen3-32B at 8 req/s: neither offer alone carries it (agg was
+    infeasible before a pool could serve part of the rate); the plan uses both."""
+    args = ["optimize", "--model", "qwen3-32b", "--gpu", "h200:8", "--gpu", "h100-sxm:16", "--isl", "16000"]
+    args += ["--prefix", "14000", "--osl", "1000", "--ttft-p90", "2", "--ttft-p99", "5", "--tpot-p99", "0.05"]
+    args += ["--rate", "8", "-a", "agg", "--json", "--write-workload", str(tmp_path / "w.yaml")]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    agg = json.loads(out.stdout)["architectures"][0]
+    assert agg["feasible"] and agg["verified"]
+    assert {role["gpu"] for role in agg["roles"].values()} == {"h200", "h100-sxm"}
+    assert 0 < agg["roles"]["split"]["share"] < 1
