@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from pddplan.cli import app
 from pddplan.evaluate.analytic import evaluate
-from pddplan.evaluate.capacity_view import capacity_view
+from pddplan.evaluate.capacity_view import capacity_view, rebalanced
 from pddplan.evaluate.queueing import WaitedDelays, pools_quantiles
 from pddplan.export import export_plan
 from pddplan.inputs import load_workload, workload_dir
@@ -27,6 +27,7 @@ from pddplan.optimize.run import optimize
 from pddplan.scenarios.failures import Change, apply
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.scenarios.split import pool_parts, thinned_arrival
+from pddplan.simulate.engine import simulate_requests
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Arrival
@@ -142,6 +143,8 @@ def test_a_split_simulates_both_pools_and_agrees_with_its_closed_form(inputs) ->
     closed = evaluate(scenario)
     assert closed.ttft.p90_s == pytest.approx(run.summary.ttft_p90_s, rel=0.15)
     assert simulate(scenario, 6000, 3).summary == run.summary
+    table, stats = simulate_requests(scenario, 1, 3)  # too short for both pools: only one runs
+    assert len(table.arrival_s) == 1 and len(stats.pools) == 1
 
 
 def test_the_program_splits_the_requests_when_no_one_type_carries_them(tmp_path: Path) -> None:
@@ -232,3 +235,19 @@ def test_a_one_line_plan_splits_when_neither_gpu_offer_alone_carries_the_rate(tm
     assert agg["feasible"] and agg["verified"]
     assert {role["gpu"] for role in agg["roles"].values()} == {"h200", "h100-sxm"}
     assert 0 < agg["roles"]["split"]["share"] < 1
+
+
+def test_after_a_pool_loses_an_instance_the_requests_move_by_capacity(inputs) -> None:  # type: ignore[no-untyped-def]
+    """A router that balances by load moves requests off the pool that lost an instance: the share
+    becomes cap_split / (cap_prefill + cap_split), so the split pool takes more, and the plan does
+    better than at the old share."""
+    scenario = build_scenario(_plan({**POOL_A, "share": 0.4}), inputs)
+    down, rate, _ = apply(inputs, scenario, Change(fail="instance:prefill"))
+    assert down is not None and down.plan.split is not None
+    moved, words = rebalanced(down)
+    assert moved.plan.split is not None
+    caps = {p.role: capacity_view(p.scenario).max_rate_rps for p in pool_parts(moved)}
+    assert moved.plan.split.share == pytest.approx(caps["split"] / (caps["prefill"] + caps["split"]), rel=1e-9)
+    assert moved.plan.split.share > 0.4 and "40% ->" in words
+    assert evaluate(moved, rate).ttft.p99_s < evaluate(down, rate).ttft.p99_s
+    assert rebalanced(build_scenario(_plan(None), inputs))[1] == ""

@@ -47,6 +47,7 @@ from pydantic import Field
 
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate.capacity_view import rebalanced
 from pddplan.evaluate.outputs import Evaluation
 from pddplan.inputs import load_plan
 from pddplan.inputs.input_set import InputSet
@@ -94,6 +95,9 @@ def whatif(inputs: InputSet, plan: Any, change: Change, simulate_requests: int =
 
     scenario = build_scenario(plan, inputs, source="plan")
     changed, rate, mode = apply(inputs, scenario, change)
+    if changed is not None and change.fail:  # a split plan's router moves requests off the pool that lost one
+        changed, moved = rebalanced(changed)
+        mode = f"{mode}; {moved}" if moved else mode
     before = evaluate(scenario).to_output()
     after = _paid_for(evaluate(changed, rate).to_output(), scenario.cost_per_hour) if changed is not None else None
     sim_before = sim_after = None

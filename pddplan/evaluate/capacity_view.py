@@ -176,10 +176,10 @@ def fluid_view(
 
 def capacity_view(scenario: Scenario, classes: RequestClasses | None = None) -> CapacityView:
     """The capacity view of `scenario` (see the module docstring)."""
-    workload, model, plan = scenario.workload, scenario.model, scenario.plan
-    classes = classes or request_classes(scenario)
     if scenario.plan.split is not None:
         return _split_view(scenario)
+    workload, model, plan = scenario.workload, scenario.model, scenario.plan
+    classes = classes or request_classes(scenario)
     if scenario.architecture.colocated:
         return _colocated_view(scenario, classes)
     mean_output = classes.mean_output_tokens
@@ -302,6 +302,29 @@ def _split_view(scenario: Scenario) -> CapacityView:
         margin_per_request_usd=revenue - cost,
         limits={part.role: view.limits["prefill"] for part, view in views},
     )
+
+
+def rebalanced(scenario: Scenario) -> tuple[Scenario, str]:
+    """A split plan with its requests divided in proportion to its pools' capacities within the SLA,
+    s = cap_split / (cap_prefill + cap_split), as `optimize` divides them and as a router that
+    balances by load moves them after a pool loses an instance, with the move in words; a plan
+    without a split as it is (and no words)."""
+    split = scenario.plan.split
+    if split is None:
+        return scenario, ""
+    caps = {
+        part.role: _colocated_view(part.scenario, request_classes(part.scenario)).max_rate_rps
+        for part in pool_parts(scenario)
+    }
+    total = caps["prefill"] + caps["split"]
+    if not total > 0:
+        return scenario, ""
+    share = min(max(caps["split"] / total, 1e-9), 1.0 - 1e-9)
+    pool = split.model_copy(update={"share": share})
+    roles = {**scenario.roles, "split": replace(scenario.roles["split"], spec=pool)}
+    before, after = f"{split.share:.0%}", f"{share:.0%}"
+    moved = f"the split pool's share of requests {before} -> {after}" if before != after else ""
+    return replace(scenario, plan=scenario.plan.model_copy(update={"split": pool}), roles=roles), moved
 
 
 def prefill_token_throughputs(classes: RequestClasses, gpus: int) -> tuple[float, float]:

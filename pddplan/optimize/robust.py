@@ -256,8 +256,9 @@ def _most_served(inputs: InputSet, plan: Plan) -> Operated | None:
 
 def _active(inputs: InputSet, operated: Plan) -> Plan:
     """The fewest of the operated plan's instances that still meet the scenario: each role lowered
-    one instance at a time (decode, relay, prefill) while the closed form says it does."""
-    for role in ("decode", "relay", "prefill"):
+    one instance at a time (decode, relay, prefill, a split's second pool) while the closed form says
+    it does."""
+    for role in ("decode", "relay", "prefill", "split"):
         while (spec := getattr(operated, role)) is not None and spec.count > 1:
             smaller = operated.with_count(role, spec.count - 1)
             out = _evaluated(inputs, smaller)
@@ -315,11 +316,12 @@ def _grow(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]], inputs: Inp
 
 
 def _trimmed(plan: Plan, cases: list[tuple[TrafficScenario, InputSet]]) -> Plan:
-    """`plan` with each role's count lowered one instance at a time, decode, relay, then prefill, as
+    """`plan` with each role's count lowered one instance at a time, decode, relay, prefill, then a
+    split's second pool, as
     long as every required scenario is still met in closed form (`pddplan.optimize.search._trimmed`
     does the same to the steady program's pick)."""
 
-    for role in ("decode", "relay", "prefill"):
+    for role in ("decode", "relay", "prefill", "split"):
         while (spec := getattr(plan, role)) is not None and spec.count > 1:
             smaller = plan.with_count(role, spec.count - 1)
             if _unmet(smaller, cases):

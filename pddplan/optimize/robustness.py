@@ -388,7 +388,7 @@ def _moves(nominal: RobustnessRow, row: RobustnessRow, arch: str) -> list[str]:
     if before is None:
         return [f"{arch} becomes feasible"]
     out = []
-    for role in ("prefill", "relay", "decode"):
+    for role in ("prefill", "split", "relay", "decode"):
         old, new = before.get(role), after.get(role)
         if old == new:
             continue

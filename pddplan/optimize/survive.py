@@ -24,6 +24,7 @@ import yaml
 
 from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import evaluate
+from pddplan.evaluate.capacity_view import rebalanced
 from pddplan.inputs import load_plan
 from pddplan.inputs.input_set import InputSet
 from pddplan.optimize import outputs
@@ -98,6 +99,8 @@ def survives(inputs: InputSet, scenario: Scenario, failure: str, degraded_sla: f
     changed, rate, mode = apply(inputs, scenario, Change(fail=failure))
     if changed is None:
         return False, mode
+    changed, moved = rebalanced(changed)  # a split plan's router moves requests off the pool that lost one
+    mode = f"{mode}; {moved}" if moved else mode
     figures = evaluate(relaxed(changed, degraded_sla), rate)
     return bool(figures.sla_met and figures.goodput_rps >= rate * (1 - 1e-9)), mode
 

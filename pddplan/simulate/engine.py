@@ -770,20 +770,24 @@ def simulate_requests(
 
 def _simulate_split(scenario: Scenario, count: int, seed: int) -> tuple[RequestTable, SimulationStats]:
     """A plan whose requests split over two co-located pools (`pddplan.scenarios.split`): each pool
-    simulated on its own arrivals, round(s_i count) requests (at least one) at s_i of the rate with
+    simulated on its own arrivals, round(s_i count) requests (a pool with none is not run) at s_i of the rate with
     its own seed drawn from `seed`, over the same span; the tables merged in arrival order. The
     statistics add up, each pool's kept in `pools`."""
     parts = pool_parts(scenario)
-    first = min(max(round(count * parts[0].share), 1), max(count - 1, 1))
-    counts = [first, max(count - first, 1)]
+    first = round(count * parts[0].share)
+    counts = [first, count - first]
     runs = []
+    simulated = []
     for index, (part, n) in enumerate(zip(parts, counts, strict=True)):
+        if n == 0:  # a run too short for a request of this pool
+            continue
         pool_seed = int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
         runs.append(simulate_requests(part.scenario, n, pool_seed))
+        simulated.append(part)
     columns = {f.name: np.concatenate([getattr(t, f.name) for t, _ in runs]) for f in fields(RequestTable)}
     order = np.argsort(columns["arrival_s"], kind="stable")
     table = RequestTable(**{name: values[order] for name, values in columns.items()})
-    pools = tuple((part.role, stats) for part, (_, stats) in zip(parts, runs, strict=True))
+    pools = tuple((part.role, stats) for part, (_, stats) in zip(simulated, runs, strict=True))
     all_stats = [stats for _, stats in runs]
     return table, SimulationStats(
         span_s=max(stats.span_s for stats in all_stats),
