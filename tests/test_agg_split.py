@@ -28,7 +28,7 @@ from pddplan.scenarios.failures import Change, apply
 from pddplan.scenarios.scenario import build_scenario
 from pddplan.scenarios.split import pool_parts, thinned_arrival
 from pddplan.simulate.engine import simulate_requests
-from pddplan.simulate.summary import simulate
+from pddplan.simulate.summary import request_records, simulate
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Arrival
 
@@ -143,6 +143,9 @@ def test_a_split_simulates_both_pools_and_agrees_with_its_closed_form(inputs) ->
     closed = evaluate(scenario)
     assert closed.ttft.p90_s == pytest.approx(run.summary.ttft_p90_s, rel=0.15)
     assert simulate(scenario, 6000, 3).summary == run.summary
+    assert run.table.pool is not None and int((run.table.pool == "split").sum()) == round(0.4 * 6000)
+    assert request_records(run.table)[0]["pool"] in ("prefill", "split")
+    assert "pool" not in request_records(simulate(pool_parts(scenario)[0].scenario, 50, 3).table)[0]
     table, stats = simulate_requests(scenario, 1, 3)  # too short for both pools: only one runs
     assert len(table.arrival_s) == 1 and len(stats.pools) == 1
 

@@ -103,6 +103,7 @@ class RequestTable:
     wan_bytes: np.ndarray
     cancelled: np.ndarray
     pipeline: np.ndarray
+    pool: np.ndarray | None = None  # a split plan's: the role of the pool that served each request
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -784,7 +785,11 @@ def _simulate_split(scenario: Scenario, count: int, seed: int) -> tuple[RequestT
         pool_seed = int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
         runs.append(simulate_requests(part.scenario, n, pool_seed))
         simulated.append(part)
-    columns = {f.name: np.concatenate([getattr(t, f.name) for t, _ in runs]) for f in fields(RequestTable)}
+    columns = {
+        f.name: np.concatenate([getattr(t, f.name) for t, _ in runs]) for f in fields(RequestTable) if f.name != "pool"
+    }
+    served = [np.full(len(t.arrival_s), part.role) for part, (t, _) in zip(simulated, runs, strict=True)]
+    columns["pool"] = np.concatenate(served)
     order = np.argsort(columns["arrival_s"], kind="stable")
     table = RequestTable(**{name: values[order] for name, values in columns.items()})
     pools = tuple((part.role, stats) for part, (_, stats) in zip(simulated, runs, strict=True))

@@ -208,6 +208,8 @@ def request_records(table: RequestTable) -> list[dict[str, Any]]:
         "cancelled": table.cancelled,
         "finish_s": table.finish_s,
     }
+    if table.pool is not None:  # a split plan: which pool served the request
+        columns["pool"] = table.pool
     lists = {name: values.tolist() for name, values in columns.items()}
     return [{"request": i, **{name: lists[name][i] for name in columns}} for i in range(len(table.arrival_s))]
 
@@ -232,7 +234,8 @@ def write_records(path: Path, table: RequestTable) -> None:
     records = request_records(table)
     if record_format(path) == "csv":
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=RECORD_FIELDS, lineterminator="\n")
+        names = (*RECORD_FIELDS, "pool") if table.pool is not None else RECORD_FIELDS
+        writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\n")
         writer.writeheader()
         writer.writerows(records)
         write_atomic(path, buffer.getvalue())
