@@ -47,7 +47,7 @@ from pddplan.perf.memory import sequences_that_fit
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenarios.scenario import Role, Scenario
-from pddplan.scenarios.split import pool_parts
+from pddplan.scenarios.split import pool_figure_name, pool_parts
 from pddplan.support.limits import check_rate
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -701,21 +701,21 @@ def _evaluate_split(scenario: Scenario, lam: float) -> Evaluation:
     stages are named by its role (`split`, `split-decode` for the second pool)."""
     parts = pool_parts(scenario)
     pools = [(part, _evaluate_pool(part.scenario, lam * part.share)) for part in parts]
-    mixtures = [(part.share, evaluation.mixture) for part, evaluation in pools]
-    assert all(m is not None for _, m in mixtures)
+    mixtures: list[tuple[float, PoolMixture]] = []
+    for part, evaluation in pools:
+        assert evaluation.mixture is not None  # every one-pool evaluation carries its mixture
+        mixtures.append((part.share, evaluation.mixture))
     unstable = [
-        f"{part.role} pool: {e.mixture.instability.removeprefix('unstable: ')}"
-        for part, e in pools
-        if e.mixture is not None and e.mixture.instability
+        f"{part.role} pool: {m.instability.removeprefix('unstable: ')}"
+        for part, (_, m) in zip(parts, mixtures, strict=True)
+        if m.instability
     ]
-    ttft_q = pools_quantiles(QUANTILES, [(s, m.ttft) for s, m in mixtures if m is not None])
-    if unstable:
-        ttft_q = np.full(3, math.inf)
-    weights = np.concatenate([s * m.weights for s, m in mixtures if m is not None])
-    tpot_q = _weighted_quantiles(np.concatenate([m.tpot for _, m in mixtures if m is not None]), weights, QUANTILES)
-    gaps = np.concatenate([m.worst_gap for _, m in mixtures if m is not None])
-    attainment = sum(s * m.attainment for s, m in mixtures if m is not None)
-    revenue = sum(s * m.revenue_per_request_usd for s, m in mixtures if m is not None)
+    ttft_q = np.full(3, math.inf) if unstable else pools_quantiles(QUANTILES, [(s, m.ttft) for s, m in mixtures])
+    weights = np.concatenate([s * m.weights for s, m in mixtures])
+    tpot_q = _weighted_quantiles(np.concatenate([m.tpot for _, m in mixtures]), weights, QUANTILES)
+    gaps = np.concatenate([m.worst_gap for _, m in mixtures])
+    attainment = sum(s * m.attainment for s, m in mixtures)
+    revenue = sum(s * m.revenue_per_request_usd for s, m in mixtures)
     cost = scenario.cost_per_hour
     instability = "unstable: " + "; ".join(unstable) if unstable else None
     verdict = judge(scenario.workload.sla, Tails.of(ttft_q, tpot_q), lam, attainment, (revenue, cost), instability)
@@ -725,7 +725,7 @@ def _evaluate_split(scenario: Scenario, lam: float) -> Evaluation:
     for part, evaluation in pools:
         first = part.role == "prefill"
         for name, stage in evaluation.stages.items():
-            stages[name if first else ("split" if name == "prefill" else f"split-{name}")] = stage
+            stages[pool_figure_name(part.role, name)] = stage
         caches += [c if first else c.model_copy(update={"cache": "split"}) for c in evaluation.caches]
         notes += [note if first else f"split pool: {note}" for note in evaluation.notes]
     # co-located serving has one pipeline, which every request of either pool takes

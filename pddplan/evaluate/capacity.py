@@ -532,10 +532,10 @@ def colocated_capacity(
     pool_sizes: np.ndarray,
     rate_ceiling: float,
     sla_scale: float,
-    least: SearchFloor | None = None,
+    floor: SearchFloor | None = None,
 ) -> np.ndarray:
     """Largest rate each pool size of co-located instances of `candidate` sustains within the SLA
-    (0 if none, and with a `least` floor, 0 without a search for a size whose bound
+    (0 if none, and with a search `floor`, 0 without a search for a size whose bound
     (`colocated_rate_bound`) is below its rate, the least the program may serve; sizes below its
     `coarse_below`, which only a split of the requests over two pools uses, searched on the coarser
     grid of `_sampled`), by the closed form's equations
@@ -599,9 +599,9 @@ def colocated_capacity(
     per_instance = colocated_rate_bound(steps, classes, tpot_limit, float(largest))
     ceiling = np.minimum(sizes * per_instance, rate_ceiling)
     out = np.zeros(len(sizes))
-    floor = least or SearchFloor()
-    reach = (ceiling > 0) & (ceiling >= floor.rate_rps)
-    searched = reach & _sampled(sizes, floor.coarse_below)
+    start = floor or SearchFloor()
+    reach = (ceiling > 0) & (ceiling >= start.rate_rps)
+    searched = reach & _sampled(sizes, start.coarse_below)
     if searched.any():
         rows = np.zeros(int(searched.sum()), dtype=int)
         out[searched] = largest_feasible_rate(feasible, rows, sizes[searched], ceiling[searched])

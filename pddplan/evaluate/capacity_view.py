@@ -44,7 +44,7 @@ from pddplan.evaluate.outputs import Capacity
 from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.perf.kv import request_kv_bytes
 from pddplan.scenarios.scenario import Scenario
-from pddplan.scenarios.split import pool_parts
+from pddplan.scenarios.split import PoolPart, pool_parts
 
 UNBOUNDED_RATE = 1e9
 
@@ -270,13 +270,17 @@ def _colocated_view(scenario: Scenario, classes: RequestClasses) -> CapacityView
     return replace(view, limits={"prefill": limit})
 
 
+def _pool_views(scenario: Scenario) -> list[tuple[PoolPart, CapacityView]]:
+    """Each pool of a split plan with its own view (`_colocated_view` at its share)."""
+    return [(part, _colocated_view(part.scenario, request_classes(part.scenario))) for part in pool_parts(scenario)]
+
+
 def _split_view(scenario: Scenario) -> CapacityView:
     """A plan split over two co-located pools at shares s_i: each pool's own view (`_colocated_view`
     at its share); the plan as written carries min_i cap_i / s_i (the pool that fills first binds);
     the fluid economics run every pool at its limit, sum_i cap_i requests/s for the pools' summed
     cost and GPUs; revenue per request and prefill token rates are the s_i-weighted means."""
-    parts = pool_parts(scenario)
-    views = [(part, _colocated_view(part.scenario, request_classes(part.scenario))) for part in parts]
+    views = _pool_views(scenario)
     carried = {part.role: view.max_rate_rps / part.share for part, view in views}
     bottleneck = min(carried, key=carried.__getitem__)
     rate = sum(view.max_rate_rps for _, view in views)
@@ -312,10 +316,7 @@ def rebalanced(scenario: Scenario) -> tuple[Scenario, str]:
     split = scenario.plan.split
     if split is None:
         return scenario, ""
-    caps = {
-        part.role: _colocated_view(part.scenario, request_classes(part.scenario)).max_rate_rps
-        for part in pool_parts(scenario)
-    }
+    caps = {part.role: view.max_rate_rps for part, view in _pool_views(scenario)}
     total = caps["prefill"] + caps["split"]
     if not total > 0:
         return scenario, ""

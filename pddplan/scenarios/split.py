@@ -36,6 +36,14 @@ class PoolPart:
     scenario: Scenario
 
 
+def pool_figure_name(role: RoleName, name: str) -> str:
+    """What a split plan calls one pool's stage or utilization `name`: the first pool's as they are,
+    the second's by its role (`split` for its prefill, `split-decode` for its decode)."""
+    if role == "prefill":
+        return name
+    return "split" if name == "prefill" else f"split-{name}"
+
+
 def thinned_arrival(arrival: Arrival, share: float) -> Arrival:
     """The arrivals one pool sees when each request goes to it with probability `share` (module
     docstring): rate x share, c^2 -> share c^2 + 1 - share, the profile unchanged."""

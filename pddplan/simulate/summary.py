@@ -7,7 +7,7 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -17,9 +17,10 @@ from pddplan.evaluate.classes import request_classes
 from pddplan.evaluate.outputs import Pipeline as PipelineFigures
 from pddplan.evaluate.verdict import Tails, judge, revenue_per_request, tpot_target
 from pddplan.scenarios.scenario import Scenario
-from pddplan.scenarios.split import pool_parts
+from pddplan.scenarios.split import pool_figure_name, pool_parts
 from pddplan.simulate.engine import RequestTable, SimulationStats, simulate_requests
 from pddplan.simulate.outputs import Simulation as SimulationOutput
+from pddplan.specs.plan import RoleName
 from pddplan.support.loading import write_atomic
 from pddplan.trace.replay import TraceReplay
 
@@ -117,7 +118,7 @@ def summarize(
     utilization = _utilization(stats)
     for role, pool in stats.pools:  # a split plan: each pool's own, the second's by its role
         for name, busy in _utilization(pool).items():
-            utilization[name if role == "prefill" else ("split" if name == "prefill" else f"split-{name}")] = busy
+            utilization[pool_figure_name(cast(RoleName, role), name)] = busy
     link_utilization = stats.link_bytes / stats.link_capacity_integral if stats.link_capacity_integral > 0 else 0.0
     outputs = table.output_tokens.astype(np.float64)
     return SimulationOutput(
