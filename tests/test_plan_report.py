@@ -96,7 +96,9 @@ def test_optimize_report_leads_with_the_verdict_and_shows_every_architecture(opt
         assert f">{name}</text>" in legend, name
     assert ">pd-cross</text>" not in legend  # infeasible here: no plan to draw
     others = section(page, "other-deployments")
-    assert others.count("<details>") == 2 and "pd-intra: 48 x gpu-a" in others and "agg: 64 x gpu-b" in others
+    assert others.count("<details>") == 2
+    assert re.search(r"<summary>pd-intra: \d+ x gpu-a</summary>", others)
+    assert re.search(r"<summary>agg: \d+ x gpu-b</summary>", others)
     assert "P+D: " in others and "D: " in others
 
 

@@ -57,6 +57,10 @@ EFF = Efficiency(
     scale_up_fraction=0.5,
     collective_latency_s=1e-5,
     nic_latency_s=5e-5,
+    ep_link_fraction=0.5,  # prefill's all-to-alls: 4e-5 (the default `ep_latency_s`) + bytes at 0.5 of the link
+    ep_ll_latency_s=2e-5,  # decode's: 2e-5 in a domain, 3e-5 across, bytes at 0.25 of the link
+    ep_ll_nic_latency_s=3e-5,
+    ep_ll_link_fraction=0.25,
     kernel_floor_s=1e-4,
     step_overhead_s=1e-3,
     request_overhead_s=0.01,
@@ -554,9 +558,31 @@ def test_ep_across_domains() -> None:
     assert float(lone.dense_gemm_s) == pytest.approx(max(dense_compute, dense_bytes / (BW * 0.8)), rel=1e-12)
 
 
+def test_ep_decode_across_domains() -> None:
+    """A decode step on 16 GPUs in two domains of 8: the low-latency kernels send one copy per routed
+    expert, t (r - 1) / tp of them to the own domain's other ranks over the scale-up link (at
+    `ep_ll_link_fraction`, 0.25) and t (1 - r / tp) over the NIC (at `scale_up_fraction`, 0.5), and
+    wait `ep_ll_nic_latency_s` (3e-5) each."""
+    b, tp, r, t = 16, 16, 8, 2
+    decode = step_time(inst(MOE, tp=tp), 1, 1000, b, decode=True)
+    share = float(decode.expert_imbalance)
+    sent = b / tp * max(1.0, share)  # one sequence per rank: the busiest receiver's share sets it
+    local, remote = t * (r - 1) / tp, t * (1 - r / tp)
+    assert (local, remote) == (7 / 8, 1.0)
+
+    def collective(bytes_per_value: int) -> float:
+        row = 1024 * bytes_per_value
+        return 2 * (3e-5 + max(sent * local * row / (SCALE_UP * 0.25), sent * remote * row / (NIC * 0.5)))
+
+    assert float(decode.moe_dispatch_s) == pytest.approx(collective(1), rel=1e-12)
+    assert float(decode.moe_combine_s) == pytest.approx(collective(2), rel=1e-12)
+
+
 def test_ep_within_one_domain() -> None:
-    """EP4 in one domain, `ep_latency_s` (4e-5) per all-to-all, no NIC. Prefill's normal kernels send a
-    token once per destination rank it routes to; decode's low-latency ones once per routed expert."""
+    """EP4 in one domain, no NIC. Prefill's normal kernels send a token once per destination rank it
+    routes to, `ep_latency_s` (4e-5) per all-to-all and bytes at `ep_link_fraction` (0.5) of the link;
+    decode's low-latency ones once per routed expert, `ep_ll_latency_s` (2e-5) and
+    `ep_ll_link_fraction` (0.25)."""
     tp, t = 4, 2
     instance = inst(MOE, tp=tp, ep=True)
     # prefill: 4 sequences of 128 tokens, one per rank; 512 tokens touch all 8 experts, 2 per rank:
@@ -572,9 +598,9 @@ def test_ep_within_one_domain() -> None:
     decode = step_time(instance, 1, 1000, 4, decode=True)
     share = float(busiest_rank_share(experts_touched(4, 8, t), 8, tp)) + 0.18
     assert float(decode.expert_imbalance) == pytest.approx(share, rel=1e-12)
-    seconds = 1 * share * t * (tp - 1) / tp * 1024 * 1 / (SCALE_UP * 0.5)  # t (r - 1) / tp remote copies
-    assert float(decode.moe_dispatch_s) == pytest.approx(2 * (4e-5 + seconds), rel=1e-12)
-    assert float(decode.moe_combine_s) == pytest.approx(2 * (4e-5 + 2 * seconds), rel=1e-12)
+    seconds = 1 * share * t * (tp - 1) / tp * 1024 * 1 / (SCALE_UP * 0.25)  # t (r - 1) / tp remote copies
+    assert float(decode.moe_dispatch_s) == pytest.approx(2 * (2e-5 + seconds), rel=1e-12)
+    assert float(decode.moe_combine_s) == pytest.approx(2 * (2e-5 + 2 * seconds), rel=1e-12)
 
 
 def test_ep_overlaps_communication_tp_adds_it() -> None:

@@ -13,9 +13,10 @@ Per MoE layer and per rank, for a step of N new tokens on an instance of `tp` ra
                by the dispatch (DeepEP). Bytes / (HBM * `glue_memory_fraction`)
   grouped GEMM max(FLOPs / (peak * e(R)), expert bytes read / (HBM * e_bw)), R rows per expert
   dispatch,    under data-parallel attention, two all-to-alls per layer (fp8 out, bf16 back):
-  combine      latency + bytes / (link * `scale_up_fraction`) of the busiest sender or receiver;
-               decode runs the low-latency kernels (one copy per routed expert), prefill the
-               normal ones (one copy per destination rank)
+  combine      latency + bytes / (link * e) of the busiest sender or receiver; decode runs the
+               low-latency kernels (one copy per routed expert; `ep_ll_latency_s`,
+               `ep_ll_link_fraction`), prefill the normal ones (one copy per destination rank;
+               `ep_latency_s`, `ep_link_fraction`)
   imbalance    under expert parallelism the busiest rank sets the step: its share of the rows is
                the uniform-routing floor (`busiest_rank_share`) plus the skew of real routing beyond
                it, `expert_skew` - 1
@@ -200,9 +201,8 @@ def moe_step(run: MoeRun, tokens: ArrayLike, decode: bool, sender_share: ArrayLi
         # (`share` of the routed copies), whichever moves more: a lone sequence's rank sends all of
         # its tokens while every receiver takes only its experts' share of them
         busiest = n / ranks * np.maximum(np.asarray(sender_share, dtype=np.float64), share)
-        dispatch, combine = _all_to_all(run, busiest, decode)
-        within = ranks <= hardware.scale_up_domain
-        latency = 2.0 * layers * (eff.ep_latency_s if within else eff.nic_latency_s)
+        dispatch, combine = all_to_all(run, busiest, decode)
+        latency = 2.0 * layers * all_to_all_latency_s(run, decode)
     return MoeStep(
         routing_s=routing,
         permutation_s=permutation,
@@ -232,12 +232,25 @@ def fused_moe_layer_s(run: MoeRun, tokens: ArrayLike, decode: bool) -> np.ndarra
     return (step.permutation_s + step.gemm_s) / layers + FUSED_MOE_KERNELS * run.eff.kernel_floor_s
 
 
-def _all_to_all(run: MoeRun, tokens_per_rank: np.ndarray, decode: bool) -> tuple[np.ndarray, np.ndarray]:
+def all_to_all_latency_s(run: MoeRun, decode: bool) -> float:
+    """One dispatch's or combine's latency: decode's low-latency kernels `ep_ll_latency_s` inside one
+    scale-up domain and `ep_ll_nic_latency_s` across domains; prefill's normal kernels
+    `ep_latency_s` and `nic_latency_s`."""
+    eff = run.eff
+    within = run.ranks <= run.hardware.scale_up_domain
+    if decode:
+        return eff.ep_ll_latency_s if within else eff.ep_ll_nic_latency_s
+    return eff.ep_latency_s if within else eff.nic_latency_s
+
+
+def all_to_all(run: MoeRun, tokens_per_rank: np.ndarray, decode: bool) -> tuple[np.ndarray, np.ndarray]:
     """(dispatch, combine) seconds of all MoE layers for a rank sending `tokens_per_rank` tokens.
 
-    Each collective takes latency + max(bytes over the scale-up fabric / (link * e), bytes over
-    the NIC / (NIC * e)), e = `scale_up_fraction`; latency `ep_latency_s` inside one scale-up
-    domain, `nic_latency_s` across domains. Copies per token: decode's low-latency kernels send one
+    Each collective takes latency (`all_to_all_latency_s`) + max(bytes over the scale-up fabric /
+    (link * e_m), bytes over the NIC / (NIC * `scale_up_fraction`)), e_m the kernel mode's share of
+    the link (`ep_ll_link_fraction` for decode, `ep_link_fraction` for prefill: DeepEP's copies run
+    on a few SMs and reach 0.5-0.64 of NVLink, where a NIC is near its line rate and NCCL's
+    all-reduce 0.8 of NVLink). Copies per token: decode's low-latency kernels send one
     per routed expert (t (r - 1) / r of them remote within a domain of r ranks, t (1 - D / ranks)
     over the NIC); prefill's normal kernels send one per destination rank, deduplicated (ranks
     touched: r (1 - (1 - 1/r)^t), remote (r - 1) / r of them; across m domains one NIC crossing per
@@ -250,7 +263,7 @@ def _all_to_all(run: MoeRun, tokens_per_rank: np.ndarray, decode: bool) -> tuple
     t = float(moe.experts_per_token)
     layers = run.model.num_layers - moe.first_dense_layers
     hidden = run.model.hidden_size
-    scale_up = hardware.scale_up_bytes_per_s * eff.scale_up_fraction
+    scale_up = hardware.scale_up_bytes_per_s * (eff.ep_ll_link_fraction if decode else eff.ep_link_fraction)
     nic = hardware.nic_bytes_per_s * eff.scale_up_fraction
     if decode:
         local_copies = t * (domain - 1) / ranks
@@ -259,7 +272,7 @@ def _all_to_all(run: MoeRun, tokens_per_rank: np.ndarray, decode: bool) -> tuple
         local_copies = domain * (1.0 - (1.0 - 1.0 / domain) ** t) * (domain - 1) / domain
         m = math.ceil(ranks / domain)
         nic_copies = m * (1.0 - (1.0 - 1.0 / m) ** t) * (m - 1) / m if m > 1 else 0.0
-    latency = eff.ep_latency_s if ranks <= hardware.scale_up_domain else eff.nic_latency_s
+    latency = all_to_all_latency_s(run, decode)
 
     def collective(bytes_per_value: float) -> np.ndarray:
         per_token = hidden * bytes_per_value

@@ -37,6 +37,14 @@ class Prior:
     stack_source: str = ""
 
 
+#: aiconfigurator's collector, SGLang's DeepEP dispatch and combine (hidden 7168, top-8 of 256 experts,
+#: fp8 dispatch, bf16 combine), tests/data/aiconfigurator-deepep-comm.csv, least-squares fitted to
+#: `moe._all_to_all`'s t = alpha + copies x bytes / (e x link) (tests/data/kernel_priors.md).
+DEEPEP_SOURCE = (
+    "github:ai-dynamo/aiconfigurator@095f58a5 aic-core/src/aiconfigurator_core/systems/data/h200_sxm/comm/"
+    "sglang/0.5.6.post2/wideep_deepep_{ll,normal}_perf.parquet"
+)
+
 PRIORS: tuple[Prior, ...] = (
     Prior(
         name="compute_max_fraction",
@@ -242,9 +250,54 @@ PRIORS: tuple[Prior, ...] = (
         high=3e-04,
         log=True,
         spread=0.5,
-        source="expert-parallel all-to-all inside one 8-GPU node: pplx-kernels NVLink 41.6 / 41.7 us "
-        "(dispatch / combine) at 1 token per GPU; DeepEP low-latency EP8 36-37 us dispatch at 128 tokens "
-        "(DeepEP PR #425)",
+        source="expert-parallel all-to-all inside one 8-GPU node, throughput kernels: DeepEP normal dispatch / "
+        "combine on 8 x H100 37 / 48 us at 1 token per GPU, fit 41.7 us (" + DEEPEP_SOURCE + "); pplx-kernels "
+        "NVLink 41.6 / 41.7 us at 1 token",
+    ),
+    Prior(
+        name="ep_link_fraction",
+        value=0.64,
+        low=0.3,
+        high=0.97,
+        log=False,
+        spread=0.1,
+        source="DeepEP normal dispatch / combine on 8 x H100, 1-131,072 tokens per GPU: 0.635 of 450 GB/s "
+        "with alpha 41.7 us (median |error| 14%, worst 36%; " + DEEPEP_SOURCE + ")",
+        fitted=False,
+    ),
+    Prior(
+        name="ep_ll_latency_s",
+        value=1.3e-05,
+        low=2e-06,
+        high=1e-04,
+        log=True,
+        spread=0.5,
+        source="DeepEP low-latency dispatch / combine on 8 x H200 (EP8), 1-2,048 tokens per GPU: 16.3 / 12.2 us "
+        "at 1 token, fit alpha 13.1 us and 0.496 of 450 GB/s (median |error| 6%, worst 18%; " + DEEPEP_SOURCE + ")",
+        fitted=False,
+    ),
+    Prior(
+        name="ep_ll_nic_latency_s",
+        value=2.2e-05,
+        low=2e-06,
+        high=3e-04,
+        log=True,
+        spread=0.5,
+        source="DeepEP low-latency dispatch / combine on 2, 4 and 8 nodes of 8 x H200 (EP16-EP64), 2-256 tokens "
+        "per GPU: 22-31 us at 2 tokens, fit alpha 22 us with the NIC at 0.8 of 50 GB/s (median |error| 10%, "
+        "worst 17%; " + DEEPEP_SOURCE + ")",
+        fitted=False,
+    ),
+    Prior(
+        name="ep_ll_link_fraction",
+        value=0.5,
+        low=0.2,
+        high=0.97,
+        log=False,
+        spread=0.1,
+        source="the same EP8 low-latency fit: 0.496 of 450 GB/s (the kernels copy with few SMs, 0.53 at <= 128 "
+        "tokens; " + DEEPEP_SOURCE + ")",
+        fitted=False,
     ),
     Prior(
         name="kernel_floor_s",

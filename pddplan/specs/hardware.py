@@ -117,8 +117,12 @@ class Efficiency(StrictModel):
     - grouped MoE GEMM: `expert_compute_max_fraction` over rows per expert with `expert_half_rows`;
       expert weights stream at `expert_memory_fraction`; the MoE layer's routing, permutation and
       activation kernels move their bytes at `glue_memory_fraction` of HBM; the busiest
-      expert-parallel rank carries `expert_skew` times the mean load beyond uniform routing's, and
-      each dispatch or combine inside a scale-up domain waits `ep_latency_s`;
+      expert-parallel rank carries `expert_skew` times the mean load beyond uniform routing's;
+    - expert-parallel dispatch and combine, in the two kernel modes engines run: prefill's
+      throughput kernels wait `ep_latency_s` inside a scale-up domain (`nic_latency_s` across) and
+      move their bytes at `ep_link_fraction` of the scale-up link; decode's low-latency kernels wait
+      `ep_ll_latency_s` (`ep_ll_nic_latency_s` across domains) at `ep_ll_link_fraction` of it; over
+      the NIC both reach `scale_up_fraction` of it;
     - attention (FlashAttention / FlashMLA class): `attention_compute_fraction` times a parallelism
       term over thread blocks (`attention_half_ctas`) times a work term over keys per query
       (`attention_half_keys`); its KV reads reach `kv_memory_fraction` of HBM over bytes per GPU per
@@ -190,7 +194,24 @@ class Efficiency(StrictModel):
     collective_latency_s: OverheadSeconds = Field(description="one collective's latency inside a scale-up domain")
     nic_latency_s: OverheadSeconds = Field(default=5e-5, description="one collective's latency across scale-up domains")
     ep_latency_s: OverheadSeconds = Field(
-        default=4e-5, description="one expert-parallel dispatch or combine's latency inside a scale-up domain"
+        default=4e-5,
+        description="one expert-parallel dispatch or combine's latency inside a scale-up domain, prefill's "
+        "throughput kernels",
+    )
+    ep_link_fraction: float = Field(
+        default=0.64, gt=0, le=1, description="fraction of the scale-up link prefill's dispatch and combine reach"
+    )
+    ep_ll_latency_s: OverheadSeconds = Field(
+        default=1.3e-5,
+        description="one expert-parallel dispatch or combine's latency inside a scale-up domain, decode's "
+        "low-latency kernels",
+    )
+    ep_ll_nic_latency_s: OverheadSeconds = Field(
+        default=2.2e-5,
+        description="one low-latency (decode) dispatch or combine's latency across scale-up domains",
+    )
+    ep_ll_link_fraction: float = Field(
+        default=0.5, gt=0, le=1, description="fraction of the scale-up link decode's dispatch and combine reach"
     )
     kernel_floor_s: OverheadSeconds = Field(default=5e-6, description="device time every kernel costs beyond its work")
     step_overhead_s: OverheadSeconds = Field(description="engine host work per step: scheduling, batch assembly")
