@@ -41,25 +41,15 @@ class DecodeInstance:
     version: int = 0
     batch_time_integral: float = 0.0
     stalled_s: float = 0.0  # extend steps run so far (seconds)
-    tau: float = 0.0  # the step time at the current batch (kept by `resize`: read once per event)
-
-    def __post_init__(self) -> None:
-        self.tau = DecodeInstance.step_s(self, self.batch)
 
     def step_s(self, batch: int | None = None) -> float:
         """Step time at `batch` sequences (default: the current batch): the table's entry, its
         first (batch 1) below it, its last beyond it."""
-        if batch is None:
-            return self.tau
+        b = self.batch if batch is None else batch
         table = self.step_table
-        if 0 < batch < len(table):
-            return table[batch]
-        return table[1] if batch < 1 else table[-1]
-
-    def resize(self, change: int) -> None:
-        """Add `change` sequences to the batch (negative: take them out) and look up its step time."""
-        self.batch += change
-        self.tau = DecodeInstance.step_s(self, self.batch)
+        if 0 < b < len(table):
+            return table[b]
+        return table[1] if b < 1 else table[-1]
 
     def advance(self, t: float) -> None:
         """Move the token clock to time `t` (frozen while stalled)."""
@@ -69,7 +59,7 @@ class DecodeInstance:
         if self.batch > 0:
             running = t - max(self.last_t, self.stall_until)
             if running > 0:
-                self.clock += running / self.tau
+                self.clock += running / self.step_s()
         self.last_t = t
 
     def tokens_to_next_finish(self) -> float | None:
@@ -84,17 +74,17 @@ class DecodeInstance:
         need = self.tokens_to_next_finish()
         if need is None:
             return math.inf
-        return max(self.last_t, self.stall_until) + need * self.tau
+        return max(self.last_t, self.stall_until) + need * self.step_s()
 
     def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
         """Start decoding `tokens` tokens of `request` at `t` after a stall; return its first-token time."""
         if stall_s > 0:
             self.stall(t, stall_s)
         self.advance(t)
-        self.resize(1)
+        self.batch += 1
         self.joined_at[request] = self.clock
         heapq.heappush(self.heap, (self.clock + max(tokens, 1.0), request))
-        return max(self.stall_until, t) + self.tau
+        return max(self.stall_until, t) + self.step_s()
 
     def stall(self, t: float, seconds: float) -> None:
         """Run an extend step of `seconds` from `t` (or after the stalls already queued): every
@@ -110,7 +100,7 @@ class DecodeInstance:
     def remove(self, request: int) -> None:
         """Take `request` out (finished or handed off); its heap entry is dropped lazily."""
         del self.joined_at[request]
-        self.resize(-1)
+        self.batch -= 1
 
 
 class ColocatedRelay(DecodeInstance):
@@ -181,7 +171,7 @@ class ColocatedRelay(DecodeInstance):
             return
         self.batch_time_integral += self.batch * (t - self.last_t)
         if self.batch > 0:
-            tau = self.tau
+            tau = DecodeInstance.step_s(self)
             self.clock += self._clock_at(t, tau) - self._clock_at(self.last_t, tau)
         self.last_t = t
 
@@ -189,17 +179,17 @@ class ColocatedRelay(DecodeInstance):
         need = self.tokens_to_next_finish()
         if need is None:
             return math.inf
-        tau = self.tau
+        tau = DecodeInstance.step_s(self)
         return max(self._time_at(self._clock_at(self.last_t, tau) + need, tau), self.last_t)
 
     def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
         """Start decoding `request` at `t` (no stall: the KV is already here); its first token
         comes when V has grown by one."""
         self.advance(t)
-        self.resize(1)
+        self.batch += 1
         self.joined_at[request] = self.clock
         heapq.heappush(self.heap, (self.clock + max(tokens, 1.0), request))
-        tau = self.tau
+        tau = DecodeInstance.step_s(self)
         return max(self._time_at(self._clock_at(t, tau) + 1.0, tau), t)
 
 
