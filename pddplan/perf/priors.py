@@ -39,7 +39,7 @@ class Prior:
 
 #: aiconfigurator's collector, SGLang's DeepEP dispatch and combine (hidden 7168, top-8 of 256 experts,
 #: fp8 dispatch, bf16 combine), tests/data/aiconfigurator-deepep-comm.csv, least-squares fitted to
-#: `moe._all_to_all`'s t = alpha + copies x bytes / (e x link) (tests/data/kernel_priors.md).
+#: `moe.all_to_all`'s t = alpha + copies x bytes / (e x link) (tests/data/kernel_priors.md).
 DEEPEP_SOURCE = (
     "github:ai-dynamo/aiconfigurator@095f58a5 aic-core/src/aiconfigurator_core/systems/data/h200_sxm/comm/"
     "sglang/0.5.6.post2/wideep_deepep_{ll,normal}_perf.parquet"
