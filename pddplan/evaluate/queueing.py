@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -219,13 +220,23 @@ def mixture_quantiles(
     mean2 = np.broadcast_to(np.asarray(wait_mean2, dtype=np.float64), delays.shape)
     if not math.isfinite(wait_mean) or not np.all(np.isfinite(mean2)):
         return np.full(q.shape, np.inf)
-    low = np.zeros(q.shape)
     spread = max(wait_mean, 0.0) + float(mean2.max(initial=0.0))
-    high = np.full(q.shape, float(delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3)
+    high_start = float(delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3
     waits = TwoWaits(p_wait, wait_mean, np.broadcast_to(p_wait2, delays.shape), mean2)
+    return _bisected(q, lambda t: _mixture_survival(t, delays, weights, waits), high_start, inf_share)
+
+
+def _bisected(
+    q: np.ndarray, survival: Callable[[np.ndarray], np.ndarray], high_start: float, inf_share: float
+) -> np.ndarray:
+    """The q-quantiles of a delay whose P(T > t) is `survival(t)`: the t with survival(t) = 1 - q,
+    by bisection on [0, high_start] to 1 ms or 0.1%; infinite where 1 - q is below `inf_share`
+    (the share of infinite delays)."""
+    low = np.zeros(q.shape)
+    high = np.full(q.shape, high_start)
     for _ in range(60):
         mid = (low + high) / 2.0
-        above = _mixture_survival(mid, delays, weights, waits) > 1.0 - q
+        above = np.asarray(survival(mid)) > 1.0 - q
         low = np.where(above, mid, low)
         high = np.where(above, high, mid)
         if np.all(high - low <= np.maximum(1e-3, 1e-3 * high)):
@@ -248,7 +259,7 @@ class WaitedDelays:
 
 def pools_quantiles(quantiles: ArrayLike, pools: list[tuple[float, WaitedDelays]]) -> np.ndarray:
     """Quantiles of a request's W + D when it is pool i's with probability s_i (pairs (s_i, pool)):
-    P(T > t) = sum_i s_i P(W_i + D_i > t), by bisection as `mixture_quantiles`. An unstable pool
+    P(T > t) = sum_i s_i P(W_i + D_i > t), by bisection (`_bisected`). An unstable pool
     (an infinite wait mean) makes every quantile infinite."""
     q = np.asarray(quantiles, dtype=np.float64)
     parts = []
@@ -265,14 +276,8 @@ def pools_quantiles(quantiles: ArrayLike, pools: list[tuple[float, WaitedDelays]
         high_start = max(high_start, float(pool.delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3)
         waits = TwoWaits(pool.p_wait, pool.wait_mean, np.broadcast_to(pool.p_wait2, pool.delays.shape), mean2)
         parts.append((share, pool.delays, weights, waits))
-    low = np.zeros(q.shape)
-    high = np.full(q.shape, high_start)
-    for _ in range(60):
-        mid = (low + high) / 2.0
-        survival = sum(share * _mixture_survival(mid, delays, w, waits) for share, delays, w, waits in parts)
-        above = np.asarray(survival) > 1.0 - q
-        low = np.where(above, mid, low)
-        high = np.where(above, high, mid)
-        if np.all(high - low <= np.maximum(1e-3, 1e-3 * high)):
-            break
-    return np.where(1.0 - q < inf_share, np.inf, high)
+
+    def survival(t: np.ndarray) -> np.ndarray:
+        return np.asarray(sum(share * _mixture_survival(t, delays, w, waits) for share, delays, w, waits in parts))
+
+    return _bisected(q, survival, high_start, inf_share)
