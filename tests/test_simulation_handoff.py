@@ -22,12 +22,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 from toys import PLANS
 from toys import plan_data as plan
 
 import pddplan.simulate.engine as engine
 from pddplan.evaluate import evaluate
-from pddplan.evaluate.handoff import CatchUp, catch_up_rounds
+from pddplan.evaluate.handoff import MAX_CATCHUP_ROUNDS, CatchUp, catch_up_chunks, catch_up_rounds
 from pddplan.inputs.input_set import load_input_set
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
@@ -236,3 +238,29 @@ def test_adaptive_load_threshold_switches_between_one_shot_and_catch_up() -> Non
     assert always.relay_tokens.sum() > never.relay_tokens.sum()
     handed = (always.pipeline == "P-RLD-MD") & (always.relay_tokens < always.output_tokens)
     assert np.median(always.worst_gap_s[handed]) < np.median(never.worst_gap_s[handed])
+
+
+@given(
+    first=st.floats(0.0, 5_000.0),
+    relay_step_ms=st.floats(5.0, 200.0),
+    rtt_ms=st.floats(0.0, 400.0),
+    threshold=st.integers(0, 256),
+    per_token_ms=st.floats(0.0, 2.0),
+    catch_up=st.booleans(),
+)
+def test_one_requests_rounds_are_the_vectorized_rounds(
+    first: float, relay_step_ms: float, rtt_ms: float, threshold: int, per_token_ms: float, catch_up: bool
+) -> None:
+    """The simulator's per-request rounds (`catch_up_chunks`, floats) are `catch_up_rounds`' to the
+    last bit: the same chunks in the same order (at most MAX_CATCHUP_ROUNDS), the same final chunk,
+    the earlier extends summing to its `earlier_extend_s` (an extend of 10 ms + per_token x k)."""
+
+    def extend_s(tokens: Any) -> Any:
+        return 0.010 + per_token_ms / 1000 * tokens
+
+    rounds = catch_up_rounds(np.array(first), relay_step_ms / 1000, rtt_ms / 1000, threshold, extend_s, catch_up)
+    earlier, last = catch_up_chunks(first, relay_step_ms / 1000, rtt_ms / 1000, threshold, extend_s, catch_up)
+    assert last == float(rounds.last_chunk_tokens)
+    assert len(earlier) <= MAX_CATCHUP_ROUNDS
+    assert sum(earlier) == pytest.approx(float(rounds.earlier_extend_s), rel=1e-12, abs=1e-15)
+    assert len(earlier) * rtt_ms / 1000 + sum(earlier) == pytest.approx(float(rounds.extra_relay_s), rel=1e-12)

@@ -73,3 +73,28 @@ def catch_up_rounds(
         chunk = np.where(active, round_s / relay_step_s, chunk)
         active = active & (chunk > threshold_tokens)
     return CatchUp(extra, chunk, earlier)
+
+
+def catch_up_chunks(
+    first_chunk_tokens: float,
+    relay_step_s: float,
+    rtt_s: float,
+    threshold_tokens: float,
+    extend_s: Callable[[float], float],
+    catch_up: bool,
+) -> tuple[list[float], float]:
+    """One request's handoff in plain floats (the simulator's, once per relayed request): the MD's
+    extend time e_i of each chunk before the final one, in order, and the final chunk's tokens. The
+    rounds of `catch_up_rounds`: while the chunk k_i > the threshold (at most MAX_CATCHUP_ROUNDS),
+    e_i = extend(max(k_i, 1)) and k_{i+1} = (RTT + e_i) / tau_RLD."""
+    chunk = first_chunk_tokens
+    earlier: list[float] = []
+    if not catch_up:
+        return earlier, chunk
+    for _ in range(MAX_CATCHUP_ROUNDS):
+        if not chunk > threshold_tokens:
+            break
+        extend = extend_s(max(chunk, 1.0))
+        earlier.append(extend)
+        chunk = (rtt_s + extend) / relay_step_s
+    return earlier, chunk

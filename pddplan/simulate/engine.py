@@ -41,7 +41,7 @@ from pddplan.architectures import Pipeline
 from pddplan.errors import InputError
 from pddplan.evaluate.analytic import colocated_relay_max_batch, decoder_max_batch, evaluate
 from pddplan.evaluate.classes import cache_effects, relayed
-from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
+from pddplan.evaluate.handoff import catch_up_chunks, wants_catch_up
 from pddplan.evaluate.moments import workload_moments
 from pddplan.net.fluctuation import CapacityPath, SteppedPath
 from pddplan.net.tcp import rdma_time_s
@@ -301,6 +301,8 @@ def interpolate(x: float, xp: list[float], fp: list[float]) -> float:
 
 
 def _least_loaded(pool: list[DecodeInstance]) -> DecodeInstance:
+    if len(pool) == 1:  # most plans' main decoder pool: no key to compute
+        return pool[0]
     return min(pool, key=lambda inst: (inst.batch + len(inst.queue), inst.index))
 
 
@@ -515,7 +517,8 @@ class _Simulation:
             self.first_token[request] = first
         handed_over = self.handed_over_at.pop(request, None)
         gap = step_s if handed_over is None else first - handed_over
-        self.worst_gap[request] = max(self.worst_gap[request], gap)
+        worst = self.worst_gap[request]
+        self.worst_gap[request] = gap if gap > worst else worst
 
     def join(self, inst: DecodeInstance, request: int, tokens: float, t: float, stall_s: float) -> None:
         """`request` joins `inst`'s batch at t to decode `tokens` tokens after a stall (or queues)."""
@@ -584,7 +587,8 @@ class _Simulation:
 
     def _on_transfer_done(self, request: int, t: float) -> None:
         self.wan_sent[request] = self.wan_list[request]
-        self.push(max(t + self.rtt_s / 2, self.md_ready[request]), Event.KV_LANDED, request)
+        landed, ready = t + self.rtt_s / 2, self.md_ready[request]
+        self.push(ready if ready > landed else landed, Event.KV_LANDED, request)
 
     def _on_join_decode(self, request: int, t: float, version: int) -> None:
         self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)
@@ -624,25 +628,18 @@ class _Simulation:
         if not wants_catch_up(self.handoff, inst.batch / inst.max_batch):  # one chunk: stop now
             self.switch(request, t, inst.tokens_done(request))
             return
-        earlier_extend_s: list[float] = []  # catch_up_rounds extends each earlier chunk once, in order
-
-        def extend_recorded(tokens: np.ndarray) -> np.ndarray:
-            extend = self.extend_s(tokens)
-            earlier_extend_s.append(float(extend))
-            return extend
-
-        rounds = catch_up_rounds(
-            np.array(inst.tokens_done(request)),
+        earlier_extend_s, last_chunk = catch_up_chunks(
+            inst.tokens_done(request),
             inst.step_s(),
             self.rtt_s,
             self.handoff.catchup_threshold_tokens,
-            extend_recorded,
-            wants_catch_up(self.handoff, inst.batch / inst.max_batch),
+            self.extend_one_s,
+            True,
         )
         if not earlier_extend_s:  # one chunk: stop now
-            self.switch(request, t, float(rounds.last_chunk_tokens))
+            self.switch(request, t, last_chunk)
             return
-        self.catch_up(request, t, earlier_extend_s, float(rounds.last_chunk_tokens))
+        self.catch_up(request, t, earlier_extend_s, last_chunk)
 
     def catch_up(self, request: int, t: float, earlier_extend_s: list[float], last_chunk: float) -> None:
         """Hand over in chunks from t: chunk i leaves the relay at t + sum_{j<i} (RTT + e_j) and stalls
@@ -691,7 +688,8 @@ class _Simulation:
         inst.advance(t)
         # finished: due within a token-clock rounding error of now (relative to t, so that long
         # simulated spans, where t's resolution exceeds a fixed tolerance, still terminate)
-        due = inst.clock + max(1e-9, 64 * math.ulp(t) / inst.step_s())
+        resolution = 64 * math.ulp(t) / inst.step_s()
+        due = inst.clock + (resolution if resolution > 1e-9 else 1e-9)
         while inst.heap and inst.heap[0][0] <= due:
             _, request = heapq.heappop(inst.heap)
             if request not in inst.joined_at:

@@ -1,0 +1,131 @@
+"""Where `simulate`'s time goes (issue 38): a run of pdd-agent-64k's optimized PDD plan split into
+its phases (drawing the requests and running the prefill pool, the event loop, the results table),
+then the event loop by event kind: how many events of each kind, how many were stale (a decoder's
+or the link's pending event replaced before it came due, popped and dropped), and the time their
+handlers took. With `--cprofile`, the functions that take the most time of their own as well.
+
+    python benchmarks/profile_simulate.py [--requests N] [--workload NAME] [--architecture NAME] [--cprofile]
+
+Timing each handler adds a wrapper call per event, so the per-kind times add up to more than the
+loop takes alone; read them as shares. Not a target: `bench_simulate.py` holds the targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import io
+import pstats
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from pddplan.inputs import load_workload, workload_dir
+from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize.run import optimize
+from pddplan.optimize.search import OptimizeOptions
+from pddplan.scenarios.scenario import Scenario, build_scenario
+from pddplan.simulate.engine import Event, _Simulation
+
+Handler = Callable[[int, float, int], None]
+
+
+def optimized_scenario(workload_name: str, architecture: str) -> Scenario:
+    """The scenario of `architecture`'s optimized plan for the workload (no verification)."""
+    workload = load_workload(workload_name)
+    base = workload_dir(workload_name)
+    report = optimize(workload, base, OptimizeOptions(verify=False), (architecture,))
+    plan = report.results[0].plan
+    if plan is None:
+        raise SystemExit(f"{architecture} has no plan for {workload_name}")
+    return build_scenario(plan, load_input_set(workload, base))
+
+
+def _stale(simulation: _Simulation, kind: Event, target: int, version: int) -> bool:
+    """Whether a decoder-step or link event was replaced before it came due."""
+    if kind is Event.DECODER_STEP:
+        return version != simulation.instances[target][1].version
+    if kind is Event.LINK:
+        return simulation.link is not None and version != simulation.link.version
+    return False
+
+
+def timed_handlers(simulation: _Simulation) -> dict[Event, list[float]]:
+    """Wrap `simulation`'s handlers; per kind [events, stale events, seconds] as they run."""
+    totals: dict[Event, list[float]] = collections.defaultdict(lambda: [0, 0, 0.0])
+    clock = time.perf_counter
+
+    def wrap(kind: Event, handler: Handler) -> Handler:
+        entry = totals[kind]
+
+        def timed(target: int, t: float, version: int) -> None:
+            entry[0] += 1
+            entry[1] += _stale(simulation, kind, target, version)
+            start = clock()
+            handler(target, t, version)
+            entry[2] += clock() - start
+
+        return timed
+
+    simulation.handlers = {kind: wrap(kind, handler) for kind, handler in simulation.handlers.items()}
+    return totals
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--workload", default="pdd-agent-64k")
+    parser.add_argument("--architecture", default="pdd")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cprofile", action="store_true", help="also the functions by their own time")
+    args = parser.parse_args()
+    scenario = optimized_scenario(args.workload, args.architecture)
+    print(f"{args.workload}, {args.architecture}'s optimized plan, {args.requests:,} requests, seed {args.seed}")
+
+    start = time.perf_counter()
+    simulation = _Simulation(scenario, args.requests, np.random.default_rng(args.seed))
+    drawn = time.perf_counter()
+    simulation.run()
+    looped = time.perf_counter()
+    simulation.table()
+    tabled = time.perf_counter()
+    print(f"{'phase':<40} {'seconds':>8}")
+    for name, seconds in (
+        ("draw requests, caches, prefill pool", drawn - start),
+        ("event loop", looped - drawn),
+        ("results table", tabled - looped),
+    ):
+        print(f"{name:<40} {seconds:8.3f}")
+
+    simulation = _Simulation(scenario, args.requests, np.random.default_rng(args.seed))
+    totals = timed_handlers(simulation)
+    start = time.perf_counter()
+    simulation.run()
+    loop_s = time.perf_counter() - start
+    handled = sum(entry[2] for entry in totals.values())
+    events = sum(int(entry[0]) for entry in totals.values())
+    per_request = events / args.requests
+    print(f"\nevent loop with timed handlers: {loop_s:.3f} s, {events:,} events ({per_request:.1f} per request)")
+    print(f"{'event kind':<16} {'events':>10} {'stale':>9} {'seconds':>8} {'share':>6} {'us/event':>9}")
+    for kind, (count, stale, seconds) in sorted(totals.items(), key=lambda item: -item[1][2]):
+        print(
+            f"{kind.name:<16} {int(count):>10,} {int(stale):>9,} {seconds:8.3f} {seconds / handled:6.1%}"
+            f" {seconds / max(count, 1) * 1e6:9.2f}"
+        )
+    print(f"{'(loop itself)':<16} {'':>10} {'':>9} {loop_s - handled:8.3f}")
+
+    if args.cprofile:
+        profile = cProfile.Profile()
+        simulation = _Simulation(scenario, args.requests, np.random.default_rng(args.seed))
+        profile.enable()
+        simulation.run()
+        profile.disable()
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(25)
+        print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()
