@@ -356,6 +356,40 @@ def test_same_seed_same_simulation(seed: int, architecture: str, option: str) ->
     assert not np.array_equal(a.arrival_s, c.arrival_s)
 
 
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    rate=st.floats(0.5, 6.0),
+    architecture=st.sampled_from(["small-pd-cross", "small-pdd"]),
+    option=st.sampled_from(["line-1g", "line-trace"]),
+    rtt_ms=st.sampled_from([20.0, 200.0]),
+    mode=st.sampled_from(["one-shot", "catch-up"]),
+)
+def test_the_link_run_ahead_is_the_event_loops_run(
+    seed: int, rate: float, architecture: str, option: str, rtt_ms: float, mode: str
+) -> None:
+    """Where no decoder can stop a transfer (pd-cross; pdd with singular filtering off), the link's
+    whole run done before the event loop gives every output of the run inside it, to the bit."""
+    w = workload(100, 0.3, rtt_ms)
+    changes: dict[str, Any] = {"rate_rps": rate, "wan": [{"option": option, "count": 2}]}
+    if architecture == "small-pdd":
+        changes |= {"routing": {"singular_filter": False}, "handoff": {"mode": mode}}
+    s = scenario(plan(architecture, **changes), w)
+    runs = []
+    for ahead in (True, False):
+        simulation = engine._Simulation(s, 80, np.random.default_rng(seed))
+        if not ahead:
+            simulation._link_runs_ahead = lambda: False  # type: ignore[method-assign]
+        simulation.run()
+        assert simulation.link_ran_ahead is ahead
+        runs.append((simulation.table(), simulation.stats()))
+    (a, stats_a), (b, stats_b) = runs
+    for field in ("first_token_s", "finish_s", "worst_gap_s", "relay_tokens", "wan_bytes"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    np.testing.assert_array_equal(a.pipeline, b.pipeline)
+    assert stats_a == stats_b
+
+
 @given(
     st.lists(st.floats(0.0, 1e6, allow_nan=False), min_size=2, max_size=40, unique=True),
     st.lists(st.floats(0.0, 10.0, allow_nan=False), min_size=40, max_size=40),

@@ -22,7 +22,8 @@ seeded generator, drawn in a fixed order, so the same seed gives the same output
 
 The simulation is a state object (`_Simulation`) and an event loop: each event kind (`Event`) has
 one handler method; prefill completions, known in advance, are a sorted stream merged with the
-event heap.
+event heap. Where no decoder can stop a transfer, the link runs first, on its own (the same calls in
+the same order), and the KV landings join that stream.
 """
 
 from __future__ import annotations
@@ -300,6 +301,31 @@ def interpolate(x: float, xp: list[float], fp: list[float]) -> float:
     return slope * (x - xp[j]) + fp[j]
 
 
+class _Paths:
+    """A `Dispatch` that sends nothing and records, per request, whether an architecture sends it
+    over the WAN and whether anywhere else (RDMA, a relay, its own prefill instance)."""
+
+    def __init__(self, simulation: _Simulation, count: int) -> None:
+        self.simulation = simulation
+        self.wan = [False] * count
+        self.elsewhere = [False] * count
+
+    def relayed(self, request: int) -> bool:
+        return self.simulation.relayed(request)
+
+    def wan_to_decoder(self, request: int, t: float) -> None:
+        self.wan[request] = True
+
+    def rdma_to_decoder(self, request: int, t: float) -> None:
+        self.elsewhere[request] = True
+
+    def rdma_to_relay(self, request: int, t: float) -> None:
+        self.elsewhere[request] = True
+
+    def decode_in_place(self, request: int, t: float) -> None:
+        self.elsewhere[request] = True
+
+
 def _least_loaded(pool: list[DecodeInstance]) -> DecodeInstance:
     if len(pool) == 1:  # most plans' main decoder pool: no key to compute
         return pool[0]
@@ -407,6 +433,7 @@ class _Simulation:
             if record_link:
                 self.link.timeline = [(0.0, 0)]
         self.rtt_s = scenario.link.rtt_s if scenario.link else 0.0
+        self.link_ran_ahead = False  # the link's run was done before the loop (`_known_events`)
         # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
         # output, interpolated (the step time is smooth in the token count).
         self.extend_grid = np.unique(np.geomspace(1.0, max(float(self.output.max()), 2.0), 96))
@@ -453,21 +480,82 @@ class _Simulation:
     # the event loop -------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Process every event in time order (a heap event before a prefill completion at the same time)."""
-        order = np.argsort(self.prefill_end, kind="stable").tolist()
-        end = self.prefill_end.tolist()
+        """Process every event in time order (a heap event before a known one at the same time):
+        the events known before the loop (`_known_events`) are one sorted stream merged with the heap."""
+        times, kinds, targets = self._known_events()
         # locals: this loop runs once per event (a million for 100,000 requests); handlers push onto
         # the same list `events` names
-        events, handlers, pop, prefill_done = self.events, self.handlers, heapq.heappop, Event.PREFILL_DONE
-        count, pointer = len(order), 0
+        events, handlers, pop = self.events, self.handlers, heapq.heappop
+        count, pointer = len(times), 0
         while pointer < count or events:
-            next_prefill = end[order[pointer]] if pointer < count else math.inf
-            if events and events[0][0] <= next_prefill:
+            next_known = times[pointer] if pointer < count else math.inf
+            if events and events[0][0] <= next_known:
                 t, _, kind, target, version = pop(events)
             else:
-                t, kind, target, version = next_prefill, prefill_done, order[pointer], 0
+                t, kind, target, version = next_known, kinds[pointer], targets[pointer], 0
                 pointer += 1
             handlers[kind](target, t, version)
+
+    def _known_events(self) -> tuple[list[float], list[Event], list[int]]:
+        """(times, kinds, targets) of the events known before the loop, in time order: every prefill
+        completion; or, when nothing the decoders do can stop a transfer (no relayed request whose
+        routing cancels singular traffic), the link's whole run first (`_run_link`), then the KV
+        landings it gives and the prefill completions that send a request anywhere but the WAN
+        (a landing first at a tie, as a heap event came before a prefill completion)."""
+        order = np.argsort(self.prefill_end, kind="stable")
+        if not self._link_runs_ahead():
+            return self.prefill_end[order].tolist(), [Event.PREFILL_DONE] * len(order), order.tolist()
+        paths = _Paths(self, len(order))
+        end = self.prefill_end.tolist()
+        for request in order.tolist():
+            self.architecture.after_prefill(paths, request, end[request])
+        wan, elsewhere = np.array(paths.wan, dtype=bool), np.array(paths.elsewhere, dtype=bool)
+        landed_s, landed = self._run_link(order[wan[order]])
+        self.link_ran_ahead = True
+        done = order[elsewhere[order]]
+        times = np.concatenate([landed_s, self.prefill_end[done]])
+        first = np.arange(len(times)) >= len(landed)  # landings before completions at a tie
+        merged = np.lexsort((np.arange(len(times)), first, times))
+        kinds = [Event.KV_LANDED] * len(landed) + [Event.PREFILL_DONE] * len(done)
+        targets = np.concatenate([landed, done])[merged].tolist()
+        return times[merged].tolist(), [kinds[i] for i in merged.tolist()], targets
+
+    def _link_runs_ahead(self) -> bool:
+        """Whether the link's run can be done before the loop: there is a link, and no relayed
+        request whose routing cancels its transfer when the relay finishes it first (the only way
+        a decoder acts on the link)."""
+        return self.link is not None and not (self.routing.singular_filter and bool(self.relay.any()))
+
+    def _run_link(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The link's whole run before the decoders': the transfers of `starts` begin at their prefill
+        completions (in that order), and a completion at the time of a start comes first (the same
+        calls on the link, in the same order, as the event loop makes). Returns the KV landing
+        times, max(done + RTT/2, the main decoder ready), and their requests, in completion order."""
+        link = self.link
+        assert link is not None
+        end, size, ready, half = self.prefill_end.tolist(), self.wan_list, self.md_ready, self.rtt_s / 2
+        sent = self.wan_sent
+        landed_s: list[float] = []
+        landed: list[int] = []
+
+        def transferred(request: int, t: float) -> None:
+            sent[request] = size[request]
+            landed.append(request)
+            arrives, decoder_ready = t + half, ready[request]
+            landed_s.append(decoder_ready if decoder_ready > arrives else arrives)
+
+        pending = starts.tolist()
+        count, pointer, next_t = len(pending), 0, math.inf
+        while pointer < count or next_t < math.inf:
+            start_t = end[pending[pointer]] if pointer < count else math.inf
+            if next_t <= start_t:
+                link.pop_finished(next_t, transferred)
+            else:
+                request = pending[pointer]
+                link.start(request, size[request], start_t)
+                pointer += 1
+            next_t = link.next_event()
+        return np.array(landed_s, dtype=np.float64), np.array(landed, dtype=np.int64)
 
     def push(self, t: float, kind: Event, target: int, version: int = 0) -> None:
         self.seq += 1
@@ -505,6 +593,8 @@ class _Simulation:
 
     def wan_to_decoder(self, request: int, t: float) -> None:
         assert self.link is not None
+        if self.link_ran_ahead:  # the transfer is done: its landing is a known event
+            return
         self.link.start(request, self.wan_list[request], t)
         self.reschedule_link()
 
