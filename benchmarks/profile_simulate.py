@@ -1,8 +1,9 @@
 """Where `simulate`'s time goes (issue 38): a run of pdd-agent-64k's optimized PDD plan split into
-its phases (drawing the requests and running the prefill pool, the event loop, the results table),
-then the event loop by event kind: how many events of each kind, how many were stale (a decoder's
-or the link's pending event replaced before it came due, popped and dropped), and the time their
-handlers took. With `--cprofile`, the functions that take the most time of their own as well.
+its phases (drawing the requests and running the prefill pool, the main event loop, the main
+decoders' own loop, the results table), then both loops by event kind: how many events of each
+kind, how many were stale (a relay's or the link's pending event replaced before it came due,
+popped and dropped), and the time their handlers took. With `--cprofile`, the functions that take
+the most time of their own as well.
 
     python benchmarks/profile_simulate.py [--requests N] [--workload NAME] [--architecture NAME] [--cprofile]
 
@@ -28,6 +29,7 @@ from pddplan.optimize.run import optimize
 from pddplan.optimize.search import OptimizeOptions
 from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.simulate.engine import Event, _Simulation
+from pddplan.simulate.servers import DecodeInstance
 
 Handler = Callable[[int, float, int], None]
 
@@ -44,7 +46,7 @@ def optimized_scenario(workload_name: str, architecture: str) -> Scenario:
 
 
 def _stale(simulation: _Simulation, kind: Event, target: int, version: int) -> bool:
-    """Whether a decoder-step or link event was replaced before it came due."""
+    """Whether a relay's step or the link's event was replaced before it came due."""
     if kind is Event.DECODER_STEP:
         return version != simulation.instances[target][1].version
     if kind is Event.LINK:
@@ -52,24 +54,41 @@ def _stale(simulation: _Simulation, kind: Event, target: int, version: int) -> b
     return False
 
 
-def timed_handlers(simulation: _Simulation) -> dict[Event, list[float]]:
-    """Wrap `simulation`'s handlers; per kind [events, stale events, seconds] as they run."""
-    totals: dict[Event, list[float]] = collections.defaultdict(lambda: [0, 0, 0.0])
+Totals = dict[str, list[float]]  # row -> [events, stale events, seconds]
+
+
+def timed_handlers(simulation: _Simulation) -> Totals:
+    """Wrap `simulation`'s handlers in both loops (the main decoders' completions included); per
+    row [events, stale events, seconds] as they run."""
+    totals: Totals = collections.defaultdict(lambda: [0, 0, 0.0])
     clock = time.perf_counter
 
-    def wrap(kind: Event, handler: Handler) -> Handler:
-        entry = totals[kind]
+    def wrap(row: str, kind: Event, handler: Handler) -> Handler:
+        entry = totals[row]
 
         def timed(target: int, t: float, version: int) -> None:
             entry[0] += 1
             entry[1] += _stale(simulation, kind, target, version)
-            start = clock()
+            started = clock()
             handler(target, t, version)
-            entry[2] += clock() - start
+            entry[2] += clock() - started
 
         return timed
 
-    simulation.handlers = {kind: wrap(kind, handler) for kind, handler in simulation.handlers.items()}
+    simulation.handlers = {kind: wrap(f"main: {kind.name}", kind, h) for kind, h in simulation.handlers.items()}
+    simulation.decode_handlers = {
+        kind: wrap(f"decoders: {kind.name}", kind, h) for kind, h in simulation.decode_handlers.items()
+    }
+    finish_due = simulation._finish_due
+    completions = totals["decoders: completions"]
+
+    def timed_finish(role: str, inst: DecodeInstance, t: float) -> None:
+        completions[0] += 1
+        started = clock()
+        finish_due(role, inst, t)
+        completions[2] += clock() - started
+
+    simulation._finish_due = timed_finish  # type: ignore[method-assign]
     return totals
 
 
@@ -84,37 +103,37 @@ def main() -> None:
     scenario = optimized_scenario(args.workload, args.architecture)
     print(f"{args.workload}, {args.architecture}'s optimized plan, {args.requests:,} requests, seed {args.seed}")
 
-    start = time.perf_counter()
+    clock = time.perf_counter
+    marks = [clock()]
     simulation = _Simulation(scenario, args.requests, np.random.default_rng(args.seed))
-    drawn = time.perf_counter()
-    simulation.run()
-    looped = time.perf_counter()
+    marks.append(clock())
+    simulation._loop(simulation._known_events(), simulation.handlers)
+    marks.append(clock())
+    simulation._run_decoders()
+    marks.append(clock())
     simulation.table()
-    tabled = time.perf_counter()
+    marks.append(clock())
     print(f"{'phase':<40} {'seconds':>8}")
-    for name, seconds in (
-        ("draw requests, caches, prefill pool", drawn - start),
-        ("event loop", looped - drawn),
-        ("results table", tabled - looped),
-    ):
-        print(f"{name:<40} {seconds:8.3f}")
+    phases = ("draw requests, caches, prefill pool", "main loop", "main decoders' loop", "results table")
+    for name, begin, end in zip(phases, marks[:-1], marks[1:], strict=True):
+        print(f"{name:<40} {end - begin:8.3f}")
 
     simulation = _Simulation(scenario, args.requests, np.random.default_rng(args.seed))
     totals = timed_handlers(simulation)
-    start = time.perf_counter()
+    began = clock()
     simulation.run()
-    loop_s = time.perf_counter() - start
+    loop_s = clock() - began
     handled = sum(entry[2] for entry in totals.values())
     events = sum(int(entry[0]) for entry in totals.values())
     per_request = events / args.requests
-    print(f"\nevent loop with timed handlers: {loop_s:.3f} s, {events:,} events ({per_request:.1f} per request)")
-    print(f"{'event kind':<16} {'events':>10} {'stale':>9} {'seconds':>8} {'share':>6} {'us/event':>9}")
-    for kind, (count, stale, seconds) in sorted(totals.items(), key=lambda item: -item[1][2]):
+    print(f"\nboth loops, handlers timed: {loop_s:.3f} s, {events:,} events ({per_request:.1f} per request)")
+    print(f"{'event kind':<28} {'events':>9} {'stale':>8} {'seconds':>8} {'share':>6} {'us/event':>9}")
+    for row, (count, stale, seconds) in sorted(totals.items(), key=lambda item: -item[1][2]):
         print(
-            f"{kind.name:<16} {int(count):>10,} {int(stale):>9,} {seconds:8.3f} {seconds / handled:6.1%}"
+            f"{row:<28} {int(count):>9,} {int(stale):>8,} {seconds:8.3f} {seconds / handled:6.1%}"
             f" {seconds / max(count, 1) * 1e6:9.2f}"
         )
-    print(f"{'(loop itself)':<16} {'':>10} {'':>9} {loop_s - handled:8.3f}")
+    print(f"{'(the loops themselves)':<28} {'':>9} {'':>8} {loop_s - handled:8.3f}")
 
     if args.cprofile:
         profile = cProfile.Profile()

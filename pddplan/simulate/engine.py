@@ -23,7 +23,10 @@ seeded generator, drawn in a fixed order, so the same seed gives the same output
 The simulation is a state object (`_Simulation`) and an event loop: each event kind (`Event`) has
 one handler method; prefill completions, known in advance, are a sorted stream merged with the
 event heap. Where no decoder can stop a transfer, the link runs first, on its own (the same calls in
-the same order), and the KV landings join that stream.
+the same order), and the KV landings join that stream. The main decoders act back on nothing else
+(a relay only cancels a transfer; they never do), so what reaches them (joins, handovers, chunk
+extends) is kept in the order the loop meets it, and they run in a second loop of their own, each
+instance's next completion kept beside it rather than on a heap.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from enum import IntEnum
+from functools import partial
+from itertools import repeat
 
 import numpy as np
 
@@ -79,11 +84,16 @@ class Event(IntEnum):
     RELAY_FINAL = 7  # the relay's last catch-up round ends: hand over the last chunk
     MD_ARRIVAL = 8  # work sent to a main decoder over the WAN (token IDs or a plain start) arrives
     CHUNK_EXTEND = 9  # an earlier catch-up chunk's IDs reach the main decoder (version: chunk index)
+    PIN = 10  # a catch-up pins its request to the least-loaded main decoder (decoders' loop only)
+    UNPIN = 11  # ... and the request finished on the relay instead (decoders' loop only)
+    JOIN_IN_PLACE = 12  # a request decodes where its prefill ran (decoders' loop only)
 
 
 # An event on the heap: (time, sequence number, kind, target, version). The sequence number breaks
 # ties in push order, so the kind is never compared; the version drops superseded server events.
 _Entry = tuple[float, int, Event, int, int]
+# An event known before a loop runs: (time, kind, target, version).
+_Known = tuple[float, Event, int, int]
 
 
 @dataclass(frozen=True)
@@ -468,43 +478,84 @@ class _Simulation:
             Event.PREFILL_DONE: self._on_prefill_done,
             Event.DECODER_STEP: self._on_decoder_step,
             Event.LINK: self._on_link,
-            Event.JOIN_DECODE: self._on_join_decode,
+            Event.JOIN_DECODE: partial(self._to_decoders, kind=Event.JOIN_DECODE),
             Event.JOIN_RELAY: self._on_join_relay,
             Event.KV_LANDED: self._on_kv_landed,
             Event.RELAY_NOTICE: self._on_relay_notice,
             Event.RELAY_FINAL: self._on_relay_final,
+            Event.MD_ARRIVAL: partial(self._to_decoders, kind=Event.MD_ARRIVAL),
+            Event.CHUNK_EXTEND: partial(self._to_decoders, kind=Event.CHUNK_EXTEND),
+        }
+        # The main decoders act on nothing else (the link, the prefill pool, a relay): what reaches
+        # them is kept, in the order the loop meets it, and they run in a loop of their own after
+        self.decode_inputs: list[_Known] = []
+        self.decoder_due: list[float] | None = None  # in their loop: each main decoder's next completion
+        self.decode_handlers: dict[Event, Callable[[int, float, int], None]] = {
+            Event.JOIN_DECODE: self._decode_join,
+            Event.KV_LANDED: self._decode_join,
             Event.MD_ARRIVAL: self._on_md_arrival,
             Event.CHUNK_EXTEND: self._on_chunk_extend,
+            Event.PIN: self._decode_pin,
+            Event.UNPIN: self._decode_unpin,
+            Event.JOIN_IN_PLACE: self._decode_in_place,
         }
 
     # the event loop -------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Process every event in time order (a heap event before a known one at the same time):
-        the events known before the loop (`_known_events`) are one sorted stream merged with the heap."""
-        times, kinds, targets = self._known_events()
+        """Every event but the main decoders' in time order, then theirs (`decode_inputs` and their
+        completions): the main decoders act back on nothing the first loop runs."""
+        self._loop(self._known_events(), self.handlers)
+        self._run_decoders()
+
+    def _loop(self, known: list[_Known], handlers: dict[Event, Callable[[int, float, int], None]]) -> None:
+        """Process `known` (events known before, in time order) and the heap's in time order, a heap
+        event before a known one at the same time."""
         # locals: this loop runs once per event (a million for 100,000 requests); handlers push onto
         # the same list `events` names
-        events, handlers, pop = self.events, self.handlers, heapq.heappop
-        count, pointer = len(times), 0
+        events, pop = self.events, heapq.heappop
+        count, pointer = len(known), 0
         while pointer < count or events:
-            next_known = times[pointer] if pointer < count else math.inf
+            next_known = known[pointer][0] if pointer < count else math.inf
             if events and events[0][0] <= next_known:
                 t, _, kind, target, version = pop(events)
             else:
-                t, kind, target, version = next_known, kinds[pointer], targets[pointer], 0
+                t, kind, target, version = known[pointer]
                 pointer += 1
             handlers[kind](target, t, version)
 
-    def _known_events(self) -> tuple[list[float], list[Event], list[int]]:
-        """(times, kinds, targets) of the events known before the loop, in time order: every prefill
+    def _run_decoders(self) -> None:
+        """The main decoders' loop, after the first: their inputs in the order that loop met them,
+        each instance's next completion kept beside it (`decoder_due`, which `reschedule` sets; no
+        heap, so no superseded events), a completion before an input at the same time, and of two
+        instances' at one time the lower index's first."""
+        pool = self.pools["decode"]
+        due = self.decoder_due = [math.inf] * len(pool)
+        inputs, handlers, finish_due = self.decode_inputs, self.decode_handlers, self._finish_due
+        count, pointer, single = len(inputs), 0, len(pool) == 1
+        while True:
+            t_step = due[0] if single else min(due)
+            next_input = inputs[pointer][0] if pointer < count else math.inf
+            if t_step <= next_input:
+                if t_step == math.inf:
+                    return
+                index = 0 if single else due.index(t_step)
+                due[index] = math.inf
+                finish_due("decode", pool[index], t_step)
+            else:
+                t, kind, target, version = inputs[pointer]
+                pointer += 1
+                handlers[kind](target, t, version)
+
+    def _known_events(self) -> list[_Known]:
+        """(time, kind, target, 0) of the events known before the loop, in time order: every prefill
         completion; or, when nothing the decoders do can stop a transfer (no relayed request whose
         routing cancels singular traffic), the link's whole run first (`_run_link`), then the KV
         landings it gives and the prefill completions that send a request anywhere but the WAN
         (a landing first at a tie, as a heap event came before a prefill completion)."""
         order = np.argsort(self.prefill_end, kind="stable")
         if not self._link_runs_ahead():
-            return self.prefill_end[order].tolist(), [Event.PREFILL_DONE] * len(order), order.tolist()
+            return list(zip(self.prefill_end[order].tolist(), repeat(Event.PREFILL_DONE), order.tolist(), repeat(0)))
         paths = _Paths(self, len(order))
         end = self.prefill_end.tolist()
         for request in order.tolist():
@@ -518,7 +569,7 @@ class _Simulation:
         merged = np.lexsort((np.arange(len(times)), first, times))
         kinds = [Event.KV_LANDED] * len(landed) + [Event.PREFILL_DONE] * len(done)
         targets = np.concatenate([landed, done])[merged].tolist()
-        return times[merged].tolist(), [kinds[i] for i in merged.tolist()], targets
+        return list(zip(times[merged].tolist(), [kinds[i] for i in merged.tolist()], targets, repeat(0)))
 
     def _link_runs_ahead(self) -> bool:
         """Whether the link's run can be done before the loop: there is a link, and no relayed
@@ -562,7 +613,11 @@ class _Simulation:
         heapq.heappush(self.events, (t, self.seq, kind, target, version))
 
     def reschedule(self, inst: DecodeInstance) -> None:
-        """Replace `inst`'s pending completion event by one at its next completion."""
+        """Replace `inst`'s pending completion event by one at its next completion (in the main
+        decoders' loop, the next completion kept beside it)."""
+        if self.decoder_due is not None:
+            self.decoder_due[inst.index] = inst.next_finish()
+            return
         inst.version += 1
         t_next = inst.next_finish()
         if t_next < math.inf:
@@ -589,7 +644,7 @@ class _Simulation:
 
     def decode_in_place(self, request: int, t: float) -> None:
         """Decode on the instance that prefilled the request, from now (co-located serving)."""
-        self.join(self.pools["decode"][self.prefill_instance[request]], request, self.output_list[request], t, 0.0)
+        self.decode_inputs.append((t, Event.JOIN_IN_PLACE, request, 0))
 
     def wan_to_decoder(self, request: int, t: float) -> None:
         assert self.link is not None
@@ -680,8 +735,9 @@ class _Simulation:
         landed, ready = t + self.rtt_s / 2, self.md_ready[request]
         self.push(ready if ready > landed else landed, Event.KV_LANDED, request)
 
-    def _on_join_decode(self, request: int, t: float, version: int) -> None:
-        self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)
+    def _to_decoders(self, request: int, t: float, version: int, kind: Event) -> None:
+        """An event for the main decoders, kept for their own loop (`_run_decoders`)."""
+        self.decode_inputs.append((t, kind, request, version))
 
     def _on_join_relay(self, request: int, t: float, version: int) -> None:
         if request in self.relay_skipped:  # the main decoder had the KV before the relay had its copy
@@ -695,7 +751,7 @@ class _Simulation:
 
     def _on_kv_landed(self, request: int, t: float, version: int) -> None:
         if not self.relay[request]:
-            self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)
+            self.decode_inputs.append((t, Event.KV_LANDED, request, 0))
         elif request in self.relay_instance or request not in self.relay_joined:
             self.push(t + self.rtt_s / 2, Event.RELAY_NOTICE, request)
 
@@ -735,7 +791,7 @@ class _Simulation:
         """Hand over in chunks from t: chunk i leaves the relay at t + sum_{j<i} (RTT + e_j) and stalls
         the (pinned) main decoder for e_i when it lands, RTT/2 later; the last chunk leaves when
         every earlier round is over."""
-        self.pinned[request] = _least_loaded(self.pools["decode"])
+        self.decode_inputs.append((t, Event.PIN, request, 0))
         self.chunk_extend_s[request] = earlier_extend_s
         sent = t
         for chunk, extend in enumerate(earlier_extend_s):
@@ -743,6 +799,20 @@ class _Simulation:
             sent += self.rtt_s + extend
         self.last_chunk[request] = last_chunk
         self.push(sent, Event.RELAY_FINAL, request)
+
+    # the main decoders' handlers (their own loop) ---------------------------------------------------
+
+    def _decode_join(self, request: int, t: float, version: int) -> None:
+        self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)
+
+    def _decode_in_place(self, request: int, t: float, version: int) -> None:
+        self.join(self.pools["decode"][self.prefill_instance[request]], request, self.output_list[request], t, 0.0)
+
+    def _decode_pin(self, request: int, t: float, version: int) -> None:
+        self.pinned[request] = _least_loaded(self.pools["decode"])
+
+    def _decode_unpin(self, request: int, t: float, version: int) -> None:
+        self.pinned.pop(request)
 
     def _on_chunk_extend(self, request: int, t: float, chunk: int) -> None:
         """An earlier chunk's IDs reach the main decoder: it extends them, stalling its batch (unless
@@ -761,7 +831,7 @@ class _Simulation:
         if request in self.relay_instance:
             self.switch(request, t, chunk)
         else:  # finished on the relay while catching up
-            self.pinned.pop(request)
+            self.decode_inputs.append((t, Event.UNPIN, request, 0))
 
     def _on_md_arrival(self, request: int, t: float, version: int) -> None:
         tokens, stall_s, handoff_t = self.md_bound.pop(request)
@@ -773,8 +843,11 @@ class _Simulation:
     def _on_decoder_step(self, target: int, t: float, version: int) -> None:
         """Finish every sequence of the instance that is due now, then admit queued ones."""
         role, inst = self.instances[target]
-        if version != inst.version:
-            return
+        if version == inst.version:
+            self._finish_due(role, inst, t)
+
+    def _finish_due(self, role: str, inst: DecodeInstance, t: float) -> None:
+        """At t, `inst` (of `role`) finishes every sequence due, then admits queued ones."""
         inst.advance(t)
         # finished: due within a token-clock rounding error of now (relative to t, so that long
         # simulated spans, where t's resolution exceeds a fixed tolerance, still terminate)
