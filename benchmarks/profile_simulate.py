@@ -1,8 +1,8 @@
 """Where `simulate`'s time goes (issue 38): a run of pdd-agent-64k's optimized PDD plan split into
 its phases (drawing the requests and running the prefill pool, the main event loop, the main
 decoders' own loop, the results table), then both loops by event kind: how many events of each
-kind, how many were stale (a relay's or the link's pending event replaced before it came due,
-popped and dropped), and the time their handlers took. With `--cprofile`, the functions that take
+kind, how many were stale (a relay's pending step replaced before it came due, popped and
+dropped), and the time their handlers took. With `--cprofile`, the functions that take
 the most time of their own as well.
 
     python benchmarks/profile_simulate.py [--requests N] [--workload NAME] [--architecture NAME] [--cprofile]
@@ -46,12 +46,8 @@ def optimized_scenario(workload_name: str, architecture: str) -> Scenario:
 
 
 def _stale(simulation: _Simulation, kind: Event, target: int, version: int) -> bool:
-    """Whether a relay's step or the link's event was replaced before it came due."""
-    if kind is Event.DECODER_STEP:
-        return version != simulation.instances[target][1].version
-    if kind is Event.LINK:
-        return simulation.link is not None and version != simulation.link.version
-    return False
+    """Whether a relay's step event was replaced before it came due."""
+    return kind is Event.DECODER_STEP and version != simulation.instances[target][1].version
 
 
 Totals = dict[str, list[float]]  # row -> [events, stale events, seconds]
@@ -79,6 +75,16 @@ def timed_handlers(simulation: _Simulation) -> Totals:
     simulation.decode_handlers = {
         kind: wrap(f"decoders: {kind.name}", kind, h) for kind, h in simulation.decode_handlers.items()
     }
+    on_link = simulation._on_link
+    link_events = totals["main: link"]
+
+    def timed_link(t: float) -> None:
+        link_events[0] += 1
+        started = clock()
+        on_link(t)
+        link_events[2] += clock() - started
+
+    simulation._on_link = timed_link  # type: ignore[method-assign]
     finish_due = simulation._finish_due
     completions = totals["decoders: completions"]
 

@@ -72,21 +72,21 @@ from pddplan.trace.replay import TraceReplay
 
 
 class Event(IntEnum):
-    """What happens at an event; its target is a request, a decode instance or (LINK) nothing."""
+    """What happens at an event; its target is a request or a decode instance. (The link's next
+    event is kept beside the heap: `_Simulation.link_due`.)"""
 
     PREFILL_DONE = 0  # a request's prefill finished (from the sorted stream, not the heap)
     DECODER_STEP = 1  # a decode instance's next sequence may have finished (target: instance)
-    LINK = 2  # the WAN link's next flow completion or capacity change
-    JOIN_DECODE = 3  # the RDMA copy reached a (main) decoder
-    JOIN_RELAY = 4  # the RDMA copy reached the relay
-    KV_LANDED = 5  # the WAN transfer's last byte reached the main decoder (RTT/2 after sending)
-    RELAY_NOTICE = 6  # the relay hears that the main decoder has the KV
-    RELAY_FINAL = 7  # the relay's last catch-up round ends: hand over the last chunk
-    MD_ARRIVAL = 8  # work sent to a main decoder over the WAN (token IDs or a plain start) arrives
-    CHUNK_EXTEND = 9  # an earlier catch-up chunk's IDs reach the main decoder (version: chunk index)
-    PIN = 10  # a catch-up pins its request to the least-loaded main decoder (decoders' loop only)
-    UNPIN = 11  # ... and the request finished on the relay instead (decoders' loop only)
-    JOIN_IN_PLACE = 12  # a request decodes where its prefill ran (decoders' loop only)
+    JOIN_DECODE = 2  # the RDMA copy reached a (main) decoder
+    JOIN_RELAY = 3  # the RDMA copy reached the relay
+    KV_LANDED = 4  # the WAN transfer's last byte reached the main decoder (RTT/2 after sending)
+    RELAY_NOTICE = 5  # the relay hears that the main decoder has the KV
+    RELAY_FINAL = 6  # the relay's last catch-up round ends: hand over the last chunk
+    MD_ARRIVAL = 7  # work sent to a main decoder over the WAN (token IDs or a plain start) arrives
+    CHUNK_EXTEND = 8  # an earlier catch-up chunk's IDs reach the main decoder (version: chunk index)
+    PIN = 9  # a catch-up pins its request to the least-loaded main decoder (decoders' loop only)
+    UNPIN = 10  # ... and the request finished on the relay instead (decoders' loop only)
+    JOIN_IN_PLACE = 11  # a request decodes where its prefill ran (decoders' loop only)
 
 
 # An event on the heap: (time, sequence number, kind, target, version). The sequence number breaks
@@ -444,6 +444,7 @@ class _Simulation:
                 self.link.timeline = [(0.0, 0)]
         self.rtt_s = scenario.link.rtt_s if scenario.link else 0.0
         self.link_ran_ahead = False  # the link's run was done before the loop (`_known_events`)
+        self.link_due = math.inf  # the link's next event in the loop (`reschedule_link`)
         # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
         # output, interpolated (the step time is smooth in the token count).
         self.extend_grid = np.unique(np.geomspace(1.0, max(float(self.output.max()), 2.0), 96))
@@ -477,7 +478,6 @@ class _Simulation:
         self.handlers: dict[Event, Callable[[int, float, int], None]] = {
             Event.PREFILL_DONE: self._on_prefill_done,
             Event.DECODER_STEP: self._on_decoder_step,
-            Event.LINK: self._on_link,
             Event.JOIN_DECODE: partial(self._to_decoders, kind=Event.JOIN_DECODE),
             Event.JOIN_RELAY: self._on_join_relay,
             Event.KV_LANDED: self._on_kv_landed,
@@ -509,20 +509,28 @@ class _Simulation:
         self._run_decoders()
 
     def _loop(self, known: list[_Known], handlers: dict[Event, Callable[[int, float, int], None]]) -> None:
-        """Process `known` (events known before, in time order) and the heap's in time order, a heap
-        event before a known one at the same time."""
+        """Process `known` (events known before, in time order), the heap's and the link's next
+        event (`link_due`, kept beside the heap: it changes at every transfer's start) in time order;
+        at one time the heap's first, then the link's, then a known one."""
         # locals: this loop runs once per event (a million for 100,000 requests); handlers push onto
         # the same list `events` names
-        events, pop = self.events, heapq.heappop
+        events, pop, inf = self.events, heapq.heappop, math.inf
         count, pointer = len(known), 0
-        while pointer < count or events:
-            next_known = known[pointer][0] if pointer < count else math.inf
-            if events and events[0][0] <= next_known:
+        while True:
+            next_known = known[pointer][0] if pointer < count else inf
+            next_heap = events[0][0] if events else inf
+            link_t = self.link_due
+            if link_t < next_heap and link_t <= next_known:
+                self._on_link(link_t)
+            elif next_heap <= next_known:
+                if next_heap == inf:
+                    return
                 t, _, kind, target, version = pop(events)
+                handlers[kind](target, t, version)
             else:
                 t, kind, target, version = known[pointer]
                 pointer += 1
-            handlers[kind](target, t, version)
+                handlers[kind](target, t, version)
 
     def _run_decoders(self) -> None:
         """The main decoders' loop, after the first: their inputs in the order that loop met them,
@@ -624,12 +632,9 @@ class _Simulation:
             self.push(t_next, Event.DECODER_STEP, self.instance_id[id(inst)], inst.version)
 
     def reschedule_link(self) -> None:
-        """Replace the link's pending event by one at its next completion or capacity change."""
+        """The link's next event: its next completion or capacity change."""
         assert self.link is not None
-        self.link.version += 1
-        t_next = self.link.next_event()
-        if t_next < math.inf:
-            self.push(t_next, Event.LINK, 0, self.link.version)
+        self.link_due = self.link.next_event()
 
     # Dispatch: where an architecture sends a request whose prefill finished -------------------------
 
@@ -723,10 +728,8 @@ class _Simulation:
     def _on_prefill_done(self, request: int, t: float, version: int) -> None:
         self.architecture.after_prefill(self, request, t)
 
-    def _on_link(self, target: int, t: float, version: int) -> None:
+    def _on_link(self, t: float) -> None:
         assert self.link is not None
-        if version != self.link.version:
-            return
         self.link.pop_finished(t, self._on_transfer_done)
         self.reschedule_link()
 
