@@ -33,7 +33,7 @@ from pddplan.inputs.input_set import load_input_set, load_trace
 from pddplan.net.fluctuation import CapacityPath
 from pddplan.perf import decode_step_time
 from pddplan.scenarios.scenario import Scenario, build_scenario
-from pddplan.simulate.engine import interpolate, simulate_requests
+from pddplan.simulate.engine import _distinct_pairs, interpolate, simulate_requests
 from pddplan.simulate.servers import DecodeInstance, Link
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Fluctuation, Workload
@@ -402,3 +402,24 @@ def test_scalar_interpolation_is_numpys_to_the_bit(grid: list[float], values: li
     fp = values[: len(xp)]
     for point in (x, xp[0], xp[-1], xp[len(xp) // 2]):
         assert interpolate(point, xp, fp) == float(np.interp(point, xp, fp))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.integers(0, 2**31 - 1).map(float), st.floats(-1e12, 1e12, allow_nan=False)),
+            st.one_of(st.integers(0, 2**31 - 1).map(float), st.sampled_from([0.0, 64.0, 0.5])),
+        ),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_distinct_token_pairs_are_numpys_row_unique(rows: list[tuple[float, float]]) -> None:
+    """The packed-key unique of (new, cached) token pairs is np.unique(axis=0)'s: the same pairs in
+    the same order and the same inverse, for whole token counts and for any other floats (which
+    take the row-wise path)."""
+    first, second = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    pairs, back = _distinct_pairs(first, second)
+    expected, inverse = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
+    np.testing.assert_array_equal(pairs, expected)
+    np.testing.assert_array_equal(back, inverse.reshape(-1))

@@ -200,10 +200,22 @@ def _prefill_costs(instance: Instance, fresh: np.ndarray, cached: np.ndarray, ch
     """`prefill_cost` per request, computed once per distinct (new, cached) pair: cached tokens are
     whole pages, so a hundred thousand requests share a few thousand pairs (each element is the
     same arithmetic either way)."""
-    pairs, back = np.unique(np.stack([fresh, cached], axis=1), axis=0, return_inverse=True)
+    pairs, back = _distinct_pairs(fresh, cached)
     cost = prefill_cost(instance, pairs[:, 0], pairs[:, 1], chunk_tokens)
-    back = back.reshape(-1)
     return PrefillCost(**{f.name: getattr(cost, f.name)[back] for f in fields(cost)})
+
+
+def _distinct_pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique of the (first, second) rows and the inverse: the distinct pairs in lexicographic
+    order, and each row's index among them. Token counts (whole numbers below 2^31) are packed into
+    one int64 key, first x 2^32 + second, which sorts as the pairs do and is a tenth of the time of
+    a row-wise unique; other values take the row-wise one."""
+    whole = (first >= 0) & (first < 2**31) & (second >= 0) & (second < 2**31)
+    if whole.all() and np.array_equal(first, np.floor(first)) and np.array_equal(second, np.floor(second)):
+        keys, back = np.unique(first.astype(np.int64) * 2**32 + second.astype(np.int64), return_inverse=True)
+        return np.stack([(keys >> 32).astype(np.float64), (keys & (2**32 - 1)).astype(np.float64)], axis=1), back
+    pairs, back = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
+    return pairs, back.reshape(-1)
 
 
 @dataclass(frozen=True)

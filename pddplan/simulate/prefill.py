@@ -158,7 +158,8 @@ def run_prefill_pool(
         finished: list[int] = []
         if current[k] >= 0:
             i = current[k]
-            piece = min(left[k], room)
+            remaining = left[k]
+            piece = room if room < remaining else remaining
             room -= piece
             step_tokens += piece
             step_attention += attention_per_token[i] * piece
@@ -172,7 +173,7 @@ def run_prefill_pool(
             i = waiting[head]
             head += 1
             start[i] = t
-            piece = min(tokens[i], room)
+            piece = room if room < tokens[i] else tokens[i]
             room -= piece
             step_tokens += piece
             step_attention += attention_per_token[i] * piece
@@ -196,7 +197,7 @@ def run_prefill_pool(
         out = done  # when the step leaves the last stage
         stages = later_stages[k]
         for j, free in enumerate(stages):
-            out = max(out, free) + step_s
+            out = (free if free > out else out) + step_s
             stages[j] = out
         for i in finished:
             end[i] = out
@@ -236,11 +237,16 @@ def _run_rank_pool(
         total = 0.0
         attention = 0.0
         finished: list[int] = []
+        # min() and max() in their own order as conditional expressions (the loop runs per rank
+        # and step: a third of a 100,000-request simulation's setup)
         for i, left in mine.items():
-            piece = min(left, chunk)
-            largest = max(largest, piece)
+            piece = chunk if chunk < left else left
+            if piece > largest:
+                largest = piece
             total += piece
-            attention = max(attention, attention_per_token[i] * piece)
+            own = attention_per_token[i] * piece
+            if own > attention:
+                attention = own
             if left - piece <= 0:
                 finished.append(i)
             else:
