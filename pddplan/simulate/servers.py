@@ -59,12 +59,14 @@ class DecodeInstance:
         """Move the token clock to time `t` (frozen while stalled)."""
         if t <= self.last_t:
             return
-        self.batch_time_integral += self.batch * (t - self.last_t)
-        if self.batch > 0:
+        batch = self.batch
+        self.batch_time_integral += batch * (t - self.last_t)
+        if batch > 0:
             start = self.stall_until if self.stall_until > self.last_t else self.last_t
             running = t - start
             if running > 0:
-                self.clock += running / self.step_s()
+                table = self.step_table  # step_s() inline
+                self.clock += running / (table[batch] if batch < len(table) else table[-1])
         self.last_t = t
 
     def tokens_to_next_finish(self) -> float | None:
@@ -83,7 +85,8 @@ class DecodeInstance:
         if need is None:
             return math.inf
         start = self.stall_until if self.stall_until > self.last_t else self.last_t
-        return start + need * self.step_s()
+        b, table = self.batch, self.step_table  # step_s() inline
+        return start + need * (table[b] if 0 < b < len(table) else (table[1] if b < 1 else table[-1]))
 
     def admit(self, request: int, tokens: float, t: float, stall_s: float) -> float:
         """Start decoding `tokens` tokens of `request` at `t` after a stall; return its first-token time."""
@@ -93,7 +96,8 @@ class DecodeInstance:
         self.batch += 1
         self.joined_at[request] = self.clock
         heapq.heappush(self.heap, (self.clock + (1.0 if tokens < 1.0 else tokens), request))
-        return (t if t > self.stall_until else self.stall_until) + self.step_s()
+        b, table = self.batch, self.step_table  # step_s() inline (b >= 1)
+        return (t if t > self.stall_until else self.stall_until) + (table[b] if b < len(table) else table[-1])
 
     def stall(self, t: float, seconds: float) -> None:
         """Run an extend step of `seconds` from `t` (or after the stalls already queued): every
@@ -234,15 +238,22 @@ class Link:
 
     def advance(self, t: float) -> None:
         """Move the byte clock to `t`, crossing capacity changes on the way."""
-        while t > self.last_t:
-            segment_end = self.next_change if self.next_change < t else t
-            dt = segment_end - self.last_t
-            per_flow = self.rate()
+        last = self.last_t
+        flows = len(self.flows)  # no flow starts or stops on the way
+        while t > last:
+            change = self.next_change
+            segment_end = change if change < t else t
+            dt = segment_end - last
+            if flows == 0:  # rate() inline
+                per_flow = 0.0
+            else:
+                share = self.capacity * self.fraction / flows
+                per_flow = share if share < self.flow_cap else self.flow_cap
             self.clock += dt * per_flow
-            self.bytes_delivered += dt * per_flow * len(self.flows)
+            self.bytes_delivered += dt * per_flow * flows
             self.capacity_integral += dt * self.capacity * self.fraction
-            self.last_t = segment_end
-            if segment_end >= self.next_change:
+            last = self.last_t = segment_end
+            if segment_end >= change:
                 self._step_capacity(segment_end)
 
     def _step_capacity(self, t: float) -> None:
@@ -277,7 +288,8 @@ class Link:
             heapq.heappop(self.heap)
         if not self.heap:
             return math.inf
-        per_flow = self.rate()
+        share = self.capacity * self.fraction / len(self.flows)  # rate() inline: a flow is running
+        per_flow = share if share < self.flow_cap else self.flow_cap
         finish = self.last_t + (self.heap[0][0] - self.clock) / per_flow if per_flow > 0 else math.inf
         # at least one ulp ahead: a gap below the clock's resolution would leave it where it is and
         # the event loop would call again forever
@@ -293,7 +305,7 @@ class Link:
             if request not in self.flows:
                 heapq.heappop(self.heap)
                 continue
-            if size_clock - self.clock > 1e-9 * max(size_clock, 1.0):  # ~1e-9 s per second of sending
+            if size_clock - self.clock > 1e-9 * (1.0 if size_clock < 1.0 else size_clock):  # ~1e-9 s per s sent
                 break
             heapq.heappop(self.heap)
             self.stop(request)
