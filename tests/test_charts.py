@@ -35,11 +35,11 @@ def run(*args: str | Path) -> Any:
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """`pddplan bathtub --points 41 --png --svg --html --json` once."""
+    """`pddplan bathtub --points 11 --png --svg --html --json` once (as small as the charts need)."""
     folder = tmp_path_factory.mktemp("charts")
     out = {"png": folder / "tub.png", "svg": folder / "tub.svg", "html": folder / "tub.html"}
     result = run(
-        "bathtub", "pdd-agent-64k", "--points", "41",
+        "bathtub", "pdd-agent-64k", "--points", "11",
         "--png", out["png"], "--svg", out["svg"], "--html", out["html"], "--json",
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -50,7 +50,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def result() -> tub.BathtubResult:
     """The same sweep through the library."""
     workload = load_workload("pdd-agent-64k")
-    return tub.bathtub(workload, workload_dir("pdd-agent-64k"), architectures.names(), tub.BathtubOptions("fixed", 41))
+    return tub.bathtub(workload, workload_dir("pdd-agent-64k"), architectures.names(), tub.BathtubOptions("fixed", 11))
 
 
 # -- PNG ------------------------------------------------------------------------------------------
