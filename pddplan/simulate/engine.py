@@ -524,7 +524,7 @@ class _Simulation:
         """Process `known` (events known before, in time order), the heap's and the link's next
         event (`link_due`, kept beside the heap: it changes at every transfer's start) in time order;
         at one time the heap's first, then the link's, then a known one."""
-        # locals: this loop runs once per event (a million for 100,000 requests); handlers push onto
+        # locals: this loop runs once per event (half a million for 100,000 requests); handlers push onto
         # the same list `events` names
         events, pop, inf = self.events, heapq.heappop, math.inf
         count, pointer = len(known), 0
