@@ -459,9 +459,9 @@ class _Simulation:
         self.link_due = math.inf  # the link's next event in the loop (`reschedule_link`)
         # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
         # output, interpolated (the step time is smooth in the token count).
-        self.extend_grid = np.unique(np.geomspace(1.0, max(float(self.output.max()), 2.0), 96))
-        self.extend_table = extend_time(scenario.decode.instance, self.extend_grid, context)
-        self.extend_grid_list, self.extend_table_list = self.extend_grid.tolist(), self.extend_table.tolist()
+        extend_grid = np.unique(np.geomspace(1.0, max(float(self.output.max()), 2.0), 96))
+        self.extend_grid_list = extend_grid.tolist()
+        self.extend_table_list = extend_time(scenario.decode.instance, extend_grid, context).tolist()
 
         # the outcomes
         self.first_token = np.full(count, math.nan)
@@ -701,12 +701,9 @@ class _Simulation:
         self.md_bound[request] = (tokens, stall_s, handoff_t)
         self.push(t + self.rtt_s / 2, Event.MD_ARRIVAL, request)
 
-    def extend_s(self, tokens: np.ndarray) -> np.ndarray:
-        """The main decoder's extend step over `tokens` eager tokens (at least one)."""
-        return np.interp(np.maximum(tokens, 1.0), self.extend_grid, self.extend_table)
-
     def extend_one_s(self, tokens: float) -> float:
-        """`extend_s` of one count, without numpy's per-call cost (the same arithmetic as np.interp)."""
+        """The main decoder's extend step over `tokens` eager tokens (at least one), interpolated in
+        its table with np.interp's arithmetic but without numpy's per-call cost."""
         return interpolate(max(tokens, 1.0), self.extend_grid_list, self.extend_table_list)
 
     def switch(self, request: int, t: float, last_chunk: float) -> None:

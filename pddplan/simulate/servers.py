@@ -222,19 +222,10 @@ class Link:
         self.last_t = 0.0
         self.flows: dict[int, float] = {}
         self.heap: list[tuple[float, int]] = []
-        self.version = 0
         self.bytes_delivered = 0.0
         self.capacity_integral = 0.0
         self._path_t = 0.0
         self.timeline: list[tuple[float, int]] | None = None  # (t, flows) at each change, when recorded
-
-    def rate(self) -> float:
-        """Bytes/s each flow gets now: min(F, C f / n)."""
-        n = len(self.flows)
-        if n == 0:
-            return 0.0
-        share = self.capacity * self.fraction / n
-        return share if share < self.flow_cap else self.flow_cap
 
     def advance(self, t: float) -> None:
         """Move the byte clock to `t`, crossing capacity changes on the way."""
@@ -244,7 +235,7 @@ class Link:
             change = self.next_change
             segment_end = change if change < t else t
             dt = segment_end - last
-            if flows == 0:  # rate() inline
+            if flows == 0:  # bytes/s per flow: min(F, C f / n)
                 per_flow = 0.0
             else:
                 share = self.capacity * self.fraction / flows
@@ -288,7 +279,7 @@ class Link:
             heapq.heappop(self.heap)
         if not self.heap:
             return math.inf
-        share = self.capacity * self.fraction / len(self.flows)  # rate() inline: a flow is running
+        share = self.capacity * self.fraction / len(self.flows)  # per flow: min(F, C f / n); n >= 1
         per_flow = share if share < self.flow_cap else self.flow_cap
         finish = self.last_t + (self.heap[0][0] - self.clock) / per_flow if per_flow > 0 else math.inf
         # at least one ulp ahead: a gap below the clock's resolution would leave it where it is and
