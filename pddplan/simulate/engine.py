@@ -73,7 +73,7 @@ from pddplan.trace.replay import TraceReplay
 
 class Event(IntEnum):
     """What happens at an event; its target is a request or a decode instance. (The link's next
-    event is kept beside the heap: `_Simulation.link_due`.)"""
+    event is kept beside the heap: `_Simulation.link_due_s`.)"""
 
     PREFILL_DONE = 0  # a request's prefill finished (from the sorted stream, not the heap)
     DECODER_STEP = 1  # a decode instance's next sequence may have finished (target: instance)
@@ -456,7 +456,7 @@ class _Simulation:
                 self.link.timeline = [(0.0, 0)]
         self.rtt_s = scenario.link.rtt_s if scenario.link else 0.0
         self.link_ran_ahead = False  # the link's run was done before the loop (`_known_events`)
-        self.link_due = math.inf  # the link's next event in the loop (`reschedule_link`)
+        self.link_due_s = math.inf  # the link's next event in the loop (`reschedule_link`)
         # Extend steps are looked up, not recomputed per handoff: a log-spaced table up to the longest
         # output, interpolated (the step time is smooth in the token count).
         extend_grid = np.unique(np.geomspace(1.0, max(float(self.output.max()), 2.0), 96))
@@ -501,7 +501,7 @@ class _Simulation:
         # The main decoders act on nothing else (the link, the prefill pool, a relay): what reaches
         # them is kept, in the order the loop meets it, and they run in a loop of their own after
         self.decode_inputs: list[_Known] = []
-        self.decoder_due: list[float] | None = None  # in their loop: each main decoder's next completion
+        self.decoder_due_s: list[float] | None = None  # in their loop: each main decoder's next completion
         self.decode_handlers: dict[Event, Callable[[int, float, int], None]] = {
             Event.JOIN_DECODE: self._decode_join,
             Event.KV_LANDED: self._decode_join,
@@ -522,7 +522,7 @@ class _Simulation:
 
     def _loop(self, known: list[_Known], handlers: dict[Event, Callable[[int, float, int], None]]) -> None:
         """Process `known` (events known before, in time order), the heap's and the link's next
-        event (`link_due`, kept beside the heap: it changes at every transfer's start) in time order;
+        event (`link_due_s`, kept beside the heap: it changes at every transfer's start) in time order;
         at one time the heap's first, then the link's, then a known one."""
         # locals: this loop runs once per event (half a million for 100,000 requests); handlers push onto
         # the same list `events` names
@@ -531,7 +531,7 @@ class _Simulation:
         while True:
             next_known = known[pointer][0] if pointer < count else inf
             next_heap = events[0][0] if events else inf
-            link_t = self.link_due
+            link_t = self.link_due_s
             if link_t < next_heap and link_t <= next_known:
                 self._on_link(link_t)
             elif next_heap <= next_known:
@@ -546,11 +546,11 @@ class _Simulation:
 
     def _run_decoders(self) -> None:
         """The main decoders' loop, after the first: their inputs in the order that loop met them,
-        each instance's next completion kept beside it (`decoder_due`, which `reschedule` sets; no
+        each instance's next completion kept beside it (`decoder_due_s`, which `reschedule` sets; no
         heap, so no superseded events), a completion before an input at the same time, and of two
         instances' at one time the lower index's first."""
         pool = self.pools["decode"]
-        due = self.decoder_due = [math.inf] * len(pool)
+        due = self.decoder_due_s = [math.inf] * len(pool)
         inputs, handlers, finish_due = self.decode_inputs, self.decode_handlers, self._finish_due
         count, pointer, single = len(inputs), 0, len(pool) == 1
         while True:
@@ -635,8 +635,8 @@ class _Simulation:
     def reschedule(self, inst: DecodeInstance) -> None:
         """Replace `inst`'s pending completion event by one at its next completion (in the main
         decoders' loop, the next completion kept beside it)."""
-        if self.decoder_due is not None:
-            self.decoder_due[inst.index] = inst.next_finish()
+        if self.decoder_due_s is not None:
+            self.decoder_due_s[inst.index] = inst.next_finish()
             return
         inst.version += 1
         t_next = inst.next_finish()
@@ -646,7 +646,7 @@ class _Simulation:
     def reschedule_link(self) -> None:
         """The link's next event: its next completion or capacity change."""
         assert self.link is not None
-        self.link_due = self.link.next_event()
+        self.link_due_s = self.link.next_event()
 
     # Dispatch: where an architecture sends a request whose prefill finished -------------------------
 
