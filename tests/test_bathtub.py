@@ -176,12 +176,24 @@ def test_dips_sit_within_one_grid_step_of_the_arithmetic(chunk: int) -> None:
             deep = mid < left * (1 - DIP) and mid < right * (1 - DIP)
             assert (h in matched) == deep, (arch, chunk, h, [d["hit"] for d in dips])
             reported.append(deep)
-        # a dip deepens as the hit rises: fewer new tokens carry the same tail step's fixed part. So
-        # the reported ones are the highest: none unreported above a reported one, and the
-        # deepest-cache dip (one full chunk and the tail left) among them
+        # the deepest-cache dip (one full chunk and the tail left) is reported: there the fewest new
+        # tokens carry the tail step's fixed part. Lower dips need not be: on a grid each sits at its
+        # own distance below h_k, so its depth is near DIP and not monotone in the hit
         if reported:
-            assert reported == sorted(reported), (arch, chunk, [d["hit"] for d in dips])
             assert reported[-1], (arch, chunk, [d["hit"] for d in dips])
+
+
+def _left_depths(data: dict[str, Any], arch: str, chunk: int) -> np.ndarray:
+    """1 - throughput(just below h_k) / throughput(one grid step lower), for each predicted h_k with
+    both points feasible: the loss the tail step's fixed part causes, the same tail chunks either side."""
+    hits = np.array([p["hit"] for p in data["points"]])
+    value = [p[arch]["prefill_tokens_per_gpu_s_alone"] for p in data["points"]]
+    depths = []
+    for h in arithmetic_dips(chunk):
+        i = int(np.searchsorted(hits, h - 1e-12)) - 1
+        if i >= 1 and value[i] is not None and value[i - 1] is not None:
+            depths.append(1 - value[i] / value[i - 1])
+    return np.array(depths)
 
 
 def test_changing_the_chunk_moves_the_dips_as_the_arithmetic_says() -> None:
@@ -195,9 +207,13 @@ def test_changing_the_chunk_moves_the_dips_as_the_arithmetic_says() -> None:
     for chunk in found:
         assert rounded[chunk] and rounded[chunk] <= _grid_below(arithmetic_dips(chunk), DIP_POINTS), (chunk, found)
     assert rounded[16384] < rounded[8192] < rounded[4096]
-    # PDD's prefill pool sees the same tail chunks
+    # PDD's prefill pool sees the same tail chunks: the same dips, as deep within 15% (its prefill
+    # instance is sized apart, so a dip near the 0.5% threshold may be reported by one and not the other)
     for chunk in (4096, 8192, 16384):
-        assert [d["hit"] for d in _dips(fixed(chunk, DIP_POINTS), "pdd")] == found[chunk]
+        data = fixed(chunk, DIP_POINTS)
+        pdd, intra = _left_depths(data, "pdd", chunk), _left_depths(data, "pd-intra", chunk)
+        assert len(pdd) == len(intra) > 0 and (intra > 0).all(), chunk
+        np.testing.assert_allclose(pdd, intra, rtol=0.15)
 
 
 def test_packed_prefill_has_no_tail_chunk_dip() -> None:

@@ -34,6 +34,7 @@ F, BW: datasheet peaks. Every function accepts numpy arrays and broadcasts.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
@@ -572,13 +573,16 @@ def step_time(
     moe = moe_step(moe_run(instance), tokens, decode, sender_share=rows_share)
     experts = moe.work_s
 
-    attention_flops, attn_read, keys_per_query = _attention(instance, n, c, b)
+    attention_flops, attn_read = _attention(instance, n, c, b)
     thread_blocks = _query_tiles(instance, n, b)
     heads = head_dim_factor(k.gqa_head_dim, eff)
-    attn_efficiency = np.minimum(split_kv_attention_efficiency(thread_blocks, keys_per_query, n, eff) * heads, 1.0)
+
+    def efficiency_at(keys_per_query: np.ndarray) -> np.ndarray:
+        return np.minimum(split_kv_attention_efficiency(thread_blocks, keys_per_query, n, eff) * heads, 1.0)
+
     gemm_rows = np.maximum((c + n) * b / ranks, 1.0)
     upproject_s = attention_flops.upproject / (dense_peak * gemm_efficiency(gemm_rows, eff, dense_dtype))
-    attn_compute_mean = attention_flops.kernel_time(bf16_peak * attn_efficiency, upproject_s)
+    attn_compute_mean = attention_flops.kernel_time(efficiency_at, bf16_peak, upproject_s)
     attn_compute = attn_compute_mean * attention_share
     layers_read = max(k.full_layers + k.sliding_layers + k.linear_layers, 1)
     read_per_gpu_layer = attn_read / (tp * layers_read) * attention_share
@@ -588,9 +592,12 @@ def step_time(
     packed_attention = np.maximum(attn_compute_mean, attn_memory_mean)
     if packed_tokens is not None:
         packed_blocks = np.maximum(thread_blocks, _query_tiles(instance, np.asarray(packed_tokens)))
-        packed = np.minimum(attention_efficiency(packed_blocks, keys_per_query, eff) * heads, 1.0)
-        packed_efficiency = np.maximum(packed, attn_efficiency)
-        packed_compute = attention_flops.kernel_time(bf16_peak * packed_efficiency, upproject_s)
+
+        def packed_efficiency_at(keys_per_query: np.ndarray) -> np.ndarray:
+            packed = np.minimum(attention_efficiency(packed_blocks, keys_per_query, eff) * heads, 1.0)
+            return np.maximum(packed, efficiency_at(keys_per_query))
+
+        packed_compute = attention_flops.kernel_time(packed_efficiency_at, bf16_peak, upproject_s)
         packed_attention = np.maximum(packed_compute, attn_memory_mean)
 
     comm = _communication(instance, tokens) + moe.communication_s
@@ -770,42 +777,73 @@ def keys_seen(cached: ArrayLike, new: ArrayLike, cap: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class AttentionFlops:
-    """A step's attention FLOPs two ways. MLA runs either absorbed (the latent read as one shared
-    key/value head of kv_lora + rope dims: FlashMLA's MQA mode) or expanded (the context first
-    up-projected to per-head keys and values by a GEMM, `upproject` FLOPs, then ordinary attention
-    over head dims nope + rope and v: MHA mode); other attention has one form (upproject 0)."""
+    """A step's attention FLOPs by layer kind, each with the keys its queries see (the kernel's
+    efficiency depends on them, `attention_efficiency`).
+
+    Full layers run MLA either absorbed (the latent read as one shared key/value head of kv_lora +
+    rope dims: FlashMLA's MQA mode) or expanded (the context first up-projected to per-head keys
+    and values by a GEMM, `upproject` FLOPs, then ordinary attention over head dims nope + rope and
+    v: MHA mode); other attention has one form (upproject 0). `others` holds the remaining kinds
+    (sliding-window layers, the sparse indexer, linear attention) as (FLOPs, keys per query)."""
 
     absorbed: np.ndarray
     expanded: np.ndarray
     upproject: np.ndarray
+    keys_per_query: np.ndarray
+    others: tuple[tuple[np.ndarray, np.ndarray], ...]
 
-    def kernel_time(self, rate: np.ndarray, upproject_s: np.ndarray) -> np.ndarray:
-        """The faster form: min(absorbed / rate, expanded / rate + the up-projection's GEMM time)."""
-        return np.minimum(self.absorbed / rate, self.expanded / rate + upproject_s)
+    def kernel_time(
+        self, efficiency_at: Callable[[np.ndarray], np.ndarray], peak_flops_per_s: float, upproject_s: np.ndarray
+    ) -> np.ndarray:
+        """Sum over kinds of F_kind / (P e(K_kind)), the full layers in the faster form:
+        min(absorbed / (P e(K)), expanded / (P e(K)) + the up-projection's GEMM time). Each kind at
+        its own keys per query, so a longer context never raises the efficiency of a layer whose
+        window it does not reach."""
+        rate = peak_flops_per_s * efficiency_at(self.keys_per_query)
+        time = np.minimum(self.absorbed / rate, self.expanded / rate + upproject_s)
+        for flops, keys in self.others:
+            time = time + flops / (peak_flops_per_s * efficiency_at(keys))
+        return time
 
 
-def _attention(
-    instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray
-) -> tuple[AttentionFlops, np.ndarray, np.ndarray]:
-    """(attention FLOPs both ways, KV bytes read, mean keys per new query) of a step, before rates.
+#: Tokens per chunk of the chunked linear-attention kernels (flash-linear-attention's
+#: chunk_gated_delta_rule, which SGLang and vLLM run for Qwen3-Next: BT = 64): the keys a query
+#: meets inside its chunk, whatever the context.
+LINEAR_ATTENTION_CHUNK_TOKENS = 64.0
+
+
+def _attention(instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray) -> tuple[AttentionFlops, np.ndarray]:
+    """(attention FLOPs by layer kind with their keys per new query, KV bytes read) of a step,
+    before rates.
 
     A query at position i of the new tokens sees c + i + 1 tokens (causal), at most the window
     (sliding layers) or top_k (sparse attention; its indexer scores every token): `keys_seen`.
+    A linear layer's query meets its chunk (`LINEAR_ATTENTION_CHUNK_TOKENS`) and the state.
     KV is read once per step per sequence: c + n tokens per layer (capped the same way), by every
     rank that keeps a copy (`kv_replication`: a replicated GQA head or MLA latent is read once per
     copy), and linear layers read and write their state.
     """
     k = instance.constants
     total_ctx = c + n
+    queries = np.maximum(n, 1.0)
     full_pairs = keys_seen(c, n, k.top_k)
-    sliding_flops = k.sliding_layers * k.attn_flops_expanded * keys_seen(c, n, k.window)
-    bf16_over_fp8 = instance.hardware.peak_flops_per_s("bf16") / instance.hardware.peak_flops_per_s("fp8")
-    indexer_flops = k.full_layers * k.indexer_flops * keys_seen(c, n, np.inf) * bf16_over_fp8
-    common = sliding_flops + indexer_flops + k.linear_flops_per_token * n
+    others: list[tuple[np.ndarray, np.ndarray]] = []
+    if k.sliding_layers:
+        sliding_pairs = keys_seen(c, n, k.window)
+        others.append((b * k.sliding_layers * k.attn_flops_expanded * sliding_pairs, sliding_pairs / queries))
+    if k.indexer_flops:
+        all_pairs = keys_seen(c, n, np.inf)
+        bf16_over_fp8 = instance.hardware.peak_flops_per_s("bf16") / instance.hardware.peak_flops_per_s("fp8")
+        others.append((b * k.full_layers * k.indexer_flops * all_pairs * bf16_over_fp8, all_pairs / queries))
+    if k.linear_flops_per_token:
+        chunk_keys = np.full(np.broadcast_shapes(np.shape(n), np.shape(b)), LINEAR_ATTENTION_CHUNK_TOKENS)
+        others.append((b * k.linear_flops_per_token * n, chunk_keys))
     flops = AttentionFlops(
-        absorbed=b * (k.full_layers * k.attn_flops_absorbed * full_pairs + common),
-        expanded=b * (k.full_layers * k.attn_flops_expanded * full_pairs + common),
+        absorbed=b * (k.full_layers * k.attn_flops_absorbed * full_pairs),
+        expanded=b * (k.full_layers * k.attn_flops_expanded * full_pairs),
         upproject=b * k.full_layers * k.upproject_flops * np.minimum(total_ctx, k.top_k),
+        keys_per_query=full_pairs / queries,
+        others=tuple(others),
     )
     full_read = k.full_layers * (
         k.latent_read_bytes * np.minimum(total_ctx, k.top_k) + k.indexer_read_bytes * total_ctx
@@ -813,8 +851,7 @@ def _attention(
     sliding_read = k.sliding_layers * k.kv_layer_bytes * np.minimum(total_ctx, k.window)
     copies = kv_replication(instance.model, instance.tp, instance.uses_dp_attention)
     read = b * ((full_read + sliding_read) * copies + 2.0 * k.linear_state_bytes)
-    keys_per_query = full_pairs / np.maximum(n, 1.0)
-    return flops, read, keys_per_query
+    return flops, read
 
 
 def collective_link(instance: Instance, gpus: int) -> tuple[float, float]:
