@@ -31,6 +31,7 @@ from pddplan.perf.roofline import (
     kernels_launched,
     keys_seen,
     kv_read_efficiency,
+    prefill_cost,
     prefill_time,
     saturating,
     split_kv_attention_efficiency,
@@ -471,6 +472,25 @@ def test_sliding_attention_capped_at_window(n: int, c: int) -> None:
     assert float(step.attention_s) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize(("n", "c"), [(300, 5000), (200, 50), (10, 20000)])
+def test_each_layer_kind_runs_at_the_efficiency_of_its_own_keys(n: int, c: int) -> None:
+    """Full layers at K_full = pairs / n keys per query, sliding ones at K_window = window pairs / n:
+    e(K) = 0.5 K / (K + 450). A longer context raises the full layers' efficiency only."""
+    keys_curve = EFF.model_copy(update={"attention_half_keys": 450.0})
+    step = step_time(Instance(SLIDING, toy_gpu(), 1, None, keys_curve), n, c)
+    pairs = n * (c + (n + 1) / 2)
+    window_pairs = sum(min(c + i + 1, 128) for i in range(n))
+    per_pair = 2 * 4 * 4 * 64  # 2 layers of each kind, 4 heads of 64, 4 FLOPs per key and dim
+
+    def rate(keys: float) -> float:
+        return F_BF16 * 0.5 * keys / (keys + 450.0)
+
+    compute = per_pair * pairs / rate(pairs / n) + per_pair * window_pairs / rate(window_pairs / n)
+    layer_bytes = 2 * 2 * 64 * 2
+    read = 2 * layer_bytes * (c + n) + 2 * layer_bytes * min(c + n, 128)
+    assert float(step.attention_s) == pytest.approx(max(compute, read / (BW * 0.8)), rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("c", "n", "cap", "pairs"),
     [
@@ -829,3 +849,26 @@ def test_ep_experts_wait_for_the_busiest_rank() -> None:
     assert float(step_time(balanced, 1, 1000, n).expert_gemm_s) == pytest.approx(
         float(tp_step.expert_gemm_s) * floor, rel=1e-12
     )
+
+
+# -- step times kept by content -------------------------------------------------------------------
+def test_step_times_are_kept_by_content_and_shared_read_only() -> None:
+    """Instances built anew with equal contents share one result; a different efficiency or
+    hardware figure is another key; the arrays returned cannot be changed by one caller for all."""
+    model, gpu = load_model("llama-3.1-8b"), load_hardware("h100-sxm")
+    first = prefill_cost(Instance(model, gpu, 2), np.array([4096, 100]), np.array([0, 50]), 2048)
+    again = prefill_cost(Instance(model.model_copy(), gpu.model_copy(), 2), [4096, 100], [0, 50], 2048)
+    assert again is first
+    with pytest.raises(ValueError, match="read-only"):
+        first.alone_s[0] = 0.0
+    eff = efficiency_of(gpu, None)
+    dearer = eff.model_copy(update={"step_overhead_s": eff.step_overhead_s + 0.01})
+    overridden = prefill_cost(Instance(model, gpu, 2, efficiency_override=dearer), [4096, 100], [0, 50], 2048)
+    assert np.all(overridden.alone_s > first.alone_s)  # Instance equality ignores the override; the key does not
+    memory = gpu.memory.model_copy(update={"hbm_tb_per_s": gpu.memory.hbm_tb_per_s.model_copy(update={"value": 1.0})})
+    slow = gpu.model_copy(update={"memory": memory})
+    assert float(decode_step_time(Instance(model, slow, 2), 8, 4096)) > float(
+        decode_step_time(Instance(model, gpu, 2), 8, 4096)
+    )
+    step = decode_step_time(Instance(model, gpu, 2), np.array([1.0, 64.0]), 4096)
+    assert not step.flags.writeable and decode_step_time(Instance(model, gpu, 2), np.array([1.0, 64.0]), 4096) is step
