@@ -307,6 +307,21 @@ def test_article_shares_map_to_the_article_buckets() -> None:
     assert d.mean() == pytest.approx(0.9114, abs=1e-12)  # the workload file's "mean 91.1%"
 
 
+def test_hit_support_is_the_buckets_own_whatever_form_and_read_only() -> None:
+    """The support is kept by the buckets' values: the article form and the same buckets written
+    out give one support; other shares another; callers share it, so it cannot be written."""
+    shares = [0.12, 0.13, 0.06, 0.08, 0.12, 0.19, 0.30]
+    article = HitRateDistribution.model_validate({"article_shares": shares})
+    written = HitRateDistribution.model_validate({"buckets": [b.model_dump() for b in article.resolved_buckets()]})
+    assert written.support() is article.support()
+    other = HitRateDistribution.model_validate({"article_shares": [0.3, 0.13, 0.06, 0.08, 0.12, 0.19, 0.12]})
+    assert other.mean() < article.mean()
+    values, probs = article.support()
+    assert values[:2].tolist() == pytest.approx([0.9 / 16, 0.9 * 3 / 16]) and probs[0] == pytest.approx(0.12 / 8)
+    with pytest.raises(ValueError, match="read-only"):
+        probs[0] = 1.0
+
+
 def test_article_shares_need_seven() -> None:
     with pytest.raises(ValidationError):
         HitRateDistribution.model_validate({"article_shares": [0.5, 0.5]})

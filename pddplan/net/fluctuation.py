@@ -14,6 +14,7 @@ import csv
 import io
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -72,9 +73,18 @@ def stationary_support(spec: Fluctuation, trace: CapacityTrace | None = None) ->
             return fractions, np.array([1.0])
         durations = np.diff(times, append=times[-1] + (times[-1] - times[0]) / max(len(times) - 1, 1))
         return fractions, durations / durations.sum()
+    return _ou_support(spec.cv, spec.min_fraction)
+
+
+@lru_cache(maxsize=64)
+def _ou_support(cv: float, min_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """The OU fluctuation's stationary support: f at the middles of SUPPORT_POINTS equal-probability
+    slices of the normal, clip(1 + cv z, min_fraction, 1) (read-only arrays, kept by (cv, min))."""
     probs = (np.arange(SUPPORT_POINTS) + 0.5) / SUPPORT_POINTS
-    fractions = np.clip(1.0 + spec.cv * norm_ppf(probs), spec.min_fraction, 1.0)
-    return fractions, np.full(SUPPORT_POINTS, 1.0 / SUPPORT_POINTS)
+    out = np.clip(1.0 + cv * norm_ppf(probs), min_fraction, 1.0), np.full(SUPPORT_POINTS, 1.0 / SUPPORT_POINTS)
+    for array in out:
+        array.flags.writeable = False
+    return out
 
 
 def mean_fraction(spec: Fluctuation, trace: CapacityTrace | None = None) -> float:

@@ -7,6 +7,7 @@ E routed experts, t experts per token, w expert width, f dense FFN width.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pddplan.specs.model import DTYPE_BYTES, LayerKind, ModelArchitecture
 from pddplan.specs.precision import weight_bytes_per_value
@@ -145,6 +146,7 @@ class ParamCounts:
         return self.lm_head + self.attention + self.norms + self.dense_ffn + self.shared_and_router
 
 
+@lru_cache(maxsize=128)  # a model is frozen; the optimizer asks its weight bytes thousands of times
 def param_counts(model: ModelArchitecture) -> ParamCounts:
     """Count parameters layer by layer (MTP / next-token-prediction modules are not counted)."""
     d = model.hidden_size

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import lru_cache
 from typing import Annotated, Literal
 
 import numpy as np
@@ -196,14 +197,12 @@ class HitRateDistribution(StrictModel):
         return [HitBucket(low=edges[i], high=edges[i + 1], share=s) for i, s in enumerate(shares)]
 
     def support(self) -> tuple[np.ndarray, np.ndarray]:
-        """(hit values, probabilities): 8 points per bucket, for closed-form averages."""
-        values: list[float] = []
-        probs: list[float] = []
-        for bucket in self.resolved_buckets():
-            points = bucket.low + (bucket.high - bucket.low) * (np.arange(8) + 0.5) / 8
-            values.extend(points.tolist())
-            probs.extend([bucket.share / 8] * 8)
-        return np.array(values), np.array(probs)
+        """(hit values, probabilities): 8 points per bucket, for closed-form averages (read-only
+        arrays, kept by the buckets' values: the optimizer asks thousands of times)."""
+        if self.buckets is not None:
+            return _hit_support(tuple((b.low, b.high, b.share) for b in self.buckets))
+        edges = ARTICLE_BUCKET_EDGES
+        return _hit_support(tuple((edges[i], edges[i + 1], s) for i, s in enumerate(self.article_shares or [])))
 
     def mean(self) -> float:
         values, probs = self.support()
@@ -268,3 +267,19 @@ class RequestMix(StrictModel):
         prompts, hits, probs = self.support()
         index = rng.choice(len(probs), size=n, p=probs)
         return prompts[index].astype(np.int64), hits[index], self.load_s()[index]
+
+
+@lru_cache(maxsize=64)
+def _hit_support(buckets: tuple[tuple[float, float, float], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """`HitRateDistribution.support` of (low, high, share) buckets: 8 points per bucket at the
+    middles of its eighths, each with an eighth of its share."""
+    values: list[float] = []
+    probs: list[float] = []
+    for low, high, share in buckets:
+        points = low + (high - low) * (np.arange(8) + 0.5) / 8
+        values.extend(points.tolist())
+        probs.extend([share / 8] * 8)
+    out = np.array(values), np.array(probs)
+    for array in out:
+        array.flags.writeable = False
+    return out
