@@ -872,3 +872,9 @@ def test_step_times_are_kept_by_content_and_shared_read_only() -> None:
     )
     step = decode_step_time(Instance(model, gpu, 2), np.array([1.0, 64.0]), 4096)
     assert not step.flags.writeable and decode_step_time(Instance(model, gpu, 2), np.array([1.0, 64.0]), 4096) is step
+    # a call whose arrays would take more than a sixteenth of the 32 MB budget is computed, not kept
+    batches = np.arange(1.0, 300_001.0)  # 2.4 MB
+    big = decode_step_time(Instance(model, gpu, 2), batches, 4096)
+    assert decode_step_time(Instance(model, gpu, 2), batches, 4096) is not big
+    kept = decode_step_time.results  # type: ignore[attr-defined]
+    assert 0 < kept.kept_bytes <= kept.budget_bytes and kept.hits >= 1

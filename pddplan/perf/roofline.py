@@ -34,6 +34,8 @@ F, BW: datasheet peaks. Every function accepts numpy arrays and broadcasts.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cached_property, lru_cache, wraps
@@ -990,7 +992,7 @@ class _Query:
     step's time (its efficiency too, which an override changes and `Instance` equality ignores)
     and the other arguments' values."""
 
-    __slots__ = ("args", "instance", "key", "kwargs")
+    __slots__ = ("args", "instance", "key", "kwargs", "size_bytes")
 
     def __init__(self, instance: Instance, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         self.instance, self.args, self.kwargs = instance, args, kwargs
@@ -1002,6 +1004,7 @@ class _Query:
             tuple(_argument_key(arg) for arg in args),
             tuple((name, _argument_key(value)) for name, value in sorted(kwargs.items())),
         )
+        self.size_bytes = sum(np.asarray(value).nbytes for value in (*args, *kwargs.values()))
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -1010,31 +1013,68 @@ class _Query:
         return isinstance(other, _Query) and other.key == self.key
 
 
-def _read_only(result: _T) -> _T:
-    """`result` with its arrays (or a dataclass's) made read-only: every caller that asks the same
-    shares them."""
+class _KeptResults:
+    """Results by key, least recently used out once they hold more than `budget_bytes` (a result's
+    arrays and its key's bytes); one larger than a sixteenth of the budget is not kept, so a
+    simulation's per-request arrays never fill memory. Safe across threads."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = budget_bytes
+        self.hits = self.misses = self.kept_bytes = 0
+        self._items: OrderedDict[_Query, tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, query: _Query) -> object | None:
+        with self._lock:
+            item = self._items.get(query)
+            if item is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(query)
+            self.hits += 1
+            return item[0]
+
+    def put(self, query: _Query, result: object) -> None:
+        size = query.size_bytes + sum(a.nbytes for a in _arrays_of(result))
+        if size > self.budget_bytes // 16:
+            return
+        with self._lock:
+            if query in self._items:
+                return
+            self._items[query] = (result, size)
+            self.kept_bytes += size
+            while self.kept_bytes > self.budget_bytes:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self.kept_bytes -= dropped
+
+
+def _arrays_of(result: object) -> list[np.ndarray]:
+    """The arrays of a result: itself, or a dataclass's fields."""
     values = vars(result).values() if is_dataclass(result) else (result,)
-    for value in values:
-        if isinstance(value, np.ndarray):  # a 0-d result may be a numpy scalar, immutable already
-            value.flags.writeable = False
-    return result
+    return [value for value in values if isinstance(value, np.ndarray)]
 
 
 def _kept_by_content(function: Callable[Concatenate[Instance, _P], _T]) -> Callable[Concatenate[Instance, _P], _T]:
-    """`function` of an instance and numbers, its results kept by the arguments' content (least
-    recently used out beyond 512): the optimizer and the evaluator ask the same step times on the
-    same instance kinds again and again (the day's robust purchase: 620 prefill costs of 32
-    distinct, 2,433 decode steps of 34), on instances built anew each time."""
-
-    @lru_cache(maxsize=512)
-    def known(query: _Query) -> _T:
-        return _read_only(function(query.instance, *query.args, **query.kwargs))  # type: ignore[arg-type]
+    """`function` of an instance and numbers, its results kept by the arguments' content (32 MB
+    of them, `_KeptResults`) and made read-only, since callers share them: the optimizer and the
+    evaluator ask the same step times on the same instance kinds again and again (the day's
+    robust purchase: 620 prefill costs of 32 distinct, 2,433 decode steps of 34), on instances
+    built anew each time."""
+    results = _KeptResults(32 * 2**20)
 
     @wraps(function)
     def kept(instance: Instance, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        return known(_Query(instance, args, kwargs))
+        query = _Query(instance, args, kwargs)
+        known = results.get(query)
+        if known is not None:
+            return known  # type: ignore[return-value]
+        result = function(instance, *args, **kwargs)
+        for array in _arrays_of(result):
+            array.flags.writeable = False
+        results.put(query, result)
+        return result
 
-    kept.cache_info = known.cache_info  # type: ignore[attr-defined]
+    kept.results = results  # type: ignore[attr-defined]
     return kept
 
 
