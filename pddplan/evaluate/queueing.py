@@ -21,14 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pddplan.support.frozen import read_only
 from pddplan.support.special import log_factorials
 
 
 @functools.cache
 def _log_factorials(top: int) -> np.ndarray:
     """log(k!) for k = 0..top (computed once per size: Erlang C is called in tight loops)."""
-    table = log_factorials(top)
-    table.flags.writeable = False
+    (table,) = read_only(log_factorials(top))
     return table
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from pddplan.errors import InputError
 from pddplan.specs.workload import Fluctuation
+from pddplan.support.frozen import read_only
 from pddplan.support.loading import read_text
 from pddplan.support.special import norm_ppf
 
@@ -81,10 +82,10 @@ def _ou_support(cv: float, min_fraction: float) -> tuple[np.ndarray, np.ndarray]
     """The OU fluctuation's stationary support: f at the middles of SUPPORT_POINTS equal-probability
     slices of the normal, clip(1 + cv z, min_fraction, 1) (read-only arrays, kept by (cv, min))."""
     probs = (np.arange(SUPPORT_POINTS) + 0.5) / SUPPORT_POINTS
-    out = np.clip(1.0 + cv * norm_ppf(probs), min_fraction, 1.0), np.full(SUPPORT_POINTS, 1.0 / SUPPORT_POINTS)
-    for array in out:
-        array.flags.writeable = False
-    return out
+    fractions, weights = read_only(
+        np.clip(1.0 + cv * norm_ppf(probs), min_fraction, 1.0), np.full(SUPPORT_POINTS, 1.0 / SUPPORT_POINTS)
+    )
+    return fractions, weights
 
 
 def mean_fraction(spec: Fluctuation, trace: CapacityTrace | None = None) -> float:

@@ -53,6 +53,7 @@ from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import DTYPE_BYTES, ModelArchitecture
 from pddplan.specs.precision import ComputeDtype, weight_bytes_per_value
 from pddplan.specs.workload import Mtp
+from pddplan.support.frozen import read_only
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -1069,8 +1070,7 @@ def _kept_by_content(function: Callable[Concatenate[Instance, _P], _T]) -> Calla
         if known is not None:
             return known  # type: ignore[return-value]
         result = function(instance, *args, **kwargs)
-        for array in _arrays_of(result):
-            array.flags.writeable = False
+        read_only(*_arrays_of(result))
         results.put(query, result)
         return result
 

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from pddplan.specs.common import MAX_BINS, Fraction, StrictModel, TokenCount, TokenLength
+from pddplan.support.frozen import read_only
 from pddplan.support.special import norm_cdf, norm_ppf
 
 SHARE_TOLERANCE = 1e-6
@@ -279,7 +280,5 @@ def _hit_support(buckets: tuple[tuple[float, float, float], ...]) -> tuple[np.nd
         points = low + (high - low) * (np.arange(8) + 0.5) / 8
         values.extend(points.tolist())
         probs.extend([share / 8] * 8)
-    out = np.array(values), np.array(probs)
-    for array in out:
-        array.flags.writeable = False
-    return out
+    hits, weights = read_only(np.array(values), np.array(probs))
+    return hits, weights
