@@ -843,8 +843,7 @@ def _attention(instance: Instance, n: np.ndarray, c: np.ndarray, b: np.ndarray) 
         bf16_over_fp8 = instance.hardware.peak_flops_per_s("bf16") / instance.hardware.peak_flops_per_s("fp8")
         others.append((b * k.full_layers * k.indexer_flops * all_pairs * bf16_over_fp8, all_pairs / queries))
     if k.linear_flops_per_token:
-        chunk_keys = np.full(np.broadcast_shapes(np.shape(n), np.shape(b)), LINEAR_ATTENTION_CHUNK_TOKENS)
-        others.append((b * k.linear_flops_per_token * n, chunk_keys))
+        others.append((b * k.linear_flops_per_token * n, np.asarray(LINEAR_ATTENTION_CHUNK_TOKENS)))
     flops = AttentionFlops(
         absorbed=b * (k.full_layers * k.attn_flops_absorbed * full_pairs),
         expanded=b * (k.full_layers * k.attn_flops_expanded * full_pairs),
