@@ -10,13 +10,16 @@ architecture is (`define_architecture_constraints`), never from its name.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pulp
 
 from pddplan.architectures import DecodeGpu
+from pddplan.optimize.linear import plain_sum, weighted_sum
 from pddplan.optimize.options import Mode
 
 if TYPE_CHECKING:
@@ -165,6 +168,11 @@ def pool_rps(data: ProblemData, v: Variables, k: int) -> Any:
     return data.rate_unit * v.pool_rate[k]
 
 
+def weighted_pool_rps(data: ProblemData, v: Variables, weight: Callable[[PathLoad], float]) -> Any:
+    """sum_k w(load_k) * rate_k: the pools' served rates in req/s, each weighted by a figure of its load."""
+    return weighted_sum((v.pool_rate[k], weight(data.pools[k]) * data.rate_unit) for k in v.pool)
+
+
 def define_served_rate(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
     """One pool (line configuration, or datacenter over RDMA) carries the whole served rate:
     sum_k pool_k = 1;  rate = sum_k rate_k;  rate_k <= ceiling * pool_k."""
@@ -182,10 +190,10 @@ def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variabl
     meets the SLA at its share, and so does their mixture (P(T > t) = sum_i s_i P(T_i > t))."""
     pools = data.colocated_pools if data.architecture.colocated else 1
     if pools == 1:
-        model += pulp.lpSum(v.prefill.values()) == 1, "one-prefill-pool"
+        model += plain_sum(v.prefill.values()) == 1, "one-prefill-pool"
     else:
-        model += pulp.lpSum(v.prefill.values()) >= 1, "a-prefill-pool"
-        model += pulp.lpSum(v.prefill.values()) <= pools, "co-located-pools"
+        model += plain_sum(v.prefill.values()) >= 1, "a-prefill-pool"
+        model += plain_sum(v.prefill.values()) <= pools, "co-located-pools"
         by_type: dict[tuple[str, str], list[pulp.LpVariable]] = {}
         for (c, _), z in v.prefill.items():
             by_type.setdefault((data.prefill[c].datacenter, data.prefill[c].gpu), []).append(z)
@@ -193,18 +201,18 @@ def define_prefill_capacity(model: pulp.LpProblem, data: ProblemData, v: Variabl
             if len(picks) > 1:
                 model += pulp.lpSum(picks) <= 1, f"one-pool-of-{dc}-{gpu}"
     for k in v.pool:
-        supply = pulp.lpSum(
-            float(data.prefill_caps[(c, k)][n - 1]) * z
+        supply = weighted_sum(
+            (z, float(data.prefill_caps[(c, k)][n - 1]))
             for (c, n), z in v.prefill.items()
             if (c, k) in data.prefill_caps and n <= len(data.prefill_caps[(c, k)])
         )
         model += supply + v.slack_of("prefill-capacity") >= pool_rps(data, v, k), f"prefill-capacity-{k}"
-    homes: dict[str, list[int]] = {}  # datacenter -> the pools whose prefill sits there
+    homes: dict[str, Any] = {}  # datacenter -> the sum of the pools whose prefill sits there
     for (c, n), z in v.prefill.items():
         datacenter = data.prefill[c].datacenter
         if datacenter not in homes:
-            homes[datacenter] = [k for k in v.pool if data.pool_location(k)[0] == datacenter]
-        model += z <= pulp.lpSum(v.pool[k] for k in homes[datacenter]), f"prefill-location-{c}-{n}"
+            homes[datacenter] = plain_sum(v.pool[k] for k in v.pool if data.pool_location(k)[0] == datacenter)
+        model += z <= homes[datacenter], f"prefill-location-{c}-{n}"
 
 
 def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -216,13 +224,18 @@ def define_decode_capacity(model: pulp.LpProblem, data: ProblemData, v: Variable
         return
     model += pulp.lpSum(v.decode_pick.values()) == 1, "one-decode-kind"
     supply = pulp.lpSum(data.decode[d].requests_per_s * count for d, count in v.decode_count.items())
-    demand = pulp.lpSum(data.pools[k].md_load_fraction * pool_rps(data, v, k) for k in v.pool)
+    demand = weighted_pool_rps(data, v, lambda load: load.md_load_fraction)
     model += supply + v.slack_of("decode-capacity") >= demand, "decode-capacity"
     for d, count in v.decode_count.items():
         candidate = data.decode[d].candidate
         model += count <= data.count_bound(data.decode[d]) * v.decode_pick[d], f"decode-pick-{d}"
         home = [k for k in v.pool if data.pool_location(k)[1] == candidate.datacenter]
         model += v.decode_pick[d] <= pulp.lpSum(v.pool[k] for k in home), f"decode-location-{d}"
+
+
+def _running_gb_per_rps(cap: DecoderCapacity[Any], load: PathLoad, mean_output: float) -> float:
+    """GB of running sequences per req/s of a pool's requests on decode kind `cap`."""
+    return cap.running_bytes_per_rps(load.md_load_fraction * mean_output) / 1e9
 
 
 def define_decode_memory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> None:
@@ -235,10 +248,7 @@ def define_decode_memory(model: pulp.LpProblem, data: ProblemData, v: Variables)
     cache = data.decode_cache_bytes_per_rps
     for d, count in v.decode_count.items():
         cap = data.decode[d]
-        running = pulp.lpSum(
-            cap.running_bytes_per_rps(data.pools[k].md_load_fraction * mean_output) / 1e9 * pool_rps(data, v, k)
-            for k in v.pool
-        )
+        running = weighted_pool_rps(data, v, partial(_running_gb_per_rps, cap, mean_output=mean_output))
         not_picked = 1 - v.decode_pick[d]
         big = data.rate_ceiling * cap.running_bytes_per_rps(mean_output) / 1e9
         supply = cap.memory_bytes / 1e9 * count
@@ -261,7 +271,7 @@ def define_prefill_cache(model: pulp.LpProblem, data: ProblemData, v: Variables)
     per_rps = data.prefill_cache_bytes_per_rps
     if per_rps <= 0 or not data.prefill_cache_room:
         return
-    supply = pulp.lpSum(n * data.prefill_cache_room.get(c, 0.0) / 1e9 * z for (c, n), z in v.prefill.items())
+    supply = weighted_sum((z, n * data.prefill_cache_room.get(c, 0.0) / 1e9) for (c, n), z in v.prefill.items())
     need = per_rps / 1e9 * data.rate_unit * v.rate
     model += supply + v.slack_of("prefill-cache") >= need, "prefill-cache"
 
@@ -280,9 +290,9 @@ def define_decode_gpu(model: Any, data: Any, v: Any, same: bool) -> None:
     pick_d <= sum of the prefill choices z(c, n) whose GPU type is (or is not) d's."""
     for d in v.decode_count:
         gpu = data.decode[d].candidate.gpu
-        allowed = [z for (c, _), z in v.prefill.items() if (data.prefill[c].gpu == gpu) == same]
+        allowed = plain_sum(z for (c, _), z in v.prefill.items() if (data.prefill[c].gpu == gpu) == same)
         label = "homogeneous" if same else "heterogeneous"
-        model += v.decode_pick[d] <= pulp.lpSum(allowed), f"{label}-{d}"
+        model += v.decode_pick[d] <= allowed, f"{label}-{d}"
 
 
 def define_relay_capacity(model: Any, data: Any, v: Any) -> None:
@@ -295,12 +305,12 @@ def define_relay_capacity(model: Any, data: Any, v: Any) -> None:
     if v.relay_on_prefill is not None:
         room = {(c, n): data.colocated_relay.get(c, 0.0) * n for (c, n) in v.prefill}
         model += (
-            v.colocated_supply <= pulp.lpSum(room[key] * z for key, z in v.prefill.items()),
+            v.colocated_supply <= weighted_sum((z, room[key]) for key, z in v.prefill.items()),
             "relay-on-prefill-room",
         )
         model += v.colocated_supply <= max(room.values(), default=0.0) * v.relay_on_prefill, "relay-on-prefill-pick"
         supply = supply + v.colocated_supply
-    demand = pulp.lpSum(data.pools[k].relay_hold_s * pool_rps(data, v, k) for k in v.pool)
+    demand = weighted_pool_rps(data, v, lambda load: load.relay_hold_s)
     model += supply + v.slack_of("relay-capacity") >= demand, "relay-capacity"
     for r, count in v.relay_count.items():
         candidate = data.relay[r].candidate
@@ -322,22 +332,22 @@ def define_inventory(model: pulp.LpProblem, data: ProblemData, v: Variables) -> 
     """GPUs of each type per datacenter: sum over roles of tp * instances <= what the datacenter offers."""
     for (dc, gpu), limit in data.inventory.items():
         used = [
-            n * data.prefill[c].gpus_per_instance * z
+            (z, n * data.prefill[c].gpus_per_instance)
             for (c, n), z in v.prefill.items()
             if (data.prefill[c].datacenter, data.prefill[c].gpu) == (dc, gpu)
         ]
         used += [
-            data.decode[d].candidate.gpus_per_instance * count
+            (count, data.decode[d].candidate.gpus_per_instance)
             for d, count in v.decode_count.items()
             if (data.decode[d].candidate.datacenter, data.decode[d].candidate.gpu) == (dc, gpu)
         ]
         used += [
-            data.relay[r].candidate.gpus_per_instance * count
+            (count, data.relay[r].candidate.gpus_per_instance)
             for r, count in v.relay_count.items()
             if (data.relay[r].candidate.datacenter, data.relay[r].candidate.gpu) == (dc, gpu)
         ]
         if used:
-            model += pulp.lpSum(used) <= limit + v.inventory_slack.get((dc, gpu), 0), f"inventory-{dc}-{gpu}"
+            model += weighted_sum(used) <= limit + v.inventory_slack.get((dc, gpu), 0), f"inventory-{dc}-{gpu}"
 
 
 def _line_cost(load: PathLoad) -> float:
@@ -346,11 +356,13 @@ def _line_cost(load: PathLoad) -> float:
 
 def cost_expression(data: ProblemData, v: Variables) -> Any:
     """$ per hour: instances of every role plus the chosen line pool."""
-    return (
-        pulp.lpSum(n * data.prefill[c].usd_per_hour * z for (c, n), z in v.prefill.items())
-        + pulp.lpSum(data.decode[d].candidate.usd_per_hour * count for d, count in v.decode_count.items())
-        + pulp.lpSum(data.relay[r].candidate.usd_per_hour * count for r, count in v.relay_count.items())
-        + pulp.lpSum(_line_cost(data.pools[k]) * v.pool[k] for k in v.pool)
+    return weighted_sum(
+        [
+            *((z, n * data.prefill[c].usd_per_hour) for (c, n), z in v.prefill.items()),
+            *((count, data.decode[d].candidate.usd_per_hour) for d, count in v.decode_count.items()),
+            *((count, data.relay[r].candidate.usd_per_hour) for r, count in v.relay_count.items()),
+            *((v.pool[k], _line_cost(data.pools[k])) for k in v.pool),
+        ]
     )
 
 
