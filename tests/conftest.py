@@ -25,7 +25,6 @@ SLOW_TESTS = (
     "test_fuzz_inputs.py::",
     "test_paper.py::",
     "test_output_schemas.py::test_json_output_matches_its_schema[gate]",
-    "test_output_schemas.py::test_json_output_matches_its_schema[agreement]",
     "test_output_schemas.py::test_json_output_matches_its_schema[cache-plan]",
     "test_crossval.py::test_five_fold_cross_validation_meets_the_engine_step_targets_within_five_points",
     "test_terminal_width.py::test_output_fits_the_terminal_without_cutting_anything[gate ",

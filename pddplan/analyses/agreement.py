@@ -1,12 +1,13 @@
 """`pddplan agreement`: where the closed-form evaluator disagrees with the simulation, and by how much.
 
-For every shipped workload and architecture, the optimizer's plan (without verification) is
-evaluated in closed form and simulated; the table lists both figures and their relative gap.
+For every shipped workload (or the ones named) and architecture, the optimizer's plan (without
+verification) is evaluated in closed form and simulated; the table lists both figures and their
+relative gap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,21 +40,26 @@ class AgreementFlags:
 
     requests: int = 20_000
     seed: int = 0
+    workload: list[str] | None = None
     markdown_path: Path | None = None
     json_out: bool = False
 
     def agreement(self, progress: Callable[[str], None] | None = None) -> list[AgreementRow]:
         """The rows at these options (`agreement`)."""
-        return agreement(self.requests, self.seed, progress)
+        return agreement(self.requests, self.seed, progress, self.workload)
 
 
 def agreement(
-    requests: int = 20_000, seed: int = 0, progress: Callable[[str], None] | None = None
+    requests: int = 20_000,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+    workloads: Sequence[str] | None = None,
 ) -> list[AgreementRow]:
-    """Rows of (workload, architecture, figure, evaluate, simulate, relative gap). Every shipped
-    workload's architectures are optimized in one pool of workers (`optimize_each`), and their
-    plans simulated side by side (`map_forked`): the rows one by one would give."""
-    names = catalog.entries("workloads")
+    """Rows of (workload, architecture, figure, evaluate, simulate, relative gap), for `workloads`
+    (catalog names or files; default every shipped workload). Their architectures are optimized in
+    one pool of workers (`optimize_each`), and their plans simulated side by side (`map_forked`):
+    the rows one by one would give."""
+    names = list(dict.fromkeys(workloads)) if workloads else list(catalog.entries("workloads"))
     if progress:
         progress(f"optimizing {len(names)} workloads")
     requests_of = [(load_workload(name), workload_dir(name), OptimizeOptions(verify=False)) for name in names]

@@ -160,10 +160,19 @@ def paper(
     paper_report.show(flags, result)
 
 
+AgreementWorkloadOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--workload", "-w", help="A workload to compare, by name or file (repeatable); default: every shipped one."
+    ),
+]
+
+
 @app.command("agreement")
 def agreement(
     requests: RequestsOption = 20_000,
     seed: SeedOption = 0,
+    workload: AgreementWorkloadOption = None,
     markdown_path: MarkdownOption = None,
     detail: DetailFlag = False,
     json_out: JsonFlag = False,
