@@ -33,7 +33,7 @@ from pddplan.calibration.calibrate import (
     ridge_spread,
     with_efficiency_block,
 )
-from pddplan.calibration.refit import MIN_GPU_FIT_MODELS, MIN_GPU_FIT_ROWS, refit, write_catalog
+from pddplan.calibration.refit import MIN_GPU_FIT_MODELS, MIN_GPU_FIT_ROWS, FitMemo, refit, write_catalog
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
@@ -760,3 +760,23 @@ def test_predicting_rows_together_equals_predicting_each_alone() -> None:
         together = predict(rows, by_stack=by_stack)
         alone = np.array([predict([m], by_stack=by_stack)[0] for m in rows])
         assert np.array_equal(together, alone)
+
+
+def test_a_fit_memo_refits_only_the_groups_whose_rows_changed(tmp_path: Path) -> None:
+    """Cross-validation's folds share one FitMemo: a refit of the same rows makes no new fit and
+    gives the same factors; holding out an h200 row changes the h200 stack's input only, so that
+    one fit is made again and the h100 fits are the kept ones."""
+    rows = [replace(r, stack="s-1") for r in SYNTHETIC_ROWS + SECOND_MODEL_ROWS if r.tp == 1]
+    rows += [row("decode", 1, 0, 4, 1000, gpu="h200", stack="s-1"), row("prefill", 800, gpu="h200", stack="s-1")]
+    rows = read_measurements(synthetic_csv(tmp_path / "r.csv", rows, TRUE))
+    memo = FitMemo()
+    first = refit(rows, "r.csv", memo=memo)
+    made = len(memo.fits)
+    assert made == 3  # h100-sxm's GPU level, its s-1 stack, h200's s-1 stack (one model: no GPU level)
+    again = refit(rows, "r.csv", memo=memo)
+    assert len(memo.fits) == made and again.per_stack == first.per_stack and again.per_gpu == first.per_gpu
+    held = [replace(m, split="holdout") if m.gpu == "h200" and m.kind == "prefill" else m for m in rows]
+    fold = refit(held, "r.csv", memo=memo)
+    assert len(memo.fits) == made + 1
+    assert fold.per_gpu["h100-sxm"] is first.per_gpu["h100-sxm"]
+    assert fold.per_stack["h100-sxm"]["s-1"] is first.per_stack["h100-sxm"]["s-1"]

@@ -36,13 +36,14 @@ from pddplan.calibration.outputs import (
     Groups,
     SplitErrors,
 )
-from pddplan.calibration.refit import refit
+from pddplan.calibration.refit import FitMemo, refit
 from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.roofline import Instance
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.precision import weight_format
 from pddplan.support.catalog import shipped_measurements
+from pddplan.support.forking import map_forked, usable_cpus
 
 
 def _summary(predicted: np.ndarray, measured: np.ndarray) -> SplitErrors:
@@ -250,16 +251,22 @@ def cross_validation(
         raise InputError(f"--folds = {folds}: cross-validation needs at least 2 folds")
     predicted = np.full(len(rows), np.nan)
     models: RowModels = {}
-    for k, group in enumerate(fold_groups(rows, folds, unit)):
+    memo = FitMemo()  # a fold that holds out none of a group's rows refits it as an earlier fold did
+
+    def fold_predictions(group: list[int]) -> list[float]:
+        """The held-out rows of one fold, predicted by the factors refitted without them."""
         held = set(group)
-        names = sorted({rows[i].model if unit == "model" else rows[i].stack for i in held})
-        if progress:
-            progress(f"cross-validation: fold {k + 1} of {folds} ({len(held)} rows of {', '.join(names)} held out)")
-        train = [replace(m, split="holdout") if i in held else m for i, m in enumerate(rows)]
-        fit = refit(train)
-        for i in sorted(held):
-            m = rows[i]
-            predicted[i] = float(predict([m], fit.factors(m.gpu, m.stack), models=models)[0])
+        fit = refit([replace(m, split="holdout") if i in held else m for i, m in enumerate(rows)], memo=memo)
+        return [float(predict([rows[i]], fit.factors(rows[i].gpu, rows[i].stack), models=models)[0]) for i in group]
+
+    groups = fold_groups(rows, folds, unit)
+    workers = min(usable_cpus(), folds)
+    if progress:
+        held_out = ", ".join(str(len(group)) for group in groups)
+        progress(f"cross-validation: {folds} folds by {unit} ({held_out} rows held out) on {workers} workers")
+    # the folds are independent: forked workers refit them side by side (each keeps its own memo)
+    for group, values in zip(groups, map_forked(fold_predictions, groups, workers), strict=True):
+        predicted[group] = values
     scored = ~np.isnan(predicted)
     measured = np.array([m.measured_s for m in rows])
     return CrossValidation(

@@ -12,7 +12,6 @@ worker whose parent dies (even by SIGKILL) is killed with it (`die_with_parent`)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 
@@ -21,7 +20,7 @@ from pddplan.inputs.input_set import InputSet
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import ArchitectureResult, optimize_architecture
 from pddplan.specs.plan import ArchitectureName
-from pddplan.support.forking import fork_is_safe, forked_pool
+from pddplan.support.forking import fork_is_safe, forked_pool, usable_cpus
 
 # What the forked workers read: set just before the pool forks, cleared after it closes.
 _SHARED: list[tuple[InputSet, OptimizeOptions]] | None = None
@@ -36,8 +35,7 @@ def _one(task: tuple[int, ArchitectureName]) -> ArchitectureResult:
 
 def worker_count(requested: int | None, tasks: int) -> int:
     """Workers to use: `requested` (None: one per CPU this process may use), at most one per task."""
-    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(requested or available, tasks))
+    return max(1, min(requested or usable_cpus(), tasks))
 
 
 def longest_first(names: Sequence[ArchitectureName]) -> list[int]:

@@ -86,6 +86,11 @@ def _call(index: int) -> Any:
     return func(items[index])
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def map_forked(func: Callable[[ItemT], ResultT], items: Sequence[ItemT], workers: int) -> list[ResultT]:
     """[func(item) for item in items], on up to `workers` forked processes where forking is safe
     (`fork_is_safe`), else in this one. The workers inherit `func` and `items` (a closure, scenarios
