@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer.testing
 from hypothesis import settings
 from typer.testing import CliRunner
+from typer_once import install_command_cache
 
 from pddplan.cli import app
 from pddplan.support import forking
@@ -49,24 +49,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-# typer's CliRunner.invoke rebuilds the whole click command tree from every command's signature
-# (typing.get_type_hints on each) on every call: 60 ms of the 80 ms a bad-input case took, over a
-# thousand times a run. The tree does not change while the tests run, so it is built once per app.
-# (`_get_command` is the name typer.testing calls it by from 0.26, the oldest typer allowed, on.)
-# One environment variable is read while the tree is built (whether --show-completion detects the
-# shell), so a test that sets it gets a tree of its own.
-_build_command = typer.testing._get_command
-_commands: dict[tuple[int, str | None], Any] = {}
-
-
-def _command_built_once(typer_app: Any) -> Any:
-    key = (id(typer_app), os.environ.get("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"))
-    if key not in _commands:
-        _commands[key] = (typer_app, _build_command(typer_app))  # the app kept: its id stays its own
-    return _commands[key][1]
-
-
-typer.testing._get_command = _command_built_once
+# typer's CliRunner builds the click command tree once per run, not on every invoke (typer_once.py)
+install_command_cache()
 
 
 # Property tests explore new random examples on a developer's machine (they found a link that

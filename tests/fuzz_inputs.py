@@ -24,10 +24,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
+from typer_once import install_command_cache
 
 from pddplan.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
+install_command_cache()
 RUNNER = CliRunner()
 #: No per-example deadline: hypothesis re-runs a slow example and fails as "flaky" when the rerun
 #: is fast, which a loaded CI machine can cause without any fault in pddplan. A hang is caught by
