@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pddplan.evaluate.queueing import (
     allen_cunneen,
@@ -20,7 +22,7 @@ from pddplan.evaluate.queueing import (
     mixture_survival,
     mm1_mean_wait,
     ps_response,
-    single_wait_survival,
+    tail_shares,
     wait_survival,
 )
 
@@ -163,35 +165,44 @@ def test_wait_survival_single_exponential() -> None:
     np.testing.assert_allclose(wait_survival(np.array([0.0, 1e9]), 0.5, math.inf), [1.0, 1.0])
 
 
-def test_single_wait_survival_broadcasts_one_wait_per_pool() -> None:
-    """p e^{-y/m} per (pool, point): the same numbers as wait_survival with one wait, row by row."""
-    y = np.array([[-1.0, 0.0, 0.5, 2.0]])
-    p = np.array([[0.4], [0.9], [0.7], [0.5]])
-    m = np.array([[2.0], [0.5], [0.0], [math.inf]])
-    out = single_wait_survival(y, p, m)
-    assert out.shape == (4, 4)
-    for row in range(3):
-        np.testing.assert_allclose(out[row], wait_survival(y[0], float(p[row, 0]), float(m[row, 0])), rtol=1e-12)
-    np.testing.assert_allclose(out[0], [1.0, 0.4, 0.4 * math.exp(-0.25), 0.4 * math.exp(-1.0)], rtol=1e-12)
-    np.testing.assert_allclose(out[2], [1.0, 0.0, 0.0, 0.0])  # a zero mean: no wait
-    np.testing.assert_allclose(out[3], [1.0, 1.0, 1.0, 1.0])  # an unstable queue
+def test_tail_shares_by_hand() -> None:
+    """s_j = sum_{d > t_j} w + p sum_{d <= t_j} w e^{-(t_j - d)/m} per row, at targets 1 and 3 s."""
+    delays = np.array([[0.0, 2.0, 4.0], [0.0, 2.0, 4.0], [0.0, 2.0, 4.0], [1.0, 3.0, 5.0]])
+    weights = np.tile([0.5, 0.3, 0.2], (4, 1))
+    p = np.array([0.4, 0.4, 0.4, 0.5])
+    m = np.array([2.0, 0.0, math.inf, 1.0])
+    out = tail_shares(delays, weights, p, m, np.array([1.0, 3.0]))
+    e = math.exp
+    expected = [
+        [0.2 * e(-0.5) + 0.3 + 0.2, 0.2 * e(-1.5) + 0.12 * e(-0.5) + 0.2],
+        [0.5, 0.2],  # no wait: only the paths over the target
+        [1.0, 1.0],  # an unstable queue: every path is over
+        [0.25 + 0.3 + 0.2, 0.25 * e(-2.0) + 0.15 + 0.2],  # a path at its target waits for nothing more
+    ]
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    assert tail_shares(delays, weights, p, m, np.array([])).shape == (4, 0)
 
 
-def test_single_wait_survival_in_the_callers_array_gives_the_same_bits() -> None:
-    """`overwrite` computes in the slack array itself: the same numbers, bit for bit, and the
-    caller's array is the result; a slack of another shape is never written."""
-    y = np.array([[-1.0, 0.0, 0.5, 2.0], [3.0, -0.5, 1.0, 0.25]])
-    p = np.array([[0.4], [0.9]])
-    m = np.array([[2.0], [math.inf]])
-    expected = single_wait_survival(y, p, m)
-    buffer = y.copy()
-    out = single_wait_survival(buffer, p, m, overwrite=True)
-    assert out is buffer
-    np.testing.assert_array_equal(out, expected)
-    row = np.array([-1.0, 0.0, 0.5, 2.0])
-    kept = row.copy()
-    single_wait_survival(row, p, m, overwrite=True)  # broadcast to (2, 4): a new array
-    np.testing.assert_array_equal(row, kept)
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    targets=st.lists(st.floats(0.0, 30.0), min_size=1, max_size=3),
+)
+def test_tail_shares_is_the_weighted_survival_of_each_path(seed: int, targets: list[float]) -> None:
+    """Against `wait_survival` path by path, in any target order, with zero and infinite means."""
+    rng = np.random.default_rng(seed)
+    rows, paths = 6, 9
+    delays = rng.gamma(2.0, 4.0, (rows, paths))
+    delays[0, :3] = targets[0]  # paths exactly at a target
+    weights = rng.dirichlet(np.ones(paths), rows)
+    p = rng.uniform(0.0, 1.0, rows)
+    m = rng.uniform(1e-3, 20.0, rows)
+    m[1], m[2], p[3] = 0.0, math.inf, 0.0
+    out = tail_shares(delays, weights, p, m, np.array(targets))
+    for r in range(rows):
+        for j, target in enumerate(targets):
+            reference = float(weights[r] @ wait_survival(target - delays[r], float(p[r]), float(m[r])))
+            assert out[r, j] == pytest.approx(reference, rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.parametrize(("m1", "m2"), [(1.0, 3.0), (2.0, 2.0), (0.5, 0.5000000001)])

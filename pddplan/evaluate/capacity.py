@@ -35,7 +35,7 @@ from pddplan.evaluate.classes import RequestClasses
 from pddplan.evaluate.colocated import MixedSteps, mixed_steps, operating_point
 from pddplan.evaluate.handoff import catch_up_rounds, wants_catch_up
 from pddplan.evaluate.prefill_queue import prefill_queue
-from pddplan.evaluate.queueing import erlang_c, single_wait_survival
+from pddplan.evaluate.queueing import erlang_c, tail_shares
 from pddplan.net.lines import LinePool
 from pddplan.net.tcp import rdma_time_s
 from pddplan.net.transfer import wan_transfer_time
@@ -432,11 +432,8 @@ def prefill_capacity_by_line(
         queue = prefill_queue(classes, n, rate, cv2_a)
         p_wait, wait_mean = queue.p_wait, queue.wait_mean_s
         delays = paths.delays(rows, rate) + np.repeat(queue.own_extra_s, paths.states, axis=1)
-        ok = np.ones(len(n), dtype=bool)
-        for target, share in zip(targets, allowed, strict=True):
-            tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None], overwrite=True)
-            ok &= np.einsum("rk,rk->r", tail, paths.weights_l[rows]) <= share
-        return ok
+        shares = tail_shares(delays, paths.weights_l[rows], p_wait, wait_mean, targets)
+        return np.all(shares <= allowed, axis=1)
 
     packed_s = float(classes.prefill_work_s @ classes.input_prob)  # the least work a request can bring
     mean_capacity = np.array([line.mean_capacity_bytes_per_s() if line is not None else math.inf for line in lines])
@@ -590,10 +587,7 @@ def colocated_capacity(
         delays = (service[:, :, None] + first[:, None, :]).reshape(len(n), -1)
         busy = np.clip(queue.work_left_share, 0.0, 1.0)  # the instance keeps prefilling after a departure
         weights = (p_in[None, :, None] * np.stack([busy, 1.0 - busy], axis=1)[:, None, :]).reshape(len(n), -1)
-        for target, allowed_share in zip(targets, allowed, strict=True):
-            tail = single_wait_survival(target - delays, p_wait[:, None], wait_mean[:, None], overwrite=True)
-            ok &= np.einsum("rk,rk->r", tail, weights) <= allowed_share
-        return ok
+        return ok & np.all(tail_shares(delays, weights, p_wait, wait_mean, targets) <= allowed, axis=1)
 
     sizes = pool_sizes.astype(np.float64)
     per_instance = colocated_rate_bound(steps, classes, tpot_limit, float(largest))

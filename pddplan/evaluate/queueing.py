@@ -98,34 +98,42 @@ def ps_response(size: ArrayLike, capacity: float, load: float) -> np.ndarray:
     return x / (capacity * (1.0 - load))
 
 
-def single_wait_survival(
-    slack: ArrayLike, p_wait: ArrayLike, wait_mean: ArrayLike, overwrite: bool = False
+def tail_shares(
+    delays: np.ndarray, weights: np.ndarray, p_wait: np.ndarray, wait_mean: np.ndarray, targets: ArrayLike
 ) -> np.ndarray:
-    """P(W > slack) for W = 0 w.p. 1 - p, else exponential with mean m: p e^{-slack/m}, 1 for
-    slack < 0, 0 when m = 0 (no wait), 1 when m is infinite. Every argument broadcasts (the
-    capacity view passes one p and m per pool size). Computed in place in one array (the capacity
-    searches call it on millions of (row, class) points): with `overwrite`, in `slack` itself when
-    it is a float64 array of the result's shape (a temporary of the caller's)."""
+    """(row, target): the weighted share of a row's paths over each target,
+    s_j = sum_k w_k P(W + d_k > t_j) = sum_{d_k > t_j} w_k + p sum_{d_k <= t_j} w_k e^{-(t_j - d_k)/m},
+    W = 0 w.p. 1 - p, else exponential of mean m (one p and m per row; the wait is 0 when m = 0,
+    and every path is over when m is infinite): `wait_survival` of one wait, summed with the
+    weights, for every target at once. One exponential per path serves all targets: with t_1 the least,
+    e^{-(t_j - d)/m} = e^{-(t_1 - d)/m} e^{-(t_j - t_1)/m} for d <= t_1, and only the paths
+    between t_1 and t_j take one of their own (the capacity searches evaluate millions of paths)."""
     p = np.asarray(p_wait, dtype=np.float64)
     m = np.asarray(wait_mean, dtype=np.float64)
-    y = np.asarray(slack, dtype=np.float64)
-    shape = np.broadcast_shapes(y.shape, p.shape, m.shape)
-    negative = y < 0
-    if overwrite and y is slack and y.shape == shape and y.flags.writeable:
-        tail = y
-    else:
-        tail = np.array(np.broadcast_to(y, shape), dtype=np.float64)
-    waits = m > 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        np.maximum(tail, 0.0, out=tail)
-        np.negative(tail, out=tail)
-        tail /= np.where(waits, m, 1.0)
-        np.exp(tail, out=tail)
-        tail *= p
-    np.copyto(tail, 0.0, where=~waits)
-    np.copyto(tail, 1.0, where=~np.isfinite(m))
-    np.copyto(tail, 1.0, where=negative)
-    return tail
+    t = np.asarray(targets, dtype=np.float64)
+    if not len(t):
+        return np.zeros((len(p), 0))
+    waits = (m > 0) & np.isfinite(m)
+    scale = np.where(waits, m, 1.0)[:, None]
+    least = float(t.min())
+    near = delays - least  # then (d - t_1) / m, clipped at 0, exponentiated: the paths within t_1
+    within = near <= 0.0
+    np.minimum(near, 0.0, out=near)
+    near /= scale
+    np.exp(near, out=near)
+    near *= within
+    base = np.einsum("rk,rk->r", near, weights)
+    out = np.empty((len(p), len(t)))
+    for j, target in enumerate(t):
+        over = np.einsum("rk,rk->r", delays > target, weights)
+        inside = base * np.exp((least - target) / scale[:, 0])
+        if target > least:
+            rows, paths = np.nonzero((delays > least) & (delays <= target))
+            between = weights[rows, paths] * np.exp((delays[rows, paths] - target) / scale[rows, 0])
+            inside = inside + np.bincount(rows, between, minlength=len(p))
+        out[:, j] = over + np.where(waits, p * inside, 0.0)
+    out[np.isinf(m)] = weights.sum(axis=1)[np.isinf(m), None]
+    return out
 
 
 def wait_survival(
