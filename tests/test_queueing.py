@@ -286,3 +286,20 @@ def test_mixture_quantiles_are_ordered_and_consistent_with_survival() -> None:
     assert np.all(survival <= 1 - qs + 1e-9)
     below = mixture_survival(q - np.maximum(2e-3, 2e-3 * q), delays, weights, 0.4, 0.8, slot_p, slot_m)
     assert np.all(below > 1 - qs)
+
+
+def _erlang_c_by_recursion(c: int, a: float) -> float:
+    """Erlang B by its recursion B_k = a B_{k-1} / (k + a B_{k-1}), then C = c B / (c - a (1 - B))."""
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return c * b / (c - a * (1.0 - b))
+
+
+@pytest.mark.parametrize(("c", "a"), [(36_544, 15_000.0), (20_000, 19_800.0), (4_096, 10.0), (3, 2.5)])
+def test_erlang_c_of_large_pools_matches_the_recursion(c: int, a: float) -> None:
+    """Pools of thousands of servers sum only the terms near the peak: the same value as the exact
+    recursion over every k, also beside a small pool in the same call (windows of every width)."""
+    both = erlang_c(np.array([c, 2.0]), np.array([a, 1.0]))
+    assert both[0] == pytest.approx(_erlang_c_by_recursion(c, a), rel=1e-9, abs=1e-300)
+    assert both[1] == pytest.approx(_erlang_c_by_recursion(2, 1.0), rel=1e-12)
