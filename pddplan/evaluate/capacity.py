@@ -21,6 +21,7 @@ WAN        a pool carries g * E[incremental KV bytes] <= rho_max * E[available c
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -123,10 +124,12 @@ SLOT_WAIT_PROBABILITY = 0.05
 SLOT_GRID = 1000  # slot utilizations are found on the grid u = k / 1000
 
 
+@functools.lru_cache(maxsize=4096)
 def slot_utilization(slots: int) -> float:
     """Largest u = k / 1000 with Erlang C(slots, u * slots) <= 5%: how full a pool of `slots` batch
     slots may run. P(wait) rises with u, so bisection on k finds it in O(log 1000) Erlang C calls
-    of O(slots) each (a pool of thousands of instances has hundreds of thousands of slots)."""
+    of O(sqrt(slots)) terms each (a pool of thousands of instances has hundreds of thousands of
+    slots). Kept by `slots`: every decode and relay candidate of a search asks it again."""
     if erlang_c(slots, 0.0) > SLOT_WAIT_PROBABILITY:
         return 0.0
     low, high = 0, SLOT_GRID  # u = low / 1000 meets the bound; u = high / 1000 does not (u = 1 never does)
@@ -562,18 +565,12 @@ def colocated_capacity(
     cv2_a = workload.arrival.cv**2
     p_in = classes.input_prob
     overhead = classes.prefill_s - classes.prefill_alone_s + classes.load_s
-    usable: dict[int, float] = {}
-
-    def slot_share(slots: int) -> float:
-        if slots not in usable:
-            usable[slots] = slot_utilization(slots)
-        return usable[slots]
 
     def feasible(_rows: np.ndarray, n: np.ndarray, rate: np.ndarray) -> np.ndarray:
         unslowed = prefill_queue(classes, n, rate, cv2_a)
         cache_hbm = np.maximum(cache_per_rps * rate / n - lower, 0.0)
         room = np.minimum(limit, sequences_that_fit(beside - cache_hbm, sequence, pools))
-        share = np.array([slot_share(int(s)) for s in room])  # a request decodes where it prefilled
+        share = np.array([slot_utilization(int(s)) for s in room])  # a request decodes where it prefilled
         point = operating_point(
             steps, rate / n, unslowed.busy_share, classes.mean_output_tokens, share * room, unslowed.loaded_share
         )
