@@ -181,6 +181,9 @@ def test_tail_shares_by_hand() -> None:
     ]
     np.testing.assert_allclose(out, expected, rtol=1e-12)
     assert tail_shares(delays, weights, p, m, np.array([])).shape == (4, 0)
+    # an unusable path (a NaN delay) is over every target, never under it
+    delays[0, 0] = math.nan
+    assert tail_shares(delays, weights, p, m, np.array([1.0, 3.0]))[0] == pytest.approx([1.0, 0.12 * e(-0.5) + 0.7])
 
 
 @settings(max_examples=60, deadline=None)

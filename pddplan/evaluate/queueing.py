@@ -140,11 +140,11 @@ def tail_shares(
     np.minimum(near, 0.0, out=near)
     near /= scale
     np.exp(near, out=near)
-    near *= within
+    np.copyto(near, 0.0, where=~within)
     base = np.einsum("rk,rk->r", near, weights)
     out = np.empty((len(p), len(t)))
     for j, target in enumerate(t):
-        over = np.einsum("rk,rk->r", delays > target, weights)
+        over = np.einsum("rk,rk->r", ~(delays <= target), weights)  # a NaN delay counts as over
         inside = base * np.exp((least - target) / scale[:, 0])
         if target > least:
             rows, paths = np.nonzero((delays > least) & (delays <= target))
