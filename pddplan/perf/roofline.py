@@ -34,12 +34,9 @@ F, BW: datasheet peaks. Every function accepts numpy arrays and broadcasts.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields, is_dataclass, replace
-from functools import cached_property, lru_cache, wraps
-from typing import Concatenate, ParamSpec, TypeVar
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property, lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -53,10 +50,7 @@ from pddplan.specs.hardware import Efficiency, HardwareProfile
 from pddplan.specs.model import DTYPE_BYTES, ModelArchitecture
 from pddplan.specs.precision import ComputeDtype, weight_bytes_per_value
 from pddplan.specs.workload import Mtp
-from pddplan.support.frozen import read_only
-
-_P = ParamSpec("_P")
-_T = TypeVar("_T")
+from pddplan.support.kept import json_by_identity, kept_by_content
 
 ACTIVATION_BYTES = 2  # bf16 activations on the wire
 ATTENTION_TILE_ROWS = 128  # query rows per FlashAttention / FlashMLA thread block (FA2/FA3 tile size)
@@ -956,125 +950,26 @@ def rank_linear_step_s(instance: Instance, busy_ranks: ArrayLike, tokens: ArrayL
     return np.maximum(step.total_s - step.attention_s, 0.0)
 
 
-#: hardware profiles' contents as JSON, by identity (a profile holds a dict, so has no hash of its
-#: own; the robust search builds equal profiles again): each entry keeps its profile alive, so an
-#: identity is not reused while it is here
-_HARDWARE_KEYS: dict[int, tuple[HardwareProfile, str]] = {}
-
-
-def _hardware_key(hardware: HardwareProfile) -> str:
-    """`hardware`'s content as a key: its JSON, computed once per profile object."""
-    known = _HARDWARE_KEYS.get(id(hardware))
-    if known is None or known[0] is not hardware:
-        if len(_HARDWARE_KEYS) >= 256:
-            _HARDWARE_KEYS.clear()
-        known = (hardware, hardware.model_dump_json())
-        _HARDWARE_KEYS[id(hardware)] = known
-    return known[1]
-
-
-#: the fields of `Instance` a `_Query` keys on as they are (the model is keyed whole, the hardware
-#: by its content, the override through the efficiency it gives)
+#: the fields of `Instance` its key holds as they are (the model is keyed whole, the hardware by its
+#: content, the override through the efficiency it gives)
 _SCALAR_FIELDS = tuple(f.name for f in fields(Instance) if f.name not in ("model", "hardware", "efficiency_override"))
 
 
-def _argument_key(value: object) -> object:
-    """An argument as a key: an array by its type, shape and bytes, anything else as it is."""
-    if isinstance(value, np.ndarray):
-        return (value.dtype.str, value.shape, value.tobytes())
-    if isinstance(value, (list, tuple)):
-        return _argument_key(np.asarray(value))
-    return (type(value).__name__, value)
+def _instance_key(instance: Instance) -> Hashable:
+    """Every field of `instance` that sets a step's time, by content: its efficiency too, which an
+    override changes and `Instance` equality ignores; the hardware profile by its JSON."""
+    return (
+        instance.model,
+        json_by_identity(instance.hardware),
+        instance.efficiency,
+        tuple(getattr(instance, name) for name in _SCALAR_FIELDS),
+    )
 
 
-class _Query:
-    """A call's arguments, equal and hashed by content: the instance's every field that sets a
-    step's time (its efficiency too, which an override changes and `Instance` equality ignores)
-    and the other arguments' values."""
-
-    __slots__ = ("args", "instance", "key", "kwargs", "size_bytes")
-
-    def __init__(self, instance: Instance, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
-        self.instance, self.args, self.kwargs = instance, args, kwargs
-        self.key = (
-            instance.model,
-            _hardware_key(instance.hardware),
-            instance.efficiency,
-            tuple(getattr(instance, name) for name in _SCALAR_FIELDS),
-            tuple(_argument_key(arg) for arg in args),
-            tuple((name, _argument_key(value)) for name, value in sorted(kwargs.items())),
-        )
-        self.size_bytes = sum(np.asarray(value).nbytes for value in (*args, *kwargs.values()))
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Query) and other.key == self.key
-
-
-class _KeptResults:
-    """Results by key, least recently used out once they hold more than `budget_bytes` (a result's
-    arrays and its key's bytes); one larger than a sixteenth of the budget is not kept, so a
-    simulation's per-request arrays never fill memory. Safe across threads."""
-
-    def __init__(self, budget_bytes: int) -> None:
-        self.budget_bytes = budget_bytes
-        self.hits = self.misses = self.kept_bytes = 0
-        self._items: OrderedDict[_Query, tuple[object, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, query: _Query) -> object | None:
-        with self._lock:
-            item = self._items.get(query)
-            if item is None:
-                self.misses += 1
-                return None
-            self._items.move_to_end(query)
-            self.hits += 1
-            return item[0]
-
-    def put(self, query: _Query, result: object) -> None:
-        size = query.size_bytes + sum(a.nbytes for a in _arrays_of(result))
-        if size > self.budget_bytes // 16:
-            return
-        with self._lock:
-            if query in self._items:
-                return
-            self._items[query] = (result, size)
-            self.kept_bytes += size
-            while self.kept_bytes > self.budget_bytes:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self.kept_bytes -= dropped
-
-
-def _arrays_of(result: object) -> list[np.ndarray]:
-    """The arrays of a result: itself, or a dataclass's fields."""
-    values = vars(result).values() if is_dataclass(result) else (result,)
-    return [value for value in values if isinstance(value, np.ndarray)]
-
-
-def _kept_by_content(function: Callable[Concatenate[Instance, _P], _T]) -> Callable[Concatenate[Instance, _P], _T]:
-    """`function` of an instance and numbers, its results kept by the arguments' content (32 MB
-    of them, `_KeptResults`) and made read-only, since callers share them: the optimizer and the
-    evaluator ask the same step times on the same instance kinds again and again (the day's
-    robust purchase: 620 prefill costs of 32 distinct, 2,433 decode steps of 34), on instances
-    built anew each time."""
-    results = _KeptResults(32 * 2**20)
-
-    @wraps(function)
-    def kept(instance: Instance, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        query = _Query(instance, args, kwargs)
-        known = results.get(query)
-        if known is not None:
-            return known  # type: ignore[return-value]
-        result = function(instance, *args, **kwargs)
-        read_only(*_arrays_of(result))
-        results.put(query, result)
-        return result
-
-    kept.results = results  # type: ignore[attr-defined]
-    return kept
+#: the step times the optimizer and the evaluator ask again and again on the same instance kinds,
+#: built anew each time (the day's robust purchase: 620 prefill costs of 32 distinct, 2,433 decode
+#: steps of 34), kept by the instance's and the arguments' content (`pddplan.support.kept`)
+_kept_by_content = kept_by_content(_instance_key)
 
 
 @_kept_by_content
