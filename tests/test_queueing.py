@@ -18,6 +18,7 @@ from pddplan.evaluate.queueing import (
     allen_cunneen,
     erlang_c,
     md1_mean_wait,
+    merged_points,
     mixture_quantiles,
     mixture_survival,
     mm1_mean_wait,
@@ -289,6 +290,52 @@ def test_mixture_quantiles_are_ordered_and_consistent_with_survival() -> None:
     assert np.all(survival <= 1 - qs + 1e-9)
     below = mixture_survival(q - np.maximum(2e-3, 2e-3 * q), delays, weights, 0.4, 0.8, slot_p, slot_m)
     assert np.all(below > 1 - qs)
+
+
+def test_merged_points_by_hand() -> None:
+    """Equal (delay, p2, mean2) points become one of their summed weight; a point of no weight goes,
+    but a NaN delay stays, apart from every other."""
+    delays = np.array([[2.0, 1.0, 2.0], [1.0, math.nan, 3.0]])
+    weights = np.array([[0.1, 0.2, 0.3], [0.15, 0.0, 0.0]])
+    p2 = np.array([0.5, 0.5, 0.5])  # broadcast over the rows, as a per-output wait is
+    mean2 = np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
+    d, w, q, m = merged_points(delays, weights, p2, mean2)
+    np.testing.assert_array_equal(d[:2], [1.0, 2.0])
+    np.testing.assert_allclose(w, [0.35, 0.4, 0.0], rtol=1e-15)
+    assert math.isnan(d[2]) and len(d) == 3
+    np.testing.assert_array_equal(q, [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(m, [1.0, 1.0, 1.0])
+    # a different second wait keeps an equal delay apart
+    d, w, _, m = merged_points(np.array([1.0, 1.0]), np.array([0.5, 0.5]), np.array([0.1, 0.1]), np.array([1.0, 2.0]))
+    assert len(d) == 2 and sorted(m) == [1.0, 2.0]
+    empty = merged_points(np.array([1.0]), np.array([0.0]), np.array([0.0]), np.array([0.0]))
+    assert all(len(part) == 0 for part in empty)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_merging_equal_points_keeps_the_mixture_and_its_quantiles(seed: int) -> None:
+    """The survival over merged points is the survival over the points (rel 1e-12: the merged sum
+    differs in its last bits only), and the quantiles found over them meet the unmerged tails."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    delays = rng.choice([0.5, 1.0, 2.5, 7.0], n)  # few distinct values, as a TTFT mixture has
+    slot_p = rng.choice([0.0, 0.2], n)
+    slot_m = rng.choice([0.0, 1.5], n)
+    weights = np.where(rng.random(n) < 0.3, 0.0, rng.uniform(0.1, 1.0, n))
+    weights /= weights.sum()
+    d, w, q, m = merged_points(delays, weights, slot_p, slot_m)
+    assert len(d) < n and w.sum() == pytest.approx(1.0, rel=1e-12)
+    t = np.linspace(0.0, 15.0, 31)
+    np.testing.assert_allclose(
+        mixture_survival(t, d, w, 0.4, 0.8, q, m),
+        mixture_survival(t, delays, weights, 0.4, 0.8, slot_p, slot_m),
+        rtol=1e-12,
+        atol=1e-15,
+    )
+    quantiles = mixture_quantiles([0.5, 0.9, 0.99], delays, weights, 0.4, 0.8, slot_p, slot_m)
+    at = mixture_survival(quantiles, delays, weights, 0.4, 0.8, slot_p, slot_m)
+    assert np.all(at <= 1 - np.array([0.5, 0.9, 0.99]) + 1e-9)
 
 
 def _erlang_c_by_recursion(c: int, a: float) -> float:

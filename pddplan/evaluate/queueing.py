@@ -227,6 +227,25 @@ def _mixture_survival(t: ArrayLike, delays: np.ndarray, weights: np.ndarray, wai
     return waits.survival(t_arr[..., None] - delays) @ weights
 
 
+def merged_points(
+    delays: np.ndarray, weights: np.ndarray, p_wait2: np.ndarray, wait_mean2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(delays, weights, p2, mean2) with the points of equal (delay, p2, mean2) merged into one of
+    their summed weight, and the points of no weight dropped (but NaN delays, kept apart):
+    sum_k w_k S(t - d_k) needs one term per distinct point. A TTFT mixture repeats its points
+    (output classes that share a first token, a pipeline's masked weights): 26,624 points of
+    1,502 distinct on chat-short-lowhit."""
+    d, w = delays.ravel(), weights.ravel()
+    p2, m2 = np.broadcast_to(p_wait2, delays.shape).ravel(), np.broadcast_to(wait_mean2, delays.shape).ravel()
+    keep = (w != 0) | np.isnan(d)
+    order = np.lexsort((m2[keep], p2[keep], d[keep]))
+    d, w, p2, m2 = d[keep][order], w[keep][order], p2[keep][order], m2[keep][order]
+    if not len(d):
+        return d, w, p2, m2
+    starts = np.flatnonzero(np.concatenate(([True], (d[1:] != d[:-1]) | (p2[1:] != p2[:-1]) | (m2[1:] != m2[:-1]))))
+    return d[starts], np.add.reduceat(w, starts), p2[starts], m2[starts]
+
+
 def mixture_quantiles(
     quantiles: ArrayLike,
     delays: np.ndarray,
@@ -249,7 +268,8 @@ def mixture_quantiles(
         return np.full(q.shape, np.inf)
     spread = max(wait_mean, 0.0) + float(mean2.max(initial=0.0))
     high_start = float(delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3
-    waits = TwoWaits(p_wait, wait_mean, np.broadcast_to(p_wait2, delays.shape), mean2)
+    delays, weights, p2, mean2 = merged_points(delays, weights, np.asarray(p_wait2, dtype=np.float64), mean2)
+    waits = TwoWaits(p_wait, wait_mean, p2, mean2)
     return _bisected(q, lambda t: _mixture_survival(t, delays, weights, waits), high_start, inf_share)
 
 
@@ -301,8 +321,10 @@ def pools_quantiles(quantiles: ArrayLike, pools: list[tuple[float, WaitedDelays]
         inf_share += share * float(weights[~finite].sum())
         spread = max(pool.wait_mean, 0.0) + float(mean2.max(initial=0.0))
         high_start = max(high_start, float(pool.delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3)
-        waits = TwoWaits(pool.p_wait, pool.wait_mean, np.broadcast_to(pool.p_wait2, pool.delays.shape), mean2)
-        parts.append((share, pool.delays, weights, waits))
+        delays, weights, p2, mean2 = merged_points(
+            pool.delays, weights, np.asarray(pool.p_wait2, dtype=np.float64), mean2
+        )
+        parts.append((share, delays, weights, TwoWaits(pool.p_wait, pool.wait_mean, p2, mean2)))
 
     def survival(t: np.ndarray) -> np.ndarray:
         return np.asarray(sum(share * _mixture_survival(t, delays, w, waits) for share, delays, w, waits in parts))
