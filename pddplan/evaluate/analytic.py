@@ -336,6 +336,8 @@ def _decode_with_relay(
     prompt_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)[
         :, None, None
     ]
+    weighted_kv = weights * prompt_kv
+    total_kv = max(float(weighted_kv.sum()), 1.0)
 
     def extend_s(tokens: np.ndarray) -> np.ndarray:
         return extend_time(scenario.decode.instance, tokens, context)
@@ -365,15 +367,12 @@ def _decode_with_relay(
             done_fraction = np.minimum(1.0, o * tau_r / np.maximum(wan[:, None, :], 1e-9))
             cancel = np.where(finishes, 1.0 - done_fraction, 0.0)
             # a cancelled transfer never lands: its prefix takes no room in the main decoders' cache
-            kept = 1.0 - float((weights * prompt_kv * (cancel > 0)).sum()) / max(
-                float((weights * prompt_kv).sum()), 1.0
-            )
+            kept = 1.0 - float((weighted_kv * (cancel > 0)).sum()) / total_kv
             md_max = decoder_max_batch(
                 scenario, scenario.decode, context, scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, lam, kept)
             )
-        handoffs = relayed & ~finishes
-        last_extend = extend_s(np.maximum(rounds.last_chunk_tokens, 1.0))[:, None, :]
-        gap = np.where(handoffs, link.rtt_s / 2 + last_extend + tau_m, 0.0)
+        continuing = ~finishes
+        handoffs = relayed & continuing
         md_stall = np.where(handoffs, rounds.md_stall_s(extend_s)[:, None, :], 0.0)
         relay_batch = lam * float((hold * weights).sum()) / relay_role.count
         if colocated is not None:  # prefill's busy share, and so the token time, follow the batch
@@ -385,8 +384,8 @@ def _decode_with_relay(
             stable=relay_batch <= relay_max,
         )
         stall = lam / scenario.decode.count * float((md_stall * weights).sum())
-        md_tokens = float(((o - eager_tokens) * ~finishes * weights).sum())
-        md_rate = lam * float((~finishes * weights).sum())
+        md_tokens = float(((o - eager_tokens) * continuing * weights).sum())
+        md_rate = lam * float((continuing * weights).sum())
         md = _operating_point(scenario.decode, md_rate, md_tokens / max(md_rate / lam, 1e-12), context, md_max, stall)
         current = (relay.step_s, md.step_s, offered)
         converged = previous is not None and all(
@@ -396,6 +395,9 @@ def _decode_with_relay(
             break
         previous = current
     assert md is not None
+    # the last iteration's handoff gap (only the fixed point's is reported)
+    last_extend = extend_s(np.maximum(rounds.last_chunk_tokens, 1.0))[:, None, :]
+    gap = np.where(handoffs, link.rtt_s / 2 + last_extend + tau_m, 0.0)
     return _Decoding(
         md, relay, offered, wan, eager_tokens, finishes, gap, iterations, catch_up_choices=frozenset(choices)
     )
