@@ -88,7 +88,8 @@ class ByHand:
         )
 
     def _extend_s(self, tokens: np.ndarray) -> np.ndarray:
-        self.earlier_chunks.append(float(tokens))
+        (chunk,) = np.ravel(tokens)  # the one class, still catching up
+        self.earlier_chunks.append(float(chunk))
         return self.extend_s(tokens)
 
     def extend_s(self, tokens: Any) -> np.ndarray:
@@ -241,7 +242,7 @@ def test_adaptive_load_threshold_switches_between_one_shot_and_catch_up() -> Non
 
 
 @given(
-    first=st.floats(0.0, 5_000.0),
+    firsts=st.lists(st.floats(0.0, 5_000.0), min_size=1, max_size=5),
     relay_step_ms=st.floats(5.0, 200.0),
     rtt_ms=st.floats(0.0, 400.0),
     threshold=st.integers(0, 256),
@@ -249,18 +250,21 @@ def test_adaptive_load_threshold_switches_between_one_shot_and_catch_up() -> Non
     catch_up=st.booleans(),
 )
 def test_one_requests_rounds_are_the_vectorized_rounds(
-    first: float, relay_step_ms: float, rtt_ms: float, threshold: int, per_token_ms: float, catch_up: bool
+    firsts: list[float], relay_step_ms: float, rtt_ms: float, threshold: int, per_token_ms: float, catch_up: bool
 ) -> None:
     """The simulator's per-request rounds (`catch_up_chunks`, floats) are `catch_up_rounds`' to the
-    last bit: the same chunks in the same order (at most MAX_CATCHUP_ROUNDS), the same final chunk,
-    the earlier extends summing to its `earlier_extend_s` (an extend of 10 ms + per_token x k)."""
+    last bit, for each of several classes rounded together (each stops after its own rounds): the
+    same chunks in the same order (at most MAX_CATCHUP_ROUNDS), the same final chunk, the earlier
+    extends summing to its `earlier_extend_s` (an extend of 10 ms + per_token x k)."""
 
     def extend_s(tokens: Any) -> Any:
         return 0.010 + per_token_ms / 1000 * tokens
 
-    rounds = catch_up_rounds(np.array(first), relay_step_ms / 1000, rtt_ms / 1000, threshold, extend_s, catch_up)
-    earlier, last = catch_up_chunks(first, relay_step_ms / 1000, rtt_ms / 1000, threshold, extend_s, catch_up)
-    assert last == float(rounds.last_chunk_tokens)
-    assert len(earlier) <= MAX_CATCHUP_ROUNDS
-    assert sum(earlier) == pytest.approx(float(rounds.earlier_extend_s), rel=1e-12, abs=1e-15)
-    assert len(earlier) * rtt_ms / 1000 + sum(earlier) == pytest.approx(float(rounds.extra_relay_s), rel=1e-12)
+    rounds = catch_up_rounds(np.array(firsts), relay_step_ms / 1000, rtt_ms / 1000, threshold, extend_s, catch_up)
+    for k, first in enumerate(firsts):
+        earlier, last = catch_up_chunks(first, relay_step_ms / 1000, rtt_ms / 1000, threshold, extend_s, catch_up)
+        assert last == float(rounds.last_chunk_tokens[k])
+        assert len(earlier) <= MAX_CATCHUP_ROUNDS
+        assert sum(earlier) == pytest.approx(float(rounds.earlier_extend_s[k]), rel=1e-12, abs=1e-15)
+        extra = len(earlier) * rtt_ms / 1000 + sum(earlier)
+        assert extra == pytest.approx(float(rounds.extra_relay_s[k]), rel=1e-12)

@@ -66,12 +66,13 @@ def catch_up_rounds(
     for _ in range(MAX_CATCHUP_ROUNDS):
         if not active.any():
             break
-        extend = extend_s(np.maximum(chunk, 1.0))
+        # only the classes still catching up take another round (the extend is the cost)
+        extend = extend_s(np.maximum(chunk[active], 1.0))
         round_s = rtt_s + extend
-        extra = np.where(active, extra + round_s, extra)
-        earlier = np.where(active, earlier + extend, earlier)
-        chunk = np.where(active, round_s / relay_step_s, chunk)
-        active = active & (chunk > threshold_tokens)
+        extra[active] += round_s
+        earlier[active] += extend
+        chunk[active] = round_s / relay_step_s
+        active &= chunk > threshold_tokens
     return CatchUp(extra, chunk, earlier)
 
 
