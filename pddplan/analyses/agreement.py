@@ -14,11 +14,10 @@ from pathlib import Path
 from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.parallel import worker_count
 from pddplan.optimize.run import optimize_each
 from pddplan.simulate.summary import simulate
 from pddplan.support import catalog
-from pddplan.support.forking import map_forked
+from pddplan.support.forking import map_forked, worker_count
 from pddplan.support.outputs import Output
 
 

@@ -22,7 +22,6 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.outputs import ArchitectureResult as ArchitectureOutput
 from pddplan.optimize.outputs import Robustness
-from pddplan.optimize.parallel import worker_count
 from pddplan.optimize.robustness import robustness
 from pddplan.optimize.run import architecture_output, headline, optimize, optimize_variants
 from pddplan.optimize.search import ArchitectureResult
@@ -33,7 +32,7 @@ from pddplan.simulate.outputs import Simulation
 from pddplan.simulate.summary import simulate
 from pddplan.specs.plan import ArchitectureName
 from pddplan.specs.workload import Workload
-from pddplan.support.forking import map_forked
+from pddplan.support.forking import map_forked, worker_count
 from pddplan.support.outputs import Output, number
 
 

@@ -43,7 +43,7 @@ from pddplan.perf.roofline import Instance
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.precision import weight_format
 from pddplan.support.catalog import shipped_measurements
-from pddplan.support.forking import map_forked, usable_cpus
+from pddplan.support.forking import map_forked, worker_count
 
 
 def _summary(predicted: np.ndarray, measured: np.ndarray) -> SplitErrors:
@@ -260,7 +260,7 @@ def cross_validation(
         return [float(predict([rows[i]], fit.factors(rows[i].gpu, rows[i].stack), models=models)[0]) for i in group]
 
     groups = fold_groups(rows, folds, unit)
-    workers = min(usable_cpus(), folds)
+    workers = worker_count(None, folds)
     if progress:
         held_out = ", ".join(str(len(group)) for group in groups)
         progress(f"cross-validation: {folds} folds by {unit} ({held_out} rows held out) on {workers} workers")

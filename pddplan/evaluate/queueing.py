@@ -255,22 +255,20 @@ def mixture_quantiles(
     p_wait2: ArrayLike = 0.0,
     wait_mean2: ArrayLike = 0.0,
 ) -> np.ndarray:
-    """Quantiles of W + D (see `mixture_survival`), by bisection to 1 ms or 0.1%.
+    """Quantiles of W + D (see `mixture_survival`), by bisection to 1 ms or 0.1%: `pools_quantiles`
+    of this one pool.
 
     Infinite delays (an unstable stage) make every quantile above their share infinite.
     """
-    q = np.asarray(quantiles, dtype=np.float64)
-    weights = weights / weights.sum()
-    finite = np.isfinite(delays)
-    inf_share = float(weights[~finite].sum())
-    mean2 = np.broadcast_to(np.asarray(wait_mean2, dtype=np.float64), delays.shape)
-    if not math.isfinite(wait_mean) or not np.all(np.isfinite(mean2)):
-        return np.full(q.shape, np.inf)
-    spread = max(wait_mean, 0.0) + float(mean2.max(initial=0.0))
-    high_start = float(delays[finite].max(initial=0.0)) + spread * 50.0 + 1e-3
-    delays, weights, p2, mean2 = merged_points(delays, weights, np.asarray(p_wait2, dtype=np.float64), mean2)
-    waits = TwoWaits(p_wait, wait_mean, p2, mean2)
-    return _bisected(q, lambda t: _mixture_survival(t, delays, weights, waits), high_start, inf_share)
+    pool = WaitedDelays(
+        delays,
+        weights,
+        p_wait,
+        wait_mean,
+        np.asarray(p_wait2, dtype=np.float64),
+        np.asarray(wait_mean2, dtype=np.float64),
+    )
+    return pools_quantiles(quantiles, [(1.0, pool)])
 
 
 def _bisected(

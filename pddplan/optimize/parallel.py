@@ -20,7 +20,7 @@ from pddplan.inputs.input_set import InputSet
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.search import ArchitectureResult, optimize_architecture
 from pddplan.specs.plan import ArchitectureName
-from pddplan.support.forking import fork_is_safe, forked_pool, usable_cpus
+from pddplan.support.forking import fork_is_safe, forked_pool, worker_count
 
 # What the forked workers read: set just before the pool forks, cleared after it closes.
 _SHARED: list[tuple[InputSet, OptimizeOptions]] | None = None
@@ -31,11 +31,6 @@ def _one(task: tuple[int, ArchitectureName]) -> ArchitectureResult:
     case, name = task
     inputs, options = _SHARED[case]
     return optimize_architecture(inputs, name, options)
-
-
-def worker_count(requested: int | None, tasks: int) -> int:
-    """Workers to use: `requested` (None: one per CPU this process may use), at most one per task."""
-    return max(1, min(requested or usable_cpus(), tasks))
 
 
 def longest_first(names: Sequence[ArchitectureName]) -> list[int]:

@@ -91,6 +91,11 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def worker_count(requested: int | None, tasks: int) -> int:
+    """Workers to use: `requested` (None: one per CPU this process may use), at most one per task."""
+    return max(1, min(requested or usable_cpus(), tasks))
+
+
 def map_forked(func: Callable[[ItemT], ResultT], items: Sequence[ItemT], workers: int) -> list[ResultT]:
     """[func(item) for item in items], on up to `workers` forked processes where forking is safe
     (`fork_is_safe`), else in this one. The workers inherit `func` and `items` (a closure, scenarios
