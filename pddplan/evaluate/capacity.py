@@ -336,8 +336,12 @@ def _line_supports(lines: Sequence[LinePool | None]) -> tuple[np.ndarray, np.nda
     rdma = (np.array([math.inf]), np.array([1.0]))
     supports = [line.capacity_support() if line is not None else rdma for line in lines]
     width = max(len(capacity) for capacity, _ in supports)
-    capacity = np.array([np.pad(c, (0, width - len(c)), mode="edge") for c, _ in supports])
-    prob = np.array([np.pad(q, (0, width - len(q))) for _, q in supports])
+    capacity = np.empty((len(supports), width))
+    prob = np.zeros((len(supports), width))
+    for row, (c, q) in enumerate(supports):
+        capacity[row, : len(c)] = c
+        capacity[row, len(c) :] = c[-1]
+        prob[row, : len(q)] = q
     return capacity, prob
 
 

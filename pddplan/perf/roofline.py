@@ -1005,27 +1005,27 @@ def prefill_cost(
             fill_s=drain * alone,
         )
     ranks = instance.attention_ranks
-    chunks = np.ceil(n / chunk_tokens)
     alone = np.zeros(n.shape)
     longest = np.zeros(n.shape)
     attention = np.zeros(n.shape)
     packed_attention = np.zeros(n.shape)
-    per_chunk: list[np.ndarray] = []
-    sizes: list[np.ndarray] = []
-    for j in range(int(chunks.max(initial=0))):
-        size = np.clip(n - j * chunk_tokens, 0.0, chunk_tokens)
-        live = size > 0
-        step = step_time(instance, np.where(live, size, 1.0), c + j * chunk_tokens, packed_tokens=chunk_tokens)
-        alone = alone + np.where(live, step.total_s, 0.0)
-        longest = np.maximum(longest, np.where(live, step.total_s, 0.0))
-        attention = attention + np.where(live, step.attention_s, 0.0)
-        packed_attention = packed_attention + np.where(live, step.packed_attention_s, 0.0)
-        if ranks > 1:
-            per_chunk.append(np.where(live, step.total_s, 0.0))
-            sizes.append(size)
+    # every chunk j of every request in one step_time call, along a leading chunk axis
+    starts = np.arange(int(np.ceil(n / chunk_tokens).max(initial=0))).reshape(-1, *([1] * n.ndim)) * chunk_tokens
+    size_j = np.clip(n - starts, 0.0, chunk_tokens)
+    live_j = size_j > 0
+    steps = step_time(instance, np.where(live_j, size_j, 1.0), c + starts, packed_tokens=chunk_tokens)
+    total_j = np.where(live_j, steps.total_s, 0.0)
+    attention_j = np.where(live_j, steps.attention_s, 0.0)
+    packed_attention_j = np.where(live_j, steps.packed_attention_s, 0.0)
+    for j in range(len(starts)):  # summed chunk by chunk, in order (the floats of a running sum)
+        alone = alone + total_j[j]
+        longest = np.maximum(longest, total_j[j])
+        attention = attention + attention_j[j]
+        packed_attention = packed_attention + packed_attention_j[j]
     if ranks > 1:
         # sum_j L_r(size_j) - L_1(size_j): what busy ranks add, every chunk in one call
-        size_j = np.stack(sizes) if sizes else np.zeros((1, *n.shape))
+        if not len(starts):
+            size_j = np.zeros((1, *n.shape))
         lone_and_full = rank_linear_step_s(instance, np.array([1.0, ranks]).reshape(2, *([1] * size_j.ndim)), size_j)
         loading = np.where(size_j > 0, lone_and_full[1] - lone_and_full[0], 0.0).sum(axis=0)
         loaded = np.where(n > 0, alone + loading, 0.0)
@@ -1035,7 +1035,7 @@ def prefill_cost(
             packed_attention_s=attention,
             batched_s=loaded / ranks,
             loaded_s=loaded,
-            chunk_s=np.stack(per_chunk, axis=-1) if per_chunk else np.zeros((*n.shape, 1)),
+            chunk_s=np.moveaxis(total_j, 0, -1) if len(starts) else np.zeros((*n.shape, 1)),
             fill_s=np.zeros(n.shape),  # no pipeline stages under data-parallel attention (`Instance`)
         )
     shared = n / chunk_tokens * float(linear_step_s(instance, chunk_tokens)) + packed_attention

@@ -71,7 +71,7 @@ class StrictModel(BaseModel):
     """Base of every input spec: unknown keys rejected, no silent type coercion, immutable, and no
     NaN or infinity in any number (a `gt=0` bound lets `.inf` through)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class Source(StrictModel):

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 class Output(BaseModel):
     """An output object: every key named here, no other."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     def json_data(self) -> dict[str, Any]:
         """The object as `--json` prints it: the keys that were set, in the declared order."""
