@@ -8,6 +8,7 @@ and the one-line errors in `apps`. Exit codes: 0 ok, 1 gate failed, 2 bad input,
 
 from __future__ import annotations
 
+import gc
 import importlib
 import signal
 import sys
@@ -27,4 +28,9 @@ def main() -> None:
     """Console-script entry point. SIGTERM exits through Python's unwinding (exit 143), so an
     interrupted write removes its temporary file as it does on Ctrl-C."""
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    app()
+    try:
+        app()
+    finally:
+        # The process ends here: its objects need no cyclic collection on the way out. Frozen, the
+        # interpreter's last collection skips them (60 ms of an optimize's wall time otherwise).
+        gc.freeze()
