@@ -196,3 +196,33 @@ def test_a_pool_with_nothing_to_prefill_waits_for_nothing() -> None:
     )
     queue = prefill_queue(none, 1.0, 2.0, 1.0)
     assert float(queue.utilization) == 0.0 and np.all(queue.own_extra_s == 0.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.sampled_from([1, 4]),
+    st.lists(st.tuples(st.integers(1, 4), st.floats(0.01, 2.0)), min_size=1, max_size=6),
+    st.lists(st.integers(0, 5), min_size=1, max_size=20),
+)
+def test_a_pool_asked_twice_at_one_rate_gets_one_answer(
+    ranks: int, pairs: list[tuple[int, float]], picks: list[int]
+) -> None:
+    """`prefill_queue` computes each distinct (count, rate) pair once: asked with repeats (in any
+    order, any shape) it gives, to the last bit, what the same distinct pairs give alone, and each
+    pair what it gives asked by itself (to 1e-9: the root searches stop when every pair asked
+    together has converged)."""
+    classes = _two_classes(ranks)
+    distinct = sorted(set(pairs))
+    chosen = [distinct[k % len(distinct)] for k in picks] + distinct[::-1]  # every pair, some repeated
+    count, rate = np.array([c for c, _ in chosen], dtype=float), np.array([r for _, r in chosen])
+    asked = prefill_queue(classes, count.reshape(-1, 1), rate.reshape(-1, 1), 1.0)
+    alone = prefill_queue(classes, np.array([c for c, _ in distinct], float), np.array([r for _, r in distinct]), 1.0)
+    index = [distinct.index(pair) for pair in chosen]
+    assert asked.p_wait.shape == (len(chosen), 1)
+    assert asked.own_extra_s.shape == (len(chosen), 1, 2)
+    for name in ("p_wait", "wait_mean_s", "work_s", "utilization", "busy_share", "loaded_share", "work_left_share"):
+        assert np.array_equal(getattr(asked, name).ravel(), getattr(alone, name)[index], equal_nan=True), name
+    assert np.array_equal(asked.own_extra_s.reshape(len(chosen), 2), alone.own_extra_s[index], equal_nan=True)
+    for k, (c, r) in enumerate(distinct):
+        single = prefill_queue(classes, float(c), r, 1.0)
+        assert float(single.work_s) == pytest.approx(float(alone.work_s[k]), rel=1e-9)

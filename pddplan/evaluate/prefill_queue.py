@@ -52,7 +52,7 @@ busy; `own_extra_s` adds that difference times the utilization (`_drain_behind_s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -289,8 +289,25 @@ def _drain_behind_s(classes: RequestClasses, utilization: np.ndarray) -> np.ndar
 
 
 def prefill_queue(classes: RequestClasses, count: ArrayLike, rate: ArrayLike, cv2_arrival: float) -> PrefillQueue:
-    """The pool of `count` instances at `rate` requests/s, packing as the module docstring says."""
+    """The pool of `count` instances at `rate` requests/s, packing as the module docstring says;
+    computed once per distinct (count, rate) pair (a capacity search asks the same pool at the same
+    rate for every line and routing rule it compares: 16,872 rows of 278 distinct on pdd-agent-64k).
+    A pair's figures do not depend on the others asked with it."""
     c, lam = np.broadcast_arrays(np.asarray(count, dtype=np.float64), np.asarray(rate, dtype=np.float64))
+    pairs, inverse = np.unique(np.stack([c.ravel(), lam.ravel()], axis=1), axis=0, return_inverse=True)
+    if len(pairs) == c.size:
+        return _queue(classes, c, lam, cv2_arrival)
+    distinct = _queue(classes, pairs[:, 0], pairs[:, 1], cv2_arrival)
+    index = inverse.reshape(-1)
+    taken = {}
+    for field in fields(PrefillQueue):
+        value = getattr(distinct, field.name)
+        taken[field.name] = value[index].reshape(*c.shape, *value.shape[1:])
+    return PrefillQueue(**taken)
+
+
+def _queue(classes: RequestClasses, c: np.ndarray, lam: np.ndarray, cv2_arrival: float) -> PrefillQueue:
+    """`prefill_queue` of the (count, rate) pairs `c`, `lam` (one shape)."""
     if classes.prefill_ranks > 1:
         return _rank_queue(classes, c, lam, cv2_arrival)
     shape = c.shape
