@@ -11,7 +11,7 @@ from hypothesis import settings
 from typer.testing import CliRunner
 from typer_once import install_command_cache
 
-from pddplan.cli import app
+from pddplan.cli import app_for
 from pddplan.support import forking
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +85,6 @@ def cli() -> Any:
     runner = CliRunner()
 
     def run(*args: str) -> Any:
-        return runner.invoke(app, list(args), catch_exceptions=False)
+        return runner.invoke(app_for(args), list(args), catch_exceptions=False)  # the app `main` runs
 
     return run

@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 from cli_results import json_of
+from typer.main import get_command
+from typer.testing import CliRunner
 
 import pddplan
+from pddplan.cli import app, app_for
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN = ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml"
@@ -170,3 +173,17 @@ def test_shipped_files_name_their_schema_for_editors() -> None:
             schema = (path.parent / first.split("$schema=", 1)[1]).resolve()
             assert schema == (ROOT / "schemas" / f"{kind}.schema.json").resolve(), path
             assert schema.is_file()
+
+
+def test_a_command_runs_on_an_app_of_that_command_alone(cli: Any) -> None:
+    """`main` builds only the command named (typer builds every parser it holds before parsing);
+    help, a group's subcommands, a misspelt name and root options still behave as with the whole
+    app."""
+    assert sorted(get_command(app_for(["optimize", "w.yaml"])).commands) == ["optimize"]  # type: ignore[attr-defined]
+    assert sorted(get_command(app_for(["hardware", "list"])).commands) == ["hardware"]  # type: ignore[attr-defined]
+    assert app_for(["optimize"]) is app_for(["optimize", "--json"])  # one app per name
+    assert app_for([]) is app and app_for(["--help"]) is app and app_for(["optimze"]) is app
+    whole = CliRunner().invoke(app, ["optimize", "--help"])
+    assert cli("optimize", "--help").stdout == whole.stdout
+    assert "Did you mean 'optimize'" in cli("optimze").stderr
+    assert cli("hardware", "list", "--json").exit_code == 0
