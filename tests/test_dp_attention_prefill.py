@@ -201,7 +201,7 @@ def test_a_pool_with_nothing_to_prefill_waits_for_nothing() -> None:
 @settings(max_examples=25, deadline=None)
 @given(
     st.sampled_from([1, 4]),
-    st.lists(st.tuples(st.integers(1, 4), st.floats(0.01, 2.0)), min_size=1, max_size=6),
+    st.lists(st.tuples(st.integers(1, 4), st.floats(0.01, 2.0) | st.just(math.inf)), min_size=1, max_size=6),
     st.lists(st.integers(0, 5), min_size=1, max_size=20),
 )
 def test_a_pool_asked_twice_at_one_rate_gets_one_answer(

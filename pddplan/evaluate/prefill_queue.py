@@ -52,6 +52,7 @@ busy; `own_extra_s` adds that difference times the utilization (`_drain_behind_s
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -165,6 +166,11 @@ class _StepLengths:
     cumulative: np.ndarray
     counts: np.ndarray
 
+    @functools.cached_property
+    def gaps(self) -> np.ndarray:
+        """x_{m+1} - x_m per bin (0 after the last)."""
+        return np.diff(self.x, append=self.x[-1])
+
 
 def _step_lengths(classes: RequestClasses) -> _StepLengths:
     """`_StepLengths` of `classes`: every (class, chunk) step weighted by its class's probability;
@@ -194,8 +200,7 @@ def _stretch_tail_s(steps: _StepLengths, rho: np.ndarray, ranks: int) -> np.ndar
     ranks, each busy with probability rho (a row each): the integral of P(M > u) above s. A class's
     stretch is its chunks' sum, `@ counts.T`."""
     below = (1.0 - rho[:, None] + rho[:, None] * steps.cumulative[None, :]) ** (ranks - 1)  # P(M <= x_m)
-    gaps = np.diff(steps.x, append=steps.x[-1])
-    return np.cumsum(((1.0 - below) * gaps)[:, ::-1], axis=1)[:, ::-1]
+    return np.cumsum(((1.0 - below) * steps.gaps)[:, ::-1], axis=1)[:, ::-1]
 
 
 def _join_wait_s(steps: _StepLengths, rho: np.ndarray, ranks: int, instances: np.ndarray) -> np.ndarray:
@@ -294,10 +299,16 @@ def prefill_queue(classes: RequestClasses, count: ArrayLike, rate: ArrayLike, cv
     rate for every line and routing rule it compares: 16,872 rows of 278 distinct on pdd-agent-64k).
     A pair's figures do not depend on the others asked with it."""
     c, lam = np.broadcast_arrays(np.asarray(count, dtype=np.float64), np.asarray(rate, dtype=np.float64))
-    pairs, inverse = np.unique(np.stack([c.ravel(), lam.ravel()], axis=1), axis=0, return_inverse=True)
+    if c.size < 2:
+        return _queue(classes, c, lam, cv2_arrival)
+    # a pair as one complex number, equal exactly when both parts are (a sort of numbers, not rows);
+    # its parts set, not computed (1j * inf is nan + inf j)
+    joined = np.empty(c.size, dtype=np.complex128)
+    joined.real, joined.imag = c.ravel(), lam.ravel()
+    pairs, inverse = np.unique(joined, return_inverse=True)
     if len(pairs) == c.size:
         return _queue(classes, c, lam, cv2_arrival)
-    distinct = _queue(classes, pairs[:, 0], pairs[:, 1], cv2_arrival)
+    distinct = _queue(classes, pairs.real.copy(), pairs.imag.copy(), cv2_arrival)
     index = inverse.reshape(-1)
     taken = {}
     for field in fields(PrefillQueue):
