@@ -30,14 +30,16 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pddplan.perf.roofline import Instance, linear_step_s, step_time
+from pddplan.perf.roofline import Instance, kept_by_instance, linear_step_s, step_time
 
 
+@kept_by_instance
 def relay_marginal_step_s(instance: Instance, batch: ArrayLike, context_tokens: float, step_tokens: int) -> np.ndarray:
     """m(b) = T_lin(C + b) - T_lin(C) + A_dec(b, context): what b relay sequences add to a prefill
     step of C = `step_tokens` tokens (0 for b = 0; fractional b interpolates the rows linearly).
     Under data-parallel attention a full step carries the chunk budget on each of r ranks, and the
-    rows spread over them: C is r times the budget (`Instance.full_step_tokens`)."""
+    rows spread over them: C is r times the budget (`Instance.full_step_tokens`). Kept by content
+    (`kept_by_instance`): the array returned is read-only."""
     b = np.maximum(np.asarray(batch, dtype=np.float64), 0.0)
     chunk = float(step_tokens)
     rows = linear_step_s(instance, chunk + b) - linear_step_s(instance, chunk)

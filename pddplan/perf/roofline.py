@@ -926,30 +926,6 @@ class PrefillCost:
     fill_s: np.ndarray
 
 
-def linear_step_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
-    """T_lin(T): a step of T new tokens without its attention (weights, GEMMs, collectives, overheads).
-
-    T_lin(T) = step(T tokens, no context).total - its attention part. Under expert parallelism the
-    step overlaps its all-to-all with the work (`two_batch_overlap`), so the difference is exact only when
-    the work binds; attention is then charged on top.
-    """
-    step = step_time(instance, np.maximum(np.asarray(tokens, dtype=np.float64), 1.0), 0.0, 1.0, balanced=True)
-    return np.maximum(step.total_s - step.attention_s, 0.0)
-
-
-def rank_linear_step_s(instance: Instance, busy_ranks: ArrayLike, tokens: ArrayLike) -> np.ndarray:
-    """L_k(T): a lockstep step without its attention when k of the instance's data-parallel ranks
-    each carry T new tokens of one sequence (k <= tp): each rank's dense layers on its T rows, the
-    experts on k T tokens. L_1 is a lone sequence's step; without data-parallel attention it is the
-    step of T tokens whatever k."""
-    k = np.asarray(busy_ranks, dtype=np.float64)
-    t = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
-    if instance.attention_ranks == 1:
-        k = np.ones_like(k)
-    step = step_time(instance, t, 0.0, k)
-    return np.maximum(step.total_s - step.attention_s, 0.0)
-
-
 #: the fields of `Instance` its key holds as they are (the model is keyed whole, the hardware by its
 #: content, the override through the efficiency it gives)
 _SCALAR_FIELDS = tuple(f.name for f in fields(Instance) if f.name not in ("model", "hardware", "efficiency_override"))
@@ -969,10 +945,36 @@ def _instance_key(instance: Instance) -> Hashable:
 #: the step times the optimizer and the evaluator ask again and again on the same instance kinds,
 #: built anew each time (the day's robust purchase: 620 prefill costs of 32 distinct, 2,433 decode
 #: steps of 34), kept by the instance's and the arguments' content (`pddplan.support.kept`)
-_kept_by_content = kept_by_content(_instance_key)
+kept_by_instance = kept_by_content(_instance_key)
 
 
-@_kept_by_content
+@kept_by_instance
+def linear_step_s(instance: Instance, tokens: ArrayLike) -> np.ndarray:
+    """T_lin(T): a step of T new tokens without its attention (weights, GEMMs, collectives, overheads).
+
+    T_lin(T) = step(T tokens, no context).total - its attention part. Under expert parallelism the
+    step overlaps its all-to-all with the work (`two_batch_overlap`), so the difference is exact only when
+    the work binds; attention is then charged on top. Kept by content (`kept_by_instance`): the
+    array returned is read-only.
+    """
+    step = step_time(instance, np.maximum(np.asarray(tokens, dtype=np.float64), 1.0), 0.0, 1.0, balanced=True)
+    return np.maximum(step.total_s - step.attention_s, 0.0)
+
+
+def rank_linear_step_s(instance: Instance, busy_ranks: ArrayLike, tokens: ArrayLike) -> np.ndarray:
+    """L_k(T): a lockstep step without its attention when k of the instance's data-parallel ranks
+    each carry T new tokens of one sequence (k <= tp): each rank's dense layers on its T rows, the
+    experts on k T tokens. L_1 is a lone sequence's step; without data-parallel attention it is the
+    step of T tokens whatever k."""
+    k = np.asarray(busy_ranks, dtype=np.float64)
+    t = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
+    if instance.attention_ranks == 1:
+        k = np.ones_like(k)
+    step = step_time(instance, t, 0.0, k)
+    return np.maximum(step.total_s - step.attention_s, 0.0)
+
+
+@kept_by_instance
 def prefill_cost(
     instance: Instance, new_tokens: ArrayLike, cached_tokens: ArrayLike, chunk_tokens: int | None
 ) -> PrefillCost:
@@ -983,7 +985,7 @@ def prefill_cost(
     with other requests (`PrefillCost.batched_s`) it pays its share. Without a chunk size the
     prefill is one step (and packs with nothing). Zero new tokens cost nothing.
 
-    Kept by content (`_kept_by_content`): the arrays returned are read-only.
+    Kept by content (`kept_by_instance`): the arrays returned are read-only.
     """
     n = np.asarray(new_tokens, dtype=np.float64)
     c = np.asarray(cached_tokens, dtype=np.float64)
@@ -1068,7 +1070,7 @@ def prefill_time(
     return np.where(alone > 0, alone + cost.fill_s + instance.efficiency.request_overhead_s, 0.0)
 
 
-@_kept_by_content
+@kept_by_instance
 def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
     """Time of one decode step for `batch` sequences of mean context `context_tokens`, per token each
     sequence gains. With multi-token prediction (`instance.mtp`, K drafts accepted at rate a) a step
@@ -1078,7 +1080,7 @@ def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: Array
 
     With pipeline stages (pp > 1) the batch runs as pp micro-batches of B / pp sequences (at least
     one: fewer leave stages idle, the pipeline's bubble), each crossing every stage once per step:
-    tau(B) = pp * stage(max(B / pp, 1)) (`pipeline_stage`). Kept by content (`_kept_by_content`):
+    tau(B) = pp * stage(max(B / pp, 1)) (`pipeline_stage`). Kept by content (`kept_by_instance`):
     the array returned is read-only."""
     mtp = instance.mtp
     pp = instance.pp
@@ -1091,9 +1093,9 @@ def decode_step_time(instance: Instance, batch: ArrayLike, context_tokens: Array
     return pp * (verify + draft) / mtp.tokens_per_step()
 
 
-@_kept_by_content
+@kept_by_instance
 def extend_time(instance: Instance, tokens: ArrayLike, context_tokens: ArrayLike) -> np.ndarray:
     """Time of one extend step: recompute `tokens` tokens' KV on a context (token-ID handoff);
     with pipeline stages the step crosses all pp of them: pp * stage(tokens). Kept by content
-    (`_kept_by_content`), as `decode_step_time`: the array returned is read-only."""
+    (`kept_by_instance`), as `decode_step_time`: the array returned is read-only."""
     return instance.pp * step_time(instance, tokens, context_tokens, 1.0).total_s
