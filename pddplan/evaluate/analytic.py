@@ -48,6 +48,7 @@ from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_st
 from pddplan.perf.roofline import decode_step_time, extend_time
 from pddplan.scenarios.scenario import Role, Scenario
 from pddplan.scenarios.split import pool_figure_name, pool_parts
+from pddplan.support.kept import kept_by_identity
 from pddplan.support.limits import check_rate
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -55,6 +56,8 @@ QUANTILES = (0.5, 0.9, 0.99)
 # by at most this much (relative) in one iteration.
 FIXED_POINT_RTOL = 1e-6
 FIXED_POINT_MAX_ITERATIONS = 50
+#: evaluations kept by their scenario's identity (`evaluate`)
+RECENT_EVALUATIONS = 8
 
 
 @dataclass(frozen=True)
@@ -590,8 +593,11 @@ def _tpot_and_gaps(decoding: _Decoding, outputs: np.ndarray, shape: tuple[int, .
     return np.broadcast_to(tpot, shape), np.broadcast_to(worst, shape)
 
 
+@kept_by_identity(RECENT_EVALUATIONS)
 def evaluate(scenario: Scenario, rate_rps: float | None = None) -> Evaluation:
-    """Evaluate `scenario` at `rate_rps` (default: the plan's rate), stage by stage (module docstring)."""
+    """Evaluate `scenario` at `rate_rps` (default: the plan's rate), stage by stage (module docstring).
+    The last evaluations are kept by the scenario's identity (`kept_by_identity`): a search
+    evaluates a plan, then the plan's verification asks the same scenario again."""
     if rate_rps is not None:
         check_rate(rate_rps)
     lam = rate_rps if rate_rps is not None else scenario.rate_rps

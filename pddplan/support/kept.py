@@ -122,3 +122,55 @@ def kept_by_content(
         return kept
 
     return decorate
+
+
+class _Same:
+    """A key that stands for one object: equal only to a key of that very object, and holding it,
+    so that its identity is not reused while the key lives."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+
+def kept_by_identity(
+    count: int,
+) -> Callable[[Callable[Concatenate[_A, _P], _T]], Callable[Concatenate[_A, _P], _T]]:
+    """A decorator for a pure function of an immutable first argument asked again about the very
+    same object (a plan's scenario evaluated in a search, then by its verification): the last
+    `count` results kept by that object's identity and the other arguments' values, made
+    read-only. Results of any size are kept (`kept_by_content` keeps small ones by content)."""
+
+    def decorate(function: Callable[Concatenate[_A, _P], _T]) -> Callable[Concatenate[_A, _P], _T]:
+        recent: OrderedDict[Hashable, object] = OrderedDict()
+        lock = threading.Lock()
+
+        @wraps(function)
+        def kept(first: _A, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+            key = (
+                _Same(first),
+                tuple(_argument_key(arg) for arg in args),
+                tuple((name, _argument_key(value)) for name, value in sorted(kwargs.items())),
+            )
+            with lock:
+                if key in recent:
+                    recent.move_to_end(key)
+                    return recent[key]  # type: ignore[return-value]
+            result = function(first, *args, **kwargs)
+            read_only(*_arrays_of(result))
+            with lock:
+                recent[key] = result
+                while len(recent) > count:
+                    recent.popitem(last=False)
+            return result
+
+        return kept
+
+    return decorate
