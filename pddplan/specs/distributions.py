@@ -16,9 +16,13 @@ from pydantic import Field, model_validator
 
 from pddplan.specs.common import MAX_BINS, Fraction, StrictModel, TokenCount, TokenLength
 from pddplan.support.frozen import read_only
+from pddplan.support.kept import kept_by_identity
 from pddplan.support.special import norm_cdf, norm_ppf
 
 SHARE_TOLERANCE = 1e-6
+#: supports kept per distribution class, by the distribution's identity: an evaluation asks its
+#: workload's again and again (the relay fixed point, the cache's prefix bytes)
+SUPPORTS_KEPT = 16
 #: Quantile edges of the bins that stand for a lognormal length in closed-form averages: 5% steps,
 #: then finer in the upper tail.
 LOGNORMAL_BIN_EDGES = np.concatenate([np.linspace(0.0, 0.95, 20), [0.98, 0.99, 0.995, 0.999, 1.0]])
@@ -43,6 +47,7 @@ class FixedLength(StrictModel):
         """The longest length a request can draw."""
         return self.tokens
 
+    @kept_by_identity(SUPPORTS_KEPT)
     def support(self) -> tuple[np.ndarray, np.ndarray]:
         """(values, probabilities) of a discrete approximation, for closed-form averages."""
         return np.array([float(self.tokens)]), np.array([1.0])
@@ -63,6 +68,7 @@ class LognormalLength(StrictModel):
             raise ValueError(f"min_tokens ({self.min_tokens}) exceeds max_tokens ({self.max_tokens})")
         return self
 
+    @kept_by_identity(SUPPORTS_KEPT)
     def support(self) -> tuple[np.ndarray, np.ndarray]:
         """Bins of the clipped distribution (what `sample` draws), each standing at its exact mean.
 
@@ -128,6 +134,7 @@ class HistogramLength(StrictModel):
             raise ValueError(f"bin shares sum to {total:.6g}, expected 1")
         return self
 
+    @kept_by_identity(SUPPORTS_KEPT)
     def support(self) -> tuple[np.ndarray, np.ndarray]:
         values = np.array([(b.low_tokens + b.high_tokens) / 2 for b in self.bins])
         return values, np.array([b.share for b in self.bins])
@@ -197,6 +204,7 @@ class HitRateDistribution(StrictModel):
         edges = ARTICLE_BUCKET_EDGES
         return [HitBucket(low=edges[i], high=edges[i + 1], share=s) for i, s in enumerate(shares)]
 
+    @kept_by_identity(SUPPORTS_KEPT)
     def support(self) -> tuple[np.ndarray, np.ndarray]:
         """(hit values, probabilities): 8 points per bucket, for closed-form averages (read-only
         arrays, kept by the buckets' values: the optimizer asks thousands of times)."""
@@ -245,6 +253,7 @@ class RequestMix(StrictModel):
             raise ValueError(f"class shares sum to {total:.6g}, expected 1")
         return self
 
+    @kept_by_identity(SUPPORTS_KEPT)
     def support(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(prompt tokens, hit rates, probabilities), one point per class."""
         prompts = np.array([float(c.prompt_tokens) for c in self.classes])

@@ -33,9 +33,10 @@ from pddplan.specs.common import (
     StrictModel,
     Usd,
 )
-from pddplan.specs.distributions import HitRateDistribution, LengthDistribution, RequestMix
+from pddplan.specs.distributions import SUPPORTS_KEPT, HitRateDistribution, LengthDistribution, RequestMix
 from pddplan.specs.model import KvDtype
 from pddplan.specs.precision import WeightDtype
+from pddplan.support.kept import kept_by_identity
 
 #: How far a request mix's mean hit rate may sit from its `hit_rate` marginal's (whose buckets are
 #: discretized into points for closed-form averages).
@@ -521,6 +522,7 @@ class Workload(StrictModel):
         mean = mean_p + mean_o / 2.0
         return float(np.sqrt(max(var, 0.0)) / mean) if mean > 0 else 0.0
 
+    @kept_by_identity(SUPPORTS_KEPT)
     def prompt_hit_support(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(prompt tokens, hit, probability) over the (prompt, hit) pairs requests draw: the mix's
         classes, else every pair of the two marginals' supports (independent)."""
