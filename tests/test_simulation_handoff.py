@@ -27,9 +27,11 @@ from hypothesis import strategies as st
 from toys import PLANS
 from toys import plan_data as plan
 
+import pddplan.evaluate.analytic as analytic
 import pddplan.simulate.engine as engine
 from pddplan.evaluate import evaluate
 from pddplan.evaluate.handoff import MAX_CATCHUP_ROUNDS, CatchUp, catch_up_chunks, catch_up_rounds
+from pddplan.inputs import load_workload
 from pddplan.inputs.input_set import load_input_set
 from pddplan.perf.kv import incremental_kv_bytes, request_kv_bytes
 from pddplan.perf.roofline import decode_step_time, extend_time
@@ -268,3 +270,43 @@ def test_one_requests_rounds_are_the_vectorized_rounds(
         assert sum(earlier) == pytest.approx(float(rounds.earlier_extend_s[k]), rel=1e-12, abs=1e-15)
         extra = len(earlier) * rtt_ms / 1000 + sum(earlier)
         assert extra == pytest.approx(float(rounds.extra_relay_s[k]), rel=1e-12)
+
+
+def test_the_relay_fixed_point_stops_when_it_circles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rag-longdoc-lowhit's PDD plan with one relay and one overloaded main decoder: the map
+    circles (finished-or-not requests and whole handoff rounds make it a step function) with a
+    period of nine iterations, drifting by ~1e-9. It used to run all FIXED_POINT_MAX_ITERATIONS;
+    it stops once a state comes back, and a circle's every turn gives the same figures, so its
+    relay step is one of the states the plain map visits (to FIXED_POINT_RTOL)."""
+    workload = load_workload("rag-longdoc-lowhit")
+    spec: dict[str, Any] = {
+        "name": "circling",
+        "architecture": "pdd",
+        "prefill": {
+            "datacenter": "dc-a",
+            "gpu": "h800",
+            "tp": 16,
+            "count": 6,
+            "expert_parallel": True,
+            "tp_attention": True,
+        },
+        "relay": {"datacenter": "dc-a", "gpu": "h800", "tp": 16, "count": 1, "expert_parallel": True},
+        "decode": {"datacenter": "dc-b", "gpu": "h20", "tp": 16, "count": 1, "expert_parallel": True},
+        "wan": [{"option": "express-100g", "count": 1}],
+    }
+    circling = build_scenario(validate(Plan, spec, "plan.yaml"), load_input_set(workload))
+    stopped = evaluate(circling)
+    assert 10 < stopped.fixed_point_iterations < analytic.FIXED_POINT_MAX_ITERATIONS
+    monkeypatch.setattr(analytic, "FIXED_POINT_CYCLE", 1)  # the plain map: only a repeat of the last state stops it
+    plain = build_scenario(validate(Plan, spec, "plan.yaml"), load_input_set(workload))  # not the evaluation kept
+    states = []
+    original = analytic._same_state
+
+    def recorded(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+        states.append(a[0])
+        return original(a, b)
+
+    monkeypatch.setattr(analytic, "_same_state", recorded)
+    assert evaluate(plain).fixed_point_iterations == analytic.FIXED_POINT_MAX_ITERATIONS
+    relay_step = stopped.stages["relay"].step_s
+    assert min(abs(relay_step - s) / s for s in states) <= analytic.FIXED_POINT_RTOL

@@ -56,6 +56,8 @@ QUANTILES = (0.5, 0.9, 0.99)
 # by at most this much (relative) in one iteration.
 FIXED_POINT_RTOL = 1e-6
 FIXED_POINT_MAX_ITERATIONS = 50
+#: the longest circle of the relay fixed point recognised as one (`_decode_with_relay`)
+FIXED_POINT_CYCLE = 12
 #: evaluations kept by their scenario's identity (`evaluate`)
 RECENT_EVALUATIONS = 8
 
@@ -318,7 +320,11 @@ def _decode_with_relay(
 ) -> _Decoding:
     """Relay and main decoder together, by fixed-point iteration on (tau_RLD, tau_MD, offered bytes):
     the step times set the eager window and the handoff work, which set the batches, which set the
-    step times. Stops when each moved by at most FIXED_POINT_RTOL (relative) in one iteration.
+    step times. Stops when each moved by at most FIXED_POINT_RTOL (relative) in one iteration, or
+    came back within it to where it was up to FIXED_POINT_CYCLE iterations before: the map may
+    circle its fixed point instead of reaching it (whole handoff rounds and finished-or-not
+    requests make it a step function; seen on plans whose main decoders are overloaded), and
+    every turn of the circle gives the same figures again.
     A relay on the prefill instances (`colocated`) has their room and its mixed-step token times."""
     relay_role, link = scenario.relay, scenario.link
     assert relay_role is not None and link is not None
@@ -349,7 +355,7 @@ def _decode_with_relay(
     md: _Decoder | None = None
     choices: set[bool] = set()
     cancel = np.zeros(weights.shape)
-    previous: tuple[float, float, float] | None = None
+    recent: list[tuple[float, float, float]] = []  # the last iterations' states, the latest first
     iterations = 0
     while iterations < FIXED_POINT_MAX_ITERATIONS:
         iterations += 1
@@ -391,12 +397,9 @@ def _decode_with_relay(
         md_rate = lam * float((continuing * weights).sum())
         md = _operating_point(scenario.decode, md_rate, md_tokens / max(md_rate / lam, 1e-12), context, md_max, stall)
         current = (relay.step_s, md.step_s, offered)
-        converged = previous is not None and all(
-            math.isclose(a, b, rel_tol=FIXED_POINT_RTOL) for a, b in zip(current, previous, strict=True)
-        )
-        if converged:
-            break
-        previous = current
+        if any(_same_state(current, earlier) for earlier in recent):
+            break  # converged (the state of the last iteration), or circling (of one before)
+        recent = [current, *recent[: FIXED_POINT_CYCLE - 1]]
     assert md is not None
     # the last iteration's handoff gap (only the fixed point's is reported)
     last_extend = extend_s(np.maximum(rounds.last_chunk_tokens, 1.0))[:, None, :]
@@ -404,6 +407,11 @@ def _decode_with_relay(
     return _Decoding(
         md, relay, offered, wan, eager_tokens, finishes, gap, iterations, catch_up_choices=frozenset(choices)
     )
+
+
+def _same_state(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    """Whether two states of the relay fixed point agree to FIXED_POINT_RTOL in every figure."""
+    return all(math.isclose(x, y, rel_tol=FIXED_POINT_RTOL) for x, y in zip(a, b, strict=True))
 
 
 def _step_or_half_full(
