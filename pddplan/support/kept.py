@@ -54,6 +54,15 @@ def _argument_key(value: object) -> object:
     return (type(value).__name__, value)
 
 
+def _call_key(first: Hashable, args: tuple[object, ...], kwargs: dict[str, object]) -> Hashable:
+    """A call's key: its first argument's key, then every other argument by value (`_argument_key`)."""
+    return (
+        first,
+        tuple(_argument_key(arg) for arg in args),
+        tuple((name, _argument_key(value)) for name, value in sorted(kwargs.items())),
+    )
+
+
 def _arrays_of(result: object) -> list[np.ndarray]:
     """The arrays of a result: itself, or a dataclass's fields."""
     values = vars(result).values() if is_dataclass(result) else (result,)
@@ -105,11 +114,7 @@ def kept_by_content(
 
         @wraps(function)
         def kept(first: _A, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-            key = (
-                key_of(first),
-                tuple(_argument_key(arg) for arg in args),
-                tuple((name, _argument_key(value)) for name, value in sorted(kwargs.items())),
-            )
+            key = _call_key(key_of(first), args, kwargs)
             known = results.get(key)
             if known is not None:
                 return known  # type: ignore[return-value]
@@ -154,11 +159,7 @@ def kept_by_identity(
 
         @wraps(function)
         def kept(first: _A, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-            key = (
-                _Same(first),
-                tuple(_argument_key(arg) for arg in args),
-                tuple((name, _argument_key(value)) for name, value in sorted(kwargs.items())),
-            )
+            key = _call_key(_Same(first), args, kwargs)
             with lock:
                 if key in recent:
                     recent.move_to_end(key)
