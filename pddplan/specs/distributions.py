@@ -204,7 +204,6 @@ class HitRateDistribution(StrictModel):
         edges = ARTICLE_BUCKET_EDGES
         return [HitBucket(low=edges[i], high=edges[i + 1], share=s) for i, s in enumerate(shares)]
 
-    @kept_by_identity(SUPPORTS_KEPT)
     def support(self) -> tuple[np.ndarray, np.ndarray]:
         """(hit values, probabilities): 8 points per bucket, for closed-form averages (read-only
         arrays, kept by the buckets' values: the optimizer asks thousands of times)."""
