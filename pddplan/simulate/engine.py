@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from enum import IntEnum
 from functools import partial
+from itertools import count as counter
 from itertools import repeat
 
 import numpy as np
@@ -431,6 +432,7 @@ class _Simulation:
         else:
             decoders = _decode_pool(scenario, scenario.decode, context, 0.0)
         self.pools: dict[str, list[DecodeInstance]] = {"decode": decoders}
+        self.decoders = decoders  # the main decoders, pools["decode"]
         if scenario.architecture.decode_keeps_prefix_cache:
             # The main decoders reserve their radix cache's budget as planned: Little's law over the
             # prefixes that land (a singular transfer the filter cancels never does), which the
@@ -463,12 +465,14 @@ class _Simulation:
         self.extend_grid_list = extend_grid.tolist()
         self.extend_table_list = extend_time(scenario.decode.instance, extend_grid, context).tolist()
 
-        # the outcomes
-        self.first_token = np.full(count, math.nan)
-        self.finish = np.full(count, math.nan)
-        self.worst_gap = np.zeros(count)
-        self.relay_tokens = np.zeros(count)
-        self.wan_sent = np.zeros(count)
+        # the outcomes, as lists while the loops write them one at a time (a numpy element is a
+        # tenth of a microsecond slower to read or write, several times an event); arrays in `table`
+        self.first_token = [math.nan] * count
+        self.finish = [math.nan] * count
+        self.worst_gap = [0.0] * count
+        self.relay_tokens = [0.0] * count
+        self.wan_sent = [0.0] * count
+        self.relay_list: list[bool] = self.relay.tolist()
         self.cancelled = np.zeros(count, dtype=bool)
         self.pipeline = np.array([self.architecture.direct_pipeline.value] * count, dtype=object)
         self.pipeline[self.relay] = Pipeline.P_RLD_MD.value
@@ -486,7 +490,7 @@ class _Simulation:
         self.md_bound: dict[int, tuple[float, float, float | None]] = {}  # (tokens, stall, handoff time)
 
         self.events: list[_Entry] = []
-        self.seq = 0
+        self.next_seq = counter(1).__next__  # events' sequence numbers: 1, 2, ...
         self.handlers: dict[Event, Callable[[int, float, int], None]] = {
             Event.PREFILL_DONE: self._on_prefill_done,
             Event.DECODER_STEP: self._on_decoder_step,
@@ -525,24 +529,26 @@ class _Simulation:
         event (`link_due_s`, kept beside the heap: it changes at every transfer's start) in time order;
         at one time the heap's first, then the link's, then a known one."""
         # locals: this loop runs once per event (half a million for 100,000 requests); handlers push onto
-        # the same list `events` names
-        events, pop, inf = self.events, heapq.heappop, math.inf
-        count, pointer = len(known), 0
+        # the same list `events` names. The next known time changes only when one is taken.
+        events, pop, inf, on_link = self.events, heapq.heappop, math.inf, self._on_link
+        known_s = [entry[0] for entry in known]
+        known_s.append(inf)
+        pointer, next_known = 0, known_s[0]
         while True:
-            next_known = known[pointer][0] if pointer < count else inf
             next_heap = events[0][0] if events else inf
             link_t = self.link_due_s
             if link_t < next_heap and link_t <= next_known:
-                self._on_link(link_t)
+                on_link(link_t)
             elif next_heap <= next_known:
                 if next_heap == inf:
                     return
                 t, _, kind, target, version = pop(events)
                 handlers[kind](target, t, version)
             else:
-                t, kind, target, version = known[pointer]
+                _, kind, target, version = known[pointer]
                 pointer += 1
-                handlers[kind](target, t, version)
+                handlers[kind](target, next_known, version)
+                next_known = known_s[pointer]
 
     def _run_decoders(self) -> None:
         """The main decoders' loop, after the first: their inputs in the order that loop met them,
@@ -629,8 +635,7 @@ class _Simulation:
         return np.array(landed_s, dtype=np.float64), np.array(landed, dtype=np.int64)
 
     def push(self, t: float, kind: Event, target: int, version: int = 0) -> None:
-        self.seq += 1
-        heapq.heappush(self.events, (t, self.seq, kind, target, version))
+        heapq.heappush(self.events, (t, self.next_seq(), kind, target, version))
 
     def reschedule(self, inst: DecodeInstance) -> None:
         """Replace `inst`'s pending completion event by one at its next completion (in the main
@@ -651,7 +656,7 @@ class _Simulation:
     # Dispatch: where an architecture sends a request whose prefill finished -------------------------
 
     def relayed(self, request: int) -> bool:
-        return bool(self.relay[request])
+        return self.relay_list[request]
 
     def rdma_to_decoder(self, request: int, t: float) -> None:
         self.push(t + self.rdma[request], Event.JOIN_DECODE, request)
@@ -664,11 +669,12 @@ class _Simulation:
         self.decode_inputs.append((t, Event.JOIN_IN_PLACE, request, 0))
 
     def wan_to_decoder(self, request: int, t: float) -> None:
-        assert self.link is not None
+        link = self.link
+        assert link is not None
         if self.link_ran_ahead:  # the transfer is done: its landing is a known event
             return
-        self.link.start(request, self.wan_list[request], t)
-        self.reschedule_link()
+        link.start(request, self.wan_list[request], t)
+        self.link_due_s = link.next_event()  # reschedule_link()
 
     # decoders -------------------------------------------------------------------------------------
 
@@ -738,9 +744,10 @@ class _Simulation:
         self.architecture.after_prefill(self, request, t)
 
     def _on_link(self, t: float) -> None:
-        assert self.link is not None
-        self.link.pop_finished(t, self._on_transfer_done)
-        self.reschedule_link()
+        link = self.link
+        assert link is not None
+        link.pop_finished(t, self._on_transfer_done)
+        self.link_due_s = link.next_event()  # reschedule_link()
 
     def _on_transfer_done(self, request: int, t: float) -> None:
         self.wan_sent[request] = self.wan_list[request]
@@ -762,7 +769,7 @@ class _Simulation:
         self.join(inst, request, self.output_list[request], t, 0.0)
 
     def _on_kv_landed(self, request: int, t: float, version: int) -> None:
-        if not self.relay[request]:
+        if not self.relay_list[request]:
             self.decode_inputs.append((t, Event.KV_LANDED, request, 0))
         elif request in self.relay_instance or request not in self.relay_joined:
             self.push(t + self.rtt_s / 2, Event.RELAY_NOTICE, request)
@@ -815,7 +822,7 @@ class _Simulation:
     # the main decoders' handlers (their own loop) ---------------------------------------------------
 
     def _decode_join(self, request: int, t: float, version: int) -> None:
-        self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)
+        self.join(_least_loaded(self.decoders), request, self.output_list[request], t, 0.0)
 
     def _decode_in_place(self, request: int, t: float, version: int) -> None:
         self.join(self.pools["decode"][self.prefill_instance[request]], request, self.output_list[request], t, 0.0)
@@ -865,13 +872,14 @@ class _Simulation:
         # simulated spans, where t's resolution exceeds a fixed tolerance, still terminate)
         resolution = 64 * math.ulp(t) / inst.step_s()
         due = inst.clock + (resolution if resolution > 1e-9 else 1e-9)
-        while inst.heap and inst.heap[0][0] <= due:
-            _, request = heapq.heappop(inst.heap)
-            if request not in inst.joined_at:
+        heap, joined, finish, relay = inst.heap, inst.joined_at, self.finish, role == "relay"
+        while heap and heap[0][0] <= due:
+            _, request = heapq.heappop(heap)
+            if request not in joined:
                 continue
             inst.remove(request)
-            self.finish[request] = t
-            if role == "relay":
+            finish[request] = t
+            if relay:
                 self.finished_on_relay(request, t)
         self.admit_queued(inst, t)
 
@@ -881,7 +889,7 @@ class _Simulation:
         if self.link is None:
             wan_bytes = np.zeros(len(self.arrival))
         else:
-            wan_bytes = np.where(self.relay & self.cancelled, self.wan_sent, self.wan_size)
+            wan_bytes = np.where(self.relay & self.cancelled, np.array(self.wan_sent), self.wan_size)
         return RequestTable(
             arrival_s=self.arrival,
             prompt_tokens=self.prompt,
@@ -890,10 +898,10 @@ class _Simulation:
             new_tokens=self.fresh,
             prefill_start_s=self.prefill_start,
             prefill_end_s=self.prefill_end,
-            first_token_s=self.first_token,
-            finish_s=self.finish,
-            worst_gap_s=self.worst_gap,
-            relay_tokens=self.relay_tokens,
+            first_token_s=np.array(self.first_token),
+            finish_s=np.array(self.finish),
+            worst_gap_s=np.array(self.worst_gap),
+            relay_tokens=np.array(self.relay_tokens),
             wan_bytes=wan_bytes,
             cancelled=self.cancelled,
             pipeline=self.pipeline.astype(str),
@@ -902,7 +910,7 @@ class _Simulation:
     def stats(self) -> SimulationStats:
         link = self.link
         return SimulationStats(
-            span_s=float(np.nanmax(self.finish)) if len(self.finish) else 0.0,
+            span_s=float(np.nanmax(np.array(self.finish))) if self.finish else 0.0,
             prefill_busy_s=self.prefill_busy_s,
             prefill_instances=self.scenario.prefill.count,
             link_bytes=link.bytes_delivered if link else 0.0,

@@ -42,7 +42,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -86,23 +86,37 @@ def _per_token(seconds: np.ndarray, new_tokens: np.ndarray) -> list[float]:
     return np.divide(seconds, new_tokens, out=np.zeros(len(new_tokens)), where=np.asarray(new_tokens) > 0).tolist()
 
 
+@dataclass
+class _Filling:
+    """A run being filled in, as lists (the loops write one element at a time, which a list does
+    faster than an array): every request starts and ends at its arrival until a step takes it."""
+
+    start_s: list[float]
+    end_s: list[float]
+    instance: list[int]
+    steps: list[tuple[list[float], list[float]]]
+
+    def run(self, busy_s: float) -> PrefillRun:
+        return PrefillRun(
+            start_s=np.array(self.start_s, dtype=np.float64),
+            end_s=np.array(self.end_s, dtype=np.float64),
+            busy_s=busy_s,
+            instance=np.array(self.instance, dtype=np.int64),
+            steps=self.steps,
+        )
+
+
 def _start(
     pool: PrefillPool, arrival_s: np.ndarray, new_tokens: np.ndarray, attention_s: np.ndarray
-) -> tuple[PrefillRun, list[float], list[float], list[float], list[int]]:
-    """A run to fill in (every request starting and ending at its arrival, no step yet), and the
-    loop's lists: arrivals, new tokens, attention per new token, the requests that prefill."""
+) -> tuple[_Filling, list[float], list[float], list[float], list[int]]:
+    """A run to fill in (`_Filling`), and the loop's lists: arrivals, new tokens, attention per new
+    token, the requests that prefill."""
     count = len(arrival_s)
-    run = PrefillRun(
-        start_s=np.array(arrival_s, dtype=np.float64),
-        end_s=np.array(arrival_s, dtype=np.float64),
-        busy_s=0.0,
-        instance=np.zeros(count, dtype=np.int64),
-        steps=[([], []) for _ in range(pool.instances)],
-    )
+    arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
+    filling = _Filling(list(arrival), list(arrival), [0] * count, [([], []) for _ in range(pool.instances)])
     tokens = np.asarray(new_tokens, dtype=np.float64).tolist()
     waiting = [i for i in range(count) if tokens[i] > 0]
-    arrival = np.asarray(arrival_s, dtype=np.float64).tolist()
-    return run, arrival, tokens, _per_token(attention_s, new_tokens), waiting
+    return filling, arrival, tokens, _per_token(attention_s, new_tokens), waiting
 
 
 def _next_step(
@@ -203,7 +217,7 @@ def run_prefill_pool(
             end[i] = out
             on_instance[i] = k
         heapq.heappush(busy, (done, k))
-    return replace(run, busy_s=busy_s)
+    return run.run(busy_s)
 
 
 def _run_rank_pool(
@@ -267,4 +281,4 @@ def _run_rank_pool(
             end[i] = done
             on_instance[i] = k
         heapq.heappush(busy, (done, k))
-    return replace(run, busy_s=busy_s)
+    return run.run(busy_s)

@@ -137,9 +137,19 @@ class ColocatedRelay(DecodeInstance):
             self.busy_before.append(self.busy_before[-1] + end - start)
         # idle(t) at the end of step j, the time outside the steps by then
         self.idle_at_end = [end - busy for end, busy in zip(ends, self.busy_before[1:], strict=True)]
+        # the last (t, F(t), idle(t)): an admission or an advance asks the same t two or three times
+        self._last_position = (math.nan, 0.0, 0.0)
 
     def _position(self, t: float) -> tuple[float, float]:
         """(F(t), idle(t)): prefill steps done by t, and the time by t outside them."""
+        known_t, done, idle = self._last_position
+        if t == known_t:
+            return done, idle
+        done, idle = self._position_at(t)
+        self._last_position = (t, done, idle)
+        return done, idle
+
+    def _position_at(self, t: float) -> tuple[float, float]:
         j = bisect.bisect_right(self.ends, t)
         done, busy = float(j), self.busy_before[j]
         if j < len(self.starts) and self.starts[j] < t:
@@ -155,7 +165,7 @@ class ColocatedRelay(DecodeInstance):
     def _time_at(self, clock: float, tau: float) -> float:
         """The t at which V(t) = `clock` (V relative to time 0, at decode step `tau`)."""
         ends, starts, busy_before, idle_at_end = self.ends, self.starts, self.busy_before, self.idle_at_end
-        low, high = 0, len(ends)  # first step j whose end reaches the clock: j + 1 + idle / tau >= clock
+        low, high = 0, len(ends)
         while low < high:
             mid = (low + high) // 2
             if idle_at_end[mid] >= (clock - mid - 1) * tau:
@@ -185,7 +195,8 @@ class ColocatedRelay(DecodeInstance):
         self.batch_time_integral += self.batch * (t - self.last_t)
         if self.batch > 0:
             tau = DecodeInstance.step_s(self)
-            self.clock += self._clock_at(t, tau) - self._clock_at(self.last_t, tau)
+            before = self._clock_at(self.last_t, tau)  # first: `_position` keeps the last t asked, t
+            self.clock += self._clock_at(t, tau) - before
         self.last_t = t
 
     def next_finish(self) -> float:
@@ -275,18 +286,19 @@ class Link:
 
     def next_event(self) -> float:
         """Time of the next flow completion or capacity change."""
-        while self.heap and self.heap[0][1] not in self.flows:
-            heapq.heappop(self.heap)
-        if not self.heap:
+        heap, flows = self.heap, self.flows
+        while heap and heap[0][1] not in flows:
+            heapq.heappop(heap)
+        if not heap:
             return math.inf
-        share = self.capacity * self.fraction / len(self.flows)  # per flow: min(F, C f / n); n >= 1
+        share = self.capacity * self.fraction / len(flows)  # per flow: min(F, C f / n); n >= 1
         per_flow = share if share < self.flow_cap else self.flow_cap
-        finish = self.last_t + (self.heap[0][0] - self.clock) / per_flow if per_flow > 0 else math.inf
+        last = self.last_t
+        finish = last + (heap[0][0] - self.clock) / per_flow if per_flow > 0 else math.inf
+        due = self.next_change if self.next_change < finish else finish
         # at least one ulp ahead: a gap below the clock's resolution would leave it where it is and
         # the event loop would call again forever
-        due = self.next_change if self.next_change < finish else finish
-        least = math.nextafter(self.last_t, math.inf)
-        return least if least > due else due
+        return due if due > last else math.nextafter(last, math.inf)
 
     def pop_finished(self, t: float, on_done: Callable[[int, float], None]) -> None:
         """Complete every flow whose bytes are all sent by `t`."""
@@ -299,5 +311,7 @@ class Link:
             if size_clock - self.clock > 1e-9 * (1.0 if size_clock < 1.0 else size_clock):  # ~1e-9 s per s sent
                 break
             heapq.heappop(self.heap)
-            self.stop(request)
+            del self.flows[request]  # stop(request), inline: a call per transfer
+            if self.timeline is not None:
+                self.timeline.append((self.last_t, len(self.flows)))
             on_done(request, t)
