@@ -40,7 +40,6 @@ from dataclasses import dataclass, fields, replace
 from enum import IntEnum
 from functools import partial
 from itertools import count as counter
-from itertools import repeat
 
 import numpy as np
 
@@ -95,6 +94,15 @@ class Event(IntEnum):
 _Entry = tuple[float, int, Event, int, int]
 # An event known before a loop runs: (time, kind, target, version).
 _Known = tuple[float, Event, int, int]
+
+
+@dataclass(frozen=True)
+class _KnownEvents:
+    """The events known before the main loop, in time order, as columns (their version is 0)."""
+
+    times_s: list[float]
+    kinds: list[Event]
+    targets: list[int]
 
 
 @dataclass(frozen=True)
@@ -524,15 +532,14 @@ class _Simulation:
         self._loop(self._known_events(), self.handlers)
         self._run_decoders()
 
-    def _loop(self, known: list[_Known], handlers: dict[Event, Callable[[int, float, int], None]]) -> None:
+    def _loop(self, known: _KnownEvents, handlers: dict[Event, Callable[[int, float, int], None]]) -> None:
         """Process `known` (events known before, in time order), the heap's and the link's next
         event (`link_due_s`, kept beside the heap: it changes at every transfer's start) in time order;
         at one time the heap's first, then the link's, then a known one."""
         # locals: this loop runs once per event (half a million for 100,000 requests); handlers push onto
         # the same list `events` names. The next known time changes only when one is taken.
         events, pop, inf, on_link = self.events, heapq.heappop, math.inf, self._on_link
-        known_s = [entry[0] for entry in known]
-        known_s.append(inf)
+        known_s, kinds, targets = [*known.times_s, inf], known.kinds, known.targets
         pointer, next_known = 0, known_s[0]
         while True:
             next_heap = events[0][0] if events else inf
@@ -545,9 +552,8 @@ class _Simulation:
                 t, _, kind, target, version = pop(events)
                 handlers[kind](target, t, version)
             else:
-                _, kind, target, version = known[pointer]
+                handlers[kinds[pointer]](targets[pointer], next_known, 0)
                 pointer += 1
-                handlers[kind](target, next_known, version)
                 next_known = known_s[pointer]
 
     def _run_decoders(self) -> None:
@@ -558,30 +564,31 @@ class _Simulation:
         pool = self.pools["decode"]
         due = self.decoder_due_s = [math.inf] * len(pool)
         inputs, handlers, finish_due = self.decode_inputs, self.decode_handlers, self._finish_due
-        count, pointer, single = len(inputs), 0, len(pool) == 1
+        count, pointer, single, inf = len(inputs), 0, len(pool) == 1, math.inf
+        next_input = inputs[0][0] if count else inf  # changes only when an input is taken
         while True:
             t_step = due[0] if single else min(due)
-            next_input = inputs[pointer][0] if pointer < count else math.inf
             if t_step <= next_input:
-                if t_step == math.inf:
+                if t_step == inf:
                     return
                 index = 0 if single else due.index(t_step)
-                due[index] = math.inf
+                due[index] = inf
                 finish_due("decode", pool[index], t_step)
             else:
-                t, kind, target, version = inputs[pointer]
+                _, kind, target, version = inputs[pointer]
                 pointer += 1
-                handlers[kind](target, t, version)
+                handlers[kind](target, next_input, version)
+                next_input = inputs[pointer][0] if pointer < count else inf
 
-    def _known_events(self) -> list[_Known]:
-        """(time, kind, target, 0) of the events known before the loop, in time order: every prefill
+    def _known_events(self) -> _KnownEvents:
+        """The events known before the loop, in time order: every prefill
         completion; or, when nothing the decoders do can stop a transfer (no relayed request whose
         routing cancels singular traffic), the link's whole run first (`_run_link`), then the KV
         landings it gives and the prefill completions that send a request anywhere but the WAN
         (a landing first at a tie, as a heap event came before a prefill completion)."""
         order = np.argsort(self.prefill_end, kind="stable")
         if not self._link_runs_ahead():
-            return list(zip(self.prefill_end[order].tolist(), repeat(Event.PREFILL_DONE), order.tolist(), repeat(0)))
+            return _KnownEvents(self.prefill_end[order].tolist(), [Event.PREFILL_DONE] * len(order), order.tolist())
         paths = _Paths(self, len(order))
         end = self.prefill_end.tolist()
         for request in order.tolist():
@@ -595,7 +602,7 @@ class _Simulation:
         merged = np.lexsort((np.arange(len(times)), first, times))
         kinds = [Event.KV_LANDED] * len(landed) + [Event.PREFILL_DONE] * len(done)
         targets = np.concatenate([landed, done])[merged].tolist()
-        return list(zip(times[merged].tolist(), [kinds[i] for i in merged.tolist()], targets, repeat(0)))
+        return _KnownEvents(times[merged].tolist(), [kinds[i] for i in merged.tolist()], targets)
 
     def _link_runs_ahead(self) -> bool:
         """Whether the link's run can be done before the loop: there is a link, and no relayed
