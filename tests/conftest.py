@@ -16,11 +16,12 @@ from pddplan.support import forking
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Tests that run whole commands for ten seconds to a minute (the fuzz, the gate, the paper, the
-#: agreement check, distributed sweeps), marked `slow`. The README's test command runs them; CI's
-#: second and third runs of the suite (oldest pins, newest CPython) leave them out with
-#: `-m "not slow"`, which keeps CI near its time budget while the rest of the suite still covers
-#: both ends of the version ranges.
+#: Tests that run whole commands for two seconds to a minute (the fuzz, the gate, the paper, the
+#: agreement check, distributed sweeps, bathtubs over many points, a browser), marked `slow`. The
+#: README's test command runs them; CI's second and third runs of the suite (oldest pins, newest
+#: CPython) leave them out with `-m "not slow"`, which keeps CI near its time budget while the rest
+#: of the suite still covers both ends of the version ranges (each command still runs there, in a
+#: smaller test of its own).
 SLOW_TESTS = (
     "test_fuzz_inputs.py::",
     "test_paper.py::",
@@ -40,6 +41,16 @@ SLOW_TESTS = (
     "test_plans_are_minimal.py::",
     "test_readme.py::test_readme_blocks_match_the_tool",
     "test_readme_walkthrough.py::",
+    "test_agreement.py::test_agreement_on_the_workloads_named_matches_its_schema",
+    "test_bathtub.py::test_json_has_points_and_findings",
+    "test_bathtub.py::test_dips_sit_within_one_grid_step_of_the_arithmetic",
+    "test_bathtub.py::test_predicted_dips_are_the_chunk_arithmetic",
+    "test_bathtub_trace.py::test_bathtub_with_a_trace",
+    "test_request_mix.py::test_a_trace_built_workload_optimizes_end_to_end_and_keeps_the_correlation",
+    "test_optimize_search.py::test_budget_mode_never_serves_nothing",
+    "test_drc.py::test_the_optimizer_chooses_the_radix_cache_retention",
+    "test_colocated_relay.py::test_auto_is_no_worse_than_either_placement",
+    "test_plan_report.py::test_the_report_renders_in_headless_chromium_without_console_errors",
 )
 
 
