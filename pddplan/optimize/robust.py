@@ -48,7 +48,8 @@ from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize.joint import JointCase, joint_purchase
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.outputs import RobustArchitecture, RobustScenario
-from pddplan.optimize.run import optimize
+from pddplan.optimize.parallel import longest_first
+from pddplan.optimize.run import optimize_variants
 from pddplan.optimize.search import rule_text
 from pddplan.optimize.survive import growths
 from pddplan.scenarios.scenario import build_scenario
@@ -56,6 +57,7 @@ from pddplan.scenarios.variants import scenario_workloads
 from pddplan.simulate.sequential import verify
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import TrafficScenario, Workload
+from pddplan.support.forking import map_forked, worker_count
 
 MAX_GROWTH = 32
 
@@ -392,15 +394,25 @@ def robust_optimize(
     pairs = scenario_workloads(workload)
     cases = [(spec, load_input_set(w, base_dir)) for spec, w in pairs]
     if progress:
-        progress("optimizing the workload as written")
-    steady = optimize(workload, base_dir, options, architectures)
-    per_scenario = []
-    for spec, w in pairs:
-        if progress:
-            progress(f"optimizing scenario {spec.name}")
-        per_scenario.append((spec, optimize(w, base_dir, options, architectures)))
+        progress(f"optimizing the workload as written and its scenarios {', '.join(spec.name for spec, _ in pairs)}")
+    # every (variant, architecture) search one task of the same pool: the same reports as one by one
+    steady, *reports = optimize_variants(
+        [(workload, options)] + [(w, options) for _, w in pairs], base_dir, architectures, progress
+    )
+    per_scenario = [(spec, report) for (spec, _), report in zip(pairs, reports, strict=True)]
     home = load_input_set(workload, base_dir)
-    return [_robust_plan(arch, steady, per_scenario, cases, (home, options)) for arch in architectures]
+    # each architecture's purchase is independent of the others': side by side on forked workers
+    # (up to `jobs`), the longest first
+    order = longest_first(architectures)
+    if progress:
+        progress(f"choosing each architecture's purchase: {', '.join(architectures[i] for i in order)}")
+    chosen = map_forked(
+        lambda i: _robust_plan(architectures[i], steady, per_scenario, cases, (home, options)),
+        order,
+        worker_count(options.jobs, len(order)),
+    )
+    by_index = dict(zip(order, chosen, strict=True))
+    return [by_index[i] for i in range(len(architectures))]
 
 
 def _robust_plan(
