@@ -581,11 +581,11 @@ class _Simulation:
                 next_input = inputs[pointer][0] if pointer < count else inf
 
     def _known_events(self) -> _KnownEvents:
-        """The events known before the loop, in time order: every prefill
-        completion; or, when nothing the decoders do can stop a transfer (no relayed request whose
-        routing cancels singular traffic), the link's whole run first (`_run_link`), then the KV
-        landings it gives and the prefill completions that send a request anywhere but the WAN
-        (a landing first at a tie, as a heap event came before a prefill completion)."""
+        """The events known before the loop, in time order: every prefill completion; or, when
+        nothing the decoders do can stop a transfer (no relayed request whose routing cancels
+        singular traffic), the link's whole run first (`_run_link`), then the KV landings it gives
+        and the prefill completions that send a request anywhere but the WAN (a landing first at a
+        tie, as a heap event came before a prefill completion)."""
         order = np.argsort(self.prefill_end, kind="stable")
         if not self._link_runs_ahead():
             return _KnownEvents(self.prefill_end[order].tolist(), [Event.PREFILL_DONE] * len(order), order.tolist())
@@ -681,7 +681,7 @@ class _Simulation:
         if self.link_ran_ahead:  # the transfer is done: its landing is a known event
             return
         link.start(request, self.wan_list[request], t)
-        self.link_due_s = link.next_event()  # reschedule_link()
+        self.link_due_s = link.next_event()  # reschedule_link(), inline: once per transfer
 
     # decoders -------------------------------------------------------------------------------------
 
@@ -754,7 +754,7 @@ class _Simulation:
         link = self.link
         assert link is not None
         link.pop_finished(t, self._on_transfer_done)
-        self.link_due_s = link.next_event()  # reschedule_link()
+        self.link_due_s = link.next_event()  # reschedule_link(), inline: once per transfer
 
     def _on_transfer_done(self, request: int, t: float) -> None:
         self.wan_sent[request] = self.wan_list[request]
