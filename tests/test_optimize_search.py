@@ -339,6 +339,17 @@ def test_pd_cross_infeasible_says_the_best_ttft_any_pool_reaches() -> None:
     assert f"TTFT P99 {best['TTFT P99']:.3g} s" in finding["message"]
 
 
+def test_without_diagnose_an_infeasible_architecture_has_no_finding_and_the_same_outcome() -> None:
+    """`diagnose=False` (the gate's, agreement's) skips only the explanation: pdd-agent-64k's pd-cross
+    is as infeasible, with no plan, and says nothing about why."""
+    inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
+    explained = optimize_architecture(inputs, "pd-cross", OptimizeOptions(verify=False))
+    silent = optimize_architecture(inputs, "pd-cross", OptimizeOptions(verify=False, diagnose=False))
+    assert explained.infeasibility and not silent.infeasibility
+    assert not silent.feasible and not explained.feasible
+    assert silent.plan == explained.plan and silent.evaluation == explained.evaluation
+
+
 def test_diagnose_tpot_no_decoder_meets_at_batch_one() -> None:
     dec = candidate("dc-b", "h20", 1, 0.2, 10)
     data = ample_pdd(decode=[decoder(dec, 0.0, 80.0, usable=False)])

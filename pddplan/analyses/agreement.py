@@ -61,7 +61,9 @@ def agreement(
     names = list(dict.fromkeys(workloads)) if workloads else list(catalog.entries("workloads"))
     if progress:
         progress(f"optimizing {len(names)} workloads")
-    requests_of = [(load_workload(name), workload_dir(name), OptimizeOptions(verify=False)) for name in names]
+    # rows of the feasible plans only: no architecture's infeasibility explained
+    options = OptimizeOptions(verify=False, diagnose=False)
+    requests_of = [(load_workload(name), workload_dir(name), options) for name in names]
     reports = optimize_each(requests_of, progress=progress)
     planned = [(name, result) for name, report in zip(names, reports, strict=True) for result in report.results]
     scenarios = [result.scenario for _, result in planned if result.scenario is not None]

@@ -112,6 +112,7 @@ def scenario_request(scenario: ScenarioSpec, base_dir: Path) -> tuple[Workload, 
         min_served_fraction=opts.min_served_fraction,
         verify_requests=opts.requests,
         seed=opts.seed,
+        diagnose=False,  # a baseline records the best plan's figures, never why another has none
     )
     return workload, catalog.resolve("workloads", workload_ref, "workload").resolve().parent, options
 

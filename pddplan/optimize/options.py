@@ -47,6 +47,9 @@ class OptimizeOptions:
     relay_placement: RelayPlacement = "auto"
     #: list this many best plans per architecture and their cost-latency frontier (None: only the best)
     top: int | None = None
+    #: say which constraints bind where an architecture has no feasible plan (`pddplan.optimize.diagnose`,
+    #: a search of its own); off where nobody reads it (the gate records the best plan's figures only)
+    diagnose: bool = True
 
     def __post_init__(self) -> None:
         if self.relay_placement not in RELAY_PLACEMENTS:

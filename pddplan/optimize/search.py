@@ -576,7 +576,8 @@ def _optimize_at(
     _search(builder, result, progress)
     if not result.feasible:
         simulated = result.simulation is not None
-        result.infeasibility = diagnose(builder.beyond(), simulated)
+        if options.diagnose:
+            result.infeasibility = diagnose(builder.beyond(), simulated)
         if not simulated:  # keep only a plan the simulation tried (and report what it measured)
             result.plan = result.scenario = result.evaluation = None
     return result
