@@ -118,8 +118,6 @@ class CapacityPath:
             self._trace = (trace.times_s, trace.fractions)
         single_row = self._trace is not None and len(self._trace[0]) == 1
         self.constant = spec.kind == "none" or (spec.kind == "ou" and spec.cv == 0) or single_row
-        self._step_s, self._correlation_s = spec.step_s, spec.correlation_s
-        self._cv, self._min_fraction = spec.cv, spec.min_fraction
 
     def _normal(self) -> float:
         """The generator's next standard normal (drawn with the next NORMALS_DRAWN - 1 when none is left)."""
@@ -143,15 +141,14 @@ class CapacityPath:
             index = int(np.searchsorted(times, local + eps, side="right") - 1)
             following = times[index + 1] if index + 1 < len(times) else times[0] + period
             return float(fractions[index]), t + max(float(following - local), eps)
-        step_s = self._step_s
         if self._last_t is not None:
             # Exact AR(1) jump over the steps since the last draw: a^k X + sqrt(1 - a^2k) e.
-            steps = max((t - self._last_t) / step_s, 1.0)
-            a_k = math.exp(-steps * step_s / self._correlation_s)
+            steps = max((t - self._last_t) / self.spec.step_s, 1.0)
+            a_k = math.exp(-steps * self.spec.step_s / self.spec.correlation_s)
             self._x = a_k * self._x + math.sqrt(1.0 - a_k**2) * self._normal()
         self._last_t = t
-        fraction = min(max(1.0 + self._cv * self._x, self._min_fraction), 1.0)
-        return fraction, t + step_s
+        fraction = min(max(1.0 + self.spec.cv * self._x, self.spec.min_fraction), 1.0)
+        return fraction, t + self.spec.step_s
 
 
 class SteppedPath:

@@ -440,7 +440,6 @@ class _Simulation:
         else:
             decoders = _decode_pool(scenario, scenario.decode, context, 0.0)
         self.pools: dict[str, list[DecodeInstance]] = {"decode": decoders}
-        self.decoders = decoders  # the main decoders, pools["decode"]
         if scenario.architecture.decode_keeps_prefix_cache:
             # The main decoders reserve their radix cache's budget as planned: Little's law over the
             # prefixes that land (a singular transfer the filter cancels never does), which the
@@ -829,7 +828,7 @@ class _Simulation:
     # the main decoders' handlers (their own loop) ---------------------------------------------------
 
     def _decode_join(self, request: int, t: float, version: int) -> None:
-        self.join(_least_loaded(self.decoders), request, self.output_list[request], t, 0.0)
+        self.join(_least_loaded(self.pools["decode"]), request, self.output_list[request], t, 0.0)
 
     def _decode_in_place(self, request: int, t: float, version: int) -> None:
         self.join(self.pools["decode"][self.prefill_instance[request]], request, self.output_list[request], t, 0.0)

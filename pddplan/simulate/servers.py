@@ -311,7 +311,5 @@ class Link:
             if size_clock - self.clock > 1e-9 * (1.0 if size_clock < 1.0 else size_clock):  # ~1e-9 s per s sent
                 break
             heapq.heappop(self.heap)
-            del self.flows[request]  # stop(request), inline: a call per transfer
-            if self.timeline is not None:
-                self.timeline.append((self.last_t, len(self.flows)))
+            self.stop(request)
             on_done(request, t)
