@@ -20,6 +20,15 @@ def test_results_come_back_in_order_from_other_processes() -> None:
         assert any(elsewhere for _, elsewhere in out)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_progress_counts_the_results_as_they_come_in_order(workers: int) -> None:
+    seen: list[tuple[int, int]] = []
+    out = forking.map_forked(
+        lambda item: item * item, [3, 1, 2], workers, lambda done, total: seen.append((done, total))
+    )
+    assert out == [9, 1, 4] and seen == [(1, 3), (2, 3), (3, 3)]
+
+
 def test_one_worker_or_one_item_runs_here() -> None:
     parent = os.getpid()
     assert forking.map_forked(lambda _: os.getpid(), [1, 2, 3], 1) == [parent] * 3

@@ -221,14 +221,15 @@ def test_sweep_point_is_the_sized_plan_under_its_capacity_view() -> None:
             assert entry["throughput_per_gpu_hour"] == pytest.approx(view.throughput_per_gpu_hour, rel=1e-9)
 
 
-def test_parallel_loky_gives_the_same_points() -> None:
-    serial = sweep_json(*RATE_ARGS)
-    parallel = sweep_json(*RATE_ARGS, "--jobs", "2")
-    assert parallel == serial
+def test_forked_and_loky_workers_give_the_serial_points() -> None:
+    """The default (forked copies of this process, one per CPU) and joblib's loky processes."""
+    serial = sweep_json(*RATE_ARGS, "--jobs", "1")
+    assert sweep_json(*RATE_ARGS) == serial
+    assert sweep_json(*RATE_ARGS, "--jobs", "2", "--backend", "loky") == serial
 
 
 def test_threading_backend_gives_the_same_points() -> None:
-    assert sweep_json(*RATE_ARGS, "--jobs", "2", "--backend", "threading") == sweep_json(*RATE_ARGS)
+    assert sweep_json(*RATE_ARGS, "--jobs", "2", "--backend", "threading") == sweep_json(*RATE_ARGS, "--jobs", "1")
 
 
 def test_range_over_an_integer_field() -> None:
@@ -376,7 +377,7 @@ def test_unused_param_needs_two_values_and_a_plan() -> None:
 def test_dask_backend_on_a_local_cluster_gives_the_same_points() -> None:
     """--backend dask used to crash ("To use Joblib with Dask first create a Dask Client", exit 1):
     without --scheduler it starts a local cluster of --jobs workers for the sweep."""
-    assert sweep_json(*RATE_ARGS, "--backend", "dask", "--jobs", "2") == sweep_json(*RATE_ARGS)
+    assert sweep_json(*RATE_ARGS, "--backend", "dask", "--jobs", "2") == sweep_json(*RATE_ARGS, "--jobs", "1")
 
 
 def test_dask_backend_reaches_a_running_scheduler_by_address() -> None:
@@ -385,7 +386,7 @@ def test_dask_backend_reaches_a_running_scheduler_by_address() -> None:
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         result = run(*RATE_ARGS, "--backend", "dask", "--scheduler", cluster.scheduler_address)
         assert result.exit_code == 0, result.stderr
-        assert json.loads(result.stdout) == sweep_json(*RATE_ARGS)
+        assert json.loads(result.stdout) == sweep_json(*RATE_ARGS, "--jobs", "1")
 
 
 def test_an_unreachable_scheduler_is_one_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -405,7 +406,7 @@ def test_dask_backend_without_dask_exits_2(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_ray_backend_on_a_local_runtime_gives_the_same_points() -> None:
     """A local ray runtime of --jobs CPUs, started and shut down for the sweep."""
-    assert sweep_json(*RATE_ARGS, "--backend", "ray", "--jobs", "2") == sweep_json(*RATE_ARGS)
+    assert sweep_json(*RATE_ARGS, "--backend", "ray", "--jobs", "2") == sweep_json(*RATE_ARGS, "--jobs", "1")
 
 
 def test_ray_backend_without_ray_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -416,7 +417,7 @@ def test_ray_backend_without_ray_exits_2(monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.parametrize("backend", ["dask", "ray"])
 def test_a_bathtub_on_a_cluster_gives_the_serial_points(backend: str) -> None:
     args = ("bathtub", WORKLOAD, "--points", "11", "--json")
-    assert sweep_json(*args, "--jobs", "2", "--backend", backend) == sweep_json(*args)
+    assert sweep_json(*args, "--jobs", "2", "--backend", backend) == sweep_json(*args, "--jobs", "1")
 
 
 @pytest.mark.parametrize(

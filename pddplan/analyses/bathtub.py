@@ -415,8 +415,8 @@ class BathtubFlags:
     svg: Path | None = None
     html: Path | None = None
     csv_path: Path | None = None
-    jobs: int = 1
-    backend: str = "loky"
+    jobs: int | None = None
+    backend: str = "fork"
     scheduler: str | None = None
     json_out: bool = False
 

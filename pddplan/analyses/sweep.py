@@ -259,8 +259,8 @@ class SweepFlags:
     values: str | None = None
     span: str | None = None
     architecture: list[str] | None = None
-    jobs: int = 1
-    backend: str = "loky"
+    jobs: int | None = None
+    backend: str = "fork"
     scheduler: str | None = None
     exact: bool = False
     png: Path | None = None
@@ -274,7 +274,8 @@ class SweepFlags:
         """The checked request, before any work: the architectures, the workers, the images asked
         for (matplotlib installed), the values (`parse_values`), the workload file, the backend."""
         names = architecture_names(self.architecture)
-        check_jobs(self.jobs)
+        if self.jobs is not None:
+            check_jobs(self.jobs)
         check_image_outputs(self.png, self.svg)
         values = parse_values(self.values, self.span)
         path = catalog.resolve("workloads", self.workload, "workload")

@@ -26,7 +26,9 @@ DetailFlag = Annotated[
 ]
 
 
-JobsOption = Annotated[int, typer.Option("--jobs", "-j", help="Parallel workers.")]
+JobsOption = Annotated[
+    int | None, typer.Option("--jobs", "-j", help="Parallel workers (default: one per CPU).", show_default=False)
+]
 
 
 TraceFormatOption = Annotated[str, typer.Option("--trace-format", help="With --trace: mooncake or csv.")]
@@ -40,7 +42,15 @@ TraceCacheOption = Annotated[
 ]
 
 
-BackendOption = Annotated[str, typer.Option("--backend", help="loky (default), threading, dask or ray.")]
+BackendOption = Annotated[
+    str,
+    typer.Option(
+        "--backend",
+        help="fork (default: copies of this process; one process where forking is unsafe), loky, threading, "
+        "dask or ray.",
+        show_default=False,
+    ),
+]
 
 
 SchedulerOption = Annotated[

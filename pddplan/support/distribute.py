@@ -1,10 +1,11 @@
 """Run independent work units on one process, a local pool, or a cluster, results in input order.
 
 Sweeps and bathtubs are many independent points. `map_in_order(func, tasks, execution)` runs
-`func` on each task: in this process (one job), on joblib's loky processes or threads, on a dask
-cluster (`scheduler` address, else a local cluster of `jobs` worker processes started for the
-call), or on ray (`scheduler` address, else a local runtime of `jobs` CPUs). Whatever the
-backend, the results come back in the order of `tasks`, so every backend gives the same output.
+`func` on each task: in this process (one job), on forked copies of it (the default: no start-up,
+the inputs inherited), on joblib's loky processes or threads, on a dask cluster (`scheduler`
+address, else a local cluster of `jobs` worker processes started for the call), or on ray
+(`scheduler` address, else a local runtime of `jobs` CPUs). Whatever the backend, the results
+come back in the order of `tasks`, so every backend gives the same output.
 `func` must be a module-level function and each task picklable; a task should carry what its
 point needs (loaded inputs, not paths to re-read on every worker).
 """
@@ -18,34 +19,43 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pddplan.errors import InputError
+from pddplan.support.forking import map_forked, usable_cpus, worker_count
 from pddplan.support.limits import check_jobs
 
 TaskT = TypeVar("TaskT")
 ResultT = TypeVar("ResultT")
 
-BACKENDS = ("loky", "threading", "dask", "ray")
+BACKENDS = ("fork", "loky", "threading", "dask", "ray")
 #: how long to try reaching a dask scheduler given by address before saying it cannot be reached
 SCHEDULER_TIMEOUT_S = 5
 
 
 @dataclass(frozen=True)
 class Execution:
-    """How points run: `jobs` workers on `backend` (loky, threading, dask or ray); `optimize`
-    (sweeps) solves the integer program at each point instead of the fast sizing."""
+    """How points run: `jobs` workers (None: one per CPU this process may use) on `backend`: fork
+    (forked copies of this process, or this process alone where forking is unsafe,
+    `pddplan.support.forking.map_forked`), loky, threading, dask or ray; `optimize` (sweeps) solves
+    the integer program at each point instead of the fast sizing."""
 
-    jobs: int = 1
-    backend: str = "loky"
+    jobs: int | None = None
+    backend: str = "fork"
     optimize: bool = False
     #: dask: the scheduler's address (tcp://host:8786); ray: the cluster's (ray://host:10001 or
     #: host:6379). None starts a local cluster (dask) or runtime (ray) of `jobs` workers.
     scheduler: str | None = None
 
     def __post_init__(self) -> None:
-        check_jobs(self.jobs)
+        if self.jobs is not None:
+            check_jobs(self.jobs)
         if self.backend not in BACKENDS:
             raise InputError(f"--backend = {self.backend!r}: expected {', '.join(BACKENDS[:-1])} or {BACKENDS[-1]}")
         if self.scheduler is not None and self.backend not in ("dask", "ray"):
             raise InputError(f"--scheduler is for --backend dask or ray, not {self.backend}")
+
+    @property
+    def workers(self) -> int:
+        """`jobs`, or one per CPU this process may use."""
+        return self.jobs or usable_cpus()
 
 
 def map_in_order(
@@ -59,16 +69,13 @@ def map_in_order(
         return _on_dask(func, tasks, execution, progress)
     if execution.backend == "ray":
         return _on_ray(func, tasks, execution, progress)
-    if execution.jobs == 1 and execution.backend == "loky":
-        out = []
-        for done, task in enumerate(tasks, start=1):
-            out.append(func(task))
-            if progress:
-                progress(done, len(tasks))
-        return out
+    if execution.backend == "fork":
+        return map_forked(func, tasks, worker_count(execution.jobs, len(tasks)), progress)
+    if execution.workers == 1 and execution.backend == "loky":
+        return map_forked(func, tasks, 1, progress)
     import joblib  # loaded when points run in parallel: a serial sweep never pays its import
 
-    with joblib.parallel_config(backend=execution.backend, n_jobs=execution.jobs):
+    with joblib.parallel_config(backend=execution.backend, n_jobs=execution.workers):
         generator = joblib.Parallel(return_as="generator")(joblib.delayed(func)(task) for task in tasks)
         out = []
         for done, result in enumerate(generator, start=1):
@@ -99,7 +106,7 @@ def _on_dask(
     try:
         if execution.scheduler is None:
             cluster = distributed.LocalCluster(
-                n_workers=execution.jobs, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=execution.workers, threads_per_worker=1, processes=True, dashboard_address=None
             )
             client = distributed.Client(cluster)
         else:
@@ -135,7 +142,10 @@ def _on_ray(
         try:
             if execution.scheduler is None:
                 ray.init(
-                    num_cpus=execution.jobs, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR
+                    num_cpus=execution.workers,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.ERROR,
                 )
             else:
                 ray.init(address=execution.scheduler, log_to_driver=False, logging_level=logging.ERROR)

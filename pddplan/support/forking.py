@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -104,20 +104,36 @@ def worker_count(requested: int | None, tasks: int) -> int:
     return max(1, min(requested or usable_cpus(), tasks))
 
 
-def map_forked(func: Callable[[ItemT], ResultT], items: Sequence[ItemT], workers: int) -> list[ResultT]:
+def map_forked(
+    func: Callable[[ItemT], ResultT],
+    items: Sequence[ItemT],
+    workers: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ResultT]:
     """[func(item) for item in items], on up to `workers` forked processes where forking is safe
-    (`fork_is_safe`), else in this one. The workers inherit `func` and `items` (a closure, scenarios
-    too large or too odd to pickle): only an index goes out and the result comes back."""
+    (`fork_is_safe`), else in this one; `progress(done, total)` as the results come in, in order.
+    The workers inherit `func` and `items` (a closure, scenarios too large or too odd to pickle):
+    only an index goes out and the result comes back."""
     global _CALL
     workers = min(workers, len(items))
     if workers <= 1 or not fork_is_safe():
-        return [func(item) for item in items]
+        return _reported((func(item) for item in items), len(items), progress)
     _CALL = (func, items)
     try:
         with forked_pool(workers) as pool:
-            return list(pool.map(_call, range(len(items))))
+            return _reported(pool.map(_call, range(len(items))), len(items), progress)
     finally:
         _CALL = None
+
+
+def _reported(results: Iterable[ResultT], total: int, progress: Callable[[int, int], None] | None) -> list[ResultT]:
+    """`results` as a list, calling `progress(done, total)` after each one."""
+    out = []
+    for result in results:
+        out.append(result)
+        if progress:
+            progress(len(out), total)
+    return out
 
 
 def _kill_workers(pool: ProcessPoolExecutor) -> None:
