@@ -136,18 +136,21 @@ def tail_shares(
     scale = np.where(waits, m, 1.0)[:, None]
     least = float(t.min())
     near = delays - least  # then (d - t_1) / m, clipped at 0, exponentiated: the paths within t_1
-    within = near <= 0.0
+    # d > t_1 (the difference of two unequal floats is never 0) or d NaN: not within t_1, and
+    # between t_1 and a target only when d <= that target
+    beyond = ~(near <= 0.0)
     np.minimum(near, 0.0, out=near)
     near /= scale
     np.exp(near, out=near)
-    np.copyto(near, 0.0, where=~within)
+    np.copyto(near, 0.0, where=beyond)
     base = np.einsum("rk,rk->r", near, weights)
     out = np.empty((len(p), len(t)))
     for j, target in enumerate(t):
-        over = np.einsum("rk,rk->r", ~(delays <= target), weights)  # a NaN delay counts as over
+        below = delays <= target
+        over = np.einsum("rk,rk->r", ~below, weights)  # a NaN delay counts as over
         inside = base * np.exp((least - target) / scale[:, 0])
         if target > least:
-            rows, paths = np.nonzero((delays > least) & (delays <= target))
+            rows, paths = np.nonzero(beyond & below)
             between = weights[rows, paths] * np.exp((delays[rows, paths] - target) / scale[rows, 0])
             inside = inside + np.bincount(rows, between, minlength=len(p))
         out[:, j] = over + np.where(waits, p * inside, 0.0)
