@@ -5,6 +5,7 @@ stderr stays empty; and every slow command wraps its work in a progress display.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import pty
@@ -14,6 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+
+from pddplan.report import output
+from pddplan.support import forking
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["optimize", "pdd-agent-64k", "-a", "pd-intra", "--no-verify", "--json"]
@@ -83,3 +88,15 @@ def test_every_slow_command_shows_progress(command: str) -> None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
     }
     assert calls & {"status", "progress_bar"}, f"{command} shows no progress"
+
+
+def test_the_progress_bar_on_a_terminal_leaves_forking_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bar redraws on each step, with no refresh thread of its own: a bathtub or sweep shown on
+    a terminal still runs its points on forked workers."""
+    console = Console(file=io.StringIO(), force_terminal=True, width=80)
+    monkeypatch.setattr(output, "diagnostics", lambda: console)
+    with output.progress_bar() as bar:
+        task = bar.add_task("hit-rate sweep", total=2)
+        assert forking.fork_is_safe()
+        bar.update(task, completed=1, refresh=True)
+    assert "hit-rate sweep" in console.file.getvalue()

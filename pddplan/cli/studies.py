@@ -82,7 +82,9 @@ def bathtub(
     request = flags.request()  # every check before the progress bar starts
     with output.progress_bar() as progress:
         task = progress.add_task("hit-rate sweep", total=points)
-        result = tub.run_request(request, progress=lambda done, total: progress.update(task, completed=done))
+        result = tub.run_request(
+            request, progress=lambda done, total: progress.update(task, completed=done, refresh=True)
+        )
     outcome = tub.BathtubOutcome(result)
     if trace is not None:
         with output.status(f"replaying {trace} at each cache size..."):
@@ -132,7 +134,9 @@ def sweep(
     request = flags.request()  # every check before the progress bar starts
     with output.progress_bar() as progress:
         task = progress.add_task(f"sweeping {param}", total=len(request.values))
-        result = sweeping.run_request(request, progress=lambda done, total: progress.update(task, completed=done))
+        result = sweeping.run_request(
+            request, progress=lambda done, total: progress.update(task, completed=done, refresh=True)
+        )
     sweep_report.show(flags, result)
 
 

@@ -49,12 +49,14 @@ def diagnostics() -> Console:
 
 def progress_bar() -> Any:
     """A transient progress bar on stderr, shown only when stderr is a terminal (a CI log or a
-    pipe gets no bar and no stray blank line)."""
+    pipe gets no bar and no stray blank line). It redraws when a step is done (`update` with
+    `refresh=True`), with no refresh thread, so the points may run on forked workers while it
+    shows (`pddplan.support.forking.fork_is_safe`)."""
     console = diagnostics()
     if not console.is_terminal or console.quiet:  # no disabled rich Progress: older rich prints a newline
         return _NoProgress()
 
-    return Progress(console=console, transient=True)
+    return Progress(console=console, transient=True, auto_refresh=False)
 
 
 def status(text: str) -> Any:
@@ -108,7 +110,7 @@ class _NoProgress:
     def add_task(self, description: str, total: float | None = None) -> int:
         return 0
 
-    def update(self, task: int, completed: float | None = None) -> None:
+    def update(self, task: int, completed: float | None = None, refresh: bool = False) -> None:
         return None
 
 

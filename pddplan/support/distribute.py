@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pddplan.errors import InputError
-from pddplan.support.forking import map_forked, usable_cpus, worker_count
+from pddplan.support.forking import map_forked, reported, usable_cpus, worker_count
 from pddplan.support.limits import check_jobs
 
 TaskT = TypeVar("TaskT")
@@ -77,12 +77,7 @@ def map_in_order(
 
     with joblib.parallel_config(backend=execution.backend, n_jobs=execution.workers):
         generator = joblib.Parallel(return_as="generator")(joblib.delayed(func)(task) for task in tasks)
-        out = []
-        for done, result in enumerate(generator, start=1):
-            out.append(result)
-            if progress:
-                progress(done, len(tasks))
-    return out
+        return reported(generator, len(tasks), progress)
 
 
 def _optional(module: str, extra: str, backend: str) -> Any:

@@ -117,16 +117,16 @@ def map_forked(
     global _CALL
     workers = min(workers, len(items))
     if workers <= 1 or not fork_is_safe():
-        return _reported((func(item) for item in items), len(items), progress)
+        return reported((func(item) for item in items), len(items), progress)
     _CALL = (func, items)
     try:
         with forked_pool(workers) as pool:
-            return _reported(pool.map(_call, range(len(items))), len(items), progress)
+            return reported(pool.map(_call, range(len(items))), len(items), progress)
     finally:
         _CALL = None
 
 
-def _reported(results: Iterable[ResultT], total: int, progress: Callable[[int, int], None] | None) -> list[ResultT]:
+def reported(results: Iterable[ResultT], total: int, progress: Callable[[int, int], None] | None) -> list[ResultT]:
     """`results` as a list, calling `progress(done, total)` after each one."""
     out = []
     for result in results:
