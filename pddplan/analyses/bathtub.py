@@ -106,7 +106,7 @@ class BathtubOptions:
     points: int = 101
     chunk_tokens: int | None = None
     fixed_plan: bool = True
-    #: where the points run (`pddplan.support.distribute`); None: one after another in this process
+    #: where the points run (`pddplan.support.distribute`); None: forked workers, one per CPU
     execution: Execution | None = None
 
 

@@ -8,8 +8,8 @@ At each value the workload is re-validated, and each architecture is sized (fast
 the plan's at the offered rate in both modes; without `--optimize`, `fluid_bcr`,
 `fluid_revenue_per_cost` and `throughput_per_gpu_hour` are the sized plan's capacity view (fluid
 economics: every role at its capacity), which an optimized plan leaves null.
-Points run through `pddplan.support.distribute`: one after another, loky processes, threads, a dask
-cluster or a ray runtime, always in input order.
+Points run through `pddplan.support.distribute`: one after another, forked workers (the default),
+loky processes, threads, a dask cluster or a ray runtime, always in input order.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def sweep(
     execution: Execution | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every point (see `pddplan.support.distribute.Execution`; default: one after another here)."""
+    """Run every point (see `pddplan.support.distribute.Execution`; default: forked workers, one per CPU)."""
     execution = execution or Execution()
     names = tuple(architectures) if architectures is not None else registry.names()
     tasks = _tasks(workload_path, param, values, names, execution.optimize)

@@ -72,7 +72,7 @@ def map_in_order(
     if execution.backend == "fork":
         return map_forked(func, tasks, worker_count(execution.jobs, len(tasks)), progress)
     if execution.workers == 1 and execution.backend == "loky":
-        return map_forked(func, tasks, 1, progress)
+        return reported((func(task) for task in tasks), len(tasks), progress)
     import joblib  # loaded when points run in parallel: a serial sweep never pays its import
 
     with joblib.parallel_config(backend=execution.backend, n_jobs=execution.workers):
