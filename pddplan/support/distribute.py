@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pddplan.errors import InputError
-from pddplan.support.forking import map_forked, reported, usable_cpus, worker_count
+from pddplan.support.forking import map_forked, reported, usable_cpus
 from pddplan.support.limits import check_jobs
 
 TaskT = TypeVar("TaskT")
@@ -70,7 +70,7 @@ def map_in_order(
     if execution.backend == "ray":
         return _on_ray(func, tasks, execution, progress)
     if execution.backend == "fork":
-        return map_forked(func, tasks, worker_count(execution.jobs, len(tasks)), progress)
+        return map_forked(func, tasks, execution.workers, progress)
     if execution.workers == 1 and execution.backend == "loky":
         return reported((func(task) for task in tasks), len(tasks), progress)
     import joblib  # loaded when points run in parallel: a serial sweep never pays its import
