@@ -43,24 +43,30 @@ def run_on_a_terminal(args: list[str]) -> tuple[int, str, str]:
         env={**os.environ, "COLUMNS": "100"},
     )
     os.close(slave)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([master], [], [], 0.5)
-        if ready:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        elif process.poll() is not None:
-            break
     assert process.stdout is not None
-    out = process.stdout.read().decode()
+    out_fd = process.stdout.fileno()
+    # Both read as they come: a command whose stdout fills the pipe would otherwise block on it
+    # while this waited for the terminal to close.
+    received: dict[int, list[bytes]] = {master: [], out_fd: []}
+    reading = {master, out_fd}
+    while reading:
+        ready, _, _ = select.select(sorted(reading), [], [], 0.5)
+        if not ready and process.poll() is not None:
+            reading.discard(master)  # exited, and nothing more on the terminal
+        for fd in ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                data = b""
+            if data:
+                received[fd].append(data)
+            else:
+                reading.discard(fd)
     process.wait(timeout=60)
     os.close(master)
-    return process.returncode, out, b"".join(chunks).decode(errors="replace")
+    out = b"".join(received[out_fd]).decode()
+    err = b"".join(received[master])
+    return process.returncode, out, err.decode(errors="replace")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux opens them")
