@@ -10,6 +10,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from pddplan.support.blas import single_threaded_blas
+
+# First, before numpy loads (a script's `from pddplan.x import y` runs this file before x): a BLAS
+# thread pool would make forking unsafe, and every search and simulation a library call farms out
+# would run one after another in the calling process (pddplan/support/blas.py).
+single_threaded_blas()
+
 __version__ = "0.1.0"
 
 _EXPORTS = {

@@ -715,18 +715,21 @@ print("ok")
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
-def test_no_blas_thread_pool_runs_beside_the_forks() -> None:
-    """The CLI keeps numpy's and scipy's OpenBLAS single-threaded (pddplan/support/blas.py): with a BLAS
-    thread pool alive, forking can deadlock (a CI run hung), and the optimizer would fall back to
-    one architecture at a time. A fresh process that loads the CLI, then numpy and scipy, and does
-    real linear algebra has one thread (without pddplan/support/blas.py it has one more per BLAS copy)."""
+@pytest.mark.parametrize("first", ["pddplan.cli", "pddplan.analyses.agreement"])
+def test_no_blas_thread_pool_runs_beside_the_forks(first: str) -> None:
+    """pddplan keeps numpy's and scipy's OpenBLAS single-threaded (pddplan/support/blas.py): with a
+    BLAS thread pool alive, forking can deadlock (a CI run hung), and the optimizer would fall back
+    to one architecture at a time. A fresh process that loads the CLI, or a library module as a
+    user's script does, then numpy and scipy, and does real linear algebra has one thread (without
+    pddplan/support/blas.py it has one more per BLAS copy; a library import had it until the call
+    moved from the CLI to the package)."""
     import subprocess
     import sys
 
     # threads_in_process counts native threads on Linux (/proc), Python threads elsewhere; the
     # variable pddplan/support/blas.py sets is checked everywhere
     code = (
-        "import os, pddplan.cli, numpy as np, scipy.linalg\n"
+        f"import os, {first}, numpy as np, scipy.linalg\n"
         "from pddplan.support.forking import threads_in_process\n"
         "m = np.eye(300) + np.ones((300, 300)) / 300\n"
         "scipy.linalg.lu_factor(m); np.linalg.inv(m) @ m\n"

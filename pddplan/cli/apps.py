@@ -7,17 +7,10 @@ import errno
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
-
-from pddplan.support.blas import single_threaded_blas
-
-single_threaded_blas()  # before any command imports numpy: see pddplan/support/blas.py
-
-if TYPE_CHECKING:
-    pass
 
 
 class _Group(TyperGroup):
