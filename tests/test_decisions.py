@@ -95,7 +95,7 @@ def test_singular_filter_leaves_the_main_decoders_more_memory() -> None:
 def test_trimming_takes_back_an_instance_the_closed_form_does_not_need() -> None:
     """The optimizer's trim lowers a role's count while the closed form still meets the SLA at no
     worse a score: a pd-intra plan with one decode instance too many comes back at its own size."""
-    from pddplan.optimize.problem import build_setup
+    from pddplan.optimize.problem import ProblemBuilder, build_setup
     from pddplan.optimize.search import _Pick, _trimmed
 
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
@@ -109,7 +109,30 @@ def test_trimming_takes_back_an_instance_the_closed_form_does_not_need() -> None
     evaluation = evaluate(scenario)
     pick = _Pick((evaluation.bcr, -evaluation.ttft.p99_s, 0.0), bigger, evaluation, scenario, None)
     setup = build_setup(inputs, "pd-intra", inputs.workload.arrival.rate_rps)
-    trimmed = _trimmed(pick, setup, options)
+    trimmed = _trimmed(pick, ProblemBuilder(setup, options))
     assert trimmed.plan.decode.count == best.plan.decode.count
     assert trimmed.untrimmed is pick
     assert trimmed.evaluation.cost_per_hour < evaluation.cost_per_hour
+
+
+def test_the_search_evaluates_each_plan_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ProblemBuilder.evaluated`: a plan met again (a later round, a trim) reuses its figures, and a
+    plan the inputs cannot hold (more instances than the datacenter offers) is None, not an error."""
+    from pddplan.optimize import problem
+
+    calls: list[Plan] = []
+
+    def counted(scenario: object, rate_rps: float | None = None) -> object:
+        calls.append(scenario.plan)  # type: ignore[attr-defined]
+        return evaluate(scenario, rate_rps)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(problem, "evaluate", counted)
+    inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
+    builder = problem.ProblemBuilder(problem.build_setup(inputs, "pdd", 1.0), OptimizeOptions())
+    plan = load_plan(str(Path(__file__).parent.parent / "examples/plans/pdd-agent-64k-pdd.yaml"))
+    first = builder.evaluated(plan)
+    again = builder.evaluated(plan.model_copy(deep=True))
+    assert first is not None and again is first and calls == [plan]
+    assert first[1] == evaluate(build_scenario(plan, inputs, source="plan"))
+    assert builder.evaluated(plan.with_count("prefill", 10_000)) is None
+    assert len(calls) == 1

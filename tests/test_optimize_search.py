@@ -587,7 +587,7 @@ def test_closed_form_missing_the_sla_in_every_round_keeps_no_plan(monkeypatch: p
     def no_simulation(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a plan missing the SLA in closed form must not be simulated")
 
-    monkeypatch.setattr("pddplan.optimize.search.evaluate", missing)
+    monkeypatch.setattr("pddplan.optimize.problem.evaluate", missing)
     monkeypatch.setattr("pddplan.optimize.search.verify", no_simulation)
     workload = load_workload("pdd-agent-64k")
     result = optimize_architecture(

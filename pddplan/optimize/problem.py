@@ -19,6 +19,8 @@ from pddplan import architectures
 from pddplan.architectures import Architecture
 from pddplan.cache.accounting import decode_cache_bytes_per_rps, prefill_cache_bytes_per_rps
 from pddplan.cache.tiers import instance_tiers
+from pddplan.errors import InputError
+from pddplan.evaluate.analytic import Evaluation, evaluate
 from pddplan.evaluate.capacity import (
     RDMA_PATH,
     DecoderCapacity,
@@ -47,8 +49,9 @@ from pddplan.optimize.candidates import (
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.solver import solve
 from pddplan.perf.kv import request_kv_bytes
+from pddplan.scenarios.scenario import Scenario, build_scenario
 from pddplan.specs.model import ModelArchitecture
-from pddplan.specs.plan import ArchitectureName, Handoff, RoleName, Routing
+from pddplan.specs.plan import ArchitectureName, Handoff, Plan, RoleName, Routing
 from pddplan.specs.workload import Workload
 
 DINKELBACH_ITERATIONS = 12
@@ -185,6 +188,22 @@ class ProblemBuilder:
     _cache_room_memo: dict[int, float] | None = None
     _one_instance: dict[str, list[DecoderCapacity[Candidate]]] = field(default_factory=dict)
     _pooled: dict[tuple[str, int, int], DecoderCapacity[Candidate]] = field(default_factory=dict)
+    _evaluations: dict[str, tuple[Scenario, Evaluation] | None] = field(default_factory=dict)
+
+    def evaluated(self, plan: Plan) -> tuple[Scenario, Evaluation] | None:
+        """`plan`'s scenario and its closed-form figures; None when the inputs cannot hold it (more
+        instances than a datacenter offers, a width the model or the longest prompt does not fit).
+        Each plan is evaluated once: later rounds and trims come back to plans met before, and the
+        figures depend on the plan and the inputs alone."""
+        key = plan.model_dump_json()
+        if key not in self._evaluations:
+            try:
+                scenario = build_scenario(plan, self.setup.inputs, source="optimized plan")
+            except InputError:
+                self._evaluations[key] = None
+            else:
+                self._evaluations[key] = (scenario, evaluate(scenario))
+        return self._evaluations[key]
 
     def beyond(self) -> ProblemBuilder:
         """This builder sizing prefill pools past the inventory (`beyond_inventory`), sharing every

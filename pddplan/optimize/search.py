@@ -12,7 +12,7 @@ from typing import Any
 from pddplan import architectures
 from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InfeasibleError, InputError
-from pddplan.evaluate.analytic import Evaluation, evaluate
+from pddplan.evaluate.analytic import Evaluation
 from pddplan.inputs.input_set import InputSet
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import Candidate
@@ -95,8 +95,7 @@ def _key(evaluation: Evaluation, options: OptimizeOptions) -> tuple[float, float
 
 def _trimmed(
     pick: _Pick,
-    setup: OptimizeSetup,
-    options: OptimizeOptions,
+    builder: ProblemBuilder,
     seen: list[_Pick] | None = None,
     headroom: Headroom | None = None,
 ) -> _Pick:
@@ -111,6 +110,7 @@ def _trimmed(
     is cut at the program's piecewise points, and a prefill pool's TTFT capacity is taken at the
     line the program sized it for. The simulation then verifies the trimmed plan.
     """
+    setup, options = builder.setup, builder.options
     best = pick
 
     def better(plan: Plan) -> _Pick | None:
@@ -118,11 +118,10 @@ def _trimmed(
         served = plan.rate_rps if plan.rate_rps is not None else setup.rate_ceiling
         if headroom is not None and kind is not None and not headroom.prefill_allowed(kind, plan.prefill.count, served):
             return None
-        try:
-            scenario = build_scenario(plan, setup.inputs, source="optimized plan")
-        except InputError:  # a narrower instance the model or the longest prompt does not fit
+        evaluated = builder.evaluated(plan)
+        if evaluated is None:  # a narrower instance the model or the longest prompt does not fit
             return None
-        evaluation = evaluate(scenario)
+        scenario, evaluation = evaluated
         key = _key(evaluation, options)
         found = _Pick(key, plan, evaluation, scenario, pick.routing, untrimmed=pick, found_by="trimmed")
         if seen is not None:
@@ -230,22 +229,26 @@ def _score(evaluation: Evaluation, options: OptimizeOptions) -> float:
     return evaluation.bcr
 
 
-def _placed_plans(
-    setup: OptimizeSetup, options: OptimizeOptions, plan: Plan, routing: Routing | None
-) -> Iterator[_Pick]:
+def _placed_plans(builder: ProblemBuilder, plan: Plan, routing: Routing | None) -> Iterator[_Pick]:
     """`plan` (a solution's) at each relay placement, cheapest first within a group of placements
     until one meets the SLA, and in each of the architecture's handoff modes, evaluated in closed form."""
+    setup, options = builder.setup, builder.options
     for placements in relay_placements(plan, options.relay_placement):
         for placed in placements:  # cheapest first: stop at the first that meets the SLA
             met = False
             settled: dict[HandoffMode, Evaluation] = {}  # a fixed mode the adaptive one matched throughout
             for mode in setup.architecture.handoff_modes():
                 candidate = placed.model_copy(update={"handoff": Handoff(mode=mode)})
-                try:
-                    scenario = build_scenario(candidate, setup.inputs, source="optimized plan")
-                except InputError:  # more prefill instances than the datacenter offers
+                if mode in settled:
+                    try:
+                        scenario = build_scenario(candidate, setup.inputs, source="optimized plan")
+                    except InputError:  # more prefill instances than the datacenter offers
+                        continue
+                    evaluation = settled[mode]
+                elif (evaluated := builder.evaluated(candidate)) is None:
                     continue
-                evaluation = settled[mode] if mode in settled else evaluate(scenario)
+                else:
+                    scenario, evaluation = evaluated
                 if mode == "adaptive" and len(evaluation.handoff_choices) == 1:
                     # the same arithmetic as the fixed mode it chose at every iteration
                     settled["catch-up" if True in evaluation.handoff_choices else "one-shot"] = evaluation
@@ -283,13 +286,13 @@ def _best_of_round(
         if options.mode == "bcr" and solution.cost_per_hour > 0:
             ratio = max(ratio, solution.rate / solution.cost_per_hour)
         plan = plan_of_solution(setup, data, solution, routing)
-        for pick in _placed_plans(setup, options, plan, routing):
+        for pick in _placed_plans(builder, plan, routing):
             if seen is not None:
                 seen.append(pick)
             if best is None or pick.key > best.key:
                 best = pick
     if best is not None and best.key[0] > -math.inf:
-        best = _trimmed(best, setup, options, seen, headroom)
+        best = _trimmed(best, builder, seen, headroom)
     return best, ratio
 
 
@@ -463,18 +466,17 @@ def more_plans(
             break
         spent.add(solution.prefill[0])
         plan = plan_of_solution(setup, data, solution, pick.routing)
-        found += [replace(p, found_by="re-solved") for p in _placed_plans(setup, options, plan, pick.routing)]
+        found += [replace(p, found_by="re-solved") for p in _placed_plans(builder, plan, pick.routing)]
     roles: tuple[RoleName, ...] = ("prefill", "split", "relay", "decode")
     for role in roles:
         spec = getattr(pick.plan, role)
         if spec is None or spec.count == 0:
             continue
         bigger = pick.plan.with_count(role, spec.count + 1)
-        try:
-            scenario = build_scenario(bigger, setup.inputs, source="optimized plan")
-        except InputError:  # more instances than the datacenter offers
+        evaluated = builder.evaluated(bigger)
+        if evaluated is None:  # more instances than the datacenter offers
             continue
-        evaluation = evaluate(scenario)
+        scenario, evaluation = evaluated
         key = _key(evaluation, options)
         found.append(_Pick(key, bigger, evaluation, scenario, pick.routing, found_by=f"+1 {role}"))
     return found
