@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pddplan.evaluate.analytic import evaluate
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import optimize_each
@@ -74,7 +73,9 @@ def agreement(
     rows = []
     for name, result in planned:
         if result.scenario is not None:
-            closed = evaluate(result.scenario).to_output()
+            # the search's own closed form of the plan (`evaluate(result.scenario)`), not computed again
+            assert result.evaluation is not None
+            closed = result.evaluation.to_output()
             simulated = next(summaries)
             for figure in FIGURES:
                 a, b = float(getattr(closed, figure)), float(getattr(simulated, figure))
