@@ -22,9 +22,11 @@ from typer.testing import CliRunner
 from pddplan import architectures
 from pddplan.analyses import bathtub as tub
 from pddplan.cli import app
-from pddplan.evaluate.capacity_view import capacity_view
+from pddplan.evaluate.capacity_view import capacity_view, prefill_token_throughputs
+from pddplan.evaluate.classes import planning_effects, workload_classes
 from pddplan.inputs import load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
+from pddplan.optimize.candidates import instance_candidates
 from pddplan.report import bathtub_report
 from pddplan.scenarios import build_scenario, variants
 from pddplan.specs.plan import Plan
@@ -216,17 +218,31 @@ def test_changing_the_chunk_moves_the_dips_as_the_arithmetic_says() -> None:
         np.testing.assert_allclose(pdd, intra, rtol=0.15)
 
 
-def test_packed_prefill_has_no_tail_chunk_dip() -> None:
-    """Chunked prefill fills a step's leftover budget with the next requests' tokens, so a small
-    tail chunk no longer pays a whole step: the packed throughput has no dip where the alone one
-    does, and is never below it (on the dip tests' grid, which shows the alone series' dips)."""
-    data = fixed(None, DIP_POINTS)
-    for arch in ("pd-intra", "pdd"):
-        assert _dips(data, arch), arch  # the alone series dips
-        assert data["findings"]["architectures"][arch]["packed_singular_points"] == []
-        for p in data["points"]:
-            if p[arch]["prefill_tokens_per_gpu_s"] is not None:
-                assert p[arch]["prefill_tokens_per_gpu_s"] >= p[arch]["prefill_tokens_per_gpu_s_alone"] * (1 - 1e-12)
+@pytest.mark.parametrize(("tp_attention", "packed_dips"), [(True, False), (False, True)])
+def test_packed_prefill_has_no_tail_chunk_dip_with_attention_on_one_rank(tp_attention: bool, packed_dips: bool) -> None:
+    """Chunked prefill fills a step's leftover budget with the next requests' tokens, so with
+    attention on one rank (tensor-parallel) a small tail chunk no longer pays a whole step: the
+    packed throughput has no dip where the alone one does. Under data-parallel attention each rank
+    prefills its own request chunk by chunk, all ranks in lockstep (`PrefillCost.batched_s`), so
+    its tail chunk still pays a step and the packed series dips too. Packed is never below alone
+    (the dip tests' grid, every request at the hit rate, on GPU-A TP16 with experts spread)."""
+    inputs = load_input_set(load_workload(WORKLOAD), workload_dir(WORKLOAD))
+    workload, model = inputs.workload, inputs.model
+    chunk = workload.serving.chunk_tokens
+    kind = next(
+        c
+        for c in instance_candidates(inputs, chunk)
+        if (c.gpu, c.tp, c.expert_parallel, c.tp_attention) == ("gpu-a", 16, True, tp_attention)
+    )
+    series = []
+    for hit in np.linspace(0.0, 1.0, DIP_POINTS)[:-1]:  # at 100% no token is new
+        point = variants.at_hit(workload, float(hit), "fixed", chunk)
+        classes = workload_classes(point, model, kind.instance, chunk, None, planning_effects(point, kind.instance))
+        series.append(prefill_token_throughputs(classes, kind.gpus_per_instance))
+    packed, alone = (np.array(values) for values in zip(*series, strict=True))
+    assert local_minima(alone)
+    assert bool(local_minima(packed)) == packed_dips
+    assert np.all(packed >= alone * (1 - 1e-12))
 
 
 def test_a_dip_is_a_local_minimum_of_prefill_throughput() -> None:

@@ -131,7 +131,7 @@ AGREEMENT_ROWS = [
 COMPACT = {
     "hardware list": (("hardware", "list"), ("h100-sxm", "989.4", "1,978.9", "3.35", "450", "1.370"), "10,000.0", 30),
     "models list": (("models", "list"), ("kimi-k2", "mla + MoE", "1,026.4B", "1,029", "70,272"), "36 linear", 30),
-    "sweep": (SWEEP, ("4", "93.85", "80.57", "pd-intra"), "153.44", 40),
+    "sweep": (SWEEP, ("4", "218.98", "273.37", "pdd"), "65.76", 40),
     "accuracy": (("accuracy",), ("121", "gpt-oss-120b", "b200", "prefill", "+206%"), "sglang-2025q1", 80),
     "agreement": (("agreement",), ("pdd-agent-64k-hetero", "pd-hetero", "+34.8%", "+41.5%", "-7.4%"), "1.855", 20),
 }

@@ -339,9 +339,10 @@ def prefill_token_throughput(classes: RequestClasses, gpus: int, packed: bool = 
 
     The step-time physics alone, before queueing. `packed`: chunked prefill packs requests into full
     steps (`RequestClasses.prefill_work_s`), so a small tail chunk shares a step's weight reads with
-    the next request's tokens. Not packed: one request at a time (`prefill_alone_s`), where a small
-    tail chunk pays a whole step for few tokens, which shows as a dip just before each hit rate
-    where the tail chunk vanishes."""
+    the next request's tokens (under data-parallel attention each rank still steps its own
+    request's chunks, in lockstep with the others, so there the tail chunk keeps its cost). Not
+    packed: one request at a time (`prefill_alone_s`), where a small tail chunk pays a whole step
+    for few tokens, which shows as a dip just before each hit rate where the tail chunk vanishes."""
     engine_s = classes.prefill_work_s if packed else classes.prefill_alone_s
     mean_s = float(engine_s @ classes.input_prob)
     return float(classes.new_tokens @ classes.input_prob) / mean_s / gpus if mean_s > 0 else 0.0

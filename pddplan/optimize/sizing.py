@@ -1,5 +1,6 @@
-"""Fast sizing of a plan without the integer program: pick each role's instance kind by its cost per
-request/s, then the smallest counts that carry the rate within the SLA.
+"""Fast sizing of a plan without the integer program: pick each role's instance kind by the cost of
+its smallest pool that carries the workload's rate within the SLA (ties: by cost per request/s),
+then the smallest counts that carry the rate within the SLA.
 
 It applies the same capacity functions as the program (`pddplan.evaluate.capacity`) one role at a
 time, so it is quick enough for curves of hundreds of points (`bathtub`, `sweep`) and gives the
@@ -8,7 +9,9 @@ program's answer whenever one instance kind per role is optimal and roles do not
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -94,9 +97,13 @@ class SizedPlan:
 
 
 def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Routing | None = None) -> Shape:
-    """The cheapest instance kind per role (dollars per request/s) and the cheapest sufficient line
-    pool; co-located serving: the kind whose smallest pool carrying the rate costs least, in any
-    datacenter."""
+    """Per role, the instance kind whose smallest pool carrying the workload's rate within the SLA
+    costs least (count x $/h; ties by $ per request/s: whole instances, not a fluid share of one,
+    decide at a few requests a second), and the cheapest sufficient line pool; co-located serving:
+    the kind whose smallest pool carrying the rate costs least, in any datacenter.
+
+    The line and the decoders are chosen with the prefill kind cheapest per request/s, the prefill
+    kind then with them downstream; the other prefill kinds are the fallbacks, by the same order."""
     arch = architectures.get(architecture)
     workload, model = inputs.workload, inputs.model
     chunk = workload.serving.chunk_tokens
@@ -120,7 +127,11 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
         id(c): workload_classes(workload, model, c.instance, chunk, relay_rule, planning_effects(workload, c.instance))
         for c in at_home
     }
-    prefill = min(at_home, key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob))
+
+    def usd_per_rps(c: Candidate) -> float:
+        return c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob)
+
+    provisional = min(at_home, key=usd_per_rps)
     drc = decode_cache_bytes_per_rps(workload, model, arch.caches)
     usable = _usable_decoders(inputs, "decode", candidates)
     if not usable:
@@ -129,30 +140,50 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
     line, load, line_options = _choose_line(
         inputs,
         Downstream(arch, None, step, step),
-        classes[id(prefill)],
+        classes[id(provisional)],
         [d.candidate.instance for d in usable],
     )
     decode_dc = line.target if line is not None else home
     options = [
         d
         for d in usable
-        if d.candidate.datacenter == decode_dc and arch.decode_gpu_allowed(prefill.gpu, d.candidate.gpu)
+        if d.candidate.datacenter == decode_dc and arch.decode_gpu_allowed(provisional.gpu, d.candidate.gpu)
     ]
     if not options:
         raise InfeasibleError(f"no decode instance kind for {arch.name} is offered where decode must run ({decode_dc})")
     mean_output = moments.output_tokens
-    decode = min(options, key=lambda d: d.candidate.usd_per_hour / max(decoder_rate(d, load, mean_output, drc), 1e-12))
+    rate = workload.arrival.rate_rps
+
+    def decode_cost(d: DecoderCapacity[Candidate]) -> tuple[float, float]:
+        try:
+            pool_usd = (
+                _decode_count(d, workload, model, classes[id(provisional)], load, drc, rate) * d.candidate.usd_per_hour
+            )
+        except InfeasibleError:
+            pool_usd = math.inf
+        return pool_usd, d.candidate.usd_per_hour / max(decoder_rate(d, load, mean_output, drc), 1e-12)
+
+    decode = min(options, key=decode_cost)
     relay = None
     if arch.has_relay:
         relays = [d for d in _usable_decoders(inputs, "relay", candidates) if d.candidate.datacenter == home]
         if not relays:
             raise InfeasibleError(f"no relay instance kind fits in the home datacenter {home}")
-        relay = min(relays, key=lambda d: d.candidate.usd_per_hour / max(d.occupancy, 1e-12))
-    fallbacks = sorted(
-        (c for c in at_home if c is not prefill),
-        key=lambda c: c.usd_per_hour * float(classes[id(c)].prefill_s @ classes[id(c)].input_prob),
+
+        def relay_cost(d: DecoderCapacity[Candidate]) -> tuple[float, float]:
+            try:
+                pool_usd = _relay_count(d, load, rate) * d.candidate.usd_per_hour
+            except InfeasibleError:
+                pool_usd = math.inf
+            return pool_usd, d.candidate.usd_per_hour / max(d.occupancy, 1e-12)
+
+        relay = min(relays, key=relay_cost)
+    relay_step = relay.step_s if relay is not None else decode.step_s
+
+    kinds = _prefill_kinds_by_pool_cost(
+        at_home, classes, Downstream(arch, line, decode.step_s, relay_step), workload, model, usd_per_rps
     )
-    return Shape(arch, model, prefill, decode, relay, line, routing, line_options, tuple(fallbacks))
+    return Shape(arch, model, kinds[0], decode, relay, line, routing, line_options, tuple(kinds[1:]))
 
 
 def _usable_decoders(inputs: InputSet, role: RoleName, prefill: list[Candidate]) -> list[DecoderCapacity[Candidate]]:
@@ -319,28 +350,15 @@ def size_counts(workload: Workload, shape: Shape, name: str | None = None) -> Si
     def pooled(cap: DecoderCapacity[Candidate], instances: int) -> DecoderCapacity[Candidate]:
         return decoder_capacity(cap.candidate, workload, model, context, mean_output, instances)
 
-    least = pool_size_estimate(rate * load.md_load_fraction, decode.batch, decode.step_s, mean_output)
-    rates = {"decode": decoder_rate(pooled(decode, least), load, mean_output, drc)}
-    if rates["decode"] <= 0:
-        raise InfeasibleError(f"{decode.candidate.key} cannot decode within the TPOT SLA")
-    if relay is not None:
-        rates["relay"] = relay_rate(relay, load)
-    mean_s = float(classes.prefill_s @ classes.input_prob)
-    top = min(MAX_POOL, max(math.ceil(rate * mean_s * 2) + 8, 8))
-    sizes = np.arange(1, top + 1)
-    caps = prefill_capacity(shape.prefill, classes, downstream, workload, sizes, UNBOUNDED_RATE, 1.0)
-    enough = np.nonzero(caps >= rate * (1 - 1e-9))[0]
-    if len(enough) == 0:
-        raise InfeasibleError(f"no pool of up to {top} x {shape.prefill.key} meets the TTFT SLA at {rate:g} req/s")
-    counts = {
-        "prefill": max(int(sizes[enough[0]]), prefill_cache_count(shape.prefill, workload, model, rate)),
-        "decode": max(math.ceil(rate / rates["decode"] - 1e-9), 1),
+    prefill_count, carried = _prefill_pool(shape.prefill, classes, downstream, workload, model, rate)
+    counts = {"prefill": prefill_count, "decode": _decode_count(decode, workload, model, classes, load, drc, rate)}
+    rates = {
+        "prefill": carried / prefill_count,
+        "decode": decoder_rate(pooled(decode, counts["decode"]), load, mean_output, drc),
     }
-    rates["prefill"] = float(caps[enough[0]]) / counts["prefill"]
     kinds = {"prefill": shape.prefill, "decode": decode.candidate}
-    rates["decode"] = decoder_rate(pooled(decode, counts["decode"]), load, mean_output, drc)
     if relay is not None:
-        counts["relay"] = max(math.ceil(rate / rates["relay"] - 1e-9), 1)
+        counts["relay"] = _relay_count(relay, load, rate)
         kinds["relay"] = relay.candidate
         rates["relay"] = relay_rate(pooled(relay, counts["relay"]), load)
     wan = [WanLease(option=option.name, count=count) for option, count in line.leases] if line else []
@@ -370,6 +388,97 @@ def size_counts(workload: Workload, shape: Shape, name: str | None = None) -> Si
         prefill_token_throughputs(classes, shape.prefill.gpus_per_instance),
     )
     return SizedPlan(plan, view)
+
+
+def _prefill_pool(
+    kind: Candidate,
+    classes: RequestClasses,
+    downstream: Downstream,
+    workload: Workload,
+    model: ModelArchitecture,
+    rate: float,
+    least: int = 1,
+) -> tuple[int, float]:
+    """(count, rate within the TTFT SLA): the smallest pool of `kind` whose TTFT-limited capacity
+    (`prefill_capacity`) reaches `rate`, at least as many as hold the prefix cache
+    (`prefill_cache_count`), and the capacity of that smallest pool; InfeasibleError when no
+    pool of up to top = max(2 rate E[prefill s] + 8, 8) instances (at most MAX_POOL) reaches it.
+    Pools below `least` (known to fall short) are not sized."""
+    mean_s = float(classes.prefill_s @ classes.input_prob)
+    top = min(MAX_POOL, max(math.ceil(rate * mean_s * 2) + 8, 8))
+    sizes = np.arange(min(least, top), top + 1)
+    caps = prefill_capacity(kind, classes, downstream, workload, sizes, UNBOUNDED_RATE, 1.0)
+    enough = np.nonzero(caps >= rate * (1 - 1e-9))[0]
+    if len(enough) == 0:
+        raise InfeasibleError(f"no pool of up to {top} x {kind.key} meets the TTFT SLA at {rate:g} req/s")
+    return max(int(sizes[enough[0]]), prefill_cache_count(kind, workload, model, rate)), float(caps[enough[0]])
+
+
+def _prefill_kinds_by_pool_cost(
+    kinds: list[Candidate],
+    classes: dict[int, RequestClasses],
+    downstream: Downstream,
+    workload: Workload,
+    model: ModelArchitecture,
+    usd_per_rps: Callable[[Candidate], float],
+) -> list[Candidate]:
+    """`kinds` (classes by `id`) by the $/h of their smallest pool carrying the workload's rate
+    within the TTFT SLA (`_prefill_pool`), ties and pools that none carries by `usd_per_rps`. A
+    pool of n instances serves less than n / E[P], P a request's work fully packed
+    (`pddplan.evaluate.prefill_queue`), so a kind's pool has at least max(floor(rate E[P]), 1)
+    instances, and at least as many as hold the prefix cache: kinds are sized in the order of
+    that floor's cost until it exceeds the cheapest pool found; the rest follow by `usd_per_rps`."""
+    rate = workload.arrival.rate_rps
+    floors: dict[int, int] = {}
+    for c in kinds:
+        least_work_s = float(classes[id(c)].prefill_work_s @ classes[id(c)].input_prob)
+        with contextlib.suppress(InfeasibleError):  # no room for the prefix cache: no pool
+            floors[id(c)] = max(math.floor(rate * least_work_s), 1, prefill_cache_count(c, workload, model, rate))
+
+    def floor_usd(c: Candidate) -> float:
+        return floors[id(c)] * c.usd_per_hour if id(c) in floors else math.inf
+
+    costs: dict[int, tuple[float, float]] = {}
+    for c in sorted(kinds, key=lambda c: (floor_usd(c), usd_per_rps(c))):
+        if costs and floor_usd(c) > min(costs.values())[0]:
+            break  # no pool of this kind, or of the kinds after it, undercuts the cheapest found
+        try:
+            count, _ = _prefill_pool(c, classes[id(c)], downstream, workload, model, rate, floors.get(id(c), 1))
+            pool_usd = count * c.usd_per_hour
+        except InfeasibleError:
+            pool_usd = math.inf
+        costs[id(c)] = (pool_usd, usd_per_rps(c))
+    return sorted(kinds, key=lambda c: (id(c) not in costs, costs.get(id(c), (math.inf, usd_per_rps(c)))))
+
+
+def _decode_count(
+    decode: DecoderCapacity[Candidate],
+    workload: Workload,
+    model: ModelArchitecture,
+    classes: RequestClasses,
+    load: PathLoad,
+    drc: float,
+    rate: float,
+) -> int:
+    """ceil(rate / per-instance rate), the slot wait pooled over the fewest instances that could
+    carry the main decoders' load (`pool_size_estimate`); InfeasibleError when an instance
+    carries nothing within the TPOT SLA."""
+    mean_output, context = classes.mean_output_tokens, classes.mean_context_tokens
+    least = pool_size_estimate(rate * load.md_load_fraction, decode.batch, decode.step_s, mean_output)
+    pooled = decoder_capacity(decode.candidate, workload, model, context, mean_output, least)
+    per_instance = decoder_rate(pooled, load, mean_output, drc)
+    if per_instance <= 0:
+        raise InfeasibleError(f"{decode.candidate.key} cannot decode within the TPOT SLA")
+    return max(math.ceil(rate / per_instance - 1e-9), 1)
+
+
+def _relay_count(relay: DecoderCapacity[Candidate], load: PathLoad, rate: float) -> int:
+    """ceil(rate / per-instance rate) relay instances, each on its own slots (`relay_rate`);
+    InfeasibleError when an instance carries nothing."""
+    per_instance = relay_rate(relay, load)
+    if per_instance <= 0:
+        raise InfeasibleError(f"{relay.candidate.key} cannot relay within the TPOT SLA")
+    return max(math.ceil(rate / per_instance - 1e-9), 1)
 
 
 def prefill_cache_count(candidate: Candidate, workload: Workload, model: ModelArchitecture, rate: float) -> int:
