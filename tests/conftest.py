@@ -99,3 +99,31 @@ def cli() -> Any:
         return runner.invoke(app_for(args), list(args), catch_exceptions=False)  # the app `main` runs
 
     return run
+
+
+@pytest.fixture
+def fail_mid_write(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`fail_mid_write(error)`: the atomic writes after it (`pddplan.support.loading`) land half
+    their bytes in the temporary file, then raise `error` (a full disk, Ctrl-C); `monkeypatch.undo()`
+    ends it."""
+
+    def arm(error: BaseException) -> None:
+        real_fdopen = os.fdopen
+
+        class HalfThenFail:
+            def __init__(self, fd: int, *args: Any) -> None:
+                self.file = real_fdopen(fd, *args)
+
+            def __enter__(self) -> Any:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self.file.close()
+
+            def write(self, data: bytes) -> int:
+                self.file.write(data[: len(data) // 2])
+                raise error
+
+        monkeypatch.setattr(os, "fdopen", HalfThenFail)
+
+    return arm

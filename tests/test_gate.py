@@ -550,7 +550,7 @@ def test_update_failing_to_write_exits_2_and_leaves_the_old_file_whole(
 
 @pytest.mark.parametrize("error", [Interrupted(), OSError(5, "Input/output error")])
 def test_write_baseline_interrupted_mid_write(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_mid_write: Any, error: BaseException
 ) -> None:
     """Interrupted while the temporary file is half written: the old baseline is intact, no
     temporary file is left."""
@@ -558,13 +558,7 @@ def test_write_baseline_interrupted_mid_write(
     old = Baseline.model_validate(_valid())
     gating.write_baseline(path, old)
     old_bytes = path.read_bytes()
-    real = Path.write_bytes
-
-    def half(self: Path, data: bytes) -> int:
-        real(self, data[: len(data) // 2])
-        raise error
-
-    monkeypatch.setattr(Path, "write_bytes", half)
+    fail_mid_write(error)
     new = old.model_copy(update={"tolerances": Tolerances(rtol=0.5)})
     with pytest.raises(KeyboardInterrupt if isinstance(error, KeyboardInterrupt) else InputError):
         gating.write_baseline(path, new)

@@ -143,3 +143,57 @@ def test_a_rate_of_1e_minus_300_is_refused_not_simulated_forever(cli: Any, tmp_p
     plan = str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")
     one_error_line(cli("simulate", plan, str(path)), "arrival.rate_rps = 1e-300", "greater than or equal to 0.000001")
     one_error_line(cli("evaluate", plan, "pdd-agent-64k", "--rate", "1e-300"), "--rate = 1e-300: must be above 0")
+
+
+def test_a_link_planted_at_the_temporary_name_is_not_followed(
+    cli: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temporary file had a name anyone could predict (`.<name>.<pid>.tmp`), opened with a plain
+    open: a symbolic link planted there sent the export's script to a file outside --out, made it
+    executable, and left the link renamed into the folder. Now the name is random and the file is
+    created only where nothing is (the name made known here, to plant the link): one line, exit 2,
+    the outside file as it was."""
+    from pddplan.support import loading
+
+    monkeypatch.setattr(loading.secrets, "token_hex", lambda n: "known")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / f".schema.md.{os.getpid()}.known.tmp").symlink_to(outside)
+    one_error_line(cli("schema", "--markdown", str(out / "schema.md")), "schema.md", "cannot write")  # type: ignore[operator]
+    assert outside.read_text(encoding="utf-8") == "keep\n" and not (out / "schema.md").exists()
+
+
+@pytest.mark.parametrize("flag", ["--out", "--outputs"])
+def test_schema_refuses_a_folder_that_is_a_symbolic_link(cli: object, tmp_path: Path, flag: str) -> None:
+    """`export --out` refused a symbolic link as its folder; `schema --out` and `--outputs` wrote
+    through it into the folder it points at."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(elsewhere)
+    one_error_line(cli("schema", flag, str(link)), flag, "symbolic link")  # type: ignore[operator]
+    assert not list(elsewhere.iterdir())
+
+
+def test_written_files_get_the_umask_mode_and_scripts_are_executable(cli: object, tmp_path: Path) -> None:
+    """A file made through the temporary file has the mode a plain write gives (0o666 less the
+    umask), and an export's scripts 0o755, set before the rename."""
+    old = os.umask(0o022)
+    try:
+        result = cli(  # type: ignore[operator]
+            "export",
+            str(ROOT / "examples/plans/pdd-agent-64k-pdd.yaml"),
+            "pdd-agent-64k",
+            "--target",
+            "sglang",
+            "--out",
+            str(tmp_path / "out"),
+        )
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.stderr
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "out").iterdir()}
+    assert modes["README.md"] == 0o644 and modes["prefill-0.sh"] == 0o755, modes
+    assert not [name for name in modes if name.endswith(".tmp")]

@@ -361,16 +361,12 @@ def test_write_atomic_keeps_old_file_when_rename_fails(tmp_path: Path, monkeypat
     assert _leftovers(tmp_path) == []
 
 
-def test_write_atomic_keeps_old_file_when_the_disk_fills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_atomic_keeps_old_file_when_the_disk_fills(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_mid_write: Any
+) -> None:
     path = tmp_path / "out.yaml"
     path.write_text("old content\n")
-    real_write_bytes = Path.write_bytes
-
-    def half_then_fail(self: Path, data: bytes) -> int:
-        real_write_bytes(self, data[: len(data) // 2])
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(Path, "write_bytes", half_then_fail)
+    fail_mid_write(OSError(errno.ENOSPC, "No space left on device"))
     with pytest.raises(InputError) as info:
         write_atomic(path, "new content that is longer\n")
     monkeypatch.undo()

@@ -70,7 +70,8 @@ def test_schema_out_to_a_device_is_refused(tmp_path: Path) -> None:
         [sys.executable, "-m", "pddplan", "schema", "--out", "/dev/full"], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 2
-    assert proc.stderr == "error: /dev/full: --out must be a folder (new or existing), not a file or a device\n"
+    expected = "error: --out /dev/full: is not a folder (a file or a device); give a new or existing folder\n"
+    assert proc.stderr == expected
 
 
 @pytest.mark.parametrize("args", [["schema", "workload"], ["models", "list", "--json"], ["optimize", "--help"]])

@@ -34,7 +34,7 @@ from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import Workload
 from pddplan.support.jsontext import to_json
-from pddplan.support.loading import write_atomic
+from pddplan.support.loading import writable_folder, write_atomic
 from pddplan.trace.outputs import CacheCurve, TraceImport
 
 OUTPUTS: dict[str, Any] = {
@@ -99,20 +99,10 @@ def schema_for(kind: str) -> dict[str, Any]:
     return kinds[kind].model_json_schema()
 
 
-def _folder(folder: Path, flag: str) -> None:
-    """Create `folder` (InputError naming `flag` when it is a file or cannot be made)."""
-    if folder.exists() and not folder.is_dir():
-        raise InputError(f"{folder}: {flag} must be a folder (new or existing), not a file or a device")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{folder}: cannot create the folder: {exc.strerror}") from None
-
-
 def write_output_schemas(folder: Path) -> list[Path]:
     """Write `<command>.output.schema.json` for every command's --json output into `folder`."""
 
-    _folder(folder, "--outputs")
+    writable_folder(folder, "--outputs")
     paths = []
     for name in OUTPUTS:
         path = folder / f"{name}.output.schema.json"
@@ -123,7 +113,7 @@ def write_output_schemas(folder: Path) -> list[Path]:
 
 def write_schemas(folder: Path) -> list[Path]:
     """Write `<kind>.schema.json` for every kind into `folder`; return the paths."""
-    _folder(folder, "--out")
+    writable_folder(folder, "--out")
     paths = []
     for kind in schema_kinds():
         path = folder / f"{kind}.schema.json"

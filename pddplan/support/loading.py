@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import re
+import secrets
 import stat
 import types
 import typing
@@ -292,24 +293,35 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
     """Write `text` to `path` through a temporary file and a rename, so no half file is left."""
-    write_atomic_bytes(path, text.encode("utf-8"))
+    write_atomic_bytes(path, text.encode("utf-8"), mode)
 
 
-def write_atomic_bytes(path: Path, payload: bytes) -> None:
+def write_atomic_bytes(path: Path, payload: bytes, mode: int | None = None) -> None:
     """Write `payload` to a temporary file beside `path`, then rename it over `path`.
 
     A rename within one directory is atomic on POSIX and Windows, so a reader (or an interrupted
-    run) sees either the old file whole or the new one whole.
+    run) sees either the old file whole or the new one whole. The temporary file has a name no one
+    can guess and is created only if nothing is there (O_EXCL: a symbolic link planted under it
+    is not followed), so nothing is written outside `path`'s folder; `mode` (e.g. 0o755 for a
+    script) is set on it before the rename, else the umask's default applies.
     """
     path = Path(path)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         kind = "a symbolic link" if path.is_symlink() else "a directory" if path.is_dir() else "a device or a pipe"
         raise InputError(f"{path}: is {kind}; pddplan writes only new or regular files")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
-        tmp.write_bytes(payload)
+        fd = os.open(tmp, flags, 0o666)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
+            if mode is not None:
+                os.chmod(out.fileno() if os.chmod in os.supports_fd else tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -317,3 +329,18 @@ def write_atomic_bytes(path: Path, payload: bytes) -> None:
     except BaseException:  # interrupted (Ctrl-C): leave the old file and no temporary behind
         tmp.unlink(missing_ok=True)
         raise
+
+
+def writable_folder(folder: Path, flag: str) -> None:
+    """Create `folder` (and its parents) for files to be written into; InputError naming `flag` when
+    it is a symbolic link (to a system folder, say: nothing is written outside the folder the user
+    named), a file or a device, or cannot be made."""
+    for _ in range(2):  # again after mkdir: made by someone else between the check and mkdir
+        if folder.is_symlink():
+            raise InputError(f"{flag} {folder}: is a symbolic link; give a new or ordinary folder")
+        if folder.exists() and not folder.is_dir():
+            raise InputError(f"{flag} {folder}: is not a folder (a file or a device); give a new or existing folder")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"{flag} {folder}: cannot create: {exc.strerror}") from None
