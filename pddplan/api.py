@@ -2,7 +2,7 @@
 
     import pddplan
     report = pddplan.optimize_workload("workloads/pdd-agent-64k.yaml")
-    print(report.best.architecture, report.best.evaluation.cost_per_hour)
+    print(report.best.name, report.best.evaluation.cost_per_hour)
     evaluation = pddplan.evaluate_plan("examples/plans/pdd-agent-64k-pdd.yaml", "pdd-agent-64k")
 
 Each returns the objects the CLI renders; their typed results (`.to_output()`, a simulation's
@@ -50,7 +50,7 @@ from pddplan.inputs.browse import (
 )
 from pddplan.inputs.input_set import load_input_set
 from pddplan.inputs.outputs import Catalog
-from pddplan.optimize.command import OptimizeFlags, run_request
+from pddplan.optimize.command import OptimizeFlags, architecture_names, run_request
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.outputs import Optimize, Survive
 from pddplan.optimize.run import OptimizeReport
@@ -75,11 +75,11 @@ def scenario_of(plan: str | Path, workload: str | Path) -> Scenario:
 def optimize_workload(
     workload: str | Path, architectures: Sequence[str] | None = None, **options: Any
 ) -> OptimizeReport:
-    """`pddplan optimize WORKLOAD`: `options` are `OptimizeOptions` fields (mode, rate,
-    budget_per_hour, verify_requests, seed, verify, early_stop, jobs, ...)."""
-    return _optimize(
-        load_workload(str(workload)), workload_dir(str(workload)), OptimizeOptions(**options), architectures
-    )
+    """`pddplan optimize WORKLOAD`: `architectures` a name or names (default: every one), `options`
+    `OptimizeOptions` fields (rate or budget_per_hour, which set the mode as --rate and --budget
+    do; verify_requests, seed, verify, early_stop, jobs, ...)."""
+    names = architecture_names([architectures] if isinstance(architectures, str) else architectures)
+    return _optimize(load_workload(str(workload)), workload_dir(str(workload)), OptimizeOptions(**options), names)
 
 
 def evaluate_plan(plan: str | Path, workload: str | Path, rate_rps: float | None = None) -> Evaluation:
@@ -127,10 +127,10 @@ def accuracy(**options: Any) -> Accuracy:
     return flags.cross_validated(flags.report())
 
 
-def calibrate(files: list[Path], **options: Any) -> Calibrate:
+def calibrate(files: Sequence[str | Path], **options: Any) -> Calibrate:
     """`pddplan calibrate` (`CalibrateFlags`): the fit, with the rows and the profile its options
     name written."""
-    flags = CalibrateFlags(files=files, **options)
+    flags = CalibrateFlags(files=[Path(f) for f in files], **options)
     fit = flags.fit()
     flags.write_rows(fit)
     flags.write_profile(fit)
@@ -146,7 +146,10 @@ def export(plan: str, workload: str, target: str, **options: Any) -> ExportOutpu
 
 
 def whatif(plan: str, workload: str, **options: Any) -> WhatIfOutput:
-    """`pddplan whatif` (`WhatifFlags`)."""
+    """`pddplan whatif` (`WhatifFlags`): `rate` as on the command line ('x1.5', '6') or a number
+    of requests/s."""
+    if isinstance(options.get("rate"), int | float):
+        options["rate"] = repr(options["rate"])
     return WhatifFlags(plan=plan, workload=workload, **options).run()
 
 
@@ -179,30 +182,32 @@ def agreement(**options: Any) -> list[AgreementRow]:
     return AgreementFlags(**options).agreement()
 
 
-def gate(baseline: Path, **options: Any) -> Gate:
+def gate(baseline: str | Path, **options: Any) -> Gate:
     """`pddplan gate BASELINE`: each scenario re-optimized against its committed result (its
     `passed` says whether the gate passes; `--update` and `--init` stay on the command line)."""
+    baseline = Path(baseline)
     flags = GateFlags(baseline=baseline, **options)
     _, checks = gate_checks(baseline, tolerances=flags.tolerances() or None, rtol=flags.rtol)
     return gate_outcome(checks)
 
 
-def trace_import(trace: Path, **options: Any) -> TraceImport:
+def trace_import(trace: str | Path, **options: Any) -> TraceImport:
     """`pddplan trace import` (`TraceImportFlags`), the workload written to `workload_out` when given."""
-    flags = TraceImportFlags(trace=trace, **options)
+    flags = TraceImportFlags(trace=Path(trace), **options)
     summary = flags.summary()
     flags.write_workload()
     return summary
 
 
-def cache_plan(trace: Path, like: str, capacity: str, **options: Any) -> CachePlan:
+def cache_plan(trace: str | Path, like: str, capacity: str, **options: Any) -> CachePlan:
     """`pddplan cache-plan` (`CachePlanFlags`)."""
-    return run_cache_plan(CachePlanFlags(trace=trace, like=like, capacity=capacity, **options).request()).to_output()
+    flags = CachePlanFlags(trace=Path(trace), like=like, capacity=capacity, **options)
+    return run_cache_plan(flags.request()).to_output()
 
 
-def cache_curve(trace: Path, **options: Any) -> CacheCurve:
+def cache_curve(trace: str | Path, **options: Any) -> CacheCurve:
     """`pddplan cache-curve` (`CacheCurveFlags`): the curve, or with `tier` the tiered cache."""
-    flags = CacheCurveFlags(trace=trace, **options)
+    flags = CacheCurveFlags(trace=Path(trace), **options)
     sizes = flags.sizes()
     return flags.tiered(sizes) if sizes.tiers else flags.curve(sizes)
 

@@ -84,9 +84,14 @@ def test_full_rate_bcr_is_the_cheapest_plan_at_the_ceiling() -> None:
 
 def test_solve_reports_infeasible_programs_as_none() -> None:
     starved = {("dc-a", "h100-sxm"): 1, ("dc-a", "h20"): 1}
-    for mode, extra in (("rate", {"target_rate": 3.0}), ("budget", {"budget_per_hour": 1.0}), ("bcr", {})):
+    modes = (
+        ("rate", {"target_rate": 3.0}, OptimizeOptions(rate=3.0)),
+        ("budget", {"budget_per_hour": 1.0}, OptimizeOptions(budget_per_hour=1.0)),
+        ("bcr", {}, OptimizeOptions()),
+    )
+    for mode, extra, options in modes:
         data = pdd_problem(mode, inventory=starved, **extra)  # type: ignore[arg-type]
-        solution, solves = solve_bcr(data, OptimizeOptions(mode=mode))  # type: ignore[arg-type]
+        solution, solves = solve_bcr(data, options)
         assert solution is None, mode
         assert solves == 1, mode
 

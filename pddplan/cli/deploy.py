@@ -221,7 +221,7 @@ def whatif(
 
 # -- survive --------------------------------------------------------------------------------------
 SurviveKindsOption = Annotated[
-    str, typer.Option("--survive", help="Failures to survive: instance, line, or instance,line.")
+    str, typer.Option("--survive", help="Failures to survive: instance, line, or both (instance,line).")
 ]
 GrownPlanOption = Annotated[Path | None, typer.Option("--output", help="Write the grown plan here (YAML).")]
 DegradedSlaOption = Annotated[

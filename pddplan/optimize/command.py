@@ -26,7 +26,7 @@ from pddplan.optimize.robust import RobustResult, check_robust, robust_optimize
 from pddplan.optimize.robustness import RobustnessReport, robustness
 from pddplan.optimize.run import OptimizeReport, optimize
 from pddplan.optimize.solver import SolverOptions
-from pddplan.optimize.survive import KINDS, survive
+from pddplan.optimize.survive import survive, survive_kinds
 from pddplan.specs.plan import ArchitectureName, Plan
 from pddplan.specs.workload import Workload
 from pddplan.support.limits import check_budget
@@ -39,16 +39,6 @@ def architecture_names(given: Sequence[str] | None) -> list[ArchitectureName]:
         if name not in architectures.names():
             raise InputError(f"--architecture = {name!r}: expected one of {', '.join(architectures.names())}")
     return list(given) if given else list(architectures.names())
-
-
-def survive_kinds(text: str | None) -> frozenset[str] | None:
-    """`--survive instance,line` as a set of failure kinds (None: no N+1)."""
-    if text is None:
-        return None
-    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
-    if not kinds or kinds - set(KINDS):
-        raise InputError(f"--survive = {text!r}: expected instance, line or both")
-    return kinds
 
 
 def optimize_options(

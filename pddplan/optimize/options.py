@@ -7,10 +7,11 @@ from typing import Literal
 
 from pddplan.errors import InputError
 from pddplan.optimize.solver import SolverOptions
-from pddplan.support.limits import check_jobs, check_rate, check_requests, check_seed
+from pddplan.support.limits import check_budget, check_jobs, check_rate, check_requests, check_seed
 
 # bcr: most goodput per dollar; rate: cheapest plan for a rate; budget: most goodput for a budget.
 Mode = Literal["bcr", "rate", "budget"]
+MODES: tuple[Mode, ...] = ("bcr", "rate", "budget")
 # where a relay decodes: its own instances, the prefill instances (mixed steps), or whichever is better
 RelayPlacement = Literal["auto", "dedicated", "prefill"]
 RELAY_PLACEMENTS: tuple[RelayPlacement, ...] = ("auto", "dedicated", "prefill")
@@ -52,6 +53,7 @@ class OptimizeOptions:
     diagnose: bool = True
 
     def __post_init__(self) -> None:
+        self._check_mode()
         if self.relay_placement not in RELAY_PLACEMENTS:
             raise InputError(f"--relay = {self.relay_placement!r}: expected one of {', '.join(RELAY_PLACEMENTS)}")
         if self.rate is not None:
@@ -68,6 +70,23 @@ class OptimizeOptions:
             check_jobs(self.jobs)
         if self.top is not None:
             check_top(self.top)
+
+    def _check_mode(self) -> None:
+        """The mode follows from what is given, as on the command line: a `rate` makes the default
+        bcr mode rate, a `budget_per_hour` budget; a mode without its figure, both figures, or an
+        unknown mode are refused."""
+        if self.mode not in MODES:
+            raise InputError(f"mode = {self.mode!r}: expected one of {', '.join(MODES)}")
+        if self.rate is not None and self.budget_per_hour is not None:
+            raise InputError("give a rate or a budget, not both")
+        if self.budget_per_hour is not None:
+            check_budget(self.budget_per_hour, "budget_per_hour")
+        if self.mode == "bcr" and (self.rate is not None or self.budget_per_hour is not None):
+            object.__setattr__(self, "mode", "rate" if self.rate is not None else "budget")
+        if self.mode == "rate" and self.rate is None:
+            raise InputError("mode 'rate' plans the cheapest deployment for a rate: give the rate (--rate)")
+        if self.mode == "budget" and self.budget_per_hour is None:
+            raise InputError("mode 'budget' plans the most goodput for a budget: give the budget (--budget)")
 
     def least_rate(self, rate_ceiling: float) -> float:
         """The least rate a plan may serve: the target (--rate), min_served x offered (BCR), else 0."""

@@ -132,6 +132,18 @@ def growths(inputs: InputSet, plan: Plan) -> list[tuple[str, Plan, float]]:
     return valid
 
 
+def survive_kinds(text: str | None) -> frozenset[str] | None:
+    """`--survive instance,line` (or `both`) as a set of failure kinds (None: no N+1)."""
+    if text is None:
+        return None
+    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
+    if kinds == {"both"}:
+        kinds = frozenset(KINDS)
+    if not kinds or kinds - set(KINDS):
+        raise InputError(f"--survive = {text!r}: expected instance, line or both")
+    return kinds
+
+
 def survive(inputs: InputSet, plan: Plan, kinds: set[str], degraded_sla: float = 1.0) -> Survival:
     """`plan` grown until every failure of `kinds` survives within the SLA times `degraded_sla`
     (module docstring); InfeasibleError when no addition helps or the inventory runs out first."""
@@ -184,8 +196,8 @@ class SurviveFlags:
         inputs = workload_inputs(self.workload)
         if progress is not None:
             progress("checking every single failure...")
-        kinds = {k.strip() for k in self.kinds.split(",") if k.strip()}
-        return survive(inputs, load_plan(self.plan), kinds, self.degraded_sla)
+        kinds = survive_kinds(self.kinds) or frozenset()
+        return survive(inputs, load_plan(self.plan), set(kinds), self.degraded_sla)
 
     def write_plan(self, result: Survival) -> Path | None:
         """Write the grown plan to `output_path` (YAML, under a comment saying what it was grown
