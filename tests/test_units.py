@@ -62,7 +62,17 @@ def test_bandwidths_by_hand(text: str, bytes_per_s: float) -> None:
     assert parse_bandwidth(text, "--bw") == pytest.approx(bytes_per_s, rel=1e-15)
 
 
-@pytest.mark.parametrize(("text", "message"), [("6Gb/s", "reads as bits"), ("100", "bandwidth such as"), ("5GB", "")])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("6Gb/s", "reads as bits"),
+        ("100", "bandwidth such as"),
+        ("5GB", ""),
+        # read as 40 Gbit/s before, 8 times less than 40 GB/s: which one is meant is not said
+        ("40GBps", "may be bytes or bits"),
+        ("40MBPS", "may be bytes or bits"),
+    ],
+)
 def test_bad_bandwidths(text: str, message: str) -> None:
     with pytest.raises(InputError, match="--bw") as caught:
         parse_bandwidth(text, "--bw")

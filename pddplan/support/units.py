@@ -92,10 +92,16 @@ def parse_size(text: str, where: str) -> Size:
 
 
 def parse_bandwidth(text: str, where: str) -> float:
-    """Bytes per second: `40Gbps` -> 5e9, `5GB/s` -> 5e9, `1GiB/s` -> 2**30. A bare number or a
-    bit rate written as `Gb/s` is refused (`b` or `B` is easy to miss: `bps` or `B/s` say it)."""
+    """Bytes per second: `40Gbps` -> 5e9, `5GB/s` -> 5e9, `1GiB/s` -> 2**30. A bare number, a
+    bit rate written as `Gb/s`, and `GBps` or `GBPS` (bytes or bits? they differ 8 times) are
+    refused (`b` or `B` is easy to miss: `bps` or `B/s` say it)."""
     value, unit = _split(text, where, BANDWIDTH_SPELLINGS)
-    if unit.upper() in BIT_RATE_UNITS and unit.lower().endswith("bps"):
+    if unit.upper() in BIT_RATE_UNITS:
+        if not unit.endswith("bps"):
+            raise InputError(
+                f"{where} = {text!r}: {unit!r} may be bytes or bits; write {value:g}{unit[:-3]}bps for bits "
+                f"or {value:g}{unit[:-3].upper()}B/s for bytes"
+            )
         return value * BIT_RATE_UNITS[unit.upper()]
     if unit.endswith("/s") and unit[:-2].upper() in BYTE_UNITS and not unit[:-2].endswith("b"):
         return value * BYTE_UNITS[unit[:-2].upper()]
