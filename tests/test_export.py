@@ -368,6 +368,17 @@ def test_a_model_path_with_a_newline_is_refused_not_run(cli: Any, tmp_path: Path
     assert result.exit_code == 2 and "--image" in result.stderr
 
 
+@pytest.mark.parametrize(("flag", "target"), [("--model-path", "vllm"), ("--model-path", "sglang"), ("--image", "k8s")])
+def test_a_value_that_looks_like_an_option_is_refused(cli: Any, tmp_path: Path, flag: str, target: str) -> None:
+    """`--model-path --trust-remote-code` wrote `vllm serve --trust-remote-code ...`: the engine read
+    the checkpoint as an option. A value starting with '-' is refused, one line, nothing written."""
+    out = tmp_path / "launch"
+    result = cli("export", str(PLANS["pdd"]), "pdd-agent-64k", "--target", target, flag, "--trust-remote-code",
+                 "--out", str(out))  # fmt: skip
+    assert result.exit_code == 2 and "starts with '-'" in result.stderr, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
 @pytest.mark.parametrize("target", ["sglang", "vllm"])
 def test_shell_metacharacters_in_every_input_value_reach_the_engine_as_data(target: str, tmp_path: Path) -> None:
     """Every value a user gives that reaches a script (model path, model config path) is quoted:

@@ -15,7 +15,7 @@ from pddplan.errors import InputError
 from pddplan.export import outputs
 from pddplan.export.engines import ENGINE_VERSIONS, ENGINES, Engine
 from pddplan.export.k8s import k8s_files
-from pddplan.export.layout import DEFAULT_GPUS_PER_NODE, Deployment, check_script_text, deployment_of
+from pddplan.export.layout import DEFAULT_GPUS_PER_NODE, Deployment, check_argument, deployment_of
 from pddplan.export.scripts import shell_files
 from pddplan.inputs import model_index
 from pddplan.scenarios.scenario import Scenario
@@ -118,7 +118,7 @@ def export_plan(
     if engine not in ENGINES:
         raise InputError(f"--engine = {engine!r}: expected one of {', '.join(ENGINES)}")
     if image is not None:
-        check_script_text("--image", image)
+        check_argument("--image", image)
     repo = model_repo_of(scenario.workload.model, model_path)
     deployment = deployment_of(scenario, repo, gpus_per_node, checkpoint_given=bool(model_path), pack=target != "k8s")
     check_pipeline_stages(engine if target == "k8s" else target, deployment)

@@ -51,6 +51,16 @@ def check_script_text(field: str, value: str) -> str:
     return value
 
 
+def check_argument(field: str, value: str) -> str:
+    """`value` as one argument of an engine's command line (a checkpoint, an image): refused
+    (InputError) when it holds a control character (`check_script_text`) or starts with '-',
+    where the engine's parser would read it as an option (`--model-path --trust-remote-code`)."""
+    check_script_text(field, value)
+    if value.startswith("-"):
+        raise InputError(f"{field} = {value!r}: starts with '-', which the engine would read as an option")
+    return value
+
+
 #: How an instance's KV leaves (prefill) or arrives (decode); `none` on a co-located server.
 Transport = Literal["rdma", "tcp", "none"]
 #: The server's disaggregation mode: a prefill or a decode server of a PD pair, or `none` for a
@@ -224,7 +234,7 @@ def deployment_of(
     if not 1 <= gpus_per_node <= MAX_GPUS_PER_NODE:
         raise InputError(f"--gpus-per-node = {gpus_per_node}: must be 1 to {MAX_GPUS_PER_NODE}")
     plan, workload = scenario.plan, scenario.workload
-    check_script_text("model_path", model_repo)
+    check_argument("model_path", model_repo)
     check_script_text("workload model", workload.model)
     check_script_text("plan name", plan.name)
     wan = scenario.architecture.uses_wan
