@@ -25,6 +25,8 @@ SMALL_WORKLOAD = str(ROOT / "tests" / "data" / "plans" / "small-workload.yaml")
         ("correlation_s: 10, step_s: 1}", "correlation_s: 10, step_s: 1.0e-9}", "step_s = 1e-09"),
         ("  rate_rps: 4.0\n", "  rate_rps: 1.0e+300\n", "arrival.rate_rps = 1e+300"),
         ("      capacity_gbps: 100\n", "      capacity_gbps: 1.0e+300\n", "capacity_gbps = 1e+300"),
+        # 5 bytes/s: the simulation spun for minutes on one transfer's events
+        ("      capacity_gbps: 100\n", '      capacity_gbps: "5B/s"\n', "greater than or equal to 0.001"),
         ("  drc_retention_s: 60\n", "  drc_retention_s: 1.0e+12\n", "serving.drc_retention_s = 1000000000000.0"),
     ],
 )
@@ -104,3 +106,32 @@ def test_a_near_zero_offered_rate_in_bcr_mode(cli: object, tmp_path: Path) -> No
     assert result.exit_code == 0, result.stderr
     row = json.loads(result.stdout)["architectures"][0]
     assert row["feasible"] and row["goodput_rps"] == pytest.approx(1e-6, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("num_hidden_layers", 100_000_000, "num_hidden_layers = 100000000: must be at most 10,000"),
+        ("hidden_size", 10**12, "hidden_size = 1000000000000: must be at most 100,000,000"),
+        ("intermediate_size", float("nan"), "intermediate_size = nan: expected a whole number"),
+    ],
+)
+def test_a_model_config_s_shape_is_bounded(cli: object, tmp_path: Path, key: str, value: float, fragment: str) -> None:
+    """A config.json of 1e8 layers grew past 1.6 GB making per-layer lists; NaN raised a traceback
+    (cannot convert float NaN to integer)."""
+    import json
+
+    config = json.loads((ROOT / "pddplan" / "model_catalog" / "llama-3.1-70b.json").read_text(encoding="utf-8"))
+    config[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")  # NaN written as the bare NaN Python's json reads
+    one_error_line(cli("models", "show", str(path)), str(path), fragment)  # type: ignore[operator]
+
+
+def test_a_hardware_figure_too_small_for_a_chip_is_refused(cli: object, tmp_path: Path) -> None:
+    """fp8_dense_tflops 1e-300 gave infinite step times and a NaN traceback in the queueing."""
+    text = (ROOT / "hardware_profiles" / "gpu-a.yaml").read_text(encoding="utf-8")
+    old = text[text.index("fp8_dense_tflops: {value: ") :].split(",")[0]
+    path = tmp_path / "gpu-a.yaml"
+    path.write_text(text.replace(old, "fp8_dense_tflops: {value: 1.0e-300", 1), encoding="utf-8")
+    one_error_line(cli("hardware", "show", str(path)), "fp8_dense_tflops.value = 1e-300: must be at least 0.01")  # type: ignore[operator]

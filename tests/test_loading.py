@@ -249,7 +249,7 @@ def test_negative_wan_bandwidth() -> None:
     data = good_workload()
     data["deployment"]["wan_lines"][0]["capacity_gbps"] = -100
     assert message(Workload, data, "w.yaml") == (
-        "w.yaml: deployment.wan_lines[0].capacity_gbps = -100: Input should be greater than 0"
+        "w.yaml: deployment.wan_lines[0].capacity_gbps = -100: Input should be greater than or equal to 0.001"
     )
 
 

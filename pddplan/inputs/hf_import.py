@@ -6,6 +6,7 @@ known shape (GQA, MLA, MoE, sliding window, Gated DeltaNet hybrid) imports witho
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -15,6 +16,8 @@ from pydantic import ValidationError
 from pddplan.errors import InputError
 from pddplan.inputs.quantization import weight_formats
 from pddplan.specs.model import (
+    MAX_LAYERS,
+    MAX_SHAPE_NUMBER,
     IndexerSpec,
     KvDtype,
     LayerKind,
@@ -45,8 +48,11 @@ class _Config:
         for key in keys:
             value = self.data.get(key)
             if value is not None:
-                if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+                whole = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                if not whole or int(value) != value:
                     raise InputError(f"{self.source}: {key} = {value!r}: expected a whole number")
+                if not -MAX_SHAPE_NUMBER <= value <= MAX_SHAPE_NUMBER:
+                    raise InputError(f"{self.source}: {key} = {value!r}: must be at most {MAX_SHAPE_NUMBER:,}")
                 return int(value)
         if default is not None:
             return default
@@ -69,6 +75,8 @@ def architecture_from_hf_config(
     for key, value in (("num_hidden_layers", num_layers), ("hidden_size", hidden), ("num_attention_heads", heads)):
         if value < 1:
             raise InputError(f"{source}: {key} = {value}: must be at least 1")
+    if num_layers > MAX_LAYERS:  # before any per-layer list is made
+        raise InputError(f"{source}: num_hidden_layers = {num_layers}: must be at most {MAX_LAYERS:,}")
     kv_heads = cfg.int("num_key_value_heads", default=heads)
     head_dim = cfg.int("head_dim", default=hidden // heads)
     try:

@@ -58,8 +58,9 @@ MAX_BINS = 1000
 #: money per unit ($/h, $/month, $ per million tokens): a billion is beyond any price
 Usd = Annotated[float, Field(ge=0, le=1e9)]
 PositiveUsd = Annotated[float, Field(gt=0, le=1e9)]
-#: a line's capacity in Gbps: 1 Pbps is beyond any leased line
-LineGbps = Annotated[float, Field(gt=0, le=1e6), _written_with_unit(parse_bandwidth, 1e9 / 8)]
+#: a line's capacity in Gbps: 1 Pbps is beyond any leased line, and below 1 Mbps a KV transfer of
+#: a gigabyte takes hours (at 5 bytes/s the simulation spun for minutes on one transfer's events)
+LineGbps = Annotated[float, Field(ge=1e-3, le=1e6), _written_with_unit(parse_bandwidth, 1e9 / 8)]
 #: a round-trip time in milliseconds: a minute is beyond any network path
 RttMs = Annotated[float, Field(gt=0, le=60_000), _written_with_unit(parse_seconds, 1e-3)]
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$", min_length=1, max_length=64)]

@@ -44,6 +44,19 @@ FIGURE_MAXIMA: dict[str, tuple[float, str]] = {
     "host.nvme_tb_per_node": (1e5, "TB of local NVMe per server"),
     "host.nvme_read_gb_per_s_per_node": (1e5, "GB/s of NVMe reads per server"),
 }
+#: The smallest value a capability may take (compute, memory and interconnect divide step times,
+#: and so does a host's copy bandwidth): below it a figure is a unit slip or an attack (1e-300
+#: TFLOPS made step times infinite and the queueing arithmetic NaN), not a chip.
+FIGURE_MINIMA: dict[str, tuple[float, str]] = {
+    "compute.bf16_dense_tflops": (0.01, "TFLOPS; 10 GFLOPS is one CPU core"),
+    "compute.fp8_dense_tflops": (0.01, "TFLOPS; 10 GFLOPS is one CPU core"),
+    "compute.fp4_dense_tflops": (0.01, "TFLOPS; 10 GFLOPS is one CPU core"),
+    "memory.hbm_gb": (0.1, "GB per GPU"),
+    "memory.hbm_tb_per_s": (0.01, "TB/s; 10 GB/s is one DDR4 channel"),
+    "interconnect.scale_up_gb_per_s": (0.1, "GB/s per GPU"),
+    "interconnect.nic_gbps": (0.1, "Gbit/s per GPU"),
+    "host.host_to_device_gb_per_s": (0.1, "GB/s per GPU; PCIe 1.0 x1 does 0.25"),
+}
 #: figures that count things and must be whole numbers
 WHOLE_FIGURES = ("interconnect.scale_up_domain", "host.gpus_per_node")
 #: a per-step, per-layer or per-request overhead above a minute is a unit slip (ms written as s)
@@ -265,11 +278,15 @@ class HardwareProfile(StrictModel):
 
     @model_validator(mode="after")
     def _capabilities_positive(self) -> HardwareProfile:
-        """Compute, memory and interconnect figures divide step times: a known one must be > 0."""
+        """Compute, memory and interconnect figures divide step times: a known one must be > 0, and
+        at least its FIGURE_MINIMA bound."""
         for path, figure in self.figures().items():
             capability = path.split(".")[0] in ("compute", "memory", "interconnect") or path == "host.gpus_per_node"
             if capability and figure.value is not None and figure.value <= 0:
                 raise ValueError(f"{path} = {figure.value:g}: must be > 0 (or null when unknown)")
+            if path in FIGURE_MINIMA and figure.value is not None and figure.value < FIGURE_MINIMA[path][0]:
+                minimum, reason = FIGURE_MINIMA[path]
+                raise ValueError(f"{path}.value = {figure.value:g}: must be at least {minimum:g} ({reason})")
         return self
 
     @model_validator(mode="after")

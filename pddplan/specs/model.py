@@ -6,12 +6,12 @@ it can also be written by hand as YAML in this schema.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from pddplan.errors import InputError
-from pddplan.specs.common import NonNegativeInt, PositiveInt, StrictModel
+from pddplan.specs.common import StrictModel
 from pddplan.specs.precision import WeightDtype
 
 LayerKind = Literal["full", "sliding", "linear"]
@@ -21,47 +21,56 @@ KvDtype = Literal["bf16", "fp8"]
 DTYPE_BYTES: dict[str, float] = {"fp32": 4.0, "bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 
+#: no shape number of a model is larger (the largest vocabularies are ~1e6, FFN widths ~1e5): beyond
+#: it a file is a slip or an attack, and per-layer or per-expert arithmetic would run away
+MAX_SHAPE_NUMBER = 100_000_000
+#: layers: the deepest published models have ~100-200
+MAX_LAYERS = 10_000
+ShapeNumber = Annotated[int, Field(gt=0, le=MAX_SHAPE_NUMBER)]
+ShapeNumberOrZero = Annotated[int, Field(ge=0, le=MAX_SHAPE_NUMBER)]
+
+
 class MlaSpec(StrictModel):
     """Multi-head latent attention (DeepSeek-V2/V3 style): K and V are stored as one latent."""
 
-    kv_lora_rank: PositiveInt
-    qk_rope_head_dim: PositiveInt
-    qk_nope_head_dim: PositiveInt
-    v_head_dim: PositiveInt
-    q_lora_rank: PositiveInt | None = None
+    kv_lora_rank: ShapeNumber
+    qk_rope_head_dim: ShapeNumber
+    qk_nope_head_dim: ShapeNumber
+    v_head_dim: ShapeNumber
+    q_lora_rank: ShapeNumber | None = None
 
 
 class IndexerSpec(StrictModel):
     """DeepSeek sparse attention's lightning indexer: a small key cache scored over all tokens,
     after which the main attention reads only `top_k` tokens."""
 
-    num_heads: PositiveInt
-    head_dim: PositiveInt
-    top_k: PositiveInt
+    num_heads: ShapeNumber
+    head_dim: ShapeNumber
+    top_k: ShapeNumber
 
 
 class LinearAttentionSpec(StrictModel):
     """A linear-attention (Gated DeltaNet style) layer: a fixed-size state per sequence."""
 
-    num_key_heads: PositiveInt
-    num_value_heads: PositiveInt
-    key_head_dim: PositiveInt
-    value_head_dim: PositiveInt
-    conv_kernel: PositiveInt
+    num_key_heads: ShapeNumber
+    num_value_heads: ShapeNumber
+    key_head_dim: ShapeNumber
+    value_head_dim: ShapeNumber
+    conv_kernel: ShapeNumber
     state_dtype: Literal["fp32", "bf16"] = "fp32"
 
 
 class MoeSpec(StrictModel):
     """Mixture-of-experts feed-forward layers."""
 
-    num_experts: PositiveInt
-    experts_per_token: PositiveInt
-    num_shared_experts: NonNegativeInt = 0
-    expert_intermediate_size: PositiveInt
-    shared_expert_intermediate_size: NonNegativeInt = Field(
+    num_experts: ShapeNumber
+    experts_per_token: ShapeNumber
+    num_shared_experts: ShapeNumberOrZero = 0
+    expert_intermediate_size: ShapeNumber
+    shared_expert_intermediate_size: ShapeNumberOrZero = Field(
         default=0, description="width of the shared expert block (all shared experts together)"
     )
-    first_dense_layers: NonNegativeInt = Field(default=0, description="leading layers with a dense FFN")
+    first_dense_layers: ShapeNumberOrZero = Field(default=0, description="leading layers with a dense FFN")
     expert_bias: bool = False
     router_bias: bool = False
     shared_expert_gate: bool = False
@@ -78,20 +87,20 @@ class ModelArchitecture(StrictModel):
 
     name: str
     source: str = Field(description="where the shape numbers come from")
-    num_layers: PositiveInt
-    hidden_size: PositiveInt
-    vocab_size: PositiveInt
+    num_layers: Annotated[int, Field(gt=0, le=MAX_LAYERS)]
+    hidden_size: ShapeNumber
+    vocab_size: ShapeNumber
     tie_word_embeddings: bool = False
-    num_heads: PositiveInt
-    num_kv_heads: PositiveInt
-    head_dim: PositiveInt
+    num_heads: ShapeNumber
+    num_kv_heads: ShapeNumber
+    head_dim: ShapeNumber
     attention_bias: bool = False
     attention_output_gate: bool = Field(default=False, description="query projection doubled for a gate")
     qk_norm: bool = False
-    intermediate_size: NonNegativeInt = Field(description="dense FFN width (0 when every layer is MoE)")
+    intermediate_size: ShapeNumberOrZero = Field(description="dense FFN width (0 when every layer is MoE)")
     moe: MoeSpec | None = None
     layer_kinds: tuple[LayerKind, ...] = Field(description="per layer; omit when every layer is full attention")
-    sliding_window: PositiveInt | None = None
+    sliding_window: ShapeNumber | None = None
     mla: MlaSpec | None = None
     indexer: IndexerSpec | None = None
     linear: LinearAttentionSpec | None = None
