@@ -21,6 +21,17 @@ def test_a_key_given_twice_is_refused(cli: object, tmp_path: Path) -> None:
     one_error_line(cli("workloads", "show", str(path)), "key 'rate_rps' appears twice")  # type: ignore[operator]
 
 
+def test_a_key_given_twice_in_json_is_refused(cli: object, tmp_path: Path) -> None:
+    """A plan .json with `"count": 3, "count": 1` evaluated with 1 instance and exit 0 (the last
+    won, as Python's json reads it); the YAML reader refused the same. A trace line too."""
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"name": "p", "name": "q"}', encoding="utf-8")
+    one_error_line(cli("evaluate", str(plan), "pdd-agent-64k"), str(plan), "key 'name' appears twice")  # type: ignore[operator]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "timestamp": 5, "input_length": 10, "output_length": 5}\n', encoding="utf-8")
+    one_error_line(cli("trace", "import", str(trace)), "line 1", "key 'timestamp' appears twice")  # type: ignore[operator]
+
+
 def test_an_alias_bomb_is_refused_at_the_first_alias(cli: object, tmp_path: Path) -> None:
     """Nine levels of nine aliases: 9^9 (387 million) leaves in about 400 bytes."""
     lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]']

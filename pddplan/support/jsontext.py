@@ -39,14 +39,29 @@ def _refuse_constant(name: str) -> Any:
     raise JsonError(f"{name} is not a number JSON allows")
 
 
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict; JsonError when a key appears twice (the last would win silently)."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonError(f"key {key!r} appears twice")
+            seen.add(key)
+    return out
+
+
 def parse_json(text: str, allow_constants: bool = False) -> Any:
-    """`json.loads` for untrusted text: JsonError (never a traceback) for invalid JSON, NaN and
-    infinities, integers beyond Python's 4,300-digit conversion limit, and nesting deep enough to
-    exhaust the parser's recursion (the C parser stops at the interpreter's recursion limit).
-    `allow_constants` reads NaN and Infinity as floats, for files that tools write with them
-    (Python's `json.dumps` writes `"request_rate": Infinity`); their reader checks what it uses."""
+    """`json.loads` for untrusted text: JsonError (never a traceback) for invalid JSON, a key given
+    twice in one object (as YAML is read), NaN and infinities, integers beyond Python's 4,300-digit
+    conversion limit, and nesting deep enough to exhaust the parser's recursion (the C parser
+    stops at the interpreter's recursion limit). `allow_constants` reads NaN and Infinity as
+    floats, for files that tools write with them (Python's `json.dumps` writes
+    `"request_rate": Infinity`); their reader checks what it uses."""
     try:
-        return json.loads(text) if allow_constants else json.loads(text, parse_constant=_refuse_constant)
+        if allow_constants:
+            return json.loads(text, object_pairs_hook=_once_each)
+        return json.loads(text, object_pairs_hook=_once_each, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise JsonError(exc.msg, f"at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
