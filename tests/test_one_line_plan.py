@@ -283,6 +283,11 @@ BAD: dict[str, tuple[tuple[str, ...], list[str]]] = {
     "unknown hub id": ((*GPU_RATE, *BASE[2:], "--model", "Qwen/Qwen3-32B-FP8"), ["--model = 'Qwen/Qwen3-32B-FP8'"]),
     "missing config": ((*GPU_RATE, *BASE[2:], "--model", "./no/config.json"), ["--model = './no/config.json'"]),
     "write with a workload": (("chat-short-lowhit", "--write-workload", "x.yaml"), ["not both", "--write-workload"]),
+    # an optimize option refused after the built workload was written (three lines, a file left)
+    "unknown solver": ((*BASE, *GPU_RATE, "--solver", "nope", "--write-workload", "w.yaml"), ["nope"]),
+    "unknown relay": ((*BASE, *GPU_RATE, "--relay", "nope", "--write-workload", "w.yaml"), ["--relay"]),
+    "min served over 1": ((*BASE, *GPU_RATE, "--min-served", "5", "--write-workload", "w.yaml"), ["--min-served"]),
+    "unknown architecture": ((*BASE, *GPU_RATE, "-a", "nope", "--write-workload", "w.yaml"), ["'nope'"]),
 }
 
 

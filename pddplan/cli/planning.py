@@ -223,12 +223,13 @@ def optimize(
     given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.inputs.workload_flags import WorkloadFlags, workload_for_optimize
     from pddplan.optimize.command import OptimizeFlags, run_request
-    from pddplan.optimize.options import check_top
     from pddplan.report import optimize_report, output
 
-    if top is not None:  # refused before a workload built from the flags is written
-        check_top(top)
     described = {name: given.pop(name) for name in ONE_LINE_FLAGS}
+    # every other option refused before a workload built from the flags is written (there --rate
+    # is the workload's arrival rate, not the rate mode's)
+    OptimizeFlags(**(given | {"workload": "", "rate": None} if given["workload"] is None else given)).options()
+    _check_report(report_path)
     gpus, path, force_write = tuple(described.pop("gpu") or ()), described.pop("write_workload"), described.pop("force")
     flags = WorkloadFlags(gpus=gpus, rate=rate, **described)
     workload, notes = workload_for_optimize(workload, flags, path, force_write)
@@ -237,7 +238,6 @@ def optimize(
     if given["workload"] is None:  # built from the flags: --rate was its arrival rate
         given |= {"workload": workload, "rate": None}
     request = OptimizeFlags(**given).request()
-    _check_report(report_path)
     with output.status("optimizing...") as status:
         outcome = run_request(request, progress=status.update)
     written = outcome.write_plan(output_plan, request.spec.name)

@@ -129,8 +129,16 @@ class OptimizeFlags:
 
     def request(self) -> OptimizeRequest:
         """The checked request these options ask for."""
+        further = (self.robust, self.robust_day, self.survive_kinds)
+        return OptimizeRequest.of(self.workload, self.options(), self.architecture, further)
+
+    def options(self) -> OptimizeOptions:
+        """The optimize options these flags give, checked (all but the workload's): a workload built
+        from flags is written only once they pass."""
         solver = SolverOptions(name=self.solver, time_limit_s=self.time_limit, mip_gap=self.mip_gap)  # type: ignore[arg-type]
-        options = optimize_options(
+        architecture_names(self.architecture)
+        survive_kinds(self.survive_kinds)
+        return optimize_options(
             self.rate,
             self.budget,
             solver,
@@ -143,8 +151,6 @@ class OptimizeFlags:
             jobs=self.jobs,
             top=self.top,
         )
-        further = (self.robust, self.robust_day, self.survive_kinds)
-        return OptimizeRequest.of(self.workload, options, self.architecture, further)
 
 
 @dataclass(frozen=True)
