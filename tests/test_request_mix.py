@@ -59,7 +59,7 @@ def test_three_requests_make_three_classes_by_hand(tmp_path: Path) -> None:
     ]
     assert sorted(b["low"] for b in fields["hit_rate"]["buckets"]) == pytest.approx([0, 2 / 3, 512 / 600], abs=1e-6)
     assert fields["arrival"] == {"rate_rps": 1.0, "process": "gamma", "cv": pytest.approx(1 / 3, abs=1e-4)}
-    workload = build_workload(load_workload("chat-short-lowhit"), fields, "t", "")
+    workload = build_workload(load_workload("chat-short-lowhit"), fields, "t", "", "t.jsonl")
     assert workload.request_mix is not None
     assert workload.request_mix.mean_hit() == pytest.approx(workload.hit_rate.mean(), abs=1e-6)
 

@@ -134,3 +134,27 @@ def test_bad_trace_options(cli: Any, args: tuple[str, ...], message: str) -> Non
         result = cli(command, str(plan), "pdd-agent-64k", *args)
         assert result.exit_code == 2, (command, result.stdout)
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("command", "timestamps", "words"),
+    [
+        # two requests a nanosecond apart: 2e9 req/s, simulated with overflow warnings and exit 0
+        ("simulate", (0, 1e-9), "the replayed requests' mean rate = "),
+        # the same trace made a workload whose error named `--workload-out`, an option evaluate lacks
+        ("evaluate", (0, 1e-9), "its workload: arrival.rate_rps = "),
+        ("evaluate", (5, 5), "the trace spans no time"),  # named no file
+    ],
+)
+def test_a_trace_too_fast_or_spanning_no_time_is_one_line_naming_it(
+    cli: Any, tmp_path: Path, command: str, timestamps: tuple[float, float], words: str
+) -> None:
+    from cli_results import one_error_line
+
+    trace = tmp_path / "t.jsonl"
+    rows = [
+        {"timestamp": t, "input_length": 100, "output_length": 10, "hash_ids": [i]} for i, t in enumerate(timestamps)
+    ]
+    trace.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    plan = str(ROOT / "examples" / "plans" / "pdd-agent-64k-pdd.yaml")
+    one_error_line(cli(command, plan, "pdd-agent-64k", "--trace", str(trace)), f"{trace}: ", words)

@@ -15,6 +15,7 @@ import numpy as np
 from pddplan.errors import InputError
 from pddplan.perf.kv import kv_bytes_per_token
 from pddplan.scenarios.scenario import Scenario
+from pddplan.support.limits import check_rate
 from pddplan.trace.cache import Eviction, replay
 from pddplan.trace.curve import MAX_CAPACITY_TOKENS, parse_capacity
 from pddplan.trace.read import TraceFormat, TraceRequest, hashed_format, read_trace
@@ -106,7 +107,8 @@ def trace_replay(
 def replay_scenario(scenario: Any, replay: TraceReplay) -> Any:
     """`scenario` offered the replay's traffic: its mean rate (what goodput, revenue and the SLA
     verdict are judged at). InputError when a replayed prompt is longer than the workload's
-    longest, which the plan's memory was checked for."""
+    longest, which the plan's memory was checked for, or when that rate is out of bounds
+    (`check_rate`: two requests a nanosecond apart made 2e9 requests/s)."""
 
     longest = scenario.workload.prompt_tokens.largest()
     too_long = int(np.argmax(replay.prompt_tokens > longest)) if (replay.prompt_tokens > longest).any() else None
@@ -116,6 +118,7 @@ def replay_scenario(scenario: Any, replay: TraceReplay) -> Any:
             f"than workload {scenario.workload.name}'s longest ({longest:,}) that the plan was checked for; build the "
             "workload from the trace (`trace import --workload-out`)"
         )
+    check_rate(replay.rate_rps, f"{replay.source}: the replayed requests' mean rate")
     arrival = scenario.workload.arrival.model_copy(update={"rate_rps": replay.rate_rps})
     plan = scenario.plan.model_copy(update={"rate_rps": None})
     return replace(scenario, plan=plan, workload=scenario.workload.model_copy(update={"arrival": arrival}))

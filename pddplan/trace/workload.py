@@ -221,12 +221,12 @@ def trace_digest(path: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def build_workload(template: Workload, fields: dict[str, Any], name: str, description: str) -> Workload:
-    """`template` with the trace-made `fields`, validated as any workload file is."""
+def build_workload(template: Workload, fields: dict[str, Any], name: str, description: str, where: str) -> Workload:
+    """`template` with the trace-made `fields`, validated as any workload file is (errors name `where`)."""
 
     data = template.model_dump(mode="json", exclude_none=True)
     data.update(fields, name=name, description=description)
-    return validate(Workload, data, "--workload-out")
+    return validate(Workload, data, where)
 
 
 @dataclass(frozen=True)
@@ -287,9 +287,12 @@ def workload_from_trace(
         blocks = int(min(tokens / block_tokens, MAX_CAPACITY_TOKENS))
         histogram = joint_histogram(stream_trace(trace, fmt, block_tokens), blocks, block_tokens, eviction)
     source = f"trace {trace.name} (sha256 {trace_digest(trace)}), {eviction.upper()} prefix cache {capacity_text}"
-    fields = workload_fields(histogram, summary, source)
+    try:
+        fields = workload_fields(histogram, summary, source)
+    except InputError as error:  # the trace's own figures: name the trace
+        raise InputError(f"{trace}: {error}") from None
     description = f"{template.name}'s deployment serving the traffic of {source}"
-    workload = build_workload(template, fields, name or template.name, description)
+    workload = build_workload(template, fields, name or template.name, description, f"{trace}: its workload")
     return TraceWorkload(workload, histogram.requests, summary, capacity_text, eviction)
 
 
