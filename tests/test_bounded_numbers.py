@@ -134,4 +134,4 @@ def test_a_hardware_figure_too_small_for_a_chip_is_refused(cli: object, tmp_path
     old = text[text.index("fp8_dense_tflops: {value: ") :].split(",")[0]
     path = tmp_path / "gpu-a.yaml"
     path.write_text(text.replace(old, "fp8_dense_tflops: {value: 1.0e-300", 1), encoding="utf-8")
-    one_error_line(cli("hardware", "show", str(path)), "fp8_dense_tflops.value = 1e-300: must be at least 0.01")  # type: ignore[operator]
+    one_error_line(cli("hardware", "show", str(path)), "fp8_dense_tflops.value = 1e-300: must be at least 0.001")  # type: ignore[operator]

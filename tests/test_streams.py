@@ -105,3 +105,20 @@ def test_quiet_drops_notices_but_not_errors(cli: Any, tmp_path: Path) -> None:
     assert loud.stderr.count("wrote ") == 5
     failed = cli("-q", "optimize", "no-such-workload")
     assert failed.exit_code == 2 and failed.stderr.startswith("error: unknown workload")
+
+
+@pytest.mark.parametrize(
+    ("args", "files"),
+    [
+        (("bathtub", "pdd-agent-64k", "--points", "3", "-j", "1"), ("--csv", "b.csv", "--html", "b.html")),
+        (("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "4", "-j", "1"), ("--csv", "s.csv")),
+    ],
+)
+def test_every_file_written_is_noticed(cli: Any, tmp_path: Path, args: tuple[str, ...], files: tuple[str, ...]) -> None:
+    """bathtub's and sweep's --csv, --html, --png, --svg (and gate's --markdown) were written
+    without the `wrote FILE` notice every other command gives."""
+    paths = [str(tmp_path / f) if not f.startswith("--") else f for f in files]
+    result = cli(*args, *paths)
+    assert result.exit_code == 0, result.stderr
+    for path in paths[1::2]:
+        assert f"wrote {path}\n" in result.stderr and Path(path).stat().st_size > 0

@@ -83,7 +83,7 @@ def test_unknown_nested_key_typo(cli: Any, tmp_path: Path) -> None:
 def test_negative_capacity(cli: Any, tmp_path: Path) -> None:
     path = edited(tmp_path, "capacity_gbps: 100\n", "capacity_gbps: -100\n")
     assert shows_one_error(cli, path) == (
-        f"error: {path}: deployment.wan_lines[0].capacity_gbps = -100: Input should be greater than 0"
+        f"error: {path}: deployment.wan_lines[0].capacity_gbps = -100: Input should be greater than or equal to 0.001"
     )
 
 
@@ -252,7 +252,8 @@ def test_library_raises_the_same_message(tmp_path: Path) -> None:
     path = edited(tmp_path, "capacity_gbps: 100\n", "capacity_gbps: -100\n")
     with pytest.raises(InputError) as info:
         load_workload(str(path))
-    assert str(info.value) == f"{path}: deployment.wan_lines[0].capacity_gbps = -100: Input should be greater than 0"
+    expected = "deployment.wan_lines[0].capacity_gbps = -100: Input should be greater than or equal to 0.001"
+    assert str(info.value) == f"{path}: {expected}"
 
 
 # -- serving stack --------------------------------------------------------------------------------

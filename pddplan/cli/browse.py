@@ -116,7 +116,8 @@ SchemaOutOption = Annotated[
     Path | None, typer.Option("--out", help="Write one <kind>.schema.json per input kind here.")
 ]
 SchemaKindArg = Annotated[
-    str | None, typer.Argument(help="One kind to print: hardware, model, workload, plan, baseline.")
+    str | None,
+    typer.Argument(help="One kind to print: hardware, model, workload (the default), plan, baseline."),
 ]
 SchemaMarkdownOption = Annotated[
     Path | None, typer.Option("--markdown", help="Write a Markdown reference of every field and default.")
@@ -134,15 +135,15 @@ def schema(
     markdown_path: SchemaMarkdownOption = None,
     outputs: OutputSchemasOption = None,
 ) -> None:
-    """Write the JSON Schemas of every input file kind (for editors and CI), and of every command's
-    --json output (`--outputs DIR`)."""
+    """Print one input file kind's JSON Schema (default: the workload's), or write every kind's
+    (`--out DIR`, for editors and CI) and every command's --json output's (`--outputs DIR`)."""
     given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.report import output
     from pddplan.report.schemas import SchemaFlags
 
     flags = SchemaFlags(**given)
     for path in flags.written():
-        output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
+        output.wrote(path)
     printed = flags.printed()
     if printed is not None:
         output.emit_json(printed)

@@ -197,7 +197,7 @@ def calibrate(
         with output.status("refitting the catalog...") as status:
             written = flags.refit_catalog(progress=status.update)
         for path in written:
-            output.diagnostics().print(f"wrote {path}")
+            output.wrote(path)
     flags.write_profile(fit)
     perf_tables.show_calibration(flags, fit)
 
@@ -208,7 +208,7 @@ FoldsOption = Annotated[
     int,
     typer.Option(
         "--folds",
-        help="Also K-fold cross-validate the whole refit on the fit rows (K refits, about 15 s each).",
+        help="Also K-fold cross-validate the whole refit on the fit rows (K refits, one to a few seconds each).",
     ),
 ]
 

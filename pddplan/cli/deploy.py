@@ -100,7 +100,7 @@ def export(
     flags = ExportFlags(**given)
     result = flags.export()
     for path in flags.write(result):
-        output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
+        output.wrote(path)
     if json_out:
         output.emit_json(result.to_output())
     elif out is None:
@@ -150,7 +150,7 @@ def simulate(
         run = flags.prepare(progress)
     result = flags.simulate(run)
     if per_request is not None:
-        output.diagnostics().print(f"wrote {per_request}", markup=False, highlight=False)
+        output.wrote(per_request)
     if report is not None:
         _write_report(
             report,
@@ -250,7 +250,7 @@ def survive(
         result = flags.run(progress)
     written = flags.write_plan(result)
     if written is not None:
-        output.diagnostics().print(f"wrote {written}", markup=False, highlight=False)
+        output.wrote(written)
     if json_out:
         output.emit_json(result.to_output())
     else:

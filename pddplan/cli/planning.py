@@ -343,6 +343,7 @@ def gate(
         spec, checks = gating.gate(baseline, progress=status.update, tolerances=tolerances or None, rtol=rtol)
     if markdown_path is not None:
         write_atomic(markdown_path, gate_report.markdown(checks))
+        output.wrote(markdown_path)
     if json_out:
         output.emit_json(gating.outcome(checks))
     else:

@@ -36,7 +36,7 @@ ImportCacheOption = Annotated[
     typer.Option(
         "--cache-capacity",
         help="With --workload-out: the prefix cache the hits are replayed through, bytes (100GB) or tokens "
-        "(5M); default unbounded.",
+        "(5Mtok); default unbounded.",
     ),
 ]
 ImportEvictionOption = Annotated[str, typer.Option("--eviction", help="With --cache-capacity: lru or lfu.")]
@@ -75,7 +75,7 @@ def trace_import(
         summary = flags.summary(progress)
         written = flags.write_workload(progress)
     if written is not None:
-        output.diagnostics().print(f"wrote {written}", markup=False, highlight=False)
+        output.wrote(written)
     if json_out:
         output.emit_json(summary)
     else:
@@ -197,7 +197,7 @@ def cache_curve(
     _write_charts([trace_tables.curve_chart(data.json_data())], f"prefix cache: {trace.name}", [], png, svg, html_path)
     for path in (html_path, png, svg):
         if path is not None:
-            output.diagnostics().print(f"wrote {path}", markup=False, highlight=False)
+            output.wrote(path)
     if json_out:
         output.emit_json(data)
     else:

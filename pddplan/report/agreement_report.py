@@ -82,7 +82,7 @@ def show(flags: AgreementFlags, rows: list[AgreementRow], detail: bool = False) 
     `detail` every figure's evaluate and simulate values, one row each."""
     if flags.markdown_path is not None:
         write_atomic(flags.markdown_path, markdown(rows, flags.requests))
-        output.diagnostics().print(f"wrote {flags.markdown_path}", markup=False, highlight=False)
+        output.wrote(flags.markdown_path)
     if flags.json_out:
         output.emit_json(rows)
         return

@@ -125,6 +125,7 @@ def show(flags: BathtubFlags, outcome: BathtubOutcome) -> None:
     write_charts(drawn, title, said, flags.png, flags.svg, flags.html)
     if flags.csv_path is not None:
         write_atomic(flags.csv_path, csv_text(outcome.result))
+        output.wrote(flags.csv_path)
     if flags.json_out:
         output.emit_json(outcome.to_output())
         return

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pddplan.report import charts as drawing
+from pddplan.report.output import wrote
 from pddplan.support.loading import write_atomic, write_atomic_bytes
 
 
@@ -19,10 +20,13 @@ def write_charts(
     html: Path | None,
 ) -> None:
     """Write the charts to each file asked for (None: not written), the HTML page first, with the
-    notes under the charts."""
+    notes under the charts; each file written is noticed on stderr."""
     if html is not None:
         write_atomic(html, drawing.html_page(title, charts, notes))
+        wrote(html)
     if png is not None:
         write_atomic_bytes(png, drawing.image(charts, title, "png"))
+        wrote(png)
     if svg is not None:
         write_atomic_bytes(svg, drawing.image(charts, title, "svg"))
+        wrote(svg)

@@ -47,6 +47,11 @@ def diagnostics() -> Console:
     return console
 
 
+def wrote(path: object) -> None:
+    """The notice on stderr that a file was written: `wrote PATH` (silent with -q)."""
+    diagnostics().print(f"wrote {path}", markup=False, highlight=False)
+
+
 def progress_bar() -> Any:
     """A transient progress bar on stderr, shown only when stderr is a terminal (a CI log or a
     pipe gets no bar and no stray blank line). It redraws when a step is done (`update` with

@@ -65,7 +65,7 @@ def show(flags: PaperFlags, result: Paper) -> None:
     """`paper`'s output: the Markdown file its options ask for, then JSON on stdout or the tables."""
     if flags.markdown_path is not None:
         write_markdown(flags.markdown_path, result)
-        output.diagnostics().print(f"wrote {flags.markdown_path}", markup=False, highlight=False)
+        output.wrote(flags.markdown_path)
     if flags.json_out:
         output.emit_json(result)
     else:

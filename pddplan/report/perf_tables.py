@@ -176,7 +176,7 @@ def show_calibration(flags: CalibrateFlags, fit: CalibrationFit) -> None:
     else:
         print_calibration(output.results(), result.json_data())
     if flags.output_path is not None:
-        output.diagnostics().print(f"wrote {flags.output_path}")
+        output.wrote(flags.output_path)
 
 
 def _share(value: float | None) -> str:

@@ -134,6 +134,7 @@ def show(flags: SweepFlags, result: SweepResult) -> None:
     write_charts([drawn], f"pddplan sweep {param}", found, flags.png, flags.svg, flags.html)
     if flags.csv_path is not None:
         write_atomic(flags.csv_path, csv_text(points, names))
+        output.wrote(flags.csv_path)
     if result.unused is not None:
         output.diagnostics().print(f"warning: {result.unused}", markup=False, highlight=False)
     if flags.json_out:

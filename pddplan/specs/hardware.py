@@ -45,17 +45,18 @@ FIGURE_MAXIMA: dict[str, tuple[float, str]] = {
     "host.nvme_read_gb_per_s_per_node": (1e5, "GB/s of NVMe reads per server"),
 }
 #: The smallest value a capability may take (compute, memory and interconnect divide step times,
-#: and so does a host's copy bandwidth): below it a figure is a unit slip or an attack (1e-300
-#: TFLOPS made step times infinite and the queueing arithmetic NaN), not a chip.
+#: and so does a host's copy bandwidth): far below any chip (the tests' toy GPUs included), and
+#: far above where the arithmetic breaks (1e-300 TFLOPS made step times infinite and the
+#: queueing arithmetic NaN).
 FIGURE_MINIMA: dict[str, tuple[float, str]] = {
-    "compute.bf16_dense_tflops": (0.01, "TFLOPS; 10 GFLOPS is one CPU core"),
-    "compute.fp8_dense_tflops": (0.01, "TFLOPS; 10 GFLOPS is one CPU core"),
-    "compute.fp4_dense_tflops": (0.01, "TFLOPS; 10 GFLOPS is one CPU core"),
-    "memory.hbm_gb": (0.1, "GB per GPU"),
-    "memory.hbm_tb_per_s": (0.01, "TB/s; 10 GB/s is one DDR4 channel"),
-    "interconnect.scale_up_gb_per_s": (0.1, "GB/s per GPU"),
-    "interconnect.nic_gbps": (0.1, "Gbit/s per GPU"),
-    "host.host_to_device_gb_per_s": (0.1, "GB/s per GPU; PCIe 1.0 x1 does 0.25"),
+    "compute.bf16_dense_tflops": (1e-3, "TFLOPS; 1 GFLOPS, far below one CPU core"),
+    "compute.fp8_dense_tflops": (1e-3, "TFLOPS; 1 GFLOPS, far below one CPU core"),
+    "compute.fp4_dense_tflops": (1e-3, "TFLOPS; 1 GFLOPS, far below one CPU core"),
+    "memory.hbm_gb": (1e-3, "GB per GPU; 1 MB"),
+    "memory.hbm_tb_per_s": (1e-3, "TB/s; 1 GB/s, a tenth of one DDR4 channel"),
+    "interconnect.scale_up_gb_per_s": (1e-3, "GB/s per GPU; 1 MB/s"),
+    "interconnect.nic_gbps": (1e-3, "Gbit/s per GPU; 1 Mbit/s"),
+    "host.host_to_device_gb_per_s": (1e-3, "GB/s per GPU; 1 MB/s"),
 }
 #: figures that count things and must be whole numbers
 WHOLE_FIGURES = ("interconnect.scale_up_domain", "host.gpus_per_node")
