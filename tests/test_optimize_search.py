@@ -316,6 +316,26 @@ def test_diagnose_ttft_nothing_can_meet() -> None:
     assert "reaches TTFT P90 0.5 s / TTFT P99 1.2 s" in finding["message"]
     assert finding["best_ttft_s"] == {"TTFT P90": 0.5, "TTFT P99": 1.2}
     assert "loosen the TTFT SLA" in finding["message"]
+    # the 40 Gbps line carries one transfer at TCP's per-transfer bound, 8 streams x 0.151 Gbps:
+    # more line bandwidth, which it used to advise, changes nothing
+    assert "one KV crosses at 1.21 Gbps of the line's 40" in finding["message"]
+    assert "more WAN bandwidth" not in finding["message"]
+
+
+def test_diagnose_advises_more_bandwidth_only_where_the_line_bounds_a_transfer() -> None:
+    """Where one transfer may take the whole line (per-transfer bound at or above its capacity),
+    more bandwidth is the WAN's fix; the per-transfer advice names both rates."""
+    from pddplan.optimize.diagnose import _flow_cap_advice
+
+    line = ample_pdd().pools[-1].line
+    assert line is not None
+    assert "0.5 Gbps of the line's 40" in _flow_cap_advice(replace(line, flow_cap_bytes_per_s=0.5e9 / 8))
+    wide = replace(line, flow_cap_bytes_per_s=line.capacity_bytes_per_s)
+    caps = {(0, 0): np.zeros(10)}
+    data = ample_pdd(prefill_caps=caps)
+    data = replace(data, pools=[replace(p, line=wide) if p.line is not None else p for p in data.pools])
+    message = only(run_diagnose(data, ttft90=0.01, ttft99=0.02))["message"]
+    assert message.endswith("or more WAN bandwidth"), message
 
 
 def test_unloaded_ttft_quantiles_are_the_delay_mixtures_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:

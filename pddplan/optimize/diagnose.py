@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import holds_longest_prompt
 from pddplan.optimize.problem import OptimizeSetup, ProblemBuilder, solve_program
@@ -54,18 +55,32 @@ def _ttft_floor_finding(builder: ProblemBuilder) -> dict[str, Any]:
     wanted = " / ".join(f"{t.name} {t.target_s:g} s" for t in targets)
     floor = builder.unloaded_ttft(setup.architecture.default_routing())
     finding: dict[str, Any] = {"constraint": "prefill-capacity", "shortfall": setup.rate_ceiling}
-    reached = ""
+    reached, wan = "", "more WAN bandwidth" if setup.architecture.uses_wan else ""
     if floor is not None:
         quantiles, candidate, line = floor
         finding["best_ttft_s"] = {t.name: float(q) for t, q in zip(targets, quantiles, strict=True)}
         where = candidate.key + (f" over {line.key}, {line.gbps:g} Gbps" if line is not None else "")
         got = " / ".join(f"{t.name} {q:.3g} s" for t, q in zip(targets, quantiles, strict=True))
         reached = f"; even unloaded the closest ({where}) reaches {got}"
+        if line is not None and line.flow_cap_bytes_per_s < line.capacity_bytes_per_s:
+            wan = _flow_cap_advice(line)
+    fixes = ["loosen the TTFT SLA", "use faster prefill GPUs", "a smaller chunk", *([wan] if wan else [])]
     finding["message"] = (
         f"no prefill pool meets {wanted} at any rate (the prefill and transfer of the slowest requests alone "
-        f"exceed it){reached}; loosen the TTFT SLA, use faster prefill GPUs, a smaller chunk, or more WAN bandwidth"
+        f"exceed it){reached}; {', '.join(fixes[:-1])}, or {fixes[-1]}"
     )
     return finding
+
+
+def _flow_cap_advice(line: LinePool) -> str:
+    """What speeds up one transfer on `line` when TCP's per-transfer rate F, not the line's capacity
+    C, bounds it (F < C; F = streams x min(window / RTT, the loss bound), `pddplan.net.tcp`): an
+    idle line still moves one KV at F, so more capacity does not help."""
+    return (
+        f"a faster transfer: one KV crosses at {line.flow_cap_bytes_per_s * 8 / 1e9:.3g} Gbps of the line's "
+        f"{line.gbps:g} (TCP's per-transfer bound: more streams in tcp.streams, less loss or a shorter RTT; "
+        "more line bandwidth does not help)"
+    )
 
 
 def diagnose(builder: ProblemBuilder, simulated: bool = True) -> list[dict[str, Any]]:
