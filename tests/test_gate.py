@@ -631,9 +631,11 @@ def test_tolerances_committed_in_the_baseline_apply(small_increase: Path) -> Non
         (("--tol", "=0.5"), "metric must be"),
         (("--tol", "cost=0.5"), "metric must be"),
         (("--tol", "latency_p99=0.5"), "metric must be"),
-        (("--tol", "bcr=-0.1"), ">= 0"),
+        (("--tol", "bcr=-0.1"), "from 0 to 10"),
         (("--tol", "bcr=0.1", "--tol", "goodput:0.1"), "metric must be"),
-        (("--rtol", "-0.01"), ">= 0"),
+        (("--rtol", "-0.01"), "from 0 to 10"),
+        (("--rtol", "1e300"), "from 0 to 10"),  # accepted: a gate that let every change through
+        (("--accept",), "--accept goes with --update"),  # ignored silently
     ],
 )
 def test_bad_tolerance_exits_2(work: Path, args: tuple[str, ...], fragment: str) -> None:

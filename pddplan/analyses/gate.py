@@ -9,7 +9,6 @@ Objective values are compared, not configurations (solvers break ties differentl
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_workload
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.optimize.run import OptimizeReport, architecture_output, optimize_each
-from pddplan.specs.baseline import OLD_NAMES, Baseline, Metric, ScenarioResult
+from pddplan.specs.baseline import MAX_TOLERANCE, OLD_NAMES, Baseline, Metric, ScenarioResult
 from pddplan.specs.baseline import GateScenario as ScenarioSpec
 from pddplan.specs.workload import Workload
 from pddplan.support import catalog
@@ -315,10 +314,10 @@ def parse_tolerances(tol: list[str] | None, rtol: float | None) -> dict[Metric, 
             overrides[metric] = float(value)
         except ValueError:
             raise InputError(f"--tol {item!r}: expected METRIC=NUMBER") from None
-        if not 0 <= overrides[metric] < math.inf:
-            raise InputError(f"--tol {item!r}: tolerance must be a finite number >= 0")
-    if rtol is not None and not 0 <= rtol < math.inf:
-        raise InputError(f"--rtol = {rtol}: must be a finite number >= 0")
+        if not 0 <= overrides[metric] <= MAX_TOLERANCE:
+            raise InputError(f"--tol {item!r}: tolerance must be from 0 to {MAX_TOLERANCE:g} (a relative change)")
+    if rtol is not None and not 0 <= rtol <= MAX_TOLERANCE:
+        raise InputError(f"--rtol = {rtol}: must be from 0 to {MAX_TOLERANCE:g} (a relative change)")
     return overrides
 
 
@@ -340,7 +339,10 @@ class GateFlags:
         return parse_tolerances(self.tol, self.rtol)
 
     def check_init(self) -> None:
-        """InputError when `--init` would overwrite an existing baseline."""
+        """InputError when `--init` would overwrite an existing baseline, or for `--accept` without
+        `--update` (it would be ignored: without --update a regression fails the gate)."""
+        if self.accept and not self.update:
+            raise InputError("--accept goes with --update: it records regressions in the rewritten baseline")
         if self.init and self.baseline.exists():
             raise InputError(f"{self.baseline}: exists; --init creates a new baseline, use --update to refresh it")
 

@@ -29,7 +29,9 @@ PpOption = Annotated[
 PrefillOption = Annotated[int | None, typer.Option("--prefill", help="Prefill this many new tokens.")]
 CachedOption = Annotated[int, typer.Option("--cached", help="...on top of this many cached tokens.")]
 ChunkOption = Annotated[int | None, typer.Option("--chunk", help="Chunked-prefill token budget.")]
-DecodeBatchOption = Annotated[int | None, typer.Option("--decode-batch", help="One decode step of B sequences.")]
+DecodeBatchOption = Annotated[
+    int | None, typer.Option("--decode-batch", help="One decode step of B sequences (with --context).")
+]
 ExtendOption = Annotated[int | None, typer.Option("--extend", help="Recompute K tokens in one extend step.")]
 ContextOption = Annotated[int | None, typer.Option("--context", help="Context tokens for decode/extend.")]
 EpOption = Annotated[

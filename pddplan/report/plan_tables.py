@@ -106,7 +106,7 @@ def print_figures(console: Console, scenario: Scenario, result: Figures, title: 
         name = key[:4].upper() + " " + key[5:8].upper()
         table.add_row(name, f"{figures[key] * 1e3:,.1f} ms", "" if target is None else f"{target * 1e3:g} ms")
     table.add_row("worst inter-token gap P99", f"{figures['worst_gap_p99_s'] * 1e3:,.0f} ms", "")
-    table.add_row("goodput", f"{figures['goodput_rps']:,.3f} req/s", f"{figures['rate_rps']:g} offered")
+    table.add_row("goodput", f"{figures['goodput_rps']:,.3f} req/s", f"{figures['rate_rps']:,.3f} offered")
     table.add_row("cost", f"${figures['cost_usd_per_hour']:,.2f} /h", "")
     table.add_row("revenue", f"${figures['revenue_usd_per_hour']:,.2f} /h", "")
     table.add_row("BCR", f"{figures['bcr']:,.2f} req/$", "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -108,11 +108,16 @@ class GateScenario(StrictModel):
         return self
 
 
+#: the largest relative tolerance: a change of 1,000% (a gate that lets more through checks nothing)
+MAX_TOLERANCE = 10.0
+Tolerance = Annotated[float, Field(ge=0, le=MAX_TOLERANCE)]
+
+
 class Tolerances(StrictModel):
     """Relative tolerances before a change counts (default `rtol`, per-metric overrides)."""
 
-    rtol: NonNegativeFloat = 0.01
-    per_metric: dict[Metric, NonNegativeFloat] = Field(default_factory=dict)
+    rtol: Tolerance = 0.01
+    per_metric: dict[Metric, Tolerance] = Field(default_factory=dict)
 
     @field_validator("per_metric", mode="before")
     @classmethod
