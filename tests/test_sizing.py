@@ -424,3 +424,19 @@ def test_large_prefill_pools_searched_at_sampled_sizes_never_overstate(agent_set
             own = prefill_capacity_by_line(cand, classes, [downstream], workload, np.array([n]), ceiling, 1.0)
             assert rate <= own[0, 0] + resolution, (n, rate, own)
         assert (np.diff(row) >= -resolution).all(), row
+
+
+@pytest.mark.parametrize("name", ["pdd-agent-64k-hetero", "pdd-agent-64k"])
+def test_every_prefill_kind_of_a_shape_pairs_with_its_decoder(name: str) -> None:
+    """The prefill kind is now chosen after the decoder: it and each fallback must be a GPU type the
+    architecture lets the decoder pair with (pd-intra the same, pd-hetero another)."""
+    workload = load_workload(name)
+    inputs = load_input_set(workload, workload_dir(name))
+    for arch in ("pd-intra", "pd-hetero", "pdd"):
+        try:
+            shape = choose_shape(inputs, arch)
+        except InfeasibleError:
+            continue
+        assert shape.decode is not None
+        for kind in (shape.prefill, *shape.prefill_fallbacks):
+            assert shape.architecture.decode_gpu_allowed(kind.gpu, shape.decode.candidate.gpu), (arch, kind.key)

@@ -103,7 +103,8 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
     the kind whose smallest pool carrying the rate costs least, in any datacenter.
 
     The line and the decoders are chosen with the prefill kind cheapest per request/s, the prefill
-    kind then with them downstream; the other prefill kinds are the fallbacks, by the same order."""
+    kind then with them downstream, among the kinds the decoder may pair with; the other such
+    kinds are the fallbacks, by the same order."""
     arch = architectures.get(architecture)
     workload, model = inputs.workload, inputs.model
     chunk = workload.serving.chunk_tokens
@@ -180,8 +181,10 @@ def choose_shape(inputs: InputSet, architecture: ArchitectureName, routing: Rout
         relay = min(relays, key=relay_cost)
     relay_step = relay.step_s if relay is not None else decode.step_s
 
+    # the prefill kinds the chosen decoder may pair with (pd-hetero: another GPU type)
+    pairing = [c for c in at_home if arch.decode_gpu_allowed(c.gpu, decode.candidate.gpu)]
     kinds = _prefill_kinds_by_pool_cost(
-        at_home, classes, Downstream(arch, line, decode.step_s, relay_step), workload, model, usd_per_rps
+        pairing, classes, Downstream(arch, line, decode.step_s, relay_step), workload, model, usd_per_rps
     )
     return Shape(arch, model, kinds[0], decode, relay, line, routing, line_options, tuple(kinds[1:]))
 
