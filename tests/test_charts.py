@@ -379,3 +379,12 @@ def test_png_without_matplotlib_fails_before_the_work(
     result = cli(command, "chat-short-lowhit", *extra, "--png", str(tmp_path / "c.png"), "--html", str(html))
     one_error_line(result, "--png needs matplotlib", "pddplan[plot]")
     assert not html.exists()
+
+
+@pytest.mark.parametrize(("option", "name"), [("--png", "chart.svg"), ("--svg", "chart.png"), ("--png", "chart")])
+def test_an_image_named_as_another_kind_is_refused(tmp_path: Path, option: str, name: str) -> None:
+    """`--png chart.svg` wrote PNG bytes under the .svg name (`--report` already insisted on .html)."""
+    from cli_results import one_error_line
+
+    one_error_line(run("bathtub", "pdd-agent-64k", "--points", "3", option, tmp_path / name), option, "name it")
+    assert list(tmp_path.iterdir()) == []

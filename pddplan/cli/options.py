@@ -156,27 +156,3 @@ def _relay_placement(value: str) -> RelayPlacement:
         if value == placement:
             return placement
     raise InputError(f"--relay = {value!r}: expected one of {', '.join(RELAY_PLACEMENTS)}")
-
-
-# -- curves ---------------------------------------------------------------------------------------
-def _write_charts(
-    charts: Any, title: str, notes: list[str], png: Path | None, svg: Path | None, html: Path | None
-) -> None:
-    from pddplan.report import charts as drawing
-    from pddplan.support.loading import write_atomic, write_atomic_bytes
-
-    if html is not None:
-        write_atomic(html, drawing.html_page(title, charts, notes))
-    if png is not None:
-        write_atomic_bytes(png, drawing.image(charts, title, "png"))
-    if svg is not None:
-        write_atomic_bytes(svg, drawing.image(charts, title, "svg"))
-
-
-def _check_image_outputs(png: Path | None, svg: Path | None) -> None:
-    """Fail before the work when --png/--svg cannot be drawn (matplotlib missing)."""
-    from pddplan.report.charts import require_image_support
-
-    for fmt, path in (("png", png), ("svg", svg)):
-        if path is not None:
-            require_image_support(fmt)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pddplan.cli.apps import app, trace_app
-from pddplan.cli.options import JsonFlag, _check_image_outputs, _progress, _write_charts
+from pddplan.cli.options import JsonFlag, _progress
 
 if TYPE_CHECKING:
     from pddplan.trace.command import CacheCurveFlags, CacheSizes
@@ -184,6 +184,8 @@ def cache_curve(
     pooled cache, or one per prefill instance), token- and request-weighted."""
     given = dict(locals())  # the parameters above are the command's options, by name
     from pddplan.report import output, trace_tables
+    from pddplan.report.chart_files import write_charts
+    from pddplan.support.images import check_image_outputs
     from pddplan.trace.command import CacheCurveFlags
 
     flags = CacheCurveFlags(**given)
@@ -191,13 +193,10 @@ def cache_curve(
     if sizes.tiers:
         _show_tiers(flags, sizes)
         return
-    _check_image_outputs(png, svg)
+    check_image_outputs(png, svg)
     with output.status("replaying the trace..."):
         data = flags.curve(sizes)
-    _write_charts([trace_tables.curve_chart(data.json_data())], f"prefix cache: {trace.name}", [], png, svg, html_path)
-    for path in (html_path, png, svg):
-        if path is not None:
-            output.wrote(path)
+    write_charts([trace_tables.curve_chart(data.json_data())], f"prefix cache: {trace.name}", [], png, svg, html_path)
     if json_out:
         output.emit_json(data)
     else:

@@ -18,7 +18,10 @@ def require_image_support(fmt: str) -> None:
 
 
 def check_image_outputs(png: Path | None, svg: Path | None) -> None:
-    """InputError when `--png` or `--svg` (whichever is asked for, PNG first) cannot be drawn."""
+    """InputError when `--png` or `--svg` (whichever is asked for, PNG first) cannot be drawn, or
+    names a file of another kind (`--png chart.svg` wrote PNG bytes under an .svg name)."""
     for fmt, path in (("png", png), ("svg", svg)):
         if path is not None:
+            if path.suffix.lower() != f".{fmt}":
+                raise InputError(f"--{fmt} = {str(path)!r}: the chart is {fmt.upper()}; name it .{fmt}")
             require_image_support(fmt)
