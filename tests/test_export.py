@@ -368,6 +368,17 @@ def test_a_model_path_with_a_newline_is_refused_not_run(cli: Any, tmp_path: Path
     assert result.exit_code == 2 and "--image" in result.stderr
 
 
+def test_a_plan_name_with_a_newline_is_refused_naming_the_plan_file(cli: Any, tmp_path: Path) -> None:
+    """The error said 'plan name = ...' without the file the name came from."""
+    data = yaml.safe_load(PLANS["pdd"].read_text(encoding="utf-8"))
+    data["name"] = "x\ntouch PWNED"
+    plan = tmp_path / "p.yaml"
+    plan.write_text(yaml.safe_dump(data), encoding="utf-8")
+    result = cli("export", str(plan), "pdd-agent-64k", "--target", "sglang", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2 and result.stderr.startswith(f"error: {plan}: name = ")
+    assert "control character" in result.stderr and not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize(("flag", "target"), [("--model-path", "vllm"), ("--model-path", "sglang"), ("--image", "k8s")])
 def test_a_value_that_looks_like_an_option_is_refused(cli: Any, tmp_path: Path, flag: str, target: str) -> None:
     """`--model-path --trust-remote-code` wrote `vllm serve --trust-remote-code ...`: the engine read

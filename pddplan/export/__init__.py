@@ -111,8 +111,10 @@ def export_plan(
     model_path: str | None = None,
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     image: str | None = None,
+    source: str = "plan",
 ) -> Export:
-    """The launch files that realize `scenario`'s plan on `target` (k8s runs `engine`'s servers)."""
+    """The launch files that realize `scenario`'s plan on `target` (k8s runs `engine`'s servers);
+    errors about the plan's own values name `source` (its file)."""
     if target not in TARGETS:
         raise InputError(f"--target = {target!r}: expected one of {', '.join(TARGETS)}")
     if engine not in ENGINES:
@@ -120,7 +122,9 @@ def export_plan(
     if image is not None:
         check_argument("--image", image)
     repo = model_repo_of(scenario.workload.model, model_path)
-    deployment = deployment_of(scenario, repo, gpus_per_node, checkpoint_given=bool(model_path), pack=target != "k8s")
+    deployment = deployment_of(
+        scenario, repo, gpus_per_node, checkpoint_given=bool(model_path), pack=target != "k8s", source=source
+    )
     check_pipeline_stages(engine if target == "k8s" else target, deployment)
     if target == "k8s":
         return Export(target, engine, deployment, k8s_files(engine, deployment, image))

@@ -40,6 +40,7 @@ class ExportFlags:
             self.model_path,
             self.gpus_per_node,
             self.image,
+            source=self.plan,
         )
 
     def write(self, result: Export) -> list[Path]:

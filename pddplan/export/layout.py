@@ -225,18 +225,20 @@ def deployment_of(
     gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
     checkpoint_given: bool = False,
     pack: bool = False,
+    source: str = "plan",
 ) -> Deployment:
     """The engine instances that realize `scenario`'s plan; InputError when an instance's GPUs do
     not fill whole nodes (a 12-GPU instance on 8-GPU nodes). `checkpoint_given`: the user named
     the checkpoint (`--model-path`), which is then taken to be in the workload's weight formats
     (no online quantization). `pack`: a role's instances smaller than a node share nodes,
-    floor(gpus_per_node / tp) to a node (launch scripts; a Kubernetes scheduler packs pods itself)."""
+    floor(gpus_per_node / tp) to a node (launch scripts; a Kubernetes scheduler packs pods itself).
+    Errors about the plan's own values name `source` (its file)."""
     if not 1 <= gpus_per_node <= MAX_GPUS_PER_NODE:
         raise InputError(f"--gpus-per-node = {gpus_per_node}: must be 1 to {MAX_GPUS_PER_NODE}")
     plan, workload = scenario.plan, scenario.workload
     check_argument("model_path", model_repo)
     check_script_text("workload model", workload.model)
-    check_script_text("plan name", plan.name)
+    check_script_text(f"{source}: name", plan.name)
     wan = scenario.architecture.uses_wan
     colocated = scenario.architecture.colocated
     quantization = role_quantization(scenario, checkpoint_given)
@@ -249,8 +251,8 @@ def deployment_of(
                 f"{role_name}: {width} GPUs per instance do not fill whole {gpus_per_node}-GPU nodes "
                 "(set --gpus-per-node to your servers' GPU count)"
             )
-        check_script_text(f"plan roles.{role_name}.datacenter", role.spec.datacenter)
-        check_script_text(f"plan roles.{role_name}.gpu", role.spec.gpu)
+        check_script_text(f"{source}: {role_name}.datacenter", role.spec.datacenter)
+        check_script_text(f"{source}: {role_name}.gpu", role.spec.gpu)
         is_decode = role_name != "prefill"
         # KV crosses the WAN by TCP (no RDMA between datacenters). PDD's prefill servers speak
         # RDMA, to the relay beside them: the P -> MD leg over the WAN is PDD's own transfer,
