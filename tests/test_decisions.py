@@ -136,3 +136,43 @@ def test_the_search_evaluates_each_plan_once(monkeypatch: pytest.MonkeyPatch) ->
     assert first[1] == evaluate(build_scenario(plan, inputs, source="plan"))
     assert builder.evaluated(plan.with_count("prefill", 10_000)) is None
     assert len(calls) == 1
+
+
+def agent_with_gpu_b_at(usd_per_gpu_hour: float) -> InputSet:
+    """pdd-agent-64k with GPU-B rented at `usd_per_gpu_hour`."""
+    workload = load_workload("pdd-agent-64k")
+    datacenters = [
+        dc.model_copy(update={"gpus": [dc.gpus[0].model_copy(update={"usd_per_gpu_hour": usd_per_gpu_hour})]})
+        if dc.name == "dc-b"
+        else dc
+        for dc in workload.deployment.datacenters
+    ]
+    variant = workload.model_copy(
+        update={"deployment": workload.deployment.model_copy(update={"datacenters": datacenters})}
+    )
+    return load_input_set(variant, workload_dir("pdd-agent-64k"))
+
+
+def test_a_dearer_gpu_never_lowers_the_optimized_cost() -> None:
+    """The program's capacities are conservative by different margins per GPU kind, so the kind it
+    prefers can lose once both are trimmed: at $3.00 a GPU-B hour agg chose 56 GPU-B ($168/h) though
+    112 GPU-A ($153.44/h) met the SLA in closed form, and at $3.15 it found the GPU-A plan. The
+    search now trims the best plan of another prefill kind too, so raising a price never lowers
+    the cost (closed form, no simulation)."""
+    costs = []
+    for usd in (2.8, 2.9, 3.0, 3.15):
+        result = optimize_architecture(agent_with_gpu_b_at(usd), "agg", OptimizeOptions(verify=False))
+        assert result.evaluation is not None
+        costs.append(result.evaluation.cost_per_hour)
+    assert costs == sorted(costs), costs
+    assert costs[2] == pytest.approx(112 * 1.37, rel=1e-9)  # 112 GPU-A at the profile's $1.37
+
+
+def test_a_plan_the_simulation_rejects_falls_back_to_the_next_best_of_its_round() -> None:
+    """At $3.00 a GPU-B hour the trimmed GPU-A plan ($153.44/h) misses the SLA in the verifying
+    simulation; the search then verifies the round's next plans by score, so the answer is the
+    trimmed GPU-B plan ($168/h), not GPU-A's untrimmed program plan ($175.36/h)."""
+    result = optimize_architecture(agent_with_gpu_b_at(3.0), "agg", OptimizeOptions(jobs=1))
+    assert result.feasible and result.simulation is not None and result.simulation.sla_met
+    assert result.evaluation is not None
+    assert result.evaluation.cost_per_hour == pytest.approx(56 * 3.0, rel=1e-9)

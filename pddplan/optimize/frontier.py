@@ -31,7 +31,7 @@ class PlanOption:
     the plan the optimizer chose, the only one a simulation verified, when it verified at all)."""
 
     plan: Plan
-    key: tuple[float, float, float]  # the search's: the mode's score, -TTFT P99, -worst P99 gap
+    key: tuple[float, float, float]  # the search's (`search._key`): the mode's score, then its ties
     cost_usd_per_hour: float
     goodput_rps: float
     bcr: float

@@ -85,12 +85,17 @@ class _Pick:
     scenario: Scenario
     routing: Routing | None
     untrimmed: _Pick | None = None  # the program's own plan, when trimming shrank it
+    runner_up: _Pick | None = None  # the best plan of another prefill kind, when the round had one
     found_by: str = "program"  # how the search came to it, as `--top` lists it
 
 
 def _key(evaluation: Evaluation, options: OptimizeOptions) -> tuple[float, float, float]:
-    """What plans are compared by: the mode's score, then P99 TTFT, then the P99 hiccup."""
-    return (float(f"{_score(evaluation, options):.9g}"), -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
+    """What plans are compared by: the mode's score, then P99 TTFT, then the P99 hiccup; with a
+    budget (score: goodput), the cheaper plan before P99 TTFT: the same goodput for less money."""
+    score = float(f"{_score(evaluation, options):.9g}")
+    if options.mode == "budget":
+        return (score, -float(f"{evaluation.cost_per_hour:.9g}"), -evaluation.ttft.p99_s)
+    return (score, -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
 
 
 def _trimmed(
@@ -293,7 +298,91 @@ def _best_of_round(
                 best = pick
     if best is not None and best.key[0] > -math.inf:
         best = _trimmed(best, builder, seen, headroom)
+        rival = _rival(builder, best, headroom, ratio, result, seen)
+        if rival is not None:
+            best, loser = (rival, best) if rival.key > best.key else (best, rival)
+            best = replace(best, runner_up=loser)
     return best, ratio
+
+
+def _fallbacks(pick: _Pick, rejected: set[str]) -> list[_Pick]:
+    """What to verify, best key first, when the simulation finds `pick` missing the SLA: the
+    program's plan it was trimmed from, and the round's runner-up of another prefill kind with its
+    own program plan; each deployment once, none that misses in closed form or that an earlier
+    simulation rejected."""
+    runner_up = pick.runner_up
+    others = [pick.untrimmed, runner_up, runner_up.untrimmed if runner_up is not None else None]
+    found: dict[str, _Pick] = {}
+    for other in others:
+        if other is not None and other.key[0] > -math.inf and deployment(other.plan) not in rejected:
+            found.setdefault(deployment(other.plan), other)
+    found.pop(deployment(pick.plan), None)
+    return sorted(found.values(), key=lambda other: other.key, reverse=True)
+
+
+def _prefill_kinds(pick: _Pick, candidates: list[Candidate]) -> set[int]:
+    """The candidates (by index) whose instances `pick`'s prefill role uses, before and after its trim."""
+    return {
+        i
+        for i, c in enumerate(candidates)
+        for p in (pick, pick.untrimmed)
+        if p is not None and c.role(p.plan.prefill.count) == p.plan.prefill
+    }
+
+
+def _solved_without(
+    builder: ProblemBuilder,
+    routing: Routing | None,
+    headroom: Headroom,
+    ratio: float,
+    spent: set[int],
+    result: ArchitectureResult,
+) -> tuple[int, list[_Pick]] | None:
+    """The program solved for `routing` at `headroom` without the prefill candidates in `spent` (a
+    no-good cut on the prefill choice): the prefill candidate it chose, and its plan at each relay
+    placement and handoff mode in closed form; None when no other kind serves. Its solves are
+    counted in `result.solves`."""
+    data = builder.build(routing, headroom)
+    caps = {key: cap for key, cap in data.prefill_caps.items() if key[0] not in spent}
+    if not caps:
+        return None
+    data = replace(data, prefill_caps=caps)
+    solution, count = solve_bcr(data, builder.options, ratio)
+    result.solves += count
+    if solution is None:
+        return None
+    plan = plan_of_solution(builder.setup, data, solution, routing)
+    return solution.prefill[0], list(_placed_plans(builder, plan, routing))
+
+
+def _rival(
+    builder: ProblemBuilder,
+    best: _Pick,
+    headroom: Headroom,
+    ratio: float,
+    result: ArchitectureResult,
+    seen: list[_Pick] | None,
+) -> _Pick | None:
+    """The best plan of another prefill instance kind, trimmed as `best` was: the program solved
+    once more without `best`'s prefill kinds (`_solved_without`).
+
+    The program's capacities are conservative, and by different margins for different kinds: the
+    kind the program prefers can lose to another once both are trimmed (112 GPU-A instead of 56
+    GPU-B at $3.00 a GPU-B hour, while the program priced the GPU-A plan at 128). Every plan
+    evaluated is added to `seen` (when given)."""
+    spent = _prefill_kinds(best, builder.setup.candidates)
+    solved = _solved_without(builder, best.routing, headroom, ratio, spent, result)
+    if solved is None:
+        return None
+    rival: _Pick | None = None
+    for pick in solved[1]:
+        if seen is not None:
+            seen.append(replace(pick, found_by="re-solved"))
+        if rival is None or pick.key > rival.key:
+            rival = pick
+    if rival is None or rival.key[0] == -math.inf:
+        return None
+    return _trimmed(replace(rival, found_by="re-solved"), builder, seen, headroom)
 
 
 def _after_miss(
@@ -316,21 +405,36 @@ def _after_miss(
         if max((s.utilization for name, s in stages.items() if name != "prefill"), default=0.0) >= SATURATED_DECODE:
             decode_scale *= TIGHTEN  # a decoder the closed form finds (near) saturated: fewer credited slots
         return Headroom(sla_scale, decode_scale, rate_cap, headroom.prefill_misses)
-    decoders_busy = [u for name, u in verified.utilization.items() if name != "prefill"]
     misses = headroom.prefill_misses
-    if max(decoders_busy, default=0.0) >= SATURATED_DECODE:
+    if _decoders_saturated(verified):
         decode_scale *= TIGHTEN
-    elif (key := _prefill_key(pick.plan, candidates)) is not None:
+    elif (miss := _prefill_miss(pick, verified, ceiling, candidates)) is not None:
         # the prefill pool missed: no pool of as few instances of its kind serves this rate again,
         # and the others keep the capacities they had (a tighter SLA scale would shrink them all)
-        served = pick.plan.rate_rps if pick.plan.rate_rps is not None else ceiling
-        misses = (*misses, (key, pick.plan.prefill.count, served))
+        misses = (*misses, miss)
         sla_scale = headroom.sla_scale
     if options.mode == "budget":
         # The budget, not a capacity, may be what binds: then tighter capacities leave the same
         # plan at the same rate, so ask for less traffic on the same money instead.
         rate_cap = TIGHTEN * pick.evaluation.goodput_rps
     return Headroom(sla_scale, decode_scale, rate_cap, misses)
+
+
+def _decoders_saturated(verified: SimulationOutput) -> bool:
+    """Whether a decode or relay pool of the simulation was at least SATURATED_DECODE busy."""
+    return max((u for name, u in verified.utilization.items() if name != "prefill"), default=0.0) >= SATURATED_DECODE
+
+
+def _prefill_miss(
+    pick: _Pick, verified: SimulationOutput, ceiling: float, candidates: list[Candidate]
+) -> tuple[str, int, float] | None:
+    """(prefill kind, count, rate) when `verified` saw `pick` miss with its decoders not saturated,
+    so its prefill pool is the cause (`Headroom.prefill_misses`); None otherwise, or when the plan's
+    prefill has no single kind (`_prefill_key`)."""
+    if _decoders_saturated(verified) or (key := _prefill_key(pick.plan, candidates)) is None:
+        return None
+    served = pick.plan.rate_rps if pick.plan.rate_rps is not None else ceiling
+    return key, pick.plan.prefill.count, served
 
 
 def _prefill_key(plan: Plan, candidates: list[Candidate]) -> str | None:
@@ -352,47 +456,71 @@ def _prefill_key(plan: Plan, candidates: list[Candidate]) -> str | None:
     return None
 
 
+def _adopt(result: ArchitectureResult, pick: _Pick, has_relay: bool) -> None:
+    """`pick` as the architecture's answer so far: its plan, figures, routing rule and handoff mode,
+    not yet simulated."""
+    result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
+    result.simulation = None
+    by_hit = pick.routing is not None and pick.routing.kind == "hit"
+    result.routing_threshold = pick.routing.hit_threshold if by_hit and pick.routing else None
+    result.routing_rule = rule_text(pick.routing) if pick.routing else None
+    result.handoff_mode = pick.plan.handoff.mode if has_relay else None
+
+
 def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Callable[[str], None] | None) -> None:
     """Rounds of solve -> closed form -> simulation, tightening after each miss (at most MAX_ROUNDS);
-    with `options.top`, then the plans of the last round ranked beside the chosen one (`_list_plans`)."""
+    with `options.top`, then the plans of the last round ranked beside the chosen one (`_list_plans`).
+
+    A round's plans are simulated best key first (the chosen one, then `_fallbacks`) until one
+    meets the SLA. When that one is not the round's best, the next round, which knows the misses,
+    looks for a better one; the best plan the simulation accepted is the answer."""
     setup, options = builder.setup, builder.options
     routings = setup.architecture.routings(setup.workload)
     headroom = Headroom()
     ratio = 0.0
     seen: list[_Pick] | None = [] if options.top else None  # the round's plans, for `top`
     rejected: set[str] = set()  # deployments the simulation found missing the SLA
+    accepted: tuple[_Pick, SimulationOutput] | None = None  # the best plan a simulation accepted
+    pick: _Pick | None = None
     for round_number in range(1, MAX_ROUNDS + 1):
         result.rounds = round_number
         if seen is not None:
             seen.clear()
-        pick, ratio = _best_of_round(builder, routings, headroom, result, progress, ratio, seen)
-        if pick is None:
-            return
-        routings = [pick.routing]
-        result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
-        result.simulation = None
-        by_hit = pick.routing is not None and pick.routing.kind == "hit"
-        result.routing_threshold = pick.routing.hit_threshold if by_hit and pick.routing else None
-        result.routing_rule = rule_text(pick.routing) if pick.routing else None
-        result.handoff_mode = pick.plan.handoff.mode if setup.architecture.has_relay else None
+        found, ratio = _best_of_round(builder, routings, headroom, result, progress, ratio, seen)
+        if found is None or (accepted is not None and found.key <= accepted[0].key):
+            break
+        pick, routings = found, [found.routing]
+        _adopt(result, pick, setup.architecture.has_relay)
         if pick.key[0] == -math.inf:  # the closed form already misses the SLA: ask for headroom, re-solve
             headroom = _after_miss(headroom, pick, None, options, setup.rate_ceiling, setup.candidates)
             continue
         if not options.verify:
             result.feasible = True
             break
-        verified = verify(pick.scenario, options.verify_requests, options.seed, options.early_stop).summary
-        if not verified.sla_met and pick.untrimmed is not None:  # the trim went too far: the program's plan
-            rejected.add(deployment(pick.plan))
-            pick = pick.untrimmed
-            result.plan, result.evaluation, result.scenario = pick.plan, pick.evaluation, pick.scenario
-            verified = verify(pick.scenario, options.verify_requests, options.seed, options.early_stop).summary
-        result.simulation = verified
-        if verified.sla_met:
-            result.feasible = True
+        failed: list[tuple[_Pick, SimulationOutput]] = []
+        for candidate in [pick, *_fallbacks(pick, rejected)]:
+            if accepted is not None and candidate.key <= accepted[0].key:
+                break
+            verified = verify(candidate.scenario, options.verify_requests, options.seed, options.early_stop).summary
+            if verified.sla_met:
+                accepted = (candidate, verified)
+                break
+            rejected.add(deployment(candidate.plan))
+            failed.append((candidate, verified))
+        if not failed:  # the round's best met the SLA
             break
-        rejected.add(deployment(pick.plan))
-        headroom = _after_miss(headroom, pick, verified, options, setup.rate_ceiling, setup.candidates)
+        *earlier, (last, verified) = failed
+        for missed, simulated in earlier:  # what each miss teaches the next round
+            if (miss := _prefill_miss(missed, simulated, setup.rate_ceiling, setup.candidates)) is not None:
+                headroom = replace(headroom, prefill_misses=(*headroom.prefill_misses, miss))
+        headroom = _after_miss(headroom, last, verified, options, setup.rate_ceiling, setup.candidates)
+        pick = last
+        _adopt(result, pick, setup.architecture.has_relay)
+        result.simulation = verified
+    if accepted is not None:
+        pick = accepted[0]
+        _adopt(result, pick, setup.architecture.has_relay)
+        result.simulation, result.feasible = accepted[1], True
     if result.feasible and pick is not None and seen is not None and options.top is not None:
         more = more_plans(builder, pick, headroom, ratio, options.top - 1, result)
         _list_plans(result, pick, [*seen, *more], rejected, options.top)
@@ -446,27 +574,15 @@ def more_plans(
     - `pick` with one more instance of each of its roles (more money for a shorter queue).
 
     Their program solves are counted in `result.solves`."""
-    setup, options = builder.setup, builder.options
+    options = builder.options
     found: list[_Pick] = []
-    spent = {
-        i
-        for i, c in enumerate(setup.candidates)
-        for p in (pick, pick.untrimmed)
-        if p is not None and c.role(p.plan.prefill.count) == p.plan.prefill
-    }
+    spent = _prefill_kinds(pick, builder.setup.candidates)
     for _ in range(solves):
-        data = builder.build(pick.routing, headroom)
-        caps = {key: cap for key, cap in data.prefill_caps.items() if key[0] not in spent}
-        if not caps:
+        solved = _solved_without(builder, pick.routing, headroom, ratio, spent, result)
+        if solved is None:
             break
-        data = replace(data, prefill_caps=caps)
-        solution, count = solve_bcr(data, options, ratio)
-        result.solves += count
-        if solution is None:
-            break
-        spent.add(solution.prefill[0])
-        plan = plan_of_solution(setup, data, solution, pick.routing)
-        found += [replace(p, found_by="re-solved") for p in _placed_plans(builder, plan, pick.routing)]
+        spent.add(solved[0])
+        found += [replace(p, found_by="re-solved") for p in solved[1]]
     roles: tuple[RoleName, ...] = ("prefill", "split", "relay", "decode")
     for role in roles:
         spec = getattr(pick.plan, role)
