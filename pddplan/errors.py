@@ -19,6 +19,11 @@ class InputError(PddplanError):
     exit_code = 2
 
 
+class LayoutError(InputError):
+    """An instance layout the serving engines refuse to start (a tensor-parallel width that does not
+    divide the attention heads); the optimizer skips such widths, a plan that names one is bad input."""
+
+
 class InfeasibleError(PddplanError):
     """No deployment meets the constraints; the message names the one that binds (exit code 3)."""
 

@@ -137,6 +137,12 @@ def test_estimate_rejects_bad_modes(kwargs: dict[str, Any], message: str) -> Non
         estimate("llama-3.1-8b", "h100-sxm", 1, StepQuery(**kwargs))
 
 
+def test_cli_estimate_refuses_a_tp_the_heads_do_not_split_over(cli: Any) -> None:
+    """qwen3-32b's 64 query heads on 3 tensor-parallel ranks: engines refuse to start it."""
+    result = cli("estimate", "--model", "qwen3-32b", "--gpu", "h200", "--tp", "3", "--prefill", "8192")
+    one_error_line(result, "tp = 3", "64 attention heads", "use a tp that divides 64 (2 or 4)")
+
+
 # -- estimate: the CLI ----------------------------------------------------------------------------
 def test_cli_estimate_deepseek_prefill(cli: Any) -> None:
     out = ok_json(

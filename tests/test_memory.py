@@ -104,8 +104,8 @@ def test_memory_budget_ep_replicates_non_expert_weights() -> None:
     experts = 2 * 8 * (3 * 1024 * 256) * (0.5 + 1 / 16)
     ep = memory_budget(inst(MOE, tp=16))  # spans two domains of 8: EP
     assert ep.weight_bytes == pytest.approx(total - experts + experts / 16, rel=1e-15)
-    tp = memory_budget(inst(MOE, tp=16, ep=False))
-    assert tp.weight_bytes == pytest.approx(total / 16, rel=1e-15)
+    tp = memory_budget(inst(MOE, tp=8, ep=False))
+    assert tp.weight_bytes == pytest.approx(total / 8, rel=1e-15)
     assert memory_budget(inst(MOE, tp=4, ep=True)).weight_bytes == pytest.approx(total - experts + experts / 4)
 
 

@@ -757,6 +757,20 @@ def test_instance_candidates_follow_the_offers() -> None:
     assert {"dc-b/gpu-b/tp8", "dc-b/gpu-b/tp8/ep", "dc-b/gpu-b/tp8/ep/tp-attention"} <= every
 
 
+def test_candidates_leave_out_tensor_parallel_widths_that_do_not_divide_the_heads() -> None:
+    """MiniMax-M2 has 48 attention heads: of the widths tried (powers of two up to 64), tensor-
+    parallel attention runs only where 48 splits evenly (up to 16, not 32 or 64); data-parallel
+    attention (each rank every head) is tried at 32 and 64 too."""
+    from pddplan.optimize.candidates import instance_candidates
+
+    workload = load_workload("pdd-agent-64k").model_copy(update={"model": "minimax-m2"})
+    found = instance_candidates(load_input_set(workload, workload_dir("pdd-agent-64k")), 8192)
+    tensor_parallel = {c.tp for c in found if not c.instance.uses_dp_attention}
+    assert tensor_parallel and all(48 % tp == 0 for tp in tensor_parallel)
+    assert 16 in tensor_parallel and not {32, 64} & tensor_parallel
+    assert {c.tp for c in found if c.instance.uses_dp_attention} >= {32, 64}
+
+
 def test_tp_degrees_default_to_powers_of_two_up_to_eight_domains() -> None:
     from pddplan.optimize.candidates import tp_degrees
 

@@ -14,7 +14,7 @@ from toys import GQA as GQA_SHAPE
 from toys import SLIDING as SLIDING_SHAPE
 from toys import arch, toy_gpu
 
-from pddplan.errors import InputError
+from pddplan.errors import InputError, LayoutError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.arithmetic import param_counts
 from pddplan.perf.efficiency import DEFAULT_EFFICIENCY, efficiency_of
@@ -284,12 +284,24 @@ def test_experts_touched() -> None:
 def test_instance_validation_and_parallel_mode() -> None:
     with pytest.raises(InputError, match="tp = 0"):
         Instance(GQA, toy_gpu(), 0)
-    assert not inst(GQA, tp=16).uses_ep  # dense: never EP
+    assert not inst(GQA, tp=8, domain=4).uses_ep  # dense: never EP
     assert not inst(MOE, tp=1, ep=True).uses_ep  # one GPU: nothing to split
     assert not inst(MOE, tp=8).uses_ep  # fits one scale-up domain: TP
     assert inst(MOE, tp=16).uses_ep  # spans two domains: EP
     assert inst(MOE, tp=4, ep=True).uses_ep
-    assert not inst(MOE, tp=16, ep=False).uses_ep
+    assert not inst(MOE, tp=8, ep=False, domain=4).uses_ep
+
+
+def test_tensor_parallel_attention_needs_tp_to_divide_the_heads() -> None:
+    """vLLM and SGLang split the query heads evenly over the tensor-parallel ranks: the toy's 8
+    heads run on 1, 2, 4 or 8 ranks; 3 or 16 is refused, naming the divisors on either side. Under
+    data-parallel attention (expert parallelism) each rank keeps every head, so 16 is fine."""
+    assert inst(GQA, tp=8).tp == 8
+    with pytest.raises(LayoutError, match=r"tp = 3: toy's 8 attention heads .* divides 8 \(2 or 4\)$"):
+        inst(GQA, tp=3)
+    with pytest.raises(LayoutError, match=r"divides 8 \(8\), or data-parallel attention \(expert_parallel\)$"):
+        inst(MOE, tp=16, ep=False)
+    assert inst(MOE, tp=16, ep=True).uses_dp_attention
 
 
 def test_efficiency_priority() -> None:
@@ -367,7 +379,7 @@ def test_bound_names_the_largest_part() -> None:
     assert str(decode.bound) == "memory"
     tiny = step_time(inst(GQA), 1, 0)  # a tiny model's single-token step: launches dominate
     assert str(tiny.bound) == "overhead"
-    slow_link = step_time(inst(GQA, tp=16, nic=0.001), 4096, 0)  # all-reduce over a crawling NIC
+    slow_link = step_time(inst(GQA, tp=8, nic=0.001, domain=4), 4096, 0)  # all-reduce over a crawling NIC
     assert str(slow_link.bound) == "communication"
 
 
@@ -507,12 +519,12 @@ def test_keys_seen_by_hand(c: int, n: int, cap: float, pairs: float) -> None:
 
 
 # -- communication --------------------------------------------------------------------------------
-@pytest.mark.parametrize(("tp", "link"), [(2, SCALE_UP * 0.5), (8, SCALE_UP * 0.5), (16, NIC * 0.5)])
-def test_tp_ring_all_reduce(tp: int, link: float) -> None:
+@pytest.mark.parametrize(("tp", "domain", "link"), [(2, 8, SCALE_UP * 0.5), (8, 8, SCALE_UP * 0.5), (8, 4, NIC * 0.5)])
+def test_tp_ring_all_reduce(tp: int, domain: int, link: float) -> None:
     n = 1000
-    step = step_time(inst(GQA, tp=tp), n, 0)
+    step = step_time(inst(GQA, tp=tp, domain=domain), n, 0)
     message = n * 1024 * 2  # N * d bf16 activations
-    latency = 1e-5 if tp <= 8 else 5e-5  # one collective's latency: scale-up, or across domains
+    latency = 1e-5 if tp <= domain else 5e-5  # one collective's latency: scale-up, or across domains
     all_reduce = latency + 2 * (tp - 1) / tp * message / link
     assert float(step.communication_s) == pytest.approx(2 * 2 * all_reduce, rel=1e-12)  # 2 per layer, 2 layers
     # TP splits compute and weight reads across tp GPUs, and adds communication to the step

@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from pddplan.errors import LayoutError
 from pddplan.inputs.input_set import InputSet
 from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.memory import fits, instance_kv_capacity_bytes, prompt_room
@@ -142,18 +143,21 @@ def instance_candidates(inputs: InputSet, chunk_tokens: int, role: RoleName = "p
                     continue
                 for tp, pp in stage_splits(model, width, domain):
                     for layout, tp_attention in layouts(model, tp, domain):
-                        instance = Instance(
-                            model,
-                            hardware,
-                            tp,
-                            layout,
-                            tp_attention=tp_attention,
-                            stack=workload.serving.stack,
-                            mtp=workload.serving.mtp(),
-                            cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
-                            context_cv=min(workload.decode_context_cv(), 10.0),
-                            pp=pp,
-                        )
+                        try:
+                            instance = Instance(
+                                model,
+                                hardware,
+                                tp,
+                                layout,
+                                tp_attention=tp_attention,
+                                stack=workload.serving.stack,
+                                mtp=workload.serving.mtp(),
+                                cuda_graph_max_batch=workload.serving.cuda_graph_max_batch,
+                                context_cv=min(workload.decode_context_cv(), 10.0),
+                                pp=pp,
+                            )
+                        except LayoutError:  # attention heads that do not split over tp ranks
+                            continue
                         if not fits(instance, utilization, chunk_tokens):
                             continue
                         out.append(

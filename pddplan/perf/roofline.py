@@ -41,7 +41,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pddplan.errors import InputError
+from pddplan.errors import InputError, LayoutError
 from pddplan.perf.arithmetic import expert_bytes, lm_head_flops, param_counts
 from pddplan.perf.efficiency import compute_plateau, efficiency_of, streaming_fraction
 from pddplan.perf.kv import kv_replication, linear_state_bytes, per_token_layer_bytes
@@ -130,6 +130,16 @@ class Instance:
                 f"tp_attention = true: only an expert-parallel MoE instance has a choice of attention "
                 f"layout (set expert_parallel, --ep, too); {self.model.name} at tp={self.tp} is "
                 f"{'dense' if self.model.moe is None else 'tensor-parallel throughout'}"
+            )
+        if not self.uses_dp_attention and self.model.num_heads % self.tp:
+            heads = self.model.num_heads
+            divisors = [n for n in range(1, heads + 1) if heads % n == 0]
+            near = sorted({max(n for n in divisors if n < self.tp), *[n for n in divisors if n > self.tp][:1]})
+            raise LayoutError(
+                f"tp = {self.tp}: {self.model.name}'s {heads} attention heads do not split evenly over "
+                f"{self.tp} tensor-parallel ranks, which vLLM and SGLang require; use a tp that divides {heads} "
+                f"({' or '.join(map(str, near))})"
+                + (", or data-parallel attention (expert_parallel)" if self.model.moe is not None else "")
             )
         if self.efficiency_override is None and self.stack is not None:
             efficiency_of(self.hardware, self.stack)  # fail early on a stack the profile lacks
