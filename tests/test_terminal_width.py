@@ -110,6 +110,16 @@ def test_a_table_too_wide_becomes_records() -> None:
     assert "┃" in wide
 
 
+def test_a_title_wider_than_its_table_keeps_its_words_whole() -> None:
+    """A sweep over a long field path has a narrow table; rich wrapped its title to the table's
+    width and broke the path mid-word ('usd_per_gpu_h' / 'our'). Such a title is a line of its own."""
+    path = "deployment.datacenters[1].gpus[0].usd_per_gpu_hour"
+    args = ["sweep", "pdd-agent-64k", "--param", path, "--values", "2.6,3", "-a", "agg"]
+    lines = CliRunner().invoke(app, args, env={"COLUMNS": "80"}).stdout.splitlines()
+    assert lines[0] == f"sweep of {path}"
+    assert lines[1].startswith("┏")
+
+
 # -- issue 37, item 5: at 80 columns a long listing is a compact table, and --detail the whole ------
 SWEEP = ("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "2,4", "-a", "pd-intra")
 SWEEP += ("-a", "pd-hetero", "-a", "pd-cross", "-a", "pdd")

@@ -143,7 +143,20 @@ class _Console(Console):
         if _unbroken_width(renderable, words) > self.width:
             return _records(renderable)
         _set_widths(renderable, words, self.width)
-        return renderable
+        return self._title_apart(renderable)
+
+    def _title_apart(self, table: Table) -> Any:
+        """`table`, or its title as a line of its own above it when the title is wider than the
+        table: rich wraps a title to the table's width, which breaks a long name (a field path)
+        mid-word and a number from its unit; a line of its own wraps at the terminal's width."""
+        if table.title is None:
+            return table
+        title = table.title.copy() if isinstance(table.title, Text) else Text(str(table.title))
+        if title.cell_len <= min(self.measure(table).maximum, self.width):
+            return table
+        title.stylize(table.title_style or "table.title")
+        table.title = None
+        return Group(title, table)
 
 
 def fits(console: Console, table: Table) -> bool:
