@@ -136,3 +136,13 @@ def test_a_quantity_in_the_wrong_dimension_names_file_field_and_value(cli: Any, 
         str(path),
         "deployment.wan_lines[0].capacity_gbps = '100GB': expected a bandwidth such as 40Gbps or 5GB/s",
     )
+
+
+def test_a_quantity_out_of_bounds_shows_it_as_written_and_as_read(cli: Any, tmp_path: Path) -> None:
+    """'5B/s' is 4e-08 Gbps, below a line's 1 Mbps floor: the error shows what the file says,
+    not only the converted number the bound saw."""
+    path = _written(tmp_path, ("capacity_gbps: 100\n", "capacity_gbps: 5B/s\n"))
+    one_error_line(
+        cli("workloads", "show", str(path)),
+        "deployment.wan_lines[0].capacity_gbps = '5B/s' (read as 4e-08): Input should be greater than",
+    )

@@ -200,6 +200,10 @@ def _describe(error: Any, model: type[BaseModel], data: Any) -> str:
         return message if _NAMES_ITS_FIELD.match(message) else f"top level: {message}"
     if isinstance(value, Mapping):
         return f"{path}: {message}"
+    written = _value_at(data, shown)
+    if isinstance(written, str) and isinstance(given, int | float) and not isinstance(given, bool):
+        # a quantity written with its unit ('5B/s'), out of bounds once read in the field's unit
+        return f"{path} = {_show(written)} (read as {given:g}): {message}"
     return f"{path} = {_show(value)}: {message}"
 
 
