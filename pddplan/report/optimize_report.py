@@ -156,15 +156,15 @@ def print_report(console: Console, report: OptimizeReport) -> None:
 
 #: a frontier's words in the `--top` table, by the sets a plan is on
 _FRONTIER_WORDS = {("ttft_p99_s",): "TTFT", ("tpot_p90_s",): "TPOT", ("ttft_p99_s", "tpot_p90_s"): "both"}
-#: what `--top` ranks plans by, per mode (the search's score)
-RANKED_BY = {"bcr": "BCR", "rate": "cost", "budget": "goodput"}
+#: what `--top` ranks plans by, per mode (the search's score, then its ties: `search._key`)
+RANKED_BY = {"bcr": "BCR (ties: TTFT P99)", "rate": "cost (ties: TTFT P99)", "budget": "goodput (ties: cost)"}
 
 
 def top_note(mode: str, top: int) -> str:
     """What the `--top` tables show, in words."""
     return (
         f"--top {top}: one plan per deployment (with its best routing rule and handoff mode), ranked by "
-        f"{RANKED_BY.get(mode, mode)} in closed form (ties: TTFT P99); #1 is the chosen plan, the only one "
+        f"{RANKED_BY.get(mode, mode)} in closed form; #1 is the chosen plan, the only one "
         f"simulated; a plan ranked below {top} is shown when on the frontier: no other plan is as cheap and "
         "as fast (TTFT P99 or TPOT P90) with one of the two better."
     )
