@@ -17,7 +17,6 @@ from pddplan.errors import InfeasibleError, InputError, PddplanError
 from pddplan.specs.common import StrictModel
 from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.workload import Workload
-from pddplan.support import loading
 from pddplan.support.loading import (
     describe_validation_error,
     load,
@@ -353,7 +352,7 @@ def test_write_atomic_keeps_old_file_when_rename_fails(tmp_path: Path, monkeypat
     def fail(src: Any, dst: Any) -> None:
         raise OSError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(loading.os, "replace", fail)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(InputError) as info:
         write_atomic(path, "new content\n")
     assert str(info.value) == f"{path}: cannot write: Permission denied"
@@ -396,7 +395,7 @@ def test_write_atomic_leaves_no_tmp_file_when_interrupted(tmp_path: Path, monkey
     def interrupted(src: Any, dst: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(loading.os, "replace", interrupted)
+    monkeypatch.setattr(os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_atomic(path, "new content\n")
     assert path.read_text() == "old content\n"
@@ -412,7 +411,7 @@ def test_write_atomic_temp_file_sits_beside_the_target(tmp_path: Path, monkeypat
         seen.append((Path(src), Path(dst)))
         real_replace(src, dst)
 
-    monkeypatch.setattr(loading.os, "replace", spy)
+    monkeypatch.setattr(os, "replace", spy)
     path = tmp_path / "out.json"
     write_atomic(path, "{}")
     assert len(seen) == 1
