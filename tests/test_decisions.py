@@ -4,6 +4,7 @@ workload's optimized plans are checked whole in tests/test_plans_are_minimal.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,21 +19,25 @@ from pddplan.optimize.options import OptimizeOptions
 from pddplan.scenarios import build_scenario
 from pddplan.specs.distributions import FixedLength
 from pddplan.specs.plan import Plan
+from pddplan.specs.workload import GpuOffer
 
 
-def agent_with_h20() -> InputSet:
-    """pdd-agent-64k with 64 H20 offered in datacenter A beside GPU-A."""
+def agent_with_offers(datacenter: str, offers: Callable[[list[GpuOffer]], list[GpuOffer]]) -> InputSet:
+    """pdd-agent-64k with `datacenter`'s GPU offers replaced by `offers(its offers)`."""
     workload = load_workload("pdd-agent-64k")
     datacenters = [
-        dc.model_copy(update={"gpus": [*dc.gpus, dc.gpus[0].model_copy(update={"type": "h20", "max_count": 64})]})
-        if dc.name == "dc-a"
-        else dc
+        dc.model_copy(update={"gpus": offers(dc.gpus)}) if dc.name == datacenter else dc
         for dc in workload.deployment.datacenters
     ]
     variant = workload.model_copy(
         update={"deployment": workload.deployment.model_copy(update={"datacenters": datacenters})}
     )
     return load_input_set(variant, workload_dir("pdd-agent-64k"))
+
+
+def agent_with_h20() -> InputSet:
+    """pdd-agent-64k with 64 H20 offered in datacenter A beside GPU-A."""
+    return agent_with_offers("dc-a", lambda gpus: [*gpus, gpus[0].model_copy(update={"type": "h20", "max_count": 64})])
 
 
 H20_PREFILL = {
@@ -140,17 +145,7 @@ def test_the_search_evaluates_each_plan_once(monkeypatch: pytest.MonkeyPatch) ->
 
 def agent_with_gpu_b_at(usd_per_gpu_hour: float) -> InputSet:
     """pdd-agent-64k with GPU-B rented at `usd_per_gpu_hour`."""
-    workload = load_workload("pdd-agent-64k")
-    datacenters = [
-        dc.model_copy(update={"gpus": [dc.gpus[0].model_copy(update={"usd_per_gpu_hour": usd_per_gpu_hour})]})
-        if dc.name == "dc-b"
-        else dc
-        for dc in workload.deployment.datacenters
-    ]
-    variant = workload.model_copy(
-        update={"deployment": workload.deployment.model_copy(update={"datacenters": datacenters})}
-    )
-    return load_input_set(variant, workload_dir("pdd-agent-64k"))
+    return agent_with_offers("dc-b", lambda gpus: [gpus[0].model_copy(update={"usd_per_gpu_hour": usd_per_gpu_hour})])
 
 
 def test_a_dearer_gpu_never_lowers_the_optimized_cost() -> None:
