@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,8 +16,10 @@ from pddplan.evaluate import evaluate
 from pddplan.inputs import load_plan, load_workload, workload_dir
 from pddplan.inputs.input_set import InputSet, load_input_set
 from pddplan.optimize import optimize_architecture
+from pddplan.optimize.frontier import deployment
 from pddplan.optimize.options import OptimizeOptions
 from pddplan.scenarios import build_scenario
+from pddplan.simulate.sequential import verify
 from pddplan.specs.distributions import FixedLength
 from pddplan.specs.plan import Plan
 from pddplan.specs.workload import GpuOffer
@@ -163,11 +166,25 @@ def test_a_dearer_gpu_never_lowers_the_optimized_cost() -> None:
     assert costs[2] == pytest.approx(112 * 1.37, rel=1e-9)  # 112 GPU-A at the profile's $1.37
 
 
-def test_a_plan_the_simulation_rejects_falls_back_to_the_next_best_of_its_round() -> None:
+def test_a_plan_the_simulation_rejects_falls_back_to_the_next_best_of_its_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """At $3.00 a GPU-B hour the trimmed GPU-A plan ($153.44/h) misses the SLA in the verifying
     simulation; the search then verifies the round's next plans by score, so the answer is the
-    trimmed GPU-B plan ($168/h), not GPU-A's untrimmed program plan ($175.36/h)."""
+    trimmed GPU-B plan ($168/h), not GPU-A's untrimmed program plan ($175.36/h). The next round
+    trims back to the rejected GPU-A plan and simulates nothing again: it ends the search (it
+    simulated that plan in each of four rounds before)."""
+    from pddplan.optimize import search
+
+    simulated: list[str] = []
+
+    def counted(scenario: Any, *args: Any) -> Any:
+        simulated.append(deployment(scenario.plan))
+        return verify(scenario, *args)
+
+    monkeypatch.setattr(search, "verify", counted)
     result = optimize_architecture(agent_with_gpu_b_at(3.0), "agg", OptimizeOptions(jobs=1))
+    assert len(simulated) == len(set(simulated)) and result.rounds <= 2
     assert result.feasible and result.simulation is not None and result.simulation.sla_met
     assert result.evaluation is not None
     assert result.evaluation.cost_per_hour == pytest.approx(56 * 3.0, rel=1e-9)

@@ -610,6 +610,43 @@ def test_a_closed_form_miss_with_a_saturated_decoder_credits_fewer_decode_slots(
     assert idle.sla_scale == pytest.approx(TIGHTEN) and idle.decode_scale == 1.0
 
 
+def test_a_round_of_simulated_misses_sets_the_next_limits_from_its_best_plan() -> None:
+    """Hand-computed, budget mode: the round's best plan (1.19 req/s, decoders idle) and its
+    runner-up (1.088 req/s, decoders saturated) both missed in simulation. The next round may serve
+    0.85 x 1.19 (not 0.85 x 1.088, which served 8.5% less for the same money), the decoders are
+    credited 0.85 x their slots once, and the TTFT targets shrink by 0.85 (no prefill kind to blame:
+    no candidates). Two saturated misses still tighten the decoders once."""
+    from pddplan.optimize.search import _after_misses
+
+    def simulated_miss(goodput: float, decode_busy: float) -> tuple[Any, Any]:
+        stages = {"prefill": SimpleNamespace(utilization=0.5), "decode": SimpleNamespace(utilization=decode_busy)}
+        plan = SimpleNamespace(rate_rps=None, split=None, prefill=SimpleNamespace(count=2))
+        pick = SimpleNamespace(evaluation=SimpleNamespace(goodput_rps=goodput, stages=stages), plan=plan)
+        return pick, SimpleNamespace(utilization={"prefill": 0.5, "decode": decode_busy})
+
+    budget = OptimizeOptions(mode="budget", budget_per_hour=30.0)
+    after = _after_misses(Headroom(), [simulated_miss(1.19, 0.5), simulated_miss(1.088, 0.9)], budget, 4.0, [])
+    assert after.rate_cap_rps == pytest.approx(TIGHTEN * 1.19, rel=1e-12)
+    assert after.decode_scale == pytest.approx(TIGHTEN) and after.sla_scale == pytest.approx(TIGHTEN)
+    both = _after_misses(Headroom(), [simulated_miss(1.19, 0.9), simulated_miss(1.088, 0.9)], budget, 4.0, [])
+    assert both.decode_scale == pytest.approx(TIGHTEN)
+
+
+def test_a_budget_search_keeps_the_ceiling_that_served_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Budget mode doubles the ceiling while the plan serves all of it: 4 and 8 req/s are served
+    whole, and the search at 16 verifies only 7.06 req/s; the answer is the 8 req/s plan."""
+    served = {4.0: 4.0, 8.0: 8.0, 16.0: 7.06}
+
+    def optimized_at(inputs: Any, architecture: Any, options: Any, ceiling: float, progress: Any) -> Any:
+        return SimpleNamespace(feasible=True, evaluation=SimpleNamespace(goodput_rps=served[ceiling]), ceiling=ceiling)
+
+    monkeypatch.setattr(search, "_optimize_at", optimized_at)
+    workload = load_workload("pdd-agent-64k")
+    options = OptimizeOptions(mode="budget", budget_per_hour=90.0)
+    result = optimize_architecture(load_input_set(workload, workload_dir("pdd-agent-64k")), "pdd", options)
+    assert result.ceiling == 8.0  # type: ignore[attr-defined]
+
+
 def test_closed_form_missing_the_sla_in_every_round_keeps_no_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards an infeasible result whose plans all missed the SLA in closed form, so none was ever
     simulated: it must keep no plan, scenario or evaluation (only a plan the simulation tried is

@@ -91,9 +91,10 @@ class _Pick:
 
 def _key(evaluation: Evaluation, options: OptimizeOptions) -> tuple[float, float, float]:
     """What plans are compared by: the mode's score, then P99 TTFT, then the P99 hiccup; with a
-    budget (score: goodput), the cheaper plan before P99 TTFT: the same goodput for less money."""
+    budget (score: goodput), the cheaper plan before P99 TTFT: the same goodput for less money
+    (among plans that meet the SLA; those that miss it rank as in the other modes)."""
     score = float(f"{_score(evaluation, options):.9g}")
-    if options.mode == "budget":
+    if options.mode == "budget" and score > -math.inf:
         return (score, -float(f"{evaluation.cost_per_hour:.9g}"), -evaluation.ttft.p99_s)
     return (score, -evaluation.ttft.p99_s, -evaluation.worst_gap_p99_s)
 
@@ -420,6 +421,26 @@ def _after_miss(
     return Headroom(sla_scale, decode_scale, rate_cap, misses)
 
 
+def _after_misses(
+    headroom: Headroom,
+    failed: list[tuple[_Pick, SimulationOutput]],
+    options: OptimizeOptions,
+    ceiling: float,
+    candidates: list[Candidate],
+) -> Headroom:
+    """The headroom the next round asks for after the simulation rejected each of a round's plans
+    in `failed` (best key first): `_after_miss` of the best (its decoders, its budget rate), with
+    every other plan's prefill miss added and the decoders tightened (once) when any of them
+    saturated its decoders."""
+    (best, verified), *others = failed
+    out = _after_miss(headroom, best, verified, options, ceiling, candidates)
+    misses = [m for p, v in others if (m := _prefill_miss(p, v, ceiling, candidates)) is not None]
+    decode_scale = out.decode_scale
+    if decode_scale == headroom.decode_scale and any(_decoders_saturated(v) for _, v in others):
+        decode_scale *= TIGHTEN
+    return replace(out, decode_scale=decode_scale, prefill_misses=(*out.prefill_misses, *misses))
+
+
 def _decoders_saturated(verified: SimulationOutput) -> bool:
     """Whether a decode or relay pool of the simulation was at least SATURATED_DECODE busy."""
     return max((u for name, u in verified.utilization.items() if name != "prefill"), default=0.0) >= SATURATED_DECODE
@@ -501,20 +522,18 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
         for candidate in [pick, *_fallbacks(pick, rejected)]:
             if accepted is not None and candidate.key <= accepted[0].key:
                 break
+            if deployment(candidate.plan) in rejected:  # the trim came back to a plan already simulated
+                continue
             verified = verify(candidate.scenario, options.verify_requests, options.seed, options.early_stop).summary
             if verified.sla_met:
                 accepted = (candidate, verified)
                 break
             rejected.add(deployment(candidate.plan))
             failed.append((candidate, verified))
-        if not failed:  # the round's best met the SLA
+        if not failed:  # the round's best met the SLA, or the round brought nothing new to simulate
             break
-        *earlier, (last, verified) = failed
-        for missed, simulated in earlier:  # what each miss teaches the next round
-            if (miss := _prefill_miss(missed, simulated, setup.rate_ceiling, setup.candidates)) is not None:
-                headroom = replace(headroom, prefill_misses=(*headroom.prefill_misses, miss))
-        headroom = _after_miss(headroom, last, verified, options, setup.rate_ceiling, setup.candidates)
-        pick = last
+        headroom = _after_misses(headroom, failed, options, setup.rate_ceiling, setup.candidates)
+        pick, verified = failed[0]
         _adopt(result, pick, setup.architecture.has_relay)
         result.simulation = verified
     if accepted is not None:
@@ -608,7 +627,8 @@ def optimize_architecture(
 
     With a budget (`mode="budget"`) the workload's rate is only where the search starts: while the
     budget buys a plan that serves all of the ceiling, the ceiling doubles (up to MAX_RATE_RPS), so
-    the answer is the most the money serves, not the workload's rate.
+    the answer is the most the money serves, not the workload's rate (a higher ceiling's answer is
+    kept only when it serves more).
     """
     workload = inputs.workload
     choices = workload.serving.drc_retention_choices
@@ -619,7 +639,7 @@ def optimize_architecture(
     while options.mode == "budget" and ceiling < MAX_RATE_RPS and _serves_all_of(result, ceiling):
         ceiling = min(2.0 * ceiling, MAX_RATE_RPS)
         wider = _optimize_at(inputs, architecture, options, ceiling, progress)
-        if not wider.feasible:
+        if not wider.feasible or not _serves_more(wider, result):
             break
         result = wider
     return result
@@ -654,6 +674,13 @@ def _best_retention(
             retained = {"drc_retention_s": chosen}
             result.plans = [replace(o, plan=o.plan.model_copy(update=retained)) for o in result.plans]
     return result
+
+
+def _serves_more(wider: ArchitectureResult, result: ArchitectureResult) -> bool:
+    """Whether `wider` (optimized at a doubled ceiling) serves more than `result`: the search at a
+    higher ceiling can verify less (its tightened rounds end below the plan found before)."""
+    assert wider.evaluation is not None and result.evaluation is not None
+    return wider.evaluation.goodput_rps > result.evaluation.goodput_rps
 
 
 def _serves_all_of(result: ArchitectureResult, ceiling: float) -> bool:
