@@ -208,3 +208,17 @@ def test_written_files_get_the_umask_mode_and_scripts_are_executable(cli: object
     modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "out").iterdir()}
     assert modes["README.md"] == 0o644 and modes["prefill-0.sh"] == 0o755, modes
     assert not [name for name in modes if name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize(("written", "shown"), [("0\\r0", "'0\\r0'"), ("\\e[2J", "'\\x1b[2J'")])
+def test_control_characters_from_a_file_are_escaped_in_the_error_line(
+    cli: Any, tmp_path: Path, written: str, shown: str
+) -> None:
+    """A source tag holding a carriage return split the error into two lines (found by
+    tests/fuzz_inputs.py), and an escape sequence would reach the terminal: both are shown escaped."""
+    text = (ROOT / "hardware_profiles" / "gpu-a.yaml").read_text(encoding="utf-8")
+    old = 'scale_up_domain: {value: 8, source: "assumption:'
+    assert old in text
+    path = tmp_path / "gpu-a.yaml"
+    path.write_text(text.replace(old, f'scale_up_domain: {{value: 8, source: "{written}", note: "'), encoding="utf-8")
+    one_error_line(cli("hardware", "show", str(path)), f"interconnect.scale_up_domain cites source {shown}, which")

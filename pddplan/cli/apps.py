@@ -32,7 +32,7 @@ class _Group(TyperGroup):
                 sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit
                 return result
         except PddplanError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {_one_line(str(exc))}", err=True)
             raise typer.Exit(exc.exit_code) from None
         except BrokenPipeError:
             # the reader went away (`pddplan ... | head`): stop quietly, as other CLI tools do
@@ -45,6 +45,13 @@ class _Group(TyperGroup):
             where = exc.filename or "standard output"
             typer.echo(f"error: {where}: cannot write: {exc.strerror}", err=True)
             raise typer.Exit(2) from None
+
+
+def _one_line(message: str) -> str:
+    """`message` with every control character escaped (a carriage return as \\r): a value from an
+    input file can carry one into a message, and it would end the line, or overwrite it, on a
+    terminal."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message)
 
 
 @contextlib.contextmanager

@@ -125,4 +125,4 @@ def check_sources_cited(figures: dict[str, Figure], sources: dict[str, Source]) 
         for key in figure.cited_keys():
             if key not in sources:
                 known = ", ".join(sorted(sources)) or "none"
-                raise ValueError(f"{path} cites source '{key}', which is not in the sources table (known: {known})")
+                raise ValueError(f"{path} cites source {key!r}, which is not in the sources table (known: {known})")

@@ -548,7 +548,7 @@ class Workload(StrictModel):
                 continue
             known = ", ".join(sorted(self.sources)) or "none"
             raise ValueError(
-                f"{path} cites source '{source}', which is not in the sources table (known: {known}); "
+                f"{path} cites source {source!r}, which is not in the sources table (known: {known}); "
                 f"or start it with one of {', '.join(FREE_SOURCE_PREFIXES)}"
             )
         return self
