@@ -771,6 +771,20 @@ def test_candidates_leave_out_tensor_parallel_widths_that_do_not_divide_the_head
     assert {c.tp for c in found if c.instance.uses_dp_attention} >= {32, 64}
 
 
+def test_widths_that_split_no_heads_are_named_as_the_reason_nothing_fits() -> None:
+    """qwen3-32b fits one H200 at any width, but tp_options 3 and 6 divide none of its 64 heads:
+    the infeasibility says so, not that the model is too large."""
+    from pddplan.optimize import optimize_architecture
+
+    workload = load_workload("qwen3-32b-h200-isl16k")
+    narrowed = workload.model_copy(update={"deployment": workload.deployment.model_copy(update={"tp_options": [3, 6]})})
+    inputs = load_input_set(narrowed, workload_dir("qwen3-32b-h200-isl16k"))
+    result = optimize_architecture(inputs, "pd-intra", OptimizeOptions(verify=False))
+    assert not result.feasible
+    message = result.infeasibility[0]["message"]
+    assert "tensor-parallel attention over 3 or 6 ranks does not split its 64 attention heads" in message
+
+
 def test_tp_degrees_default_to_powers_of_two_up_to_eight_domains() -> None:
     from pddplan.optimize.candidates import tp_degrees
 

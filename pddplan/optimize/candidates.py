@@ -17,7 +17,9 @@ enumerated, so nothing assumes exactly two datacenters.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pddplan.errors import LayoutError
 from pddplan.inputs.input_set import InputSet
@@ -25,9 +27,10 @@ from pddplan.net.lines import LinePool, pool_lines
 from pddplan.perf.memory import fits, instance_kv_capacity_bytes, prompt_room
 from pddplan.perf.roofline import Instance
 from pddplan.scenarios.scenario import gpu_price
+from pddplan.specs.hardware import HardwareProfile
 from pddplan.specs.model import ModelArchitecture
 from pddplan.specs.plan import RoleName, RoleSpec
-from pddplan.specs.workload import WanLineOption, Workload
+from pddplan.specs.workload import GpuOffer, WanLineOption, Workload
 
 
 @dataclass(frozen=True)
@@ -125,13 +128,26 @@ def instance_widths(inputs: InputSet) -> dict[str, list[int]]:
     return {gpu: tp_degrees(workload, inputs.hardware_for(gpu).scale_up_domain) for gpu in sorted(inputs.hardware)}
 
 
-def instance_candidates(inputs: InputSet, chunk_tokens: int, role: RoleName = "prefill") -> list[Candidate]:
-    """Every (datacenter, GPU, width, TP x PP split, layout) the model fits on, the narrowest first
-    within a GPU (`stage_splits`, `layouts`); its instances store the model as `role`'s do
+class TriedLayout(NamedTuple):
+    """One (datacenter, GPU offer, width, TP x PP split, layout) the search tries; `instance` is None
+    when the engines refuse the layout (`LayoutError`: tensor-parallel attention over a tp that does
+    not divide the heads)."""
+
+    datacenter: str
+    offer: GpuOffer
+    hardware: HardwareProfile
+    width: int
+    tp: int
+    pp: int
+    tp_attention: bool
+    instance: Instance | None
+
+
+def tried_layouts(inputs: InputSet, role: RoleName = "prefill") -> Iterator[TriedLayout]:
+    """Every layout the search tries, the narrowest first within a GPU (`tp_degrees`,
+    `stage_splits`, `layouts`), its instances storing the model as `role`'s do
     (`InputSet.model_for`)."""
     workload, model = inputs.workload, inputs.model_for(role)
-    out = []
-    utilization = workload.serving.hbm_utilization
     for dc in workload.deployment.datacenters:
         for offer in dc.gpus:
             if offer.max_count == 0:
@@ -144,7 +160,7 @@ def instance_candidates(inputs: InputSet, chunk_tokens: int, role: RoleName = "p
                 for tp, pp in stage_splits(model, width, domain):
                     for layout, tp_attention in layouts(model, tp, domain):
                         try:
-                            instance = Instance(
+                            instance: Instance | None = Instance(
                                 model,
                                 hardware,
                                 tp,
@@ -156,24 +172,39 @@ def instance_candidates(inputs: InputSet, chunk_tokens: int, role: RoleName = "p
                                 context_cv=min(workload.decode_context_cv(), 10.0),
                                 pp=pp,
                             )
-                        except LayoutError:  # attention heads that do not split over tp ranks
-                            continue
-                        if not fits(instance, utilization, chunk_tokens):
-                            continue
-                        out.append(
-                            Candidate(
-                                datacenter=dc.name,
-                                gpu=offer.type,
-                                tp=tp,
-                                instance=instance,
-                                usd_per_hour=width * gpu_price(hardware, workload, dc.name, offer.type),
-                                kv_capacity_bytes=instance_kv_capacity_bytes(instance, utilization, chunk_tokens),
-                                max_count=offer.max_count // width,
-                                expert_parallel=instance.uses_ep if model.moe is not None else None,
-                                tp_attention=tp_attention,
-                                pp=pp,
-                            )
-                        )
+                        except LayoutError:
+                            instance = None
+                        yield TriedLayout(dc.name, offer, hardware, width, tp, pp, tp_attention, instance)
+
+
+def refused_tps(inputs: InputSet) -> list[int]:
+    """The tensor-parallel degrees the search tried and the engines refuse (`TriedLayout`)."""
+    return sorted({tried.tp for tried in tried_layouts(inputs) if tried.instance is None})
+
+
+def instance_candidates(inputs: InputSet, chunk_tokens: int, role: RoleName = "prefill") -> list[Candidate]:
+    """Every layout the search tries (`tried_layouts`) that the engines start and the model fits on."""
+    workload = inputs.workload
+    utilization = workload.serving.hbm_utilization
+    out = []
+    for tried in tried_layouts(inputs, role):
+        instance = tried.instance
+        if instance is None or not fits(instance, utilization, chunk_tokens):
+            continue
+        out.append(
+            Candidate(
+                datacenter=tried.datacenter,
+                gpu=tried.offer.type,
+                tp=tried.tp,
+                instance=instance,
+                usd_per_hour=tried.width * gpu_price(tried.hardware, workload, tried.datacenter, tried.offer.type),
+                kv_capacity_bytes=instance_kv_capacity_bytes(instance, utilization, chunk_tokens),
+                max_count=tried.offer.max_count // tried.width,
+                expert_parallel=instance.uses_ep if instance.model.moe is not None else None,
+                tp_attention=tried.tp_attention,
+                pp=tried.pp,
+            )
+        )
     return out
 
 

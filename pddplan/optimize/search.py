@@ -15,7 +15,7 @@ from pddplan.errors import InfeasibleError, InputError
 from pddplan.evaluate.analytic import Evaluation
 from pddplan.inputs.input_set import InputSet
 from pddplan.optimize import model as milp
-from pddplan.optimize.candidates import Candidate
+from pddplan.optimize.candidates import Candidate, refused_tps
 from pddplan.optimize.diagnose import diagnose
 from pddplan.optimize.frontier import FrontierPoint, PlanOption, deployment, frontier, ranked
 from pddplan.optimize.options import OptimizeOptions
@@ -706,10 +706,16 @@ def _optimize_at(
             message = "no GPUs are offered: every deployment.datacenters[*].gpus[*].max_count is 0"
             result.infeasibility = [{"constraint": "inventory", "message": message}]
         else:
-            message = (
-                f"model '{setup.model.name}' fits no offered GPU at any TP degree; "
-                "offer larger GPUs or more GPUs per instance"
-            )
+            message = f"model '{setup.model.name}' fits no offered GPU at any TP degree"
+            if refused := refused_tps(inputs):
+                heads = setup.model.num_heads
+                message += (
+                    f" the engines start: tensor-parallel attention over {' or '.join(map(str, refused))} ranks "
+                    f"does not split its {heads} attention heads; offer widths that divide {heads} "
+                    "(deployment.tp_options), larger GPUs or more GPUs per instance"
+                )
+            else:
+                message += "; offer larger GPUs or more GPUs per instance"
             result.infeasibility = [{"constraint": "memory", "message": message}]
         return result
     unavailable = setup.architecture.why_unavailable(workload, len(setup.lines))
