@@ -306,16 +306,15 @@ def _best_of_round(
     return best, ratio
 
 
-def _fallbacks(pick: _Pick, rejected: set[str]) -> list[_Pick]:
+def _fallbacks(pick: _Pick) -> list[_Pick]:
     """What to verify, best key first, when the simulation finds `pick` missing the SLA: the
     program's plan it was trimmed from, and the round's runner-up of another prefill kind with its
-    own program plan; each deployment once, none that misses in closed form or that an earlier
-    simulation rejected."""
+    own program plan; each deployment once, none that misses in closed form."""
     runner_up = pick.runner_up
     others = [pick.untrimmed, runner_up, runner_up.untrimmed if runner_up is not None else None]
     found: dict[str, _Pick] = {}
     for other in others:
-        if other is not None and other.key[0] > -math.inf and deployment(other.plan) not in rejected:
+        if other is not None and other.key[0] > -math.inf:
             found.setdefault(deployment(other.plan), other)
     found.pop(deployment(pick.plan), None)
     return sorted(found.values(), key=lambda other: other.key, reverse=True)
@@ -436,7 +435,7 @@ def _after_misses(
     out = _after_miss(headroom, best, verified, options, ceiling, candidates)
     misses = [m for p, v in others if (m := _prefill_miss(p, v, ceiling, candidates)) is not None]
     decode_scale = out.decode_scale
-    if decode_scale == headroom.decode_scale and any(_decoders_saturated(v) for _, v in others):
+    if not _decoders_saturated(verified) and any(_decoders_saturated(v) for _, v in others):
         decode_scale *= TIGHTEN
     return replace(out, decode_scale=decode_scale, prefill_misses=(*out.prefill_misses, *misses))
 
@@ -519,10 +518,10 @@ def _search(builder: ProblemBuilder, result: ArchitectureResult, progress: Calla
             result.feasible = True
             break
         failed: list[tuple[_Pick, SimulationOutput]] = []
-        for candidate in [pick, *_fallbacks(pick, rejected)]:
+        for candidate in [pick, *_fallbacks(pick)]:
             if accepted is not None and candidate.key <= accepted[0].key:
                 break
-            if deployment(candidate.plan) in rejected:  # the trim came back to a plan already simulated
+            if deployment(candidate.plan) in rejected:  # simulated before (a trim can come back to it)
                 continue
             verified = verify(candidate.scenario, options.verify_requests, options.seed, options.early_stop).summary
             if verified.sla_met:
