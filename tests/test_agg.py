@@ -59,6 +59,19 @@ def test_a_batch_beyond_the_room_or_a_saturated_prefill_is_unstable() -> None:
     assert math.isinf(rows.token_s[1]) and math.isinf(rows.token_s[2])
 
 
+def test_the_crossing_is_found_in_any_block_of_batches() -> None:
+    # idle prefill, no marginal step: tau(b) = tau_dec(b) = 0.01 up to b = 40, 0.02 beyond, M = 100.
+    # B is where r E[O] tau(b) = b first holds: 0.5 (below one row), 7.25 and 30 (r E[O] 0.01 = B),
+    # 81 (r E[O] = 4050: 40.5 > 40, so 4050 * 0.02 = 81), none (r E[O] = 6000: 60 > 40, 120 > 100);
+    # the first whole batch past B lies in the first, second and third block the scan takes
+    steps = np.concatenate([np.full(40, 0.01), np.full(60, 0.02)])
+    flat = MixedSteps(marginal_s=np.zeros(101), alone_s=steps, busy_s=0.1, full_chunk_s=0.1)
+    rows = operating_point(flat, np.array([50.0, 725.0, 3000.0, 4050.0, 6000.0]), 0.0, 1.0, 100.0)
+    assert rows.batch.tolist() == pytest.approx([0.5, 7.25, 30.0, 81.0, math.inf])
+    assert rows.stable.tolist() == [True, True, True, True, False]
+    assert rows.token_s[:4].tolist() == pytest.approx([0.01, 0.01, 0.01, 0.02])
+
+
 def _inputs(name: str) -> InputSet:
     return load_input_set(load_workload(name), workload_dir(name))
 

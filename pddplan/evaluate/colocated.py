@@ -119,7 +119,8 @@ def operating_point(
     """Solve B = r E[O] tau(B) per row (module docstring), r = `per_instance_rps`, rho_0 the
     unslowed prefill utilization, `room` the sequences an instance may run and `waiting` the
     prefill queue's P(wait), which sets the busy step s_C (`MixedSteps.busy_step_s`); arrays
-    broadcast. tau is tabulated per whole batch and B interpolated around the crossing."""
+    broadcast. tau is tabulated per whole batch and B interpolated around the first whole batch b
+    where r E[O] tau(b) <= b (`_first_crossing`)."""
     r, rho0, limit, p = np.broadcast_arrays(
         np.asarray(per_instance_rps, dtype=np.float64),
         np.asarray(rho_0, dtype=np.float64),
@@ -127,34 +128,27 @@ def operating_point(
         np.asarray(waiting, dtype=np.float64),
     )
     r, rho0, limit, p = r.ravel(), rho0.ravel(), limit.ravel(), p.ravel()
-    batches = steps.batches
-    busy_s = steps.busy_step_s(p)  # per row
-    grow = 1.0 + steps.marginal_s[None, 1:] / busy_s[:, None]
-    rho_b = rho0[:, None] * grow
-    busy = np.clip(rho_b, 0.0, 1.0)
-    mixed = busy_s[:, None] + steps.marginal_s[None, 1:]
-    tau = 1.0 / (busy / mixed + (1.0 - busy) / steps.alone_s[None, :])
+    table = _TokenTimes(steps, steps.busy_step_s(p), rho0)
     demand = r * mean_output
-    residual = demand[:, None] * tau - batches[None, :]
-    crossed = residual <= 0
-    found = crossed.any(axis=1)
-    index = np.argmax(crossed, axis=1)
-    rows = np.arange(len(r))
-    below_one = found & (index == 0)
+    found, index = _first_crossing(table, demand)
+    batches = steps.batches
     prev = np.maximum(index - 1, 0)
-    r0, r1 = residual[rows, prev], residual[rows, index]
+    r0 = demand * table.at(prev) - batches[prev]
+    r1 = demand * table.at(index) - batches[index]
+    below_one = found & (index == 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         between = batches[prev] + np.where(r0 != r1, r0 / (r0 - r1), 0.0)
-    batch = np.where(below_one, demand * tau[:, 0], between)
+    batch = np.where(below_one, demand * table.at(np.zeros(len(r), dtype=int)), between)
     batch = np.where(found, batch, math.inf)
     b_eval = np.clip(np.where(np.isfinite(batch), batch, float(steps.largest)), 1.0, float(steps.largest))
     low = np.floor(b_eval).astype(int)
     high = np.minimum(low + 1, steps.largest)
     share = b_eval - low
-    token_s = tau[rows, low - 1] * (1.0 - share) + tau[rows, high - 1] * share
+    token_s = table.at(low - 1) * (1.0 - share) + table.at(high - 1) * share
     # the rows a step carries on average: B itself below one (m(0) = 0), the table's last beyond it
     rows_per_step = np.clip(np.where(np.isfinite(batch), batch, float(steps.largest)), 0.0, float(steps.largest))
     marginal = steps.marginal_at(rows_per_step)
+    busy_s = table.busy_s
     slowdown = 1.0 + marginal / busy_s
     rho = rho0 * slowdown
     alone = np.interp(b_eval, batches, steps.alone_s)
@@ -169,3 +163,61 @@ def operating_point(
         alone_s=alone,
         stable=stable,
     )
+
+
+@dataclass(frozen=True)
+class _TokenTimes:
+    """tau(b) per row for whole batches b = 1..M (column b - 1), computed where asked:
+    tau = 1 / (busy / (s_C + m(b)) + (1 - busy) / tau_dec(b)), busy = clip(rho_0 (1 + m(b) / s_C)),
+    s_C the row's busy step (`busy_s`) and rho_0 its unslowed prefill utilization (`rho0`)."""
+
+    steps: MixedSteps
+    busy_s: np.ndarray
+    rho0: np.ndarray
+
+    def block(self, rows: np.ndarray, start: int, stop: int) -> np.ndarray:
+        """tau of `rows` at the columns start..stop - 1, as a (rows, columns) array."""
+        marginal = self.steps.marginal_s[None, 1 + start : 1 + stop]
+        busy_s = self.busy_s[rows, None]
+        busy = marginal / busy_s
+        busy += 1.0
+        busy *= self.rho0[rows, None]
+        np.clip(busy, 0.0, 1.0, out=busy)
+        idle = 1.0 - busy
+        busy /= busy_s + marginal
+        idle /= self.steps.alone_s[None, start:stop]
+        busy += idle
+        return np.divide(1.0, busy, out=busy)
+
+    def at(self, columns: np.ndarray) -> np.ndarray:
+        """tau of every row at its own column (`columns`, one per row)."""
+        marginal = self.steps.marginal_s[1 + columns]
+        busy = np.clip(self.rho0 * (1.0 + marginal / self.busy_s), 0.0, 1.0)
+        return 1.0 / (busy / (self.busy_s + marginal) + (1.0 - busy) / self.steps.alone_s[columns])
+
+
+#: the first columns scanned for the crossing; each later block twice the last, up to the largest
+_FIRST_BLOCK, _LARGEST_BLOCK = 16, 256
+
+
+def _first_crossing(table: _TokenTimes, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, whether some whole batch b = 1..M has demand tau(b) - b <= 0, and the column of
+    the first (0 where none). Scanned in blocks of columns, each over the rows not yet crossed:
+    most rows cross early, and a block's arrays stay in the processor's cache."""
+    n, largest = len(demand), table.steps.largest
+    found = np.zeros(n, dtype=bool)
+    index = np.zeros(n, dtype=int)
+    pending = np.arange(n)
+    start, width = 0, _FIRST_BLOCK
+    while start < largest and len(pending):
+        stop = min(start + width, largest)
+        residual = table.block(pending, start, stop)
+        residual *= demand[pending, None]
+        residual -= table.steps.batches[None, start:stop]
+        crossed = residual <= 0
+        hit = crossed.any(axis=1)
+        index[pending[hit]] = start + np.argmax(crossed[hit], axis=1)
+        found[pending[hit]] = True
+        pending = pending[~hit]
+        start, width = stop, min(2 * width, _LARGEST_BLOCK)
+    return found, index
