@@ -321,6 +321,15 @@ def test_singular_filter_cancels_wan_bytes() -> None:
     assert on.link_utilization < off.link_utilization
 
 
+def test_a_relay_that_takes_no_request_leaves_the_main_decoders_as_pd_cross_has_them() -> None:
+    # no request meets the relay, so none hands over: the main decoders pay no handoff stall, and
+    # their token times are pd-cross's on the same prefill, decoders and line
+    nobody = evaluate(scenario(plan_data("small-pdd", routing={"kind": "hit", "hit_threshold": 0.0})))
+    cross = evaluate(scenario(plan_data("small-pd-cross", wan=[{"option": "line-1g", "count": 2}])))
+    assert nobody.relay_share == 0
+    assert (nobody.tpot.p50_s, nobody.tpot.p90_s) == pytest.approx((cross.tpot.p50_s, cross.tpot.p90_s), rel=1e-12)
+
+
 def test_routing_by_bytes() -> None:
     s = scenario(plan_data("small-pdd", routing={"kind": "bytes", "incremental_bytes_threshold": 2e8}))
     classes = request_classes(s)

@@ -341,7 +341,11 @@ def _decode_with_relay(
         relay_steps = colocated.token_s(0.0)
     weights = np.einsum("i,o,f->iof", classes.input_prob, classes.output_prob, states.prob)
     o = classes.output_tokens[None, :, None]
-    relayed = classes.relay[:, None, None]
+    lengths = len(classes.output_tokens)
+    # the (class, output length, line state) arrays are built whole and changed in place: a
+    # broadcast operation over the short last axis costs several times a contiguous one
+    o_full = np.repeat(o, len(classes.input_prob), axis=0).repeat(len(states.prob), axis=2)
+    direct = ~classes.relay
     prompt_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)[
         :, None, None
     ]
@@ -368,21 +372,30 @@ def _decode_with_relay(
         catch_up = wants_catch_up(handoff, utilization)
         choices.add(catch_up)
         rounds = catch_up_rounds(k0, tau_r, link.rtt_s, handoff.catchup_threshold_tokens, extend_s, catch_up)
-        eager = np.minimum(o, (k0 + rounds.extra_relay_s / tau_r)[:, None, :])
-        finishes = relayed & (o <= eager)
-        eager_tokens = np.where(relayed, eager, 0.0)
-        hold = np.where(relayed, np.minimum((window + rounds.extra_relay_s)[:, None, :], o * tau_r), 0.0)
+        # eager tokens: min(o, k0 + extra / tau_R) for a relayed class, 0 for a direct one
+        eager_tokens = np.minimum(o_full, _over_lengths(k0 + rounds.extra_relay_s / tau_r, lengths))
+        finishes = o_full <= eager_tokens
+        finishes[direct] = False
+        eager_tokens[direct] = 0.0
+        # the relay holds a sequence min(window + extra, o tau_R); a direct one, never
+        hold = np.minimum(_over_lengths(window + rounds.extra_relay_s, lengths), o * tau_r)
+        hold[direct] = 0.0
         if scenario.plan.routing.singular_filter:
-            done_fraction = np.minimum(1.0, o * tau_r / np.maximum(wan[:, None, :], 1e-9))
-            cancel = np.where(finishes, 1.0 - done_fraction, 0.0)
+            # a request the relay finishes cancels 1 - min(1, o tau_R / wan) of its transfer
+            cancel = np.divide(o * tau_r, _over_lengths(np.maximum(wan, 1e-9), lengths))
+            np.minimum(1.0, cancel, out=cancel)
+            np.subtract(1.0, cancel, out=cancel)
+            cancel[~finishes] = 0.0
             # a cancelled transfer never lands: its prefix takes no room in the main decoders' cache
             kept = 1.0 - float((weighted_kv * (cancel > 0)).sum()) / total_kv
             md_max = decoder_max_batch(
                 scenario, scenario.decode, context, scenario.cache_hbm_bytes_per_instance(CacheKind.DECODE, lam, kept)
             )
         continuing = ~finishes
-        handoffs = relayed & continuing
-        md_stall = np.where(handoffs, rounds.md_stall_s(extend_s)[:, None, :], 0.0)
+        handoffs = continuing.copy()
+        handoffs[direct] = False
+        md_stall = _over_lengths(rounds.md_stall_s(extend_s), lengths)
+        md_stall[~handoffs] = 0.0
         relay_batch = lam * float((hold * weights).sum()) / relay_role.count
         if colocated is not None:  # prefill's busy share, and so the token time, follow the batch
             relay_steps = colocated.token_s(relay_batch)
@@ -393,7 +406,10 @@ def _decode_with_relay(
             stable=relay_batch <= relay_max,
         )
         stall = lam / scenario.decode.count * float((md_stall * weights).sum())
-        md_tokens = float(((o - eager_tokens) * continuing * weights).sum())
+        left = o_full - eager_tokens
+        left *= continuing
+        left *= weights
+        md_tokens = float(left.sum())
         md_rate = lam * float((continuing * weights).sum())
         md = _operating_point(scenario.decode, md_rate, md_tokens / max(md_rate / lam, 1e-12), context, md_max, stall)
         current = (relay.step_s, md.step_s, offered)
@@ -407,6 +423,11 @@ def _decode_with_relay(
     return _Decoding(
         md, relay, offered, wan, eager_tokens, finishes, gap, iterations, catch_up_choices=frozenset(choices)
     )
+
+
+def _over_lengths(per_state: np.ndarray, lengths: int) -> np.ndarray:
+    """A (class, line state) array repeated over the output lengths: (class, length, state)."""
+    return np.repeat(per_state[:, None, :], lengths, axis=1)
 
 
 def _same_state(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
