@@ -63,13 +63,45 @@ def test_the_crossing_is_found_in_any_block_of_batches() -> None:
     # idle prefill, no marginal step: tau(b) = tau_dec(b) = 0.01 up to b = 40, 0.02 beyond, M = 100.
     # B is where r E[O] tau(b) = b first holds: 0.5 (below one row), 7.25 and 30 (r E[O] 0.01 = B),
     # 81 (r E[O] = 4050: 40.5 > 40, so 4050 * 0.02 = 81), none (r E[O] = 6000: 60 > 40, 120 > 100);
-    # the first whole batch past B lies in the first, second and third block the scan takes
+    # the first whole batch at or past B lies in the first, second and third block the scan takes
     steps = np.concatenate([np.full(40, 0.01), np.full(60, 0.02)])
     flat = MixedSteps(marginal_s=np.zeros(101), alone_s=steps, busy_s=0.1, full_chunk_s=0.1)
     rows = operating_point(flat, np.array([50.0, 725.0, 3000.0, 4050.0, 6000.0]), 0.0, 1.0, 100.0)
     assert rows.batch.tolist() == pytest.approx([0.5, 7.25, 30.0, 81.0, math.inf])
     assert rows.stable.tolist() == [True, True, True, True, False]
     assert rows.token_s[:4].tolist() == pytest.approx([0.01, 0.01, 0.01, 0.02])
+
+
+def test_the_batch_is_the_first_whole_batch_crossing_under_prefill_sharing() -> None:
+    # prefill busy (rho_0 = 0.3, and 0.9 on the last row), decode rows slowing its steps
+    # (m(b) = 0.002 b + 1e-5 b^2) and each row its own busy step s_C = 0.1 (1 - p) + 0.2 p: with
+    # tau(b) as the module docstring writes it, every B lies past the last whole batch whose
+    # residual r E[O] tau(b) - b is positive, up to the first that is not (in the first to the
+    # third block the scan takes); a stable row's B solves Little's law at the interpolated token
+    # time. The last row saturates prefill (rho_0 f(b) reaches 1, where busy is clipped): unstable.
+    with_zero = np.arange(0.0, 201.0)
+    batches = with_zero[1:]
+    steps = MixedSteps(
+        marginal_s=0.002 * with_zero + 1e-5 * with_zero**2, alone_s=0.02 + 1e-4 * batches, busy_s=0.1, full_chunk_s=0.2
+    )
+    rates = np.array([50.0, 400.0, 800.0, 920.0, 230.0])
+    waiting = np.array([0.0, 0.5, 1.0, 0.25, 0.25])
+    rho_0 = np.array([0.3, 0.3, 0.3, 0.3, 0.9])
+    point = operating_point(steps, rates, rho_0, 1.0, 200.0, waiting)
+    busy_step = 0.1 * (1 - waiting) + 0.2 * waiting
+    marginal = 0.002 * batches + 1e-5 * batches**2
+    busy = np.clip(rho_0[:, None] * (1 + marginal[None, :] / busy_step[:, None]), 0.0, 1.0)
+    tau = 1 / (busy / (busy_step[:, None] + marginal) + (1 - busy) / (0.02 + 1e-4 * batches))
+    residual = rates[:, None] * tau - batches
+    assert point.stable.tolist() == [True, True, True, True, False]
+    assert point.batch.max() > 48  # the last row crosses in the third block
+    for row, batch in enumerate(point.batch):
+        low = max(math.floor(batch), 1) - 1  # the column of the last whole batch at or below B
+        assert (residual[row, :low] > 0).all() and residual[row, low + 1] <= 0
+        if point.stable[row]:
+            share = max(batch, 1.0) - (low + 1)
+            assert point.token_s[row] == pytest.approx(tau[row, low] * (1 - share) + tau[row, low + 1] * share)
+            assert batch == pytest.approx(rates[row] * point.token_s[row])
 
 
 def _inputs(name: str) -> InputSet:

@@ -322,11 +322,13 @@ def test_singular_filter_cancels_wan_bytes() -> None:
 
 
 def test_a_relay_that_takes_no_request_leaves_the_main_decoders_as_pd_cross_has_them() -> None:
-    # no request meets the relay, so none hands over: the main decoders pay no handoff stall, and
-    # their token times are pd-cross's on the same prefill, decoders and line
+    # no request meets the relay, so none is held there, none cancels a transfer and none hands
+    # over: the relay runs empty, the line carries what pd-cross's carries, the main decoders pay no
+    # handoff stall, and their token times are pd-cross's on the same prefill, decoders and line
     nobody = evaluate(scenario(plan_data("small-pdd", routing={"kind": "hit", "hit_threshold": 0.0})))
     cross = evaluate(scenario(plan_data("small-pd-cross", wan=[{"option": "line-1g", "count": 2}])))
-    assert nobody.relay_share == 0
+    assert nobody.relay_share == 0 and nobody.stages["relay"].batch_per_instance == 0
+    assert nobody.wan_gbps_offered == pytest.approx(cross.wan_gbps_offered, rel=1e-12)
     assert (nobody.tpot.p50_s, nobody.tpot.p90_s) == pytest.approx((cross.tpot.p50_s, cross.tpot.p90_s), rel=1e-12)
 
 

@@ -341,10 +341,10 @@ def _decode_with_relay(
         relay_steps = colocated.token_s(0.0)
     weights = np.einsum("i,o,f->iof", classes.input_prob, classes.output_prob, states.prob)
     o = classes.output_tokens[None, :, None]
-    lengths = len(classes.output_tokens)
+    length_count = len(classes.output_tokens)
     # the (class, output length, line state) arrays are built whole and changed in place: a
     # broadcast operation over the short last axis costs several times a contiguous one
-    o_full = np.repeat(o, len(classes.input_prob), axis=0).repeat(len(states.prob), axis=2)
+    o_full = np.broadcast_to(o, weights.shape).copy()
     direct = ~classes.relay
     prompt_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)[
         :, None, None
@@ -373,16 +373,17 @@ def _decode_with_relay(
         choices.add(catch_up)
         rounds = catch_up_rounds(k0, tau_r, link.rtt_s, handoff.catchup_threshold_tokens, extend_s, catch_up)
         # eager tokens: min(o, k0 + extra / tau_R) for a relayed class, 0 for a direct one
-        eager_tokens = np.minimum(o_full, _over_lengths(k0 + rounds.extra_relay_s / tau_r, lengths))
+        eager_tokens = np.minimum(o_full, _over_lengths(k0 + rounds.extra_relay_s / tau_r, length_count))
         finishes = o_full <= eager_tokens
         finishes[direct] = False
         eager_tokens[direct] = 0.0
         # the relay holds a sequence min(window + extra, o tau_R); a direct one, never
-        hold = np.minimum(_over_lengths(window + rounds.extra_relay_s, lengths), o * tau_r)
+        hold = np.minimum(_over_lengths(window + rounds.extra_relay_s, length_count), o_full * tau_r)
         hold[direct] = 0.0
         if scenario.plan.routing.singular_filter:
             # a request the relay finishes cancels 1 - min(1, o tau_R / wan) of its transfer
-            cancel = np.divide(o * tau_r, _over_lengths(np.maximum(wan, 1e-9), lengths))
+            cancel = o_full * tau_r
+            cancel /= _over_lengths(np.maximum(wan, 1e-9), length_count)
             np.minimum(1.0, cancel, out=cancel)
             np.subtract(1.0, cancel, out=cancel)
             cancel[~finishes] = 0.0
@@ -394,7 +395,7 @@ def _decode_with_relay(
         continuing = ~finishes
         handoffs = continuing.copy()
         handoffs[direct] = False
-        md_stall = _over_lengths(rounds.md_stall_s(extend_s), lengths)
+        md_stall = _over_lengths(rounds.md_stall_s(extend_s), length_count)
         md_stall[~handoffs] = 0.0
         relay_batch = lam * float((hold * weights).sum()) / relay_role.count
         if colocated is not None:  # prefill's busy share, and so the token time, follow the batch
@@ -425,9 +426,9 @@ def _decode_with_relay(
     )
 
 
-def _over_lengths(per_state: np.ndarray, lengths: int) -> np.ndarray:
-    """A (class, line state) array repeated over the output lengths: (class, length, state)."""
-    return np.repeat(per_state[:, None, :], lengths, axis=1)
+def _over_lengths(per_state: np.ndarray, length_count: int) -> np.ndarray:
+    """A (class, line state) array repeated over `length_count` output lengths: (class, length, state)."""
+    return np.repeat(per_state[:, None, :], length_count, axis=1)
 
 
 def _same_state(a: tuple[float, ...], b: tuple[float, ...]) -> bool:

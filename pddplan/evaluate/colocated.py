@@ -133,12 +133,13 @@ def operating_point(
     found, index = _first_crossing(table, demand)
     batches = steps.batches
     prev = np.maximum(index - 1, 0)
+    at_index = table.at(index)
     r0 = demand * table.at(prev) - batches[prev]
-    r1 = demand * table.at(index) - batches[index]
+    r1 = demand * at_index - batches[index]
     below_one = found & (index == 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         between = batches[prev] + np.where(r0 != r1, r0 / (r0 - r1), 0.0)
-    batch = np.where(below_one, demand * table.at(np.zeros(len(r), dtype=int)), between)
+    batch = np.where(below_one, demand * at_index, between)
     batch = np.where(found, batch, math.inf)
     b_eval = np.clip(np.where(np.isfinite(batch), batch, float(steps.largest)), 1.0, float(steps.largest))
     low = np.floor(b_eval).astype(int)
@@ -165,11 +166,25 @@ def operating_point(
     )
 
 
+def _token_time(marginal: np.ndarray, alone: np.ndarray, busy_s: np.ndarray, rho0: np.ndarray) -> np.ndarray:
+    """tau = 1 / (busy / (s_C + m) + (1 - busy) / tau_dec), busy = clip(rho_0 (1 + m / s_C), 0, 1),
+    from m(b) (`marginal`), tau_dec(b) (`alone`), s_C (`busy_s`) and rho_0 (`rho0`), broadcast;
+    computed in place in one new array."""
+    busy = marginal / busy_s
+    busy += 1.0
+    busy *= rho0
+    np.clip(busy, 0.0, 1.0, out=busy)
+    idle = 1.0 - busy
+    busy /= busy_s + marginal
+    idle /= alone
+    busy += idle
+    return np.divide(1.0, busy, out=busy)
+
+
 @dataclass(frozen=True)
 class _TokenTimes:
-    """tau(b) per row for whole batches b = 1..M (column b - 1), computed where asked:
-    tau = 1 / (busy / (s_C + m(b)) + (1 - busy) / tau_dec(b)), busy = clip(rho_0 (1 + m(b) / s_C)),
-    s_C the row's busy step (`busy_s`) and rho_0 its unslowed prefill utilization (`rho0`)."""
+    """tau(b) (`_token_time`) per row for whole batches b = 1..M (column b - 1), computed where
+    asked, s_C the row's busy step (`busy_s`) and rho_0 its unslowed prefill utilization (`rho0`)."""
 
     steps: MixedSteps
     busy_s: np.ndarray
@@ -177,23 +192,16 @@ class _TokenTimes:
 
     def block(self, rows: np.ndarray, start: int, stop: int) -> np.ndarray:
         """tau of `rows` at the columns start..stop - 1, as a (rows, columns) array."""
-        marginal = self.steps.marginal_s[None, 1 + start : 1 + stop]
-        busy_s = self.busy_s[rows, None]
-        busy = marginal / busy_s
-        busy += 1.0
-        busy *= self.rho0[rows, None]
-        np.clip(busy, 0.0, 1.0, out=busy)
-        idle = 1.0 - busy
-        busy /= busy_s + marginal
-        idle /= self.steps.alone_s[None, start:stop]
-        busy += idle
-        return np.divide(1.0, busy, out=busy)
+        return _token_time(
+            self.steps.marginal_s[None, 1 + start : 1 + stop],
+            self.steps.alone_s[None, start:stop],
+            self.busy_s[rows, None],
+            self.rho0[rows, None],
+        )
 
     def at(self, columns: np.ndarray) -> np.ndarray:
         """tau of every row at its own column (`columns`, one per row)."""
-        marginal = self.steps.marginal_s[1 + columns]
-        busy = np.clip(self.rho0 * (1.0 + marginal / self.busy_s), 0.0, 1.0)
-        return 1.0 / (busy / (self.busy_s + marginal) + (1.0 - busy) / self.steps.alone_s[columns])
+        return _token_time(self.steps.marginal_s[1 + columns], self.steps.alone_s[columns], self.busy_s, self.rho0)
 
 
 #: the first columns scanned for the crossing; each later block twice the last, up to the largest
