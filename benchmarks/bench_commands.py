@@ -9,6 +9,8 @@ falls on every command alike; each line is the median of its three.
 
 from __future__ import annotations
 
+import functools
+
 from _timing import repeat, report, run_cli
 
 TARGET_S = 5.0
@@ -27,7 +29,7 @@ def main() -> None:
     seconds: dict[str, list[float]] = {name: [] for name in COMMANDS}
     for _ in range(ROUNDS):
         for name, args in COMMANDS.items():
-            seconds[name] += repeat(lambda args=args: run_cli(*args.split()), 1)
+            seconds[name] += repeat(functools.partial(run_cli, *args.split()), 1)
     ok = True
     for name, runs in seconds.items():
         ok &= report(name, runs, TARGET_S)

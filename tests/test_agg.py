@@ -161,7 +161,9 @@ def test_more_instances_never_slow_an_agg_pool() -> None:
     inputs = _inputs("pdd-agent-64k")
     ttft = []
     for count in (8, 10, 12):
-        plan = Plan(architecture="agg", prefill={"datacenter": "dc-a", "gpu": "gpu-a", "tp": 16, "count": count})
+        plan = Plan.model_validate(
+            {"architecture": "agg", "prefill": {"datacenter": "dc-a", "gpu": "gpu-a", "tp": 16, "count": count}}
+        )
         evaluation = evaluate(build_scenario(plan, inputs))
         assert evaluation.stages["decode"].instances == count
         ttft.append((evaluation.ttft.p90_s, evaluation.tpot.p90_s))

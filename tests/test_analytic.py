@@ -20,8 +20,9 @@ import yaml
 
 from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
-from pddplan.evaluate.analytic import decoder_max_batch, evaluate, revenue_per_request
+from pddplan.evaluate.analytic import decoder_max_batch, evaluate
 from pddplan.evaluate.classes import request_classes
+from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.inputs.input_set import load_input_set
 from pddplan.net.fluctuation import mean_fraction
 from pddplan.perf.kv import incremental_kv_bytes, new_tokens, request_kv_bytes

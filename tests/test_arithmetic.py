@@ -7,6 +7,7 @@ Every expected number below is written out from the formulas in the docstrings o
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import pytest
 from toys import GQA, LINEAR, arch
@@ -26,7 +27,7 @@ from pddplan.perf.arithmetic import (
 from pddplan.specs.model import ModelArchitecture
 
 # A 3-layer MLA + DSA-indexer + MoE model (first layer dense), fp8 weights, fp4 experts.
-MLA_MOE = {
+MLA_MOE: dict[str, Any] = {
     "num_layers": 3,
     "hidden_size": 1024,
     "vocab_size": 1000,

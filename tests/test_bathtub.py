@@ -434,7 +434,7 @@ def _synthetic(benefit: list[float], workload_name: str = "chat-short-lowhit") -
         mode="fixed",
         hits=hits,
         architectures=["pd-intra", "pdd"],
-        figures=figures,  # type: ignore[arg-type]
+        figures=figures,
         plans={"pd-intra": [None] * n, "pdd": [None] * n},
         tail_chunks=np.zeros(n, dtype=int),
         chunk_tokens=4096,

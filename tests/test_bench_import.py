@@ -25,7 +25,7 @@ def _write(tmp_path: Path, records: list[Any], name: str = "b.jsonl") -> Path:
     return path
 
 
-SGLANG_RUN = {
+SGLANG_RUN: dict[str, Any] = {
     "backend": "sglang",
     "dataset_name": "random",
     "request_rate": float("inf"),

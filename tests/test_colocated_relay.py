@@ -20,7 +20,7 @@ from pddplan.evaluate.classes import request_classes
 from pddplan.inputs import load_workload
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize import optimize_architecture
-from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.options import OptimizeOptions, RelayPlacement
 from pddplan.perf.mixed import busy_step_s, colocated_token_s, relay_marginal_step_s
 from pddplan.perf.roofline import linear_step_s, prefill_cost, step_time
 from pddplan.simulate import simulate
@@ -226,11 +226,11 @@ def test_one_instance_of_gpu_a_is_enough_when_the_relay_runs_on_prefill(tmp_path
 
 
 @pytest.mark.parametrize("placement", ["dedicated", "prefill"])
-def test_relay_placement_option_is_obeyed(placement: str) -> None:
+def test_relay_placement_option_is_obeyed(placement: RelayPlacement) -> None:
     from pddplan.inputs import workload_dir
 
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
-    result = optimize_architecture(inputs, "pdd", OptimizeOptions(verify=False, relay_placement=placement))  # type: ignore[arg-type]
+    result = optimize_architecture(inputs, "pdd", OptimizeOptions(verify=False, relay_placement=placement))
     assert result.feasible and result.plan is not None
     assert result.plan.relay_on_prefill == (placement == "prefill")
     assert (result.plan.relay is not None) == (placement == "dedicated")
@@ -242,7 +242,7 @@ def test_auto_is_no_worse_than_either_placement() -> None:
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))
     bcr = {}
     for placement in ("auto", "dedicated", "prefill"):
-        result = optimize_architecture(inputs, "pdd", OptimizeOptions(verify=False, relay_placement=placement))  # type: ignore[arg-type]
+        result = optimize_architecture(inputs, "pdd", OptimizeOptions(verify=False, relay_placement=placement))
         assert result.evaluation is not None
         bcr[placement] = result.evaluation.bcr
     assert bcr["auto"] >= max(bcr["dedicated"], bcr["prefill"]) * (1 - 1e-9)

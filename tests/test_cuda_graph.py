@@ -19,13 +19,13 @@ from pddplan.errors import InputError
 from pddplan.inputs import load_hardware, load_model
 from pddplan.perf.roofline import (
     Instance,
-    Mtp,
     collectives_launched,
     decode_step_time,
     eager_host_time,
     kernels_launched,
     step_time,
 )
+from pddplan.specs.workload import Mtp
 
 ROOT = Path(__file__).resolve().parent.parent
 

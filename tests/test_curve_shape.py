@@ -62,7 +62,7 @@ def _result(curves: dict[str, np.ndarray]) -> BathtubResult:
         mode="shift",
         hits=X,
         architectures=names,
-        figures=figures,  # type: ignore[arg-type]
+        figures=figures,
         plans={a: [None] * 11 for a in names},
         tail_chunks=np.zeros(11),
         chunk_tokens=8192,

@@ -118,6 +118,7 @@ def test_trimming_takes_back_an_instance_the_closed_form_does_not_need() -> None
     pick = _Pick((evaluation.bcr, -evaluation.ttft.p99_s, 0.0), bigger, evaluation, scenario, None)
     setup = build_setup(inputs, "pd-intra", inputs.workload.arrival.rate_rps)
     trimmed = _trimmed(pick, ProblemBuilder(setup, options))
+    assert trimmed.plan.decode is not None and best.plan.decode is not None
     assert trimmed.plan.decode.count == best.plan.decode.count
     assert trimmed.untrimmed is pick
     assert trimmed.evaluation.cost_per_hour < evaluation.cost_per_hour
@@ -132,7 +133,7 @@ def test_the_search_evaluates_each_plan_once(monkeypatch: pytest.MonkeyPatch) ->
 
     def counted(scenario: object, rate_rps: float | None = None) -> object:
         calls.append(scenario.plan)  # type: ignore[attr-defined]
-        return evaluate(scenario, rate_rps)  # type: ignore[arg-type]
+        return evaluate(scenario, rate_rps)
 
     monkeypatch.setattr(problem, "evaluate", counted)
     inputs = load_input_set(load_workload("pdd-agent-64k"), workload_dir("pdd-agent-64k"))

@@ -4,6 +4,7 @@ Each is refused in one line with exit 2 (never a traceback, a hang, or a replace
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -164,9 +165,7 @@ def test_a_link_planted_at_the_temporary_name_is_not_followed(
     executable, and left the link renamed into the folder. Now the name is random and the file is
     created only where nothing is (the name made known here, to plant the link): one line, exit 2,
     the outside file as it was."""
-    from pddplan.support import loading
-
-    monkeypatch.setattr(loading.secrets, "token_hex", lambda n: "known")
+    monkeypatch.setattr(secrets, "token_hex", lambda n: "known")
     outside = tmp_path / "outside.txt"
     outside.write_text("keep\n", encoding="utf-8")
     out = tmp_path / "out"

@@ -6,6 +6,7 @@ Expected values are written out from the formulas in the docstring of `pddplan.p
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ from pddplan.perf.kv import (
     token_id_bytes,
 )
 
-MLA = {
+MLA: dict[str, Any] = {
     "num_layers": 3,
     "hidden_size": 1024,
     "vocab_size": 1000,

@@ -70,14 +70,16 @@ def test_the_data_is_what_its_header_says() -> None:
     assert {ranks for _, _, ranks in rows} == {1, 2, 4, 8, 16, 32}
 
 
-def test_the_fused_moe_layer_is_within_a_quarter_of_the_measurements(errors: dict) -> None:
+def test_the_fused_moe_layer_is_within_a_quarter_of_the_measurements(
+    errors: dict[tuple[str, str, int], np.ndarray],
+) -> None:
     every = np.abs(np.concatenate(list(errors.values())))
     assert np.median(every) <= 0.25
     assert np.quantile(every, 0.9) <= 0.6
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp8"])
-def test_each_weight_format_is_within_a_third(errors: dict, dtype: str) -> None:
+def test_each_weight_format_is_within_a_third(errors: dict[tuple[str, str, int], np.ndarray], dtype: str) -> None:
     """Per model and format, the median error stays within a third either way: no format's GEMM
     efficiency is off by a factor."""
     for name in MODELS.values():

@@ -374,9 +374,9 @@ def test_pool_lines_main_option_is_by_leased_capacity() -> None:
 def test_pool_capacity_support_scales_the_fluctuation(tmp_path: Path) -> None:
     write(tmp_path / "trace.csv", "time_s,capacity_fraction\n0,1.0\n1,0.5\n")
     line = option("t", 10, 20, 720, fluctuation={"kind": "trace", "trace_file": "trace.csv"})
-    pool = pool_lines(
-        "dc-a", "dc-b", [(line, 2)], {str(line.fluctuation.trace_file): load_trace(line.fluctuation, tmp_path)}
-    )
+    trace = load_trace(line.fluctuation, tmp_path)
+    assert trace is not None
+    pool = pool_lines("dc-a", "dc-b", [(line, 2)], {str(line.fluctuation.trace_file): trace})
     capacity, probs = pool.capacity_support()
     np.testing.assert_allclose(capacity, [2.5e9, 1.25e9])
     np.testing.assert_allclose(probs, [0.5, 0.5])

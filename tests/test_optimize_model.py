@@ -32,7 +32,7 @@ from pddplan.inputs.input_set import load_input_set
 from pddplan.net.lines import LinePool
 from pddplan.optimize import model as milp
 from pddplan.optimize.candidates import Candidate, wan_configs
-from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.options import Mode, OptimizeOptions
 from pddplan.optimize.problem import solve_bcr
 from pddplan.optimize.solver import SolverOptions, solve
 from pddplan.perf import Instance
@@ -105,7 +105,7 @@ def line(source: str, target: str, usd: float) -> LinePool:
 
 # -- random instances ---------------------------------------------------------------------------------
 @st.composite
-def problems(draw: Any, mode: milp.Mode, min_served: float | None = None) -> milp.ProblemData:
+def problems(draw: Any, mode: Mode, min_served: float | None = None) -> milp.ProblemData:
     """A small random ProblemData: hypothesis draws the seed of a generator that draws the rest."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     names = architectures.names()
@@ -469,7 +469,7 @@ def test_random_instances_are_varied() -> None:
 
 
 # -- hand-made instances -------------------------------------------------------------------------------
-def pdd_problem(mode: milp.Mode = "bcr", **changes: Any) -> milp.ProblemData:
+def pdd_problem(mode: Mode = "bcr", **changes: Any) -> milp.ProblemData:
     """Two prefill kinds and two relay kinds at dc-a, two decode kinds at dc-b, two line pools."""
     p0 = candidate("dc-a", "h100-sxm", 2, 8.0, 3)
     p1 = candidate("dc-a", "h20", 1, 2.5, 4)
@@ -641,6 +641,7 @@ def test_pd_intra_keeps_decode_on_the_prefill_gpu() -> None:
     solution = solve_mode(data)
     assert solution is not None
     c, _ = solution.prefill
+    assert solution.decode is not None
     d, _ = solution.decode
     assert data.prefill[c].gpu == data.decode[d].candidate.gpu
     assert data.prefill[c].datacenter == data.decode[d].candidate.datacenter
@@ -653,6 +654,7 @@ def test_pd_hetero_moves_decode_to_another_gpu() -> None:
     solution = solve_mode(data)
     assert solution is not None
     c, _ = solution.prefill
+    assert solution.decode is not None
     d, _ = solution.decode
     assert data.prefill[c].gpu != data.decode[d].candidate.gpu
     assert data.prefill[c].datacenter == data.decode[d].candidate.datacenter

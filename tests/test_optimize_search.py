@@ -40,7 +40,7 @@ from pddplan.optimize import model as milp
 from pddplan.optimize import search
 from pddplan.optimize.diagnose import FIXES, diagnose
 from pddplan.optimize.frontier import deployment
-from pddplan.optimize.options import OptimizeOptions
+from pddplan.optimize.options import Mode, OptimizeOptions
 from pddplan.optimize.problem import MISS_SHARE, Headroom, build_setup, limited_prefill_caps, prune_lines, solve_bcr
 from pddplan.optimize.search import MAX_ROUNDS, TIGHTEN, optimize_architecture, require_feasible
 from pddplan.perf import decode_step_time
@@ -85,13 +85,13 @@ def test_full_rate_bcr_is_the_cheapest_plan_at_the_ceiling() -> None:
 
 def test_solve_reports_infeasible_programs_as_none() -> None:
     starved = {("dc-a", "h100-sxm"): 1, ("dc-a", "h20"): 1}
-    modes = (
+    modes: tuple[tuple[Mode, dict[str, float], OptimizeOptions], ...] = (
         ("rate", {"target_rate": 3.0}, OptimizeOptions(rate=3.0)),
         ("budget", {"budget_per_hour": 1.0}, OptimizeOptions(budget_per_hour=1.0)),
         ("bcr", {}, OptimizeOptions()),
     )
     for mode, extra, options in modes:
-        data = pdd_problem(mode, inventory=starved, **extra)  # type: ignore[arg-type]
+        data = pdd_problem(mode, inventory=starved, **extra)
         solution, solves = solve_bcr(data, options)
         assert solution is None, mode
         assert solves == 1, mode
@@ -348,7 +348,7 @@ def test_unloaded_ttft_quantiles_are_the_delay_mixtures_by_hand(monkeypatch: pyt
         delays=lambda rows, rate: np.array([[1.0, 5.0, 3.0, 10.0]]), weights_l=np.array([[0.5, 0.3, 0.15, 0.05]])
     )
     monkeypatch.setattr(capacity, "_first_token_paths", lambda *args: paths)
-    floors = capacity.unloaded_ttft_s(None, None, [None], None, [0.5, 0.9, 0.99])  # type: ignore[arg-type]
+    floors = capacity.unloaded_ttft_s(None, None, [None], None, [0.5, 0.9, 0.99])  # type: ignore[arg-type, list-item]
     np.testing.assert_array_equal(floors, [[1.0, 5.0, 10.0]])
 
 
@@ -431,7 +431,7 @@ def test_pdd_agent_search_without_verification() -> None:
     assert plan is not None and (plan.relay is not None or plan.relay_on_prefill) and plan.wan
     assert plan.prefill.datacenter == workload.deployment.home
     assert plan.relay is None or plan.relay.datacenter == workload.deployment.home
-    assert plan.decode.datacenter != plan.prefill.datacenter
+    assert plan.decode is not None and plan.decode.datacenter != plan.prefill.datacenter
     assert result.evaluation is not None and result.evaluation.sla_met
     assert result.handoff_mode in ("adaptive", "catch-up", "one-shot")
     require_feasible(result)

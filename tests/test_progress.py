@@ -99,10 +99,11 @@ def test_every_slow_command_shows_progress(command: str) -> None:
 def test_the_progress_bar_on_a_terminal_leaves_forking_safe(monkeypatch: pytest.MonkeyPatch) -> None:
     """The bar redraws on each step, with no refresh thread of its own: a bathtub or sweep shown on
     a terminal still runs its points on forked workers."""
-    console = Console(file=io.StringIO(), force_terminal=True, width=80)
+    shown = io.StringIO()
+    console = Console(file=shown, force_terminal=True, width=80)
     monkeypatch.setattr(output, "diagnostics", lambda: console)
     with output.progress_bar() as bar:
         task = bar.add_task("hit-rate sweep", total=2)
         assert forking.fork_is_safe()
         bar.update(task, completed=1, refresh=True)
-    assert "hit-rate sweep" in console.file.getvalue()
+    assert "hit-rate sweep" in shown.getvalue()

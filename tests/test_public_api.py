@@ -244,4 +244,4 @@ def test_survive_takes_both() -> None:
     """`--survive both`, as the error and the help offer it, was refused."""
     from pddplan.optimize.survive import survive_kinds
 
-    assert survive_kinds("both") == survive_kinds("instance,line") == {"instance", "line"}
+    assert survive_kinds("both") == survive_kinds("instance,line") == frozenset({"instance", "line"})

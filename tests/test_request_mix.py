@@ -149,7 +149,7 @@ def test_the_bathtub_moves_the_mix_with_the_marginal() -> None:
     )
     for target in (0.0, 0.3, 0.8, 1.0):
         for mode in ("shift", "fixed"):
-            moved = at_hit(workload, target, mode)  # type: ignore[arg-type]
+            moved = at_hit(workload, target, mode)
             assert moved.request_mix is not None
             assert moved.request_mix.mean_hit() == pytest.approx(target, abs=1e-9)
             assert moved.hit_rate.mean() == pytest.approx(target, abs=1e-9)

@@ -12,10 +12,9 @@ from rich.console import Console
 from pddplan.inputs import load_hardware, load_workload, workload_dir
 from pddplan.inputs.input_set import load_input_set
 from pddplan.optimize.options import OptimizeOptions
-from pddplan.optimize.outputs import Robustness
+from pddplan.optimize.outputs import Robustness, RobustnessRow
 from pddplan.optimize.robustness import (
     RobustnessReport,
-    RobustnessRow,
     variations,
     verdict,
     wider,

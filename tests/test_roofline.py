@@ -181,7 +181,7 @@ def test_head_dim_factor_by_hand() -> None:
     assert head_dim_factor(0, CURVES) == 1.0
     assert head_dim_factor(64, CURVES.model_copy(update={"attention_half_head_dim": 0.0})) == 1.0
     dims = np.arange(16, 1024, 16)
-    assert np.all(np.diff([head_dim_factor(d, CURVES) for d in dims]) > 0)  # wider heads, nearer the roof
+    assert np.all(np.diff([head_dim_factor(int(d), CURVES) for d in dims]) > 0)  # wider heads, nearer the roof
 
 
 def test_small_heads_run_attention_slower() -> None:

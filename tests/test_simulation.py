@@ -210,7 +210,7 @@ def test_link_processor_sharing_matches_mg1_ps(sizes_kind: str) -> None:
 
 # Sessions return within a millisecond (turn_gap_s): the prefix caches hold next to nothing and
 # find every prefix, so the queue is the step times' alone (tests/test_prefix_caches.py prices them).
-FIXED = {
+FIXED: dict[str, Any] = {
     "prompt_tokens": {"kind": "fixed", "tokens": 8192},
     "output_tokens": {"kind": "fixed", "tokens": 2},
     "hit_rate": {"buckets": [{"low": 0.5, "high": 0.5001, "share": 1.0}]},

@@ -70,7 +70,8 @@ def test_every_built_in_profile_loads_and_cites_its_sources(name: str) -> None:
         "power.tdp_w",
     ):
         assert path in figures, f"{name}: {path} missing"
-        assert figures[path].value is not None and figures[path].value > 0, f"{name}: {path}"
+        value = figures[path].value
+        assert value is not None and value > 0, f"{name}: {path}"
     for path, figure in figures.items():
         if figure.value is None:
             assert figure.source.startswith("unknown:"), f"{name}: {path}"

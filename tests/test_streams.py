@@ -18,7 +18,7 @@ from cli_results import one_error_line
 from pddplan.cli import app
 
 
-def pddplan(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
+def pddplan(*args: str, **kwargs: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "pddplan", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs
     )

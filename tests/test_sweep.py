@@ -475,7 +475,7 @@ def test_a_sweep_reads_the_files_its_workload_names_once(monkeypatch: pytest.Mon
     """Each point used to re-read the model and GPU profiles (on every worker); they are read
     once and travel with the points."""
     calls: list[object] = []
-    real = sweeping.load_input_set
+    real = load_input_set  # what the sweep module imports
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)

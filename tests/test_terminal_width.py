@@ -93,7 +93,7 @@ def test_output_fits_the_terminal_without_cutting_anything(args: tuple[str, ...]
 def test_the_deployment_drawing_keeps_each_role_on_one_line(columns: int) -> None:
     """At 80 columns the two datacenters used to sit side by side and wrap into each other."""
     result = CliRunner().invoke(app, ["evaluate", PLAN, "pdd-agent-64k"], env={"COLUMNS": str(columns)})
-    roles = ("P   3 x gpu-a (TP16 EP) = 48 GPUs", "RLD 1 x gpu-a (TP16 EP) = 16 GPUs")
+    roles: tuple[str, ...] = ("P   3 x gpu-a (TP16 EP) = 48 GPUs", "RLD 1 x gpu-a (TP16 EP) = 16 GPUs")
     roles += ("MD  2 x gpu-b (TP16 EP) = 32 GPUs",)
     for role in roles:
         assert any(role in line for line in result.stdout.splitlines()), (role, result.stdout)
@@ -121,7 +121,7 @@ def test_a_title_wider_than_its_table_keeps_its_words_whole() -> None:
 
 
 # -- issue 37, item 5: at 80 columns a long listing is a compact table, and --detail the whole ------
-SWEEP = ("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "2,4", "-a", "pd-intra")
+SWEEP: tuple[str, ...] = ("sweep", "pdd-agent-64k", "--param", "arrival.rate_rps", "--values", "2,4", "-a", "pd-intra")
 SWEEP += ("-a", "pd-hetero", "-a", "pd-cross", "-a", "pdd")
 #: a few rows of `agreement` (a real run optimizes every shipped workload: twenty seconds and more)
 AGREEMENT_ROWS = [

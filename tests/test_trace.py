@@ -144,7 +144,7 @@ def test_the_prefetching_reader_reports_a_bad_line_and_stops_cleanly(
 
     monkeypatch.setattr(prefetch, "MIN_PREFETCH_BYTES", 0)
     monkeypatch.setattr(prefetch, "BATCH", 2)
-    rows = [*THREE, {"timestamp": 4000, "input_length": -1, "output_length": 1}]
+    rows: list[dict[str, Any]] = [*THREE, {"timestamp": 4000, "input_length": -1, "output_length": 1}]
     with pytest.raises(InputError, match="line 4: input_length = -1"):
         list(prefetch.stream_trace(mooncake(tmp_path, rows)))
     stream = prefetch.stream_trace(MOONCAKE)

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer.testing
 
-_build_command = typer.testing._get_command
+_build_command = typer.testing._get_command  # type: ignore[attr-defined]  # typer's private builder
 _commands: dict[tuple[int, str | None], tuple[Any, Any]] = {}
 
 
@@ -29,4 +29,4 @@ def _command_built_once(typer_app: Any) -> Any:
 
 def install_command_cache() -> None:
     """Make typer.testing's CliRunner build each app's click command tree once."""
-    typer.testing._get_command = _command_built_once
+    typer.testing._get_command = _command_built_once  # type: ignore[attr-defined, assignment]

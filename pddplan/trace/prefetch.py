@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,9 @@ def _reader(path: Path, fmt: TraceFormat, block_tokens: int, connection: Any, pa
         connection.close()
 
 
-def stream_trace(path: Path, fmt: TraceFormat = "mooncake", block_tokens: int = 512) -> Iterator[TraceRequest]:
+def stream_trace(
+    path: Path, fmt: TraceFormat = "mooncake", block_tokens: int = 512
+) -> Generator[TraceRequest, None, None]:
     """`read_trace`, parsed in a forked reader process when the file is large and forking safe."""
     try:
         large = path.stat().st_size >= MIN_PREFETCH_BYTES
