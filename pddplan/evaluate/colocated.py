@@ -169,7 +169,7 @@ def operating_point(
 def _token_time(marginal: np.ndarray, alone: np.ndarray, busy_s: np.ndarray, rho0: np.ndarray) -> np.ndarray:
     """tau = 1 / (busy / (s_C + m) + (1 - busy) / tau_dec), busy = clip(rho_0 (1 + m / s_C), 0, 1),
     from m(b) (`marginal`), tau_dec(b) (`alone`), s_C (`busy_s`) and rho_0 (`rho0`), broadcast;
-    computed in place in one new array."""
+    each step in place on the array the first one makes."""
     busy = marginal / busy_s
     busy += 1.0
     busy *= rho0
