@@ -4,25 +4,13 @@ a small run keeps it working as the engine changes, and its event counts add up.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_scripts import script_output
 
 
 def test_the_profile_script_splits_a_run_into_phases_and_event_kinds() -> None:
     requests = 500
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "profile_simulate.py"), "--requests", str(requests)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = script_output("profile_simulate.py", "--requests", str(requests))
     for phase in ("draw requests, caches, prefill pool", "main loop", "main decoders' loop", "results table"):
         assert re.search(rf"^{re.escape(phase)}\s+\d+\.\d{{3}}$", out, re.MULTILINE), phase
     counts = {
