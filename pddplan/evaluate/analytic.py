@@ -340,11 +340,10 @@ def _decode_with_relay(
         relay_max, relay_batches = colocated.max_batch, colocated.batches
         relay_steps = colocated.token_s(0.0)
     weights = np.einsum("i,o,f->iof", classes.input_prob, classes.output_prob, states.prob)
-    o = classes.output_tokens[None, :, None]
     length_count = len(classes.output_tokens)
     # the (class, output length, line state) arrays are built whole and changed in place: a
     # broadcast operation over the short last axis costs several times a contiguous one
-    o_full = np.broadcast_to(o, weights.shape).copy()
+    o_full = np.broadcast_to(classes.output_tokens[None, :, None], weights.shape).copy()
     direct = ~classes.relay
     prompt_kv = request_kv_bytes(scenario.model, classes.prompt_tokens, scenario.workload.serving.page_tokens)[
         :, None, None
