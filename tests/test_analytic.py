@@ -20,7 +20,7 @@ import yaml
 
 from pddplan.cache.sessions import CacheKind
 from pddplan.errors import InputError
-from pddplan.evaluate.analytic import decoder_max_batch, evaluate
+from pddplan.evaluate.analytic import _weighted_quantiles, decoder_max_batch, evaluate
 from pddplan.evaluate.classes import request_classes
 from pddplan.evaluate.verdict import revenue_per_request
 from pddplan.inputs.input_set import load_input_set
@@ -320,6 +320,13 @@ def test_singular_filter_cancels_wan_bytes() -> None:
     assert on.singular_share > 0
     assert on.wan_bytes_per_request < off.wan_bytes_per_request
     assert on.link_utilization < off.link_utilization
+
+
+def test_a_weighted_quantile_is_the_first_value_whose_cumulative_weight_reaches_it() -> None:
+    # sorted: 1 (0.5), 2 (0.3), 3 (0.2); cumulative 0.5, 0.8, 1.0 (weights scaled by 2: normalized)
+    values, weights = np.array([3.0, 1.0, 2.0]), np.array([0.4, 1.0, 0.6])
+    quantiles = (0.1, 0.5, 0.51, 0.8, 0.99, 1.0)
+    assert list(_weighted_quantiles(values, weights, quantiles)) == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
 
 
 def test_a_relay_that_takes_no_request_leaves_the_main_decoders_as_pd_cross_has_them() -> None:

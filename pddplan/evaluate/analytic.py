@@ -940,7 +940,7 @@ def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, quantiles: tupl
     cumulative = np.cumsum(weights[order])
     cumulative /= cumulative[-1]
     index = np.searchsorted(cumulative, np.asarray(quantiles) - 1e-12)
-    return values[order][np.minimum(index, len(values) - 1)]
+    return values[order[np.minimum(index, len(values) - 1)]]
 
 
 def _instability(rho_prefill: float, md: _Decoder, relay: _Decoder | None, link_utilization: float) -> str:

@@ -479,7 +479,7 @@ def unloaded_ttft_s(
         cumulative = np.cumsum(paths.weights_l[r][order])
         for k, q in enumerate(quantiles):
             index = min(int(np.searchsorted(cumulative, q * cumulative[-1] - 1e-12)), len(order) - 1)
-            out[r, k] = delays[r][order][index]
+            out[r, k] = delays[r][order[index]]
     return out
 
 
